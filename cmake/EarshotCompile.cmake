@@ -1,0 +1,34 @@
+# Compile settings for earshot's own targets (never applied to third-party code).
+
+add_library(earshot_compile_options INTERFACE)
+target_compile_options(earshot_compile_options INTERFACE -Wall -Wextra)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  # GCC 12 reports -Wrestrict false positives inside std::string at -O2/-O3 (GCC bug 105651).
+  target_compile_options(earshot_compile_options INTERFACE -Wno-restrict)
+endif()
+if(EARSHOT_SANITIZE)
+  target_compile_options(earshot_compile_options INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(earshot_compile_options INTERFACE -fsanitize=address,undefined)
+endif()
+
+# earshot_library(NAME SOURCES... [DEPS ...]): a part of earshot, e.g. earshot_audio.
+function(earshot_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC earshot_compile_options ${ARG_DEPS})
+endfunction()
+
+# earshot_test(NAME SOURCES... [DEPS ...] [LABELS ...]): a GoogleTest executable under CTest.
+# Tests run from the build tree; EARSHOT_SHARED_DIR tells them where ../shared is.
+function(earshot_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE earshot_compile_options GTest::gtest GTest::gtest_main GTest::gmock ${ARG_DEPS})
+  target_compile_definitions(${name} PRIVATE EARSHOT_SHARED_DIR="${EARSHOT_SHARED_DIR}"
+                                             EARSHOT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  include(GoogleTest)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "EARSHOT_SHARED_DIR=${EARSHOT_SHARED_DIR}")
+endfunction()

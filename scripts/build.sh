@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds earshot (bootstrapping third-party code first when needed).
+#   scripts/build.sh [release|sanitize] [extra cmake args...]
+# release -> build/release, sanitize (ASan + UBSan, Debug) -> build/sanitize.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+flavor="${1:-release}"; shift || true
+"$ROOT/scripts/bootstrap.sh"
+case "$flavor" in
+  release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  sanitize) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEARSHOT_SANITIZE=ON) ;;
+  *) echo "usage: scripts/build.sh [release|sanitize] [cmake args...]" >&2; exit 2 ;;
+esac
+dir="$ROOT/build/$flavor"
+launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+cmake -S "$ROOT" -B "$dir" -G Ninja "${args[@]}" "${launcher[@]}" "$@" >/dev/null
+cmake --build "$dir" -j "${JOBS:-$(nproc)}"

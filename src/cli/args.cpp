@@ -1,0 +1,107 @@
+#include "cli/args.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace earshot::cli {
+namespace {
+Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
+}  // namespace
+
+Args& Args::option(std::string name, std::string help, std::string default_value) {
+  order_.push_back(name);
+  specs_[name] = Spec{std::move(help), std::move(default_value), false};
+  return *this;
+}
+
+Args& Args::flag(std::string name, std::string help) {
+  order_.push_back(name);
+  specs_[name] = Spec{std::move(help), "", true};
+  return *this;
+}
+
+void Args::parse(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      help_ = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    auto it = specs_.find(name);
+    if (it == specs_.end()) throw bad(command_ + ": unknown option --" + name + " (see --help)");
+    if (it->second.is_flag) {
+      if (value) throw bad(command_ + ": --" + name + " takes no value");
+      values_[name] = "1";
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= argv.size()) throw bad(command_ + ": --" + name + " needs a value");
+      value = argv[++i];
+    }
+    values_[name] = *value;
+  }
+}
+
+std::string Args::help() const {
+  std::string out = "usage: " + usage_ + "\n\noptions:\n";
+  for (const auto& name : order_) {
+    const Spec& s = specs_.at(name);
+    std::string left = "  --" + name + (s.is_flag ? "" : " VALUE");
+    if (left.size() < 28) left.resize(28, ' ');
+    out += left + " " + s.help;
+    if (!s.default_value.empty()) out += " (default: " + s.default_value + ")";
+    out += "\n";
+  }
+  return out;
+}
+
+const Args::Spec& Args::spec(const std::string& name) const {
+  auto it = specs_.find(name);
+  if (it == specs_.end()) throw Error(ErrorCode::kInternal, "option --" + name + " was never declared");
+  return it->second;
+}
+
+bool Args::has(const std::string& name) const {
+  spec(name);
+  return values_.count(name) != 0;
+}
+
+std::string Args::get(const std::string& name) const {
+  const Spec& s = spec(name);
+  auto it = values_.find(name);
+  return it != values_.end() ? it->second : s.default_value;
+}
+
+double Args::get_double(const std::string& name) const {
+  const std::string text = get(name);
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0) throw bad(command_ + ": --" + name + " expects a number, got '" + text + "'");
+  return v;
+}
+
+long Args::get_int(const std::string& name) const {
+  const std::string text = get(name);
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0) throw bad(command_ + ": --" + name + " expects an integer, got '" + text + "'");
+  return v;
+}
+
+bool Args::get_flag(const std::string& name) const { return spec(name).is_flag && has(name); }
+
+}  // namespace earshot::cli

@@ -1,0 +1,54 @@
+// A small, strict command-line parser shared by every `earshot` subcommand:
+// `--name value`, `--name=value`, boolean `--flag`, positional arguments, and
+// a generated help text. Unknown options are errors, never silently ignored.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace earshot::cli {
+
+class Args {
+ public:
+  Args(std::string command, std::string usage) : command_(std::move(command)), usage_(std::move(usage)) {}
+
+  // Declares an option taking a value; default_value is shown in the help text.
+  Args& option(std::string name, std::string help, std::string default_value = "");
+  // Declares a boolean flag.
+  Args& flag(std::string name, std::string help);
+
+  // Parses argv (without the program and command names). Throws
+  // earshot::Error(kInvalidArgument) naming the bad argument.
+  void parse(const std::vector<std::string>& argv);
+
+  bool help_requested() const { return help_; }
+  std::string help() const;
+
+  bool has(const std::string& name) const;  // given on the command line
+  std::string get(const std::string& name) const;  // value or declared default
+  double get_double(const std::string& name) const;
+  long get_int(const std::string& name) const;
+  bool get_flag(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  struct Spec {
+    std::string help;
+    std::string default_value;
+    bool is_flag = false;
+  };
+  const Spec& spec(const std::string& name) const;
+
+  std::string command_;
+  std::string usage_;
+  std::vector<std::string> order_;
+  std::map<std::string, Spec> specs_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+  bool help_ = false;
+};
+
+}  // namespace earshot::cli

@@ -1,0 +1,18 @@
+// Subcommands of the `earshot` binary. Each lives in its own <name>_command.cpp
+// and is listed once in main.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace earshot::cli {
+
+using CommandArgs = std::vector<std::string>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const CommandArgs& args);
+};
+
+}  // namespace earshot::cli

@@ -1,0 +1,52 @@
+// `earshot <command> [options]`: the single binary. Commands are listed here;
+// each is implemented in its own file.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <span>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+namespace {
+
+using earshot::cli::Command;
+
+int run_version(const earshot::cli::CommandArgs&) {
+  std::printf("earshot %s\n", EARSHOT_VERSION);
+  return 0;
+}
+
+constexpr Command kCommands[] = {
+    {"version", "print the version", run_version},
+};
+
+void print_usage() {
+  std::printf("earshot: real-time speech-to-text and translation server\n\nusage: earshot <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
+  std::printf("\n`earshot <command> --help` describes each command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.run(earshot::cli::CommandArgs(argv + 2, argv + argc));
+    } catch (const earshot::Error& e) {
+      std::fprintf(stderr, "earshot %s: %s\n", c.name, e.what());
+      return e.code() == earshot::ErrorCode::kInvalidArgument ? 2 : 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "earshot %s: unexpected error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "earshot: unknown command '%s'\n\n", argv[1]);
+  print_usage();
+  return 2;
+}
