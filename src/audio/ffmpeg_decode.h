@@ -1,0 +1,60 @@
+// Internal: FFmpeg decoding shared by load_file and StreamDecoder. Turns the
+// packets of a container's best audio stream into 16 kHz mono floats.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audio/resample.h"
+
+struct AVCodecContext;
+struct AVFormatContext;
+struct AVFrame;
+struct AVPacket;
+
+namespace earshot::audio {
+
+// av_strerror as a std::string.
+std::string ffmpeg_error_text(int code);
+
+// Keeps FFmpeg's own logging to real errors (it would otherwise print per-packet warnings).
+void quiet_ffmpeg_logging();
+
+class FfmpegAudioDecoder {
+ public:
+  // Picks the best audio stream of an opened container and opens its decoder.
+  // Throws earshot::Error(kInvalidAudio) naming `name` when there is none or it cannot be decoded.
+  FfmpegAudioDecoder(AVFormatContext* format, std::string name);
+  ~FfmpegAudioDecoder();
+  FfmpegAudioDecoder(const FfmpegAudioDecoder&) = delete;
+  FfmpegAudioDecoder& operator=(const FfmpegAudioDecoder&) = delete;
+
+  int stream_index() const { return stream_index_; }
+  // Decodes one packet of our stream and appends the resulting 16 kHz samples.
+  // Corrupt packets are skipped; a long run of them throws kInvalidAudio.
+  void decode(const AVPacket* packet, std::vector<float>& output);
+  // End of stream: drains the decoder and the resampler.
+  void finish(std::vector<float>& output);
+  // Samples decoded so far, before resampling (0 means nothing decodable yet).
+  size_t decoded_frames() const { return decoded_frames_; }
+
+ private:
+  void receive_frames(std::vector<float>& output);
+  void emit(const AVFrame* frame, std::vector<float>& output);
+
+  std::string name_;
+  int stream_index_ = -1;
+  AVCodecContext* codec_ = nullptr;
+  AVFrame* frame_ = nullptr;
+  std::unique_ptr<Resampler> resampler_;
+  std::vector<float> mono_;
+  int consecutive_errors_ = 0;
+  size_t decoded_frames_ = 0;
+};
+
+// Decodes a whole file of any format FFmpeg knows to 16 kHz mono.
+std::vector<float> decode_file_with_ffmpeg(const std::filesystem::path& path);
+
+}  // namespace earshot::audio

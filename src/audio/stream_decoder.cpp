@@ -1,0 +1,245 @@
+// StreamDecoder: one encoded stream arriving in pieces, decoded with FFmpeg.
+//
+// libavformat demuxers expect a blocking byte source: a read that returns
+// "no data yet" is taken as end of file and leaves demuxers (Matroska above
+// all) in a broken state. So each decoder runs the demuxer on its own worker
+// thread whose read callback blocks until push() supplies bytes. push() hands
+// the bytes over and waits until the worker has consumed them all and is
+// blocked again: everything decodable is then decoded, packets split across
+// pieces are simply completed by a later piece, and the output is identical
+// however the stream was cut. Memory stays bounded: bytes are dropped once
+// read, and probing looks at most kMaxProbeBytes ahead.
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+}
+
+#include "audio/audio.h"
+#include "audio/ffmpeg_decode.h"
+#include "common/error.h"
+
+namespace earshot::audio {
+namespace {
+
+constexpr int kIoBufferSize = 4096;
+// Garbage is rejected once this much was seen without a confident format match.
+constexpr int kMaxProbeBytes = 128 * 1024;
+// A demuxer that consumes this much without producing audio is skipping garbage.
+constexpr size_t kMaxBytesWithoutAudio = 1 << 20;
+const char* const kName = "audio stream";
+
+class FfmpegStreamDecoder final : public StreamDecoder {
+ public:
+  FfmpegStreamDecoder() { quiet_ffmpeg_logging(); }
+  ~FfmpegStreamDecoder() override {
+    {
+      std::lock_guard lock(mu_);
+      abort_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+  }
+
+  std::vector<float> push(std::span<const uint8_t> bytes) override {
+    std::unique_lock lock(mu_);
+    if (finished_) throw Error(ErrorCode::kInternal, "StreamDecoder::push called after finish()");
+    if (error_) std::rethrow_exception(error_);
+    if (bytes.empty() || worker_done_) return take_output();  // bytes after the stream's own end are ignored
+    if (pending_pos_ == pending_.size()) {
+      pending_.clear();
+      pending_pos_ = 0;
+    }
+    pending_.insert(pending_.end(), bytes.begin(), bytes.end());
+    if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return worker_done_ || (worker_starved_ && pending_pos_ == pending_.size()); });
+    if (error_) std::rethrow_exception(error_);
+    return take_output();
+  }
+
+  std::vector<float> finish() override {
+    std::unique_lock lock(mu_);
+    if (finished_) return {};
+    finished_ = true;
+    end_of_input_ = true;
+    cv_.notify_all();
+    if (worker_.joinable()) {
+      cv_.wait(lock, [&] { return worker_done_; });
+      lock.unlock();
+      worker_.join();
+      lock.lock();
+    }
+    if (error_) std::rethrow_exception(error_);
+    return take_output();  // an empty stream decodes to no samples
+  }
+
+ private:
+  std::vector<float> take_output() {
+    std::vector<float> out;
+    out.swap(output_);
+    return out;
+  }
+
+  static int read_callback(void* opaque, uint8_t* buffer, int size) {
+    return static_cast<FfmpegStreamDecoder*>(opaque)->read(buffer, size);
+  }
+
+  // Worker thread only: blocks until bytes, end of input or abort.
+  int read(uint8_t* buffer, int size) {
+    if (opened_ && consumed_ - consumed_at_last_audio_ > kMaxBytesWithoutAudio) {
+      garbage_ = true;
+      return AVERROR_INVALIDDATA;
+    }
+    std::unique_lock lock(mu_);
+    while (pending_pos_ == pending_.size() && !end_of_input_ && !abort_) {
+      worker_starved_ = true;
+      cv_.notify_all();
+      cv_.wait(lock);
+    }
+    worker_starved_ = false;
+    if (abort_) return AVERROR_EXIT;
+    const size_t n = std::min(size_t(size), pending_.size() - pending_pos_);
+    if (n == 0) return AVERROR_EOF;
+    std::memcpy(buffer, pending_.data() + pending_pos_, n);
+    pending_pos_ += n;
+    consumed_ += n;
+    return int(n);
+  }
+
+  void run() {
+    try {
+      decode_stream();
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      error_ = std::current_exception();
+    }
+    std::lock_guard lock(mu_);
+    worker_done_ = true;
+    worker_starved_ = false;
+    cv_.notify_all();
+  }
+
+  bool aborted() {
+    std::lock_guard lock(mu_);
+    return abort_;
+  }
+
+  void deliver(std::vector<float>& samples) {
+    if (samples.empty()) return;
+    consumed_at_last_audio_ = consumed_;
+    std::lock_guard lock(mu_);
+    output_.insert(output_.end(), samples.begin(), samples.end());
+    samples.clear();
+  }
+
+  void decode_stream() {
+    struct IoCloser {
+      void operator()(AVIOContext* io) const {
+        av_freep(&io->buffer);
+        avio_context_free(&io);
+      }
+    };
+    auto* io_buffer = static_cast<uint8_t*>(av_malloc(kIoBufferSize));
+    std::unique_ptr<AVIOContext, IoCloser> io(
+        avio_alloc_context(io_buffer, kIoBufferSize, 0, this, &read_callback, nullptr, nullptr));
+    if (!io) throw Error(ErrorCode::kInternal, "out of memory allocating an FFmpeg I/O context");
+    io->seekable = 0;
+
+    const AVInputFormat* input_format = nullptr;
+    const int score = av_probe_input_buffer2(io.get(), &input_format, "", nullptr, 0, kMaxProbeBytes);
+    if (aborted()) return;
+    if (score < 0 || !input_format) {
+      if (consumed_ == 0) return;  // an empty stream: no audio and nothing wrong
+      throw Error(ErrorCode::kInvalidAudio, std::string(kName) + ": not a recognisable audio format (first " +
+                                                std::to_string(consumed_) + " bytes examined)");
+    }
+    if (score < AVPROBE_SCORE_RETRY) {
+      throw Error(ErrorCode::kInvalidAudio, std::string(kName) + ": not a recognisable audio format (best guess " +
+                                                input_format->name + " with confidence " + std::to_string(score) +
+                                                "/100)");
+    }
+
+    AVFormatContext* raw = avformat_alloc_context();
+    if (!raw) throw Error(ErrorCode::kInternal, "out of memory allocating an FFmpeg format context");
+    raw->pb = io.get();
+    raw->flags |= AVFMT_FLAG_CUSTOM_IO;
+    int rc = avformat_open_input(&raw, "", input_format, nullptr);  // frees raw on failure
+    if (aborted()) {
+      if (rc >= 0) avformat_close_input(&raw);
+      return;
+    }
+    if (rc < 0) {
+      throw Error(ErrorCode::kInvalidAudio,
+                  std::string(kName) + ": invalid " + input_format->name + " header: " + ffmpeg_error_text(rc));
+    }
+    struct FormatCloser {
+      void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
+    };
+    std::unique_ptr<AVFormatContext, FormatCloser> format(raw);
+    FfmpegAudioDecoder decoder(format.get(), std::string(kName) + " (" + input_format->name + ")");
+    opened_ = true;
+    consumed_at_last_audio_ = consumed_;
+
+    struct PacketFree {
+      void operator()(AVPacket* p) const { av_packet_free(&p); }
+    };
+    std::unique_ptr<AVPacket, PacketFree> packet(av_packet_alloc());
+    std::vector<float> samples;
+    while ((rc = av_read_frame(format.get(), packet.get())) >= 0) {
+      if (packet->stream_index == decoder.stream_index()) decoder.decode(packet.get(), samples);
+      av_packet_unref(packet.get());
+      deliver(samples);
+    }
+    if (aborted()) return;
+    if (garbage_) {
+      throw Error(ErrorCode::kInvalidAudio, std::string(kName) + ": " + std::to_string(kMaxBytesWithoutAudio) +
+                                                " bytes without any decodable audio (corrupt or not audio)");
+    }
+    const bool input_ended = [&] {
+      std::lock_guard lock(mu_);
+      return end_of_input_;
+    }();
+    // A stream cut off mid-packet ends with a demuxer error; what was decoded before stays valid.
+    if (rc != AVERROR_EOF && !(input_ended && decoder.decoded_frames() > 0)) {
+      throw Error(ErrorCode::kInvalidAudio,
+                  std::string(kName) + " (" + input_format->name + "): corrupt data: " + ffmpeg_error_text(rc));
+    }
+    decoder.finish(samples);
+    deliver(samples);
+    if (decoder.decoded_frames() == 0) {
+      throw Error(ErrorCode::kInvalidAudio, std::string(kName) + " (" + input_format->name +
+                                                "): ended before any audio could be decoded (truncated?)");
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_:
+  std::vector<uint8_t> pending_;
+  size_t pending_pos_ = 0;
+  bool end_of_input_ = false;
+  bool abort_ = false;
+  bool finished_ = false;
+  bool worker_starved_ = false;
+  bool worker_done_ = false;
+  std::exception_ptr error_;
+  std::vector<float> output_;
+  // Worker thread only:
+  size_t consumed_ = 0;
+  size_t consumed_at_last_audio_ = 0;
+  bool opened_ = false;
+  bool garbage_ = false;
+  std::thread worker_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamDecoder> StreamDecoder::create() { return std::make_unique<FfmpegStreamDecoder>(); }
+
+}  // namespace earshot::audio

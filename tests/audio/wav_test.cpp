@@ -1,0 +1,288 @@
+// The native WAV reader, downmix, resampler and PCM conversion, on WAV bytes built here.
+#include "audio/wav.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "audio/audio.h"
+#include "audio/resample.h"
+#include "common/error.h"
+
+namespace earshot::audio {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+void put16(Bytes& b, uint32_t v) {
+  b.push_back(v & 0xFF);
+  b.push_back((v >> 8) & 0xFF);
+}
+void put32(Bytes& b, uint32_t v) {
+  put16(b, v & 0xFFFF);
+  put16(b, v >> 16);
+}
+void put_id(Bytes& b, const char* id) { b.insert(b.end(), id, id + 4); }
+
+struct WavSpec {
+  uint16_t tag = 1;
+  int channels = 1;
+  int rate = 16000;
+  int bits = 16;
+  bool extensible = false;
+  bool junk_before_fmt = false;
+  bool odd_chunk_before_data = false;
+};
+
+// A RIFF/WAVE file around `data`, optionally with unknown chunks (one of odd size, so padded).
+Bytes make_wav(const WavSpec& s, const Bytes& data) {
+  Bytes chunks;
+  if (s.junk_before_fmt) {
+    put_id(chunks, "JUNK");
+    put32(chunks, 6);
+    chunks.insert(chunks.end(), {1, 2, 3, 4, 5, 6});
+  }
+  put_id(chunks, "fmt ");
+  put32(chunks, s.extensible ? 40 : 16);
+  put16(chunks, s.extensible ? 0xFFFE : s.tag);
+  put16(chunks, s.channels);
+  put32(chunks, s.rate);
+  put32(chunks, s.rate * s.channels * s.bits / 8);
+  put16(chunks, s.channels * s.bits / 8);
+  put16(chunks, s.bits);
+  if (s.extensible) {
+    put16(chunks, 22);
+    put16(chunks, s.bits);  // valid bits
+    put32(chunks, s.channels == 2 ? 3 : 4);
+    put16(chunks, s.tag);
+    const uint8_t suffix[14] = {0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71};
+    chunks.insert(chunks.end(), suffix, suffix + 14);
+  }
+  if (s.odd_chunk_before_data) {
+    put_id(chunks, "LIST");
+    put32(chunks, 5);
+    chunks.insert(chunks.end(), {'I', 'N', 'F', 'O', 'x', 0});  // 5 bytes + 1 pad byte
+  }
+  put_id(chunks, "data");
+  put32(chunks, uint32_t(data.size()));
+  chunks.insert(chunks.end(), data.begin(), data.end());
+  Bytes wav;
+  put_id(wav, "RIFF");
+  put32(wav, uint32_t(chunks.size() + 4));
+  put_id(wav, "WAVE");
+  wav.insert(wav.end(), chunks.begin(), chunks.end());
+  return wav;
+}
+
+ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "no earshot::Error thrown";
+  return ErrorCode::kInternal;
+}
+
+TEST(Wav, Pcm16StereoWithUnknownChunksIsDecodedExactly) {
+  Bytes data;
+  for (int16_t v : {int16_t(0), int16_t(16384), int16_t(-32768), int16_t(32767), int16_t(-1), int16_t(2)})
+    put16(data, uint16_t(v));
+  const PcmAudio pcm = parse_wav(
+      make_wav({.channels = 2, .rate = 44100, .junk_before_fmt = true, .odd_chunk_before_data = true}, data), "t.wav");
+  EXPECT_EQ(pcm.sample_rate, 44100);
+  EXPECT_EQ(pcm.channels, 2);
+  ASSERT_EQ(pcm.frames(), 3u);
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.0f, 0.5f, -1.0f, 32767 / 32768.0f, -1 / 32768.0f, 2 / 32768.0f}));
+}
+
+TEST(Wav, Unsigned8Bit) {
+  const PcmAudio pcm = parse_wav(make_wav({.bits = 8}, {128, 0, 255, 192}), "t.wav");
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.0f, -1.0f, 127 / 128.0f, 0.5f}));
+}
+
+TEST(Wav, Signed24BitExtensible) {
+  // 0x400000 = 0.5, 0x800000 = -1, 0xFFFFFF = -1/2^23
+  const Bytes data = {0x00, 0x00, 0x40, 0x00, 0x00, 0x80, 0xFF, 0xFF, 0xFF};
+  const PcmAudio pcm = parse_wav(make_wav({.bits = 24, .extensible = true}, data), "t.wav");
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.5f, -1.0f, -1.0f / 8388608.0f}));
+}
+
+TEST(Wav, Signed32Bit) {
+  Bytes data;
+  put32(data, 0x40000000u);
+  put32(data, 0x80000000u);
+  const PcmAudio pcm = parse_wav(make_wav({.bits = 32}, data), "t.wav");
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.5f, -1.0f}));
+}
+
+TEST(Wav, Float32AndFloat64ThreeChannelsExtensible) {
+  Bytes f32;
+  for (float v : {0.25f, -0.75f, 1.0f}) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    put32(f32, u);
+  }
+  PcmAudio pcm = parse_wav(make_wav({.tag = 3, .channels = 3, .bits = 32, .extensible = true}, f32), "t.wav");
+  EXPECT_EQ(pcm.channels, 3);
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.25f, -0.75f, 1.0f}));
+
+  Bytes f64;
+  for (double v : {0.125, -0.5}) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    put32(f64, uint32_t(u));
+    put32(f64, uint32_t(u >> 32));
+  }
+  pcm = parse_wav(make_wav({.tag = 3, .bits = 64}, f64), "t.wav");
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.125f, -0.5f}));
+}
+
+TEST(Wav, TrailingPartialFrameIsDropped) {
+  const PcmAudio pcm = parse_wav(make_wav({.channels = 2}, {0, 0x40, 0, 0xC0, 0x11}), "t.wav");
+  EXPECT_EQ(pcm.interleaved, (std::vector<float>{0.5f, -0.5f}));
+}
+
+TEST(Wav, InvalidFilesGivePreciseErrors) {
+  const Bytes good = make_wav({}, {1, 0, 2, 0, 3, 0, 4, 0});
+  std::string message;
+
+  EXPECT_EQ(code_of([&] { parse_wav({}, "e.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("e.wav"), std::string::npos) << message;
+  EXPECT_NE(message.find("empty"), std::string::npos) << message;
+
+  EXPECT_EQ(code_of([&] { parse_wav(Bytes(good.begin(), good.begin() + 7), "t.wav"); }, &message),
+            ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("inside the 12-byte RIFF header"), std::string::npos) << message;
+
+  Bytes cut(good.begin(), good.end() - 3);  // data chunk declares 8 bytes, 5 follow
+  EXPECT_EQ(code_of([&] { parse_wav(cut, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("truncated: the 'data' chunk declares 8 bytes but only 5 follow"), std::string::npos)
+      << message;
+
+  Bytes cut_in_fmt(good.begin(), good.begin() + 30);
+  EXPECT_EQ(code_of([&] { parse_wav(cut_in_fmt, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("truncated: chunk 'fmt ' at byte 12 declares 16 bytes but only 10 follow"), std::string::npos)
+      << message;
+
+  Bytes no_data(good.begin(), good.begin() + 36);
+  EXPECT_EQ(code_of([&] { parse_wav(no_data, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("no 'data' chunk"), std::string::npos) << message;
+
+  Bytes not_riff = good;
+  std::memcpy(not_riff.data(), "RIFX", 4);
+  EXPECT_EQ(code_of([&] { parse_wav(not_riff, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("no RIFF/WAVE signature"), std::string::npos) << message;
+
+  Bytes data_first;
+  put_id(data_first, "RIFF");
+  put32(data_first, 16);
+  put_id(data_first, "WAVE");
+  put_id(data_first, "data");
+  put32(data_first, 0);
+  EXPECT_EQ(code_of([&] { parse_wav(data_first, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("comes before the 'fmt ' chunk"), std::string::npos) << message;
+
+  Bytes zero_channels = make_wav({.channels = 0}, {});
+  EXPECT_EQ(code_of([&] { parse_wav(zero_channels, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("0 channels"), std::string::npos) << message;
+
+  Bytes bad_block = good;
+  bad_block[12 + 8 + 12] = 4;  // block align 4 for mono 16-bit
+  EXPECT_EQ(code_of([&] { parse_wav(bad_block, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_NE(message.find("block size 4 does not match 1 channels of 16 bits"), std::string::npos) << message;
+}
+
+TEST(Wav, NonPcmEncodingsAreLeftToFfmpeg) {
+  const Bytes alaw = make_wav({.tag = 6, .bits = 8}, {0xD5, 0x55});
+  EXPECT_FALSE(wav_encoding_supported(alaw, "a.wav"));
+  EXPECT_EQ(code_of([&] { parse_wav(alaw, "a.wav"); }), ErrorCode::kUnsupported);
+  EXPECT_TRUE(wav_encoding_supported(make_wav({}, {0, 0}), "p.wav"));
+}
+
+TEST(Downmix, AveragesChannels) {
+  EXPECT_EQ(downmix_to_mono(std::vector<float>{1.0f, 0.0f, -0.5f, 0.5f, 0.25f, 0.75f}, 2),
+            (std::vector<float>{0.5f, 0.0f, 0.5f}));
+  EXPECT_EQ(downmix_to_mono(std::vector<float>{0.3f, 0.6f, 0.9f}, 3), (std::vector<float>{0.6f}));
+}
+
+TEST(PcmS16le, ConvertsLittleEndianSamples) {
+  const std::vector<uint8_t> bytes = {0x00, 0x40, 0x00, 0x80, 0xFF, 0x7F, 0x01};
+  EXPECT_EQ(pcm_s16le_to_float(bytes), (std::vector<float>{0.5f, -1.0f, 32767 / 32768.0f}));
+  EXPECT_TRUE(pcm_s16le_to_float({}).empty());
+}
+
+std::vector<float> sine(double freq, int rate, size_t n, double amplitude = 0.5) {
+  std::vector<float> s(n);
+  for (size_t i = 0; i < n; ++i) s[i] = float(amplitude * std::sin(2 * std::numbers::pi * freq * double(i) / rate));
+  return s;
+}
+
+// Power of `signal` relative to the best-fitting sine/cosine pair at `freq`, in dB of residual.
+double residual_db(const std::vector<float>& x, double freq, size_t begin, size_t end) {
+  double ss = 0, cc = 0, sc = 0, xs = 0, xc = 0, xx = 0;
+  for (size_t i = begin; i < end; ++i) {
+    const double s = std::sin(2 * std::numbers::pi * freq * double(i) / kSampleRate);
+    const double c = std::cos(2 * std::numbers::pi * freq * double(i) / kSampleRate);
+    ss += s * s, cc += c * c, sc += s * c, xs += x[i] * s, xc += x[i] * c, xx += double(x[i]) * x[i];
+  }
+  const double det = ss * cc - sc * sc;
+  const double a = (xs * cc - xc * sc) / det, b = (xc * ss - xs * sc) / det;
+  double residual = 0;
+  for (size_t i = begin; i < end; ++i) {
+    const double fit = a * std::sin(2 * std::numbers::pi * freq * double(i) / kSampleRate) +
+                       b * std::cos(2 * std::numbers::pi * freq * double(i) / kSampleRate);
+    residual += (x[i] - fit) * (x[i] - fit);
+  }
+  return 10 * std::log10(residual / xx);
+}
+
+double rms(const std::vector<float>& x, size_t begin, size_t end) {
+  double sum = 0;
+  for (size_t i = begin; i < end; ++i) sum += double(x[i]) * x[i];
+  return std::sqrt(sum / double(end - begin));
+}
+
+TEST(Resample, SixteenKilohertzPassesThroughUnchanged) {
+  const std::vector<float> in = sine(440, 16000, 1000);
+  EXPECT_EQ(resample_to_16k(in, 16000), in);
+}
+
+TEST(Resample, KeepsInBandTonesCleanAndTheirLevel) {
+  for (int rate : {8000, 22050, 44100, 48000}) {
+    const std::vector<float> out = resample_to_16k(sine(1000, rate, size_t(rate)), rate);
+    EXPECT_NEAR(double(out.size()), 16000.0, 1.0) << rate;
+    // Away from the edges (filter start-up) the output is the same 1 kHz sine: residual below -60 dB.
+    EXPECT_LT(residual_db(out, 1000, 400, 15600), -60.0) << rate;
+    EXPECT_NEAR(rms(out, 400, 15600), 0.5 / std::sqrt(2.0), 0.005) << rate;
+  }
+}
+
+TEST(Resample, RemovesTonesAboveTheNewNyquist) {
+  // 11 kHz cannot exist at 16 kHz; a naive resampler would alias it to 5 kHz.
+  const std::vector<float> out = resample_to_16k(sine(11000, 48000, 48000), 48000);
+  EXPECT_LT(20 * std::log10(rms(out, 400, 15600) / (0.5 / std::sqrt(2.0))), -60.0);
+}
+
+TEST(Resample, StreamingInPiecesEqualsWholeBuffer) {
+  const std::vector<float> in = sine(700, 44100, 44100);
+  Resampler resampler(44100);
+  std::vector<float> pieces;
+  for (size_t pos = 0; pos < in.size(); pos += 1234)
+    resampler.push(std::span(in).subspan(pos, std::min<size_t>(1234, in.size() - pos)), pieces);
+  resampler.flush(pieces);
+  EXPECT_EQ(pieces, resample_to_16k(in, 44100));
+}
+
+TEST(Resample, RejectsAbsurdRates) {
+  EXPECT_EQ(code_of([] { Resampler r(0); }), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(code_of([] { Resampler r(-44100); }), ErrorCode::kInvalidAudio);
+}
+
+}  // namespace
+}  // namespace earshot::audio
