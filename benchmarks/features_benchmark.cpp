@@ -1,0 +1,56 @@
+// Log-mel front end: 30 s of audio (the encoder window) at 1 and 2 threads, and
+// the 400-point real FFT alone.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <complex>
+#include <vector>
+
+#include "features/fft.h"
+#include "features/mel.h"
+
+namespace {
+
+std::vector<float> synthetic_audio(int seconds) {
+  std::vector<float> samples(static_cast<size_t>(seconds) * earshot::features::kSampleRate);
+  uint32_t state = 12345;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    state = state * 1664525u + 1013904223u;  // deterministic noise plus a tone
+    samples[i] = 0.2f * std::sin(0.05f * static_cast<float>(i)) + ((state >> 8) / 16777216.0f - 0.5f) * 0.1f;
+  }
+  return samples;
+}
+
+void BM_LogMel30s(benchmark::State& state) {
+  const int n_mel = static_cast<int>(state.range(1));
+  const std::vector<float> samples = synthetic_audio(30);
+  const std::vector<float> filters = earshot::features::mel_filter_bank(n_mel);
+  for (auto _ : state) {
+    auto mel = earshot::features::log_mel_spectrogram(samples, filters, n_mel,
+                                                      earshot::features::kChunkSeconds * earshot::features::kSampleRate,
+                                                      static_cast<int>(state.range(0)));
+    benchmark::DoNotOptimize(mel.data.data());
+  }
+}
+BENCHMARK(BM_LogMel30s)
+    ->ArgNames({"threads", "n_mel"})
+    ->Args({1, 80})
+    ->Args({2, 80})
+    ->Args({1, 128})
+    ->Args({2, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_RealFft400Power(benchmark::State& state) {
+  earshot::features::RealFft fft(400);
+  const std::vector<float> frame = synthetic_audio(1);
+  std::vector<float> power(fft.bins());
+  std::vector<std::complex<float>> scratch;
+  for (auto _ : state) {
+    fft.power(frame.data(), power.data(), scratch);
+    benchmark::DoNotOptimize(power.data());
+  }
+}
+BENCHMARK(BM_RealFft400Power);
+
+}  // namespace
