@@ -1,0 +1,433 @@
+// Model::load for whisper.cpp's legacy ggml files. Two passes over the file:
+// the first reads every tensor record header and checks names, shapes, types
+// and that the data is really there (seeking over it), so that a corrupt or
+// truncated file fails before anything is allocated; the second reads the data
+// into one backend buffer.
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+#include <ggml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "features/mel.h"
+#include "model/whisper/model.h"
+#include "model/whisper/model_format.h"
+
+namespace earshot::whisper {
+namespace {
+
+[[noreturn]] void invalid_model(const std::filesystem::path& path, const std::string& message) {
+  throw Error(ErrorCode::kInvalidModel, "model file " + path.string() + ": " + message);
+}
+
+// A binary file read with bounds known up front: every length read from the
+// file is checked against the bytes that remain before it is used.
+class FileReader {
+ public:
+  explicit FileReader(const std::filesystem::path& path) : path_(path) {
+    file_ = std::fopen(path.c_str(), "rb");
+    if (file_ == nullptr) {
+      throw Error(ErrorCode::kIo, "cannot open model file " + path.string() + ": " + std::strerror(errno));
+    }
+    if (fseeko(file_, 0, SEEK_END) != 0 || (size_ = ftello(file_)) < 0 || fseeko(file_, 0, SEEK_SET) != 0) {
+      const std::string reason = std::strerror(errno);
+      std::fclose(file_);
+      throw Error(ErrorCode::kIo, "cannot determine the size of model file " + path.string() + ": " + reason);
+    }
+  }
+  ~FileReader() { std::fclose(file_); }
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  uint64_t size() const { return static_cast<uint64_t>(size_); }
+  uint64_t offset() const { return offset_; }
+  uint64_t remaining() const { return size() - offset_; }
+
+  // Reads exactly n bytes; `what` names the thing being read for the truncation message.
+  void read(void* dst, uint64_t n, const std::string& what) {
+    if (n > remaining()) {
+      invalid_model(path_, "truncated at " + what + ": expected " + std::to_string(n) + " bytes, got " +
+                               std::to_string(remaining()));
+    }
+    if (n > 0 && std::fread(dst, 1, n, file_) != n) {
+      throw Error(ErrorCode::kIo,
+                  "read error in model file " + path_.string() + " at " + what + ": " + std::strerror(errno));
+    }
+    offset_ += n;
+  }
+  int32_t read_i32(const std::string& what) {
+    int32_t value = 0;
+    read(&value, sizeof(value), what);
+    return value;
+  }
+  void seek(uint64_t offset) {
+    if (offset > size() || fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0) {
+      throw Error(ErrorCode::kIo, "seek error in model file " + path_.string() + ": " + std::strerror(errno));
+    }
+    offset_ = offset;
+  }
+  void skip(uint64_t n, const std::string& what) {
+    if (n > remaining()) {
+      invalid_model(path_, "truncated at " + what + ": expected " + std::to_string(n) + " bytes, got " +
+                               std::to_string(remaining()));
+    }
+    seek(offset_ + n);
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+  off_t size_ = 0;
+  uint64_t offset_ = 0;
+};
+
+FileHeader parse_header(FileReader& reader, const std::filesystem::path& path) {
+  FileHeader header;
+  header.file_size = reader.size();
+  if (reader.size() < 4) {
+    invalid_model(path, "file is " + std::to_string(reader.size()) + " bytes, too small to be a ggml Whisper model");
+  }
+  const auto magic = static_cast<uint32_t>(reader.read_i32("magic"));
+  if (magic != kGgmlFileMagic) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "bad magic 0x%08x, expected 0x%08x ('ggml')", magic, kGgmlFileMagic);
+    std::string message = text;
+    if (magic == 0x46554747) message += "; this is a GGUF file, earshot reads whisper.cpp's legacy ggml .bin files";
+    invalid_model(path, message);
+  }
+
+  Hparams& h = header.hparams;
+  int32_t* fields[] = {&h.n_vocab,    &h.n_audio_ctx,  &h.n_audio_state, &h.n_audio_head, &h.n_audio_layer,
+                       &h.n_text_ctx, &h.n_text_state, &h.n_text_head,   &h.n_text_layer, &h.n_mels};
+  for (int32_t* field : fields) *field = reader.read_i32("the hyper-parameters");
+  const int32_t raw_ftype = reader.read_i32("the hyper-parameters");
+  h.ftype = raw_ftype % GGML_QNT_VERSION_FACTOR;
+  h.quantization_version = raw_ftype / GGML_QNT_VERSION_FACTOR;
+  try {
+    validate_hparams(h);
+  } catch (const Error& e) {
+    invalid_model(path, e.what());
+  }
+
+  MelFilters& filters = header.mel_filters;
+  filters.n_mel = reader.read_i32("the mel filter dimensions");
+  filters.n_fft = reader.read_i32("the mel filter dimensions");
+  if (filters.n_mel < 0 || filters.n_mel > 1024 || filters.n_fft < 0 || filters.n_fft > 8192) {
+    invalid_model(
+        path, "absurd mel filter dimensions " + std::to_string(filters.n_mel) + " x " + std::to_string(filters.n_fft));
+  }
+  const uint64_t n_filter = static_cast<uint64_t>(filters.n_mel) * static_cast<uint64_t>(filters.n_fft);
+  if (n_filter * sizeof(float) > reader.remaining()) {
+    invalid_model(path, "truncated at the mel filters: expected " + std::to_string(n_filter * sizeof(float)) +
+                            " bytes, got " + std::to_string(reader.remaining()));
+  }
+  filters.data.resize(n_filter);
+  reader.read(filters.data.data(), n_filter * sizeof(float), "the mel filters");
+
+  const int32_t n_tokens = reader.read_i32("the vocabulary size");
+  if (n_tokens < 0 || n_tokens > h.n_vocab) {
+    invalid_model(path, "vocabulary holds " + std::to_string(n_tokens) + " tokens, expected 0.." +
+                            std::to_string(h.n_vocab) + " (n_vocab)");
+  }
+  // Each token needs at least its 4-byte length.
+  if (static_cast<uint64_t>(n_tokens) * 4 > reader.remaining()) {
+    invalid_model(path, "truncated in the vocabulary: " + std::to_string(n_tokens) + " tokens need at least " +
+                            std::to_string(static_cast<uint64_t>(n_tokens) * 4) + " bytes, got " +
+                            std::to_string(reader.remaining()));
+  }
+  header.vocabulary.resize(n_tokens);
+  for (int32_t i = 0; i < n_tokens; ++i) {
+    const std::string what = "vocabulary token " + std::to_string(i);
+    const int32_t length = reader.read_i32(what);
+    if (length < 0 || length > kMaxTokenLength) {
+      invalid_model(path, "vocabulary token " + std::to_string(i) + " has length " + std::to_string(length) +
+                              " (expected 0.." + std::to_string(kMaxTokenLength) + ")");
+    }
+    std::string& token = header.vocabulary[i];
+    token.resize(length);
+    reader.read(token.data(), length, what);
+  }
+  header.tensors_offset = reader.offset();
+  return header;
+}
+
+bool filters_usable(const MelFilters& filters, int n_mels) {
+  if (filters.n_mel != n_mels || filters.n_fft != kMelFftBins) return false;
+  bool any_positive = false;
+  for (float v : filters.data) {
+    if (!std::isfinite(v) || v < 0.0f) return false;
+    any_positive |= v > 0.0f;
+  }
+  return any_positive;
+}
+
+std::string shape_string(int n_dims, const int64_t* ne) {
+  std::string s = "[";
+  for (int i = 0; i < n_dims; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+ggml_tensor** weight_slot(Weights& w, const TensorSpec& spec) {
+  using R = TensorRole;
+  if (spec.layer >= 0 && spec.encoder) {
+    EncoderLayer& l = w.encoder[spec.layer];
+    switch (spec.role) {
+      case R::kAttnLnW: return &l.attn_ln_w;
+      case R::kAttnLnB: return &l.attn_ln_b;
+      case R::kAttnQW: return &l.attn_q_w;
+      case R::kAttnQB: return &l.attn_q_b;
+      case R::kAttnKW: return &l.attn_k_w;
+      case R::kAttnVW: return &l.attn_v_w;
+      case R::kAttnVB: return &l.attn_v_b;
+      case R::kAttnOutW: return &l.attn_out_w;
+      case R::kAttnOutB: return &l.attn_out_b;
+      case R::kMlpLnW: return &l.mlp_ln_w;
+      case R::kMlpLnB: return &l.mlp_ln_b;
+      case R::kMlp0W: return &l.mlp_0_w;
+      case R::kMlp0B: return &l.mlp_0_b;
+      case R::kMlp1W: return &l.mlp_1_w;
+      case R::kMlp1B: return &l.mlp_1_b;
+      default: break;
+    }
+  } else if (spec.layer >= 0) {
+    DecoderLayer& l = w.decoder[spec.layer];
+    switch (spec.role) {
+      case R::kAttnLnW: return &l.attn_ln_w;
+      case R::kAttnLnB: return &l.attn_ln_b;
+      case R::kAttnQW: return &l.attn_q_w;
+      case R::kAttnQB: return &l.attn_q_b;
+      case R::kAttnKW: return &l.attn_k_w;
+      case R::kAttnVW: return &l.attn_v_w;
+      case R::kAttnVB: return &l.attn_v_b;
+      case R::kAttnOutW: return &l.attn_out_w;
+      case R::kAttnOutB: return &l.attn_out_b;
+      case R::kCrossLnW: return &l.cross_ln_w;
+      case R::kCrossLnB: return &l.cross_ln_b;
+      case R::kCrossQW: return &l.cross_q_w;
+      case R::kCrossQB: return &l.cross_q_b;
+      case R::kCrossKW: return &l.cross_k_w;
+      case R::kCrossVW: return &l.cross_v_w;
+      case R::kCrossVB: return &l.cross_v_b;
+      case R::kCrossOutW: return &l.cross_out_w;
+      case R::kCrossOutB: return &l.cross_out_b;
+      case R::kMlpLnW: return &l.mlp_ln_w;
+      case R::kMlpLnB: return &l.mlp_ln_b;
+      case R::kMlp0W: return &l.mlp_0_w;
+      case R::kMlp0B: return &l.mlp_0_b;
+      case R::kMlp1W: return &l.mlp_1_w;
+      case R::kMlp1B: return &l.mlp_1_b;
+      default: break;
+    }
+  } else {
+    switch (spec.role) {
+      case R::kEncPos: return &w.enc_pos;
+      case R::kConv1W: return &w.conv1_w;
+      case R::kConv1B: return &w.conv1_b;
+      case R::kConv2W: return &w.conv2_w;
+      case R::kConv2B: return &w.conv2_b;
+      case R::kEncLnW: return &w.enc_ln_w;
+      case R::kEncLnB: return &w.enc_ln_b;
+      case R::kDecPos: return &w.dec_pos;
+      case R::kTokenEmb: return &w.token_emb;
+      case R::kDecLnW: return &w.dec_ln_w;
+      case R::kDecLnB: return &w.dec_ln_b;
+      default: break;
+    }
+  }
+  throw Error(ErrorCode::kInternal, "no weight slot for tensor " + spec.name);
+}
+
+uint64_t tensor_bytes(const TensorSpec& spec) {
+  return ggml_row_size(spec.type, spec.ne[0]) * static_cast<uint64_t>(spec.ne[1] * spec.ne[2] * spec.ne[3]);
+}
+
+}  // namespace
+
+FileHeader read_file_header(const std::filesystem::path& path) {
+  FileReader reader(path);
+  return parse_header(reader, path);
+}
+
+class ModelLoader {
+ public:
+  static std::shared_ptr<const Model> load(const std::filesystem::path& path, const LoadOptions& options) {
+    FileReader reader(path);
+    FileHeader header = parse_header(reader, path);
+    std::shared_ptr<Model> model(new Model());
+    model->path_ = path;
+    model->hparams_ = header.hparams;
+    const Hparams& h = model->hparams_;
+    model->weight_type_ = *weight_type_of_ftype(h.ftype);
+
+    model->mel_filters_ = std::move(header.mel_filters);
+    if (!filters_usable(model->mel_filters_, h.n_mels)) {
+      // Files converted without filters for their mel count (or with none) get Whisper's own, computed.
+      model->mel_filters_.n_mel = h.n_mels;
+      model->mel_filters_.n_fft = kMelFftBins;
+      model->mel_filters_.data = features::mel_filter_bank(h.n_mels);
+    }
+    model->vocabulary_ = std::move(header.vocabulary);
+    for (int32_t id = static_cast<int32_t>(model->vocabulary_.size()); id < h.n_vocab; ++id) {
+      model->vocabulary_.push_back("[_extra_token_" + std::to_string(id) + "]");
+    }
+
+    const std::vector<TensorSpec> specs = model_tensor_specs(h, model->weight_type_);
+    const std::vector<uint64_t> offsets = locate_tensors(reader, path, specs, h.ftype);
+    allocate(*model, specs, options);
+    read_data(reader, *model, specs, offsets);
+
+    model->size_name_ = model_size_name(h);
+    if (options.alignment_heads.empty()) {
+      model->alignment_heads_ = default_alignment_heads(h);
+    } else {
+      for (const AlignmentHead& head : options.alignment_heads) {
+        if (head.layer < 0 || head.layer >= h.n_text_layer || head.head < 0 || head.head >= h.n_text_head) {
+          throw Error(ErrorCode::kInvalidArgument, "alignment head (" + std::to_string(head.layer) + "," +
+                                                       std::to_string(head.head) + ") is outside the model's " +
+                                                       std::to_string(h.n_text_layer) + " decoder layers x " +
+                                                       std::to_string(h.n_text_head) + " heads");
+        }
+      }
+      model->alignment_heads_ = options.alignment_heads;
+    }
+    return model;
+  }
+
+ private:
+  // Pass 1: validates every tensor record and returns each spec's data offset.
+  static std::vector<uint64_t> locate_tensors(FileReader& reader, const std::filesystem::path& path,
+                                              const std::vector<TensorSpec>& specs, int32_t ftype) {
+    std::unordered_map<std::string, size_t> index;
+    for (size_t i = 0; i < specs.size(); ++i) index.emplace(specs[i].name, i);
+    constexpr uint64_t kNotFound = ~uint64_t{0};
+    std::vector<uint64_t> offsets(specs.size(), kNotFound);
+    std::string previous = "the vocabulary";
+    size_t n_found = 0;
+    while (reader.remaining() > 0) {
+      const std::string where = "the tensor record after " + previous;
+      const int32_t n_dims = reader.read_i32(where);
+      const int32_t name_length = reader.read_i32(where);
+      const int32_t ttype = reader.read_i32(where);
+      if (n_dims < 1 || n_dims > 4) {
+        invalid_model(path, where + " has " + std::to_string(n_dims) + " dimensions (expected 1..4)");
+      }
+      if (name_length < 1 || name_length > kMaxTensorNameLength) {
+        invalid_model(path, where + " has a name of length " + std::to_string(name_length) + " (expected 1.." +
+                                std::to_string(kMaxTensorNameLength) + ")");
+      }
+      int64_t ne[4] = {1, 1, 1, 1};
+      for (int i = 0; i < n_dims; ++i) ne[i] = reader.read_i32(where);
+      std::string name(name_length, '\0');
+      reader.read(name.data(), name_length, where);
+
+      const auto it = index.find(name);
+      if (it == index.end()) {
+        std::string printable;
+        for (char c : name) printable += (c >= 0x20 && c < 0x7f) ? c : '?';
+        invalid_model(path, "unknown tensor '" + printable + "' (after " + previous + ")");
+      }
+      const TensorSpec& spec = specs[it->second];
+      if (offsets[it->second] != kNotFound) invalid_model(path, "duplicate tensor " + name);
+      if (!std::equal(ne, ne + 4, spec.ne.begin())) {
+        invalid_model(path, "tensor " + name + " has shape " + shape_string(n_dims, ne) + ", expected " +
+                                shape_string(spec.n_dims, spec.ne.data()) + " for the header's dimensions");
+      }
+      if (ttype != spec.type) {
+        const std::string got = ttype >= 0 && ttype < GGML_TYPE_COUNT
+                                    ? std::string(type_name(static_cast<ggml_type>(ttype)))
+                                    : "unknown type " + std::to_string(ttype);
+        invalid_model(path, "tensor " + name + " has type " + got + ", expected " + std::string(type_name(spec.type)) +
+                                " in a file of ftype " + std::to_string(ftype));
+      }
+      offsets[it->second] = reader.offset();
+      reader.skip(tensor_bytes(spec), "tensor " + name);
+      previous = "tensor " + name;
+      ++n_found;
+    }
+    if (n_found == 0) {
+      invalid_model(path, "holds no tensors (a vocabulary/mel template, not a model)");
+    }
+    if (n_found != specs.size()) {
+      std::string missing;
+      int listed = 0;
+      for (size_t i = 0; i < specs.size() && listed < 3; ++i) {
+        if (offsets[i] == kNotFound) missing += (listed++ ? ", " : "") + specs[i].name;
+      }
+      invalid_model(path, std::to_string(specs.size() - n_found) + " of " + std::to_string(specs.size()) +
+                              " tensors are missing: " + missing + (specs.size() - n_found > 3 ? ", ..." : ""));
+    }
+    return offsets;
+  }
+
+  static void allocate(Model& model, const std::vector<TensorSpec>& specs, const LoadOptions& options) {
+    ggml_init_params params = {};
+    params.mem_size = (specs.size() + 1) * ggml_tensor_overhead();
+    params.no_alloc = true;
+    model.ctx_ = ggml_init(params);
+    if (model.ctx_ == nullptr) throw Error(ErrorCode::kInternal, "cannot create the ggml context for the weights");
+
+    if (options.backend.empty() || options.backend == "cpu" || options.backend == "CPU") {
+      model.backend_ = ggml_backend_cpu_init();
+    } else {
+      model.backend_ = ggml_backend_init_by_name(options.backend.c_str(), nullptr);
+    }
+    if (model.backend_ == nullptr) {
+      throw Error(ErrorCode::kUnsupported, "ggml backend '" + options.backend + "' is not available in this build");
+    }
+
+    model.weights_.encoder.resize(model.hparams_.n_audio_layer);
+    model.weights_.decoder.resize(model.hparams_.n_text_layer);
+    for (const TensorSpec& spec : specs) {
+      ggml_tensor* t = ggml_new_tensor(model.ctx_, spec.type, spec.n_dims, spec.ne.data());
+      ggml_set_name(t, spec.name.c_str());
+      *weight_slot(model.weights_, spec) = t;
+    }
+    model.buffer_ = ggml_backend_alloc_ctx_tensors(model.ctx_, model.backend_);
+    if (model.buffer_ == nullptr) {
+      throw Error(ErrorCode::kIo, "cannot allocate the weight buffer for " + model.path_.string());
+    }
+    ggml_backend_buffer_set_usage(model.buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+  }
+
+  // Pass 2: the data, straight into host memory, or staged in chunks for a device buffer.
+  static void read_data(FileReader& reader, Model& model, const std::vector<TensorSpec>& specs,
+                        const std::vector<uint64_t>& offsets) {
+    const bool host = ggml_backend_buffer_is_host(model.buffer_);
+    std::vector<char> staging;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      ggml_tensor* t = *weight_slot(model.weights_, specs[i]);
+      const uint64_t n = ggml_nbytes(t);
+      reader.seek(offsets[i]);
+      if (host) {
+        reader.read(t->data, n, "tensor " + specs[i].name);
+        continue;
+      }
+      constexpr uint64_t kChunk = 16u << 20;
+      staging.resize(std::min<uint64_t>(n, kChunk));
+      for (uint64_t done = 0; done < n;) {
+        const uint64_t len = std::min<uint64_t>(kChunk, n - done);
+        reader.read(staging.data(), len, "tensor " + specs[i].name);
+        ggml_backend_tensor_set(t, staging.data(), done, len);
+        done += len;
+      }
+    }
+  }
+};
+
+std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, const LoadOptions& options) {
+  return ModelLoader::load(path, options);
+}
+
+Model::~Model() {
+  if (buffer_ != nullptr) ggml_backend_buffer_free(buffer_);
+  if (backend_ != nullptr) ggml_backend_free(backend_);
+  if (ctx_ != nullptr) ggml_free(ctx_);
+}
+
+}  // namespace earshot::whisper

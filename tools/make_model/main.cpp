@@ -1,0 +1,137 @@
+// earshot-make-model: writes a random-weight Whisper model from a template.
+//   earshot-make-model --template ../shared/models/for-tests-ggml-tiny.en.bin --out FILE
+//       [--seed N] [--type f32|f16|q4_0|q4_1|q5_0|q5_1|q8_0] [--vocab-tiktoken FILE]
+//       [--n-vocab N --n-audio-ctx N --n-audio-state N --n-audio-head N --n-audio-layer N
+//        --n-text-ctx N --n-text-state N --n-text-head N --n-text-layer N --n-mels N]
+//       [--n-state N --n-head N --n-layer N]   (both encoder and decoder)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "model/whisper/model_format.h"
+#include "model/whisper/model_writer.h"
+
+namespace {
+
+using earshot::whisper::Hparams;
+
+void usage() {
+  std::fprintf(
+      stderr,
+      "usage: earshot-make-model --template FILE --out FILE [--seed N] [--type f32|f16|q4_0|q4_1|q5_0|q5_1|q8_0]\n"
+      "         [--vocab-tiktoken FILE] [--n-vocab N] [--n-audio-ctx N] [--n-audio-state N]\n"
+      "         [--n-audio-head N] [--n-audio-layer N] [--n-text-ctx N] [--n-text-state N]\n"
+      "         [--n-text-head N] [--n-text-layer N] [--n-mels N] [--n-state N] [--n-head N] [--n-layer N]\n");
+}
+
+long long parse_number(std::string_view flag, const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0') {
+    throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
+                         std::string(flag) + " expects an integer, got '" + text + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    earshot::whisper::RandomModelSpec spec;
+    std::string out;
+    // Overrides are applied after the template's dimensions are known.
+    struct Override {
+      const char* flag;
+      int32_t Hparams::*fields[2];
+      long long value = -1;
+    };
+    Override overrides[] = {
+        {"--n-vocab", {&Hparams::n_vocab, nullptr}},
+        {"--n-audio-ctx", {&Hparams::n_audio_ctx, nullptr}},
+        {"--n-audio-state", {&Hparams::n_audio_state, nullptr}},
+        {"--n-audio-head", {&Hparams::n_audio_head, nullptr}},
+        {"--n-audio-layer", {&Hparams::n_audio_layer, nullptr}},
+        {"--n-text-ctx", {&Hparams::n_text_ctx, nullptr}},
+        {"--n-text-state", {&Hparams::n_text_state, nullptr}},
+        {"--n-text-head", {&Hparams::n_text_head, nullptr}},
+        {"--n-text-layer", {&Hparams::n_text_layer, nullptr}},
+        {"--n-mels", {&Hparams::n_mels, nullptr}},
+        {"--n-state", {&Hparams::n_audio_state, &Hparams::n_text_state}},
+        {"--n-head", {&Hparams::n_audio_head, &Hparams::n_text_head}},
+        {"--n-layer", {&Hparams::n_audio_layer, &Hparams::n_text_layer}},
+    };
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view flag = argv[i];
+      if (flag == "--help" || flag == "-h") {
+        usage();
+        return 0;
+      }
+      if (i + 1 >= argc) {
+        usage();
+        throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string(flag) + " needs a value");
+      }
+      const char* value = argv[++i];
+      if (flag == "--template") {
+        spec.template_path = value;
+      } else if (flag == "--out") {
+        out = value;
+      } else if (flag == "--seed") {
+        spec.seed = static_cast<uint64_t>(parse_number(flag, value));
+      } else if (flag == "--vocab-tiktoken") {
+        spec.vocab_tiktoken = value;
+      } else if (flag == "--type") {
+        const auto type = earshot::whisper::parse_weight_type(value);
+        if (!type) {
+          throw earshot::Error(
+              earshot::ErrorCode::kInvalidArgument,
+              std::string("--type must be f32, f16, q4_0, q4_1, q5_0, q5_1 or q8_0, got '") + value + "'");
+        }
+        spec.weight_type = *type;
+      } else {
+        bool known = false;
+        for (Override& o : overrides) {
+          if (flag == o.flag) {
+            o.value = parse_number(flag, value);
+            if (o.value < 1 || o.value > 1000000) {
+              throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
+                                   std::string(flag) + " must be between 1 and 1000000");
+            }
+            known = true;
+          }
+        }
+        if (!known) {
+          usage();
+          throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "unknown option " + std::string(flag));
+        }
+      }
+    }
+    if (spec.template_path.empty() || out.empty()) {
+      usage();
+      throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--template and --out are required");
+    }
+    spec.hparams = earshot::whisper::read_file_header(spec.template_path).hparams;
+    for (const Override& o : overrides) {
+      if (o.value < 0) continue;
+      for (auto field : o.fields) {
+        if (field != nullptr) spec.hparams.*field = static_cast<int32_t>(o.value);
+      }
+    }
+    earshot::whisper::write_random_model(spec, out);
+    const Hparams& h = spec.hparams;
+    std::printf(
+        "wrote %s: %s, n_vocab %d, mels %d, audio %dx%d (%d heads, ctx %d), text %dx%d (%d heads, ctx %d), seed %llu\n",
+        out.c_str(), std::string(earshot::whisper::type_name(spec.weight_type)).c_str(), h.n_vocab, h.n_mels,
+        h.n_audio_layer, h.n_audio_state, h.n_audio_head, h.n_audio_ctx, h.n_text_layer, h.n_text_state, h.n_text_head,
+        h.n_text_ctx, static_cast<unsigned long long>(spec.seed));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "earshot-make-model: %s\n", e.what());
+    return 1;
+  }
+}
