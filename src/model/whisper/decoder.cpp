@@ -1,0 +1,149 @@
+// Whisper decoder graph for one step of n_tokens tokens appended to each of
+// n_sequences sequences (beams) at once: token + positional embedding, causal
+// self-attention over the per-sequence KV cache, cross-attention over the
+// precomputed encoder K/V, GELU MLP, final LN and logits against the token
+// embedding. The softmaxed cross-attention of the alignment heads is copied out.
+#include <cmath>
+
+#include "model/whisper/graph.h"
+#include "model/whisper/graph_ops.h"
+
+namespace earshot::whisper::detail {
+
+DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
+                           const DecoderGraphSpec& spec) {
+  const Hparams& hp = model.hparams();
+  const Weights& w = model.weights();
+  const int n_state = hp.n_text_state;
+  const int n_head = hp.n_text_head;
+  const int head_dim = n_state / n_head;
+  const int n_text_ctx = hp.n_text_ctx;
+  const int n_seq = spec.n_sequences;
+  const int n_tokens = spec.n_tokens;
+  const int n_kv = spec.n_past + n_tokens;
+  const int n_audio = spec.n_audio_ctx;
+  const int cap = state.n_sequences_capacity;
+  const int64_t n_rows = static_cast<int64_t>(n_tokens) * n_seq;
+
+  DecoderGraph g;
+  g.tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_rows);
+  ggml_set_input(g.tokens);
+  g.positions = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_rows);
+  ggml_set_input(g.positions);
+  if (n_tokens > 1) {
+    g.mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, n_tokens);
+    ggml_set_input(g.mask);
+  }
+
+  // Same scaling as whisper.cpp: self-attention Q and K each by head_dim^-1/4;
+  // cross K was pre-scaled by head_dim^-1/4 and the softmax applies the other factor.
+  const float kq_scale = std::pow(static_cast<float>(head_dim), -0.25f);
+  const size_t es_self = ggml_element_size(state.self_k);
+  const size_t es_cross = ggml_element_size(state.cross_k);
+  const size_t self_block = static_cast<size_t>(n_text_ctx) * n_state * es_self;  // one (layer, sequence)
+
+  ggml_tensor* cur =
+      ggml_add(ctx, ggml_get_rows(ctx, w.token_emb, g.tokens), ggml_get_rows(ctx, w.dec_pos, g.positions));
+  ggml_tensor* inp = cur;
+
+  // Alignment heads grouped in runs of consecutive entries of the same layer, so
+  // one get_rows per run keeps the output in the model's head order.
+  const auto& heads = model.alignment_heads();
+  std::vector<ggml_tensor*> attention_parts;
+
+  for (int il = 0; il < static_cast<int>(w.decoder.size()); ++il) {
+    const DecoderLayer& layer = w.decoder[il];
+    const size_t layer_self_offset = static_cast<size_t>(il) * cap * self_block;
+
+    // Self-attention.
+    cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
+    ggml_tensor* q = ggml_scale(ctx, ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b), kq_scale);
+    ggml_tensor* k = ggml_scale(ctx, ggml_mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
+    ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+    {
+      ggml_tensor* k_dst = ggml_view_3d(ctx, state.self_k, n_state, n_tokens, n_seq, n_state * es_self, self_block,
+                                        layer_self_offset + static_cast<size_t>(spec.n_past) * n_state * es_self);
+      ggml_tensor* v_dst = ggml_view_3d(ctx, state.self_v, n_tokens, n_state, n_seq, n_text_ctx * es_self, self_block,
+                                        layer_self_offset + static_cast<size_t>(spec.n_past) * es_self);
+      ggml_tensor* v_t = ggml_permute(ctx, ggml_reshape_3d(ctx, v, n_state, n_tokens, n_seq), 1, 0, 2, 3);
+      ggml_build_forward_expand(graph, ggml_cpy(ctx, ggml_reshape_3d(ctx, k, n_state, n_tokens, n_seq), k_dst));
+      ggml_build_forward_expand(graph, ggml_cpy(ctx, v_t, v_dst));
+    }
+    ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, head_dim, n_head, n_tokens, n_seq), 0, 2, 1, 3);
+    ggml_tensor* K = ggml_view_4d(ctx, state.self_k, head_dim, n_kv, n_head, n_seq, n_state * es_self,
+                                  head_dim * es_self, self_block, layer_self_offset);
+    ggml_tensor* kq = ggml_mul_mat(ctx, K, Q);  // [n_kv, n_tokens, n_head, n_seq]
+    kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f, 0.0f);
+    ggml_tensor* V = ggml_view_4d(ctx, state.self_v, n_kv, head_dim, n_head, n_seq, n_text_ctx * es_self,
+                                  n_text_ctx * head_dim * es_self, self_block, layer_self_offset);
+    ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_tokens, n_head, n_seq]
+    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_rows);
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
+    ggml_tensor* inp_cross = ggml_add(ctx, cur, inp);
+
+    // Cross-attention over the encoder output.
+    cur = layer_norm(ctx, inp_cross, layer.cross_ln_w, layer.cross_ln_b);
+    q = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_q_w, cur), layer.cross_q_b);
+    Q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, head_dim, n_head, n_tokens, n_seq), 0, 2, 1, 3);
+    const size_t layer_cross_offset = static_cast<size_t>(il) * n_audio * n_state * es_cross;
+    ggml_tensor* Kc = ggml_view_3d(ctx, state.cross_k, head_dim, n_audio, n_head, n_state * es_cross,
+                                   head_dim * es_cross, layer_cross_offset);
+    kq = ggml_mul_mat(ctx, Kc, Q);  // [n_audio, n_tokens, n_head, n_seq]
+    kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
+    if (spec.want_attention) {
+      for (size_t i = 0; i < heads.size();) {
+        size_t end = i;
+        while (end < heads.size() && heads[end].layer == heads[i].layer) ++end;
+        if (heads[i].layer == il) {
+          ggml_tensor* rows = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, static_cast<int64_t>(end - i), n_seq);
+          ggml_set_input(rows);
+          std::vector<int> values;
+          for (int s = 0; s < n_seq; ++s) {
+            for (size_t h = i; h < end; ++h) values.push_back(heads[h].head);
+          }
+          g.head_rows.push_back(rows);
+          g.head_rows_values.push_back(std::move(values));
+          ggml_tensor* per_head = ggml_reshape_3d(ctx, kq, static_cast<int64_t>(n_audio) * n_tokens, n_head, n_seq);
+          attention_parts.push_back(ggml_get_rows(ctx, per_head, rows));  // [n_audio*n_tokens, run, n_seq]
+        }
+        i = end;
+      }
+    }
+    ggml_tensor* Vc = ggml_view_3d(ctx, state.cross_v, n_audio, head_dim, n_head, n_audio * es_cross,
+                                   static_cast<size_t>(n_audio) * head_dim * es_cross, layer_cross_offset);
+    kqv = ggml_mul_mat(ctx, Vc, kq);
+    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_rows);
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_out_w, cur), layer.cross_out_b);
+    ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
+
+    // MLP.
+    cur = layer_norm(ctx, inp_ff, layer.mlp_ln_w, layer.mlp_ln_b);
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
+    cur = ggml_gelu(ctx, cur);
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
+    inp = ggml_add(ctx, cur, inp_ff);
+  }
+
+  cur = layer_norm(ctx, inp, w.dec_ln_w, w.dec_ln_b);
+  const int n_positions = static_cast<int>(spec.logits_positions.size());
+  if (n_positions != n_tokens) {
+    // Project only the wanted positions: the vocabulary product dominates a step.
+    g.logit_rows = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, static_cast<int64_t>(n_positions) * n_seq);
+    ggml_set_input(g.logit_rows);
+    cur = ggml_get_rows(ctx, cur, g.logit_rows);
+  }
+  g.logits = ggml_mul_mat(ctx, w.token_emb, cur);
+  ggml_set_output(g.logits);
+  ggml_build_forward_expand(graph, g.logits);
+
+  if (!attention_parts.empty()) {
+    ggml_tensor* attention = attention_parts[0];
+    for (size_t i = 1; i < attention_parts.size(); ++i) attention = ggml_concat(ctx, attention, attention_parts[i], 1);
+    g.attention = attention;
+    ggml_set_output(g.attention);
+    ggml_build_forward_expand(graph, g.attention);
+  }
+  return g;
+}
+
+}  // namespace earshot::whisper::detail

@@ -1,0 +1,112 @@
+// Whisper encoder graph: two 1-D convolutions (as im2col + matrix product so
+// that both f16 and f32 kernels work), the positional embedding, pre-LN
+// transformer blocks, ln_post, then every decoder layer's cross-attention K/V.
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "model/whisper/graph.h"
+#include "model/whisper/graph_ops.h"
+
+namespace earshot::whisper::detail {
+namespace {
+
+// 1-D convolution, kernel size 3, padding 1, as whisper.cpp's conv_1d_ph but with the
+// im2col buffer in the kernel's own precision: ggml's conv_1d always builds an f16
+// im2col, which the CPU backend rejects for f32 kernels (libwhisper aborts on f32 files).
+ggml_tensor* conv1d_k3(ggml_context* ctx, ggml_tensor* kernel, ggml_tensor* input, int stride) {
+  ggml_type col_type;
+  if (kernel->type == GGML_TYPE_F16) {
+    col_type = GGML_TYPE_F16;
+  } else if (kernel->type == GGML_TYPE_F32) {
+    col_type = GGML_TYPE_F32;
+  } else {
+    throw Error(ErrorCode::kUnsupported, std::string("convolution kernel ") + ggml_get_name(kernel) + " has type " +
+                                             ggml_type_name(kernel->type) +
+                                             "; only f16 and f32 convolution kernels are supported");
+  }
+  // im2col: [in_channels * 3, out_len]
+  ggml_tensor* cols = ggml_im2col(ctx, kernel, input, stride, 0, 1, 0, 1, 0, false, col_type);
+  ggml_tensor* out = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2]),
+                                  ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1], kernel->ne[2]));
+  return out;  // [out_len, out_channels]
+}
+
+}  // namespace
+
+EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
+                           int n_audio_ctx) {
+  const Hparams& hp = model.hparams();
+  const Weights& w = model.weights();
+  const int n_state = hp.n_audio_state;
+  const int n_head = hp.n_audio_head;
+  const int head_dim = n_state / n_head;
+  const int n_ctx = n_audio_ctx;
+
+  EncoderGraph result;
+  result.mel = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2 * n_ctx, hp.n_mels);
+  ggml_set_name(result.mel, "mel");
+  ggml_set_input(result.mel);
+
+  ggml_tensor* cur = conv1d_k3(ctx, w.conv1_w, result.mel, 1);
+  cur = ggml_add(ctx, cur, w.conv1_b);
+  cur = ggml_gelu(ctx, cur);
+  cur = conv1d_k3(ctx, w.conv2_w, cur, 2);
+  cur = ggml_add(ctx, cur, w.conv2_b);
+  cur = ggml_gelu(ctx, cur);
+
+  // [n_ctx, n_state] -> [n_state, n_ctx] plus the first n_ctx positional embeddings
+  // (all 1500 for the 30 s window, a prefix for audio-only input).
+  ggml_tensor* pos = ggml_view_2d(ctx, w.enc_pos, w.enc_pos->ne[0], n_ctx, w.enc_pos->nb[1], 0);
+  cur = ggml_add(ctx, pos, ggml_cont(ctx, ggml_transpose(ctx, cur)));
+
+  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  ggml_tensor* inp = cur;
+  for (const EncoderLayer& layer : w.encoder) {
+    cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
+
+    ggml_tensor* q = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b);
+    ggml_tensor* k = ggml_mul_mat(ctx, layer.attn_k_w, cur);
+    ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+
+    ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_3d(ctx, q, head_dim, n_head, n_ctx), 0, 2, 1, 3);
+    ggml_tensor* K =
+        ggml_permute(ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
+    ggml_tensor* kq = ggml_mul_mat(ctx, K, Q);  // [n_ctx(keys), n_ctx(queries), n_head]
+    kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
+    ggml_tensor* V =
+        ggml_cast(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, head_dim, n_head, n_ctx), 1, 2, 0, 3), GGML_TYPE_F16);
+    ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_ctx, n_head]
+    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_ctx);
+
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
+    ggml_tensor* inp_ff = ggml_add(ctx, cur, inp);
+
+    cur = layer_norm(ctx, inp_ff, layer.mlp_ln_w, layer.mlp_ln_b);
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
+    cur = ggml_gelu(ctx, cur);
+    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
+    inp = ggml_add(ctx, cur, inp_ff);
+  }
+  ggml_tensor* encoded = layer_norm(ctx, inp, w.enc_ln_w, w.enc_ln_b);
+
+  // Cross-attention K/V of every decoder layer, stored once for all decode steps.
+  const int n_text_state = hp.n_text_state;
+  const int text_head_dim = n_text_state / hp.n_text_head;
+  const float k_scale = std::pow(static_cast<float>(text_head_dim), -0.25f);
+  const size_t es = ggml_element_size(state.cross_k);
+  for (size_t il = 0; il < w.decoder.size(); ++il) {
+    const DecoderLayer& layer = w.decoder[il];
+    const size_t layer_offset = il * static_cast<size_t>(n_ctx) * n_text_state * es;
+    ggml_tensor* kc = ggml_scale(ctx, ggml_mul_mat(ctx, layer.cross_k_w, encoded), k_scale);
+    ggml_tensor* vc = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_v_w, encoded), layer.cross_v_b);
+    vc = ggml_transpose(ctx, ggml_reshape_2d(ctx, vc, n_text_state, n_ctx));
+    ggml_tensor* k_dst = ggml_view_1d(ctx, state.cross_k, static_cast<int64_t>(n_text_state) * n_ctx, layer_offset);
+    ggml_tensor* v_dst = ggml_view_2d(ctx, state.cross_v, n_ctx, n_text_state, n_ctx * es, layer_offset);
+    ggml_build_forward_expand(graph, ggml_cpy(ctx, kc, k_dst));
+    ggml_build_forward_expand(graph, ggml_cpy(ctx, vc, v_dst));
+  }
+  return result;
+}
+
+}  // namespace earshot::whisper::detail

@@ -1,0 +1,64 @@
+// Internal: builders of the Whisper compute graphs (encoder + cross K/V, decoder
+// step). They only describe the computation; the session allocates and runs it.
+// Op order follows whisper.cpp's graphs so that results match libwhisper.
+#pragma once
+
+#include <ggml.h>
+
+#include <vector>
+
+#include "model/whisper/model.h"
+
+namespace earshot::whisper::detail {
+
+// Graph nodes budget: the largest graphs (large-v3 decoder, 32 layers) stay far below.
+inline constexpr int kMaxGraphNodes = 16384;
+
+// Per-session persistent tensors (f16), laid out per decoder layer.
+struct StateTensors {
+  // Cross-attention keys, pre-scaled by head_dim^-1/4: per layer [n_state, n_audio_ctx].
+  ggml_tensor* cross_k = nullptr;
+  // Cross-attention values, transposed: per layer [n_audio_ctx, n_state].
+  ggml_tensor* cross_v = nullptr;
+  // Self-attention keys (pre-scaled): per (layer, sequence) [n_state, n_text_ctx].
+  ggml_tensor* self_k = nullptr;
+  // Self-attention values, transposed: per (layer, sequence) [n_text_ctx, n_state].
+  ggml_tensor* self_v = nullptr;
+  int n_sequences_capacity = 0;
+};
+
+struct EncoderGraph {
+  ggml_tensor* mel = nullptr;  // input [2 * n_audio_ctx, n_mels] f32
+};
+
+// Encoder over n_audio_ctx frames (1500 = 30 s), ending with the writes of every
+// decoder layer's cross K/V into state.cross_k/cross_v.
+EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
+                           int n_audio_ctx);
+
+struct DecoderGraphSpec {
+  int n_sequences = 1;
+  int n_tokens = 1;  // appended per sequence
+  int n_past = 0;    // tokens already in every sequence's cache
+  int n_audio_ctx = 1500;
+  // Positions (0..n_tokens-1) whose logits are computed, the same for every sequence.
+  std::vector<int> logits_positions;
+  bool want_attention = false;
+};
+
+struct DecoderGraph {
+  ggml_tensor* tokens = nullptr;      // input I32 [n_tokens * n_sequences], sequence-major
+  ggml_tensor* positions = nullptr;   // input I32 [n_tokens * n_sequences]
+  ggml_tensor* mask = nullptr;        // input F32 [n_kv, n_tokens] causal mask; null when n_tokens == 1
+  ggml_tensor* logit_rows = nullptr;  // input I32 rows of the hidden states to project; null = all
+  // Per decoder layer with alignment heads: input I32 [n_heads_in_layer, n_sequences].
+  std::vector<ggml_tensor*> head_rows;
+  std::vector<std::vector<int>> head_rows_values;
+  ggml_tensor* logits = nullptr;     // output [n_vocab, n_positions * n_sequences]
+  ggml_tensor* attention = nullptr;  // output [n_audio_ctx * n_tokens, n_alignment_heads, n_sequences] or null
+};
+
+DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
+                           const DecoderGraphSpec& spec);
+
+}  // namespace earshot::whisper::detail

@@ -1,0 +1,452 @@
+#include "model/whisper/session.h"
+
+#include <ggml-alloc.h>
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+#include "features/mel.h"
+#include "model/whisper/graph.h"
+
+namespace earshot::whisper {
+namespace {
+
+// A beam search never needs more; the bound keeps a client from asking for absurd caches.
+constexpr int kMaxSequences = 64;
+
+std::shared_ptr<const Tokenizer> tokenizer_for(const Model& model) {
+  const Hparams& hp = model.hparams();
+  const size_t eot = hp.is_multilingual() ? 50257 : 50256;
+  const auto& vocab = model.vocabulary();
+  std::vector<std::string> text(vocab.begin(),
+                                vocab.begin() + static_cast<std::ptrdiff_t>(std::min(eot, vocab.size())));
+  return std::make_shared<const Tokenizer>(std::move(text), hp.n_vocab);
+}
+
+// Frees a ggml context when the graph of one call is done.
+struct ContextGuard {
+  ggml_context* ctx;
+  ~ContextGuard() { ggml_free(ctx); }
+};
+
+}  // namespace
+
+struct Session::Impl {
+  ggml_backend_t backend = nullptr;
+  // Cross K/V: fixed size (the full audio context); self KV: grows with the sequence count.
+  ggml_context* cross_ctx = nullptr;
+  ggml_backend_buffer_t cross_buf = nullptr;
+  ggml_context* self_ctx = nullptr;
+  ggml_backend_buffer_t self_buf = nullptr;
+  detail::StateTensors state;
+  ggml_gallocr_t encoder_alloc = nullptr;
+  ggml_gallocr_t decoder_alloc = nullptr;
+  std::vector<uint8_t> graph_meta;
+  features::Mel mel;
+  std::vector<float> mel_input;
+  bool encoded = false;
+  int reserved_sequences = 0;
+  int reserved_audio_ctx = 0;
+
+  ~Impl() {
+    ggml_gallocr_free(encoder_alloc);
+    ggml_gallocr_free(decoder_alloc);
+    if (self_buf) ggml_backend_buffer_free(self_buf);
+    if (self_ctx) ggml_free(self_ctx);
+    if (cross_buf) ggml_backend_buffer_free(cross_buf);
+    if (cross_ctx) ggml_free(cross_ctx);
+    if (backend) ggml_backend_free(backend);
+  }
+
+  ggml_context* new_graph_context() {
+    ggml_init_params params{graph_meta.size(), graph_meta.data(), true};
+    ggml_context* ctx = ggml_init(params);
+    if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for a graph context");
+    return ctx;
+  }
+
+  void compute(ggml_cgraph* graph) {
+    if (ggml_backend_graph_compute(backend, graph) != GGML_STATUS_SUCCESS) {
+      throw Error(ErrorCode::kInternal, "ggml graph computation failed");
+    }
+  }
+
+  void allocate_self_cache(const Hparams& hp, int n_sequences) {
+    if (self_buf) ggml_backend_buffer_free(self_buf);
+    if (self_ctx) ggml_free(self_ctx);
+    ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};
+    self_ctx = ggml_init(params);
+    const int64_t n = static_cast<int64_t>(hp.n_text_layer) * n_sequences * hp.n_text_ctx * hp.n_text_state;
+    state.self_k = ggml_new_tensor_1d(self_ctx, GGML_TYPE_F16, n);
+    state.self_v = ggml_new_tensor_1d(self_ctx, GGML_TYPE_F16, n);
+    self_buf = ggml_backend_alloc_ctx_tensors(self_ctx, backend);
+    if (!self_buf) throw Error(ErrorCode::kInternal, "cannot allocate the self-attention KV cache");
+    ggml_backend_buffer_clear(self_buf, 0);
+    state.n_sequences_capacity = n_sequences;
+  }
+};
+
+Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
+    : model_(std::move(model)), options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  if (!model_) throw Error(ErrorCode::kInvalidArgument, "whisper::Session needs a loaded model, got null");
+  if (options_.n_threads < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "threads must be >= 1, got " + std::to_string(options_.n_threads));
+  }
+  if (options_.audio_bucket_frames < 2 || options_.audio_bucket_frames % 2 != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "audio bucket must be a positive even number of mel frames, got " +
+                                                 std::to_string(options_.audio_bucket_frames));
+  }
+  tokenizer_ = options_.tokenizer ? options_.tokenizer : tokenizer_for(*model_);
+  const Hparams& hp = model_->hparams();
+
+  impl_->backend = ggml_backend_cpu_init();
+  if (!impl_->backend) throw Error(ErrorCode::kInternal, "cannot start the ggml CPU backend");
+  ggml_backend_cpu_set_n_threads(impl_->backend, options_.n_threads);
+  impl_->graph_meta.resize(ggml_tensor_overhead() * detail::kMaxGraphNodes +
+                           ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
+
+  ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};
+  impl_->cross_ctx = ggml_init(params);
+  const int64_t n_cross = static_cast<int64_t>(hp.n_text_layer) * hp.n_audio_ctx * hp.n_text_state;
+  impl_->state.cross_k = ggml_new_tensor_1d(impl_->cross_ctx, GGML_TYPE_F16, n_cross);
+  impl_->state.cross_v = ggml_new_tensor_1d(impl_->cross_ctx, GGML_TYPE_F16, n_cross);
+  impl_->cross_buf = ggml_backend_alloc_ctx_tensors(impl_->cross_ctx, impl_->backend);
+  if (!impl_->cross_buf) throw Error(ErrorCode::kInternal, "cannot allocate the cross-attention K/V");
+  impl_->allocate_self_cache(hp, 1);
+
+  ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(impl_->backend);
+  impl_->encoder_alloc = ggml_gallocr_new(buft);
+  impl_->decoder_alloc = ggml_gallocr_new(buft);
+}
+
+Session::~Session() = default;
+
+int Session::n_text_ctx() const { return model_->hparams().n_text_ctx; }
+int Session::n_alignment_heads() const { return static_cast<int>(model_->alignment_heads().size()); }
+int Session::max_samples() const { return model_->hparams().n_audio_ctx * 2 * features::kHopLength; }
+
+void Session::set_n_threads(int n_threads) {
+  if (n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 1, got " + std::to_string(n_threads));
+  options_.n_threads = n_threads;
+  ggml_backend_cpu_set_n_threads(impl_->backend, n_threads);
+}
+
+const features::Mel& Session::last_mel() const { return impl_->mel; }
+
+int Session::encode(std::span<const float> pcm) {
+  if (static_cast<int64_t>(pcm.size()) > max_samples()) {
+    throw Error(ErrorCode::kInvalidArgument, "encode() got " + std::to_string(pcm.size()) +
+                                                 " samples; one encoder pass takes at most " +
+                                                 std::to_string(max_samples()) + " (30 s at 16 kHz)");
+  }
+  const Hparams& hp = model_->hparams();
+  const MelFilters& filters = model_->mel_filters();
+  std::vector<float> computed;
+  std::span<const float> filter_data = filters.data;
+  if (filters.n_mel != hp.n_mels || filters.data.empty()) {
+    computed = features::mel_filter_bank(hp.n_mels);
+    filter_data = computed;
+  }
+  impl_->mel = features::log_mel_spectrogram(pcm, filter_data, hp.n_mels,
+                                             features::kChunkSeconds * features::kSampleRate, options_.n_threads);
+  const int content_frames = static_cast<int>(pcm.size() / features::kHopLength);
+  return encode_mel(impl_->mel, content_frames);
+}
+
+int Session::encode_mel(const features::Mel& mel, int content_frames) {
+  const Hparams& hp = model_->hparams();
+  if (mel.n_mel != hp.n_mels || mel.data.size() != static_cast<size_t>(mel.n_mel) * mel.n_frames) {
+    throw Error(ErrorCode::kInvalidArgument, "mel spectrogram has " + std::to_string(mel.n_mel) +
+                                                 " bins; the model expects " + std::to_string(hp.n_mels));
+  }
+  const int max_mel_frames = 2 * hp.n_audio_ctx;
+  content_frames = std::clamp(content_frames, 0, max_mel_frames);
+  int mel_frames = max_mel_frames;
+  if (options_.encoder_input == EncoderInput::kAudioOnly) {
+    const int bucket = options_.audio_bucket_frames;
+    mel_frames = std::clamp((content_frames + bucket - 1) / bucket * bucket, bucket, max_mel_frames);
+    mel_frames -= mel_frames % 2;
+  }
+  const int n_ctx = mel_frames / 2;
+
+  // Input [n_mels][mel_frames]: the spectrogram's first frames, zeros where it ends early.
+  impl_->mel_input.assign(static_cast<size_t>(hp.n_mels) * mel_frames, 0.0f);
+  const int copy = std::min(mel_frames, mel.n_frames);
+  for (int m = 0; m < hp.n_mels; ++m) {
+    std::copy_n(mel.data.data() + static_cast<size_t>(m) * mel.n_frames, copy,
+                impl_->mel_input.data() + static_cast<size_t>(m) * mel_frames);
+  }
+
+  ContextGuard guard{impl_->new_graph_context()};
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
+  detail::EncoderGraph g = detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx);
+  if (!ggml_gallocr_alloc_graph(impl_->encoder_alloc, graph)) {
+    throw Error(ErrorCode::kInternal, "cannot allocate the encoder compute buffer");
+  }
+  ggml_backend_tensor_set(g.mel, impl_->mel_input.data(), 0, impl_->mel_input.size() * sizeof(float));
+  impl_->compute(graph);
+
+  n_audio_ctx_ = n_ctx;
+  impl_->encoded = true;
+  n_past_ = 0;
+  if (impl_->reserved_audio_ctx != n_ctx || impl_->reserved_sequences != n_sequences_) reset(n_sequences_);
+  return std::min(n_ctx, (content_frames + 1) / 2);
+}
+
+void Session::reset(int n_sequences) {
+  if (n_sequences < 1 || n_sequences > kMaxSequences) {
+    throw Error(ErrorCode::kInvalidArgument, "number of sequences must be in 1.." + std::to_string(kMaxSequences) +
+                                                 ", got " + std::to_string(n_sequences));
+  }
+  const Hparams& hp = model_->hparams();
+  if (n_sequences > impl_->state.n_sequences_capacity) impl_->allocate_self_cache(hp, n_sequences);
+  n_sequences_ = n_sequences;
+  n_past_ = 0;
+  if (!impl_->encoded) return;
+  if (impl_->reserved_sequences == n_sequences && impl_->reserved_audio_ctx == n_audio_ctx_) return;
+  // Reserve the decoder buffer for the largest single-token step once, so that
+  // growing KV lengths never reallocate it.
+  ContextGuard guard{impl_->new_graph_context()};
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
+  detail::DecoderGraphSpec spec;
+  spec.n_sequences = n_sequences;
+  spec.n_tokens = 1;
+  spec.n_past = hp.n_text_ctx - 1;
+  spec.n_audio_ctx = n_audio_ctx_;
+  spec.logits_positions = {0};
+  spec.want_attention = true;
+  detail::build_decoder(guard.ctx, graph, *model_, impl_->state, spec);
+  if (!ggml_gallocr_reserve(impl_->decoder_alloc, graph)) {
+    throw Error(ErrorCode::kInternal, "cannot reserve the decoder compute buffer");
+  }
+  impl_->reserved_sequences = n_sequences;
+  impl_->reserved_audio_ctx = n_audio_ctx_;
+}
+
+void Session::rollback(int n_past) {
+  if (n_past < 0 || n_past > n_past_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "rollback to " + std::to_string(n_past) + " tokens, but the cache holds " + std::to_string(n_past_));
+  }
+  n_past_ = n_past;
+}
+
+void Session::reorder(std::span<const int> source) {
+  if (static_cast<int>(source.size()) != n_sequences_) {
+    throw Error(ErrorCode::kInvalidArgument, "reorder() got " + std::to_string(source.size()) + " sources for " +
+                                                 std::to_string(n_sequences_) + " sequences");
+  }
+  bool identity = true;
+  for (int i = 0; i < n_sequences_; ++i) {
+    if (source[i] < 0 || source[i] >= n_sequences_) {
+      throw Error(ErrorCode::kInvalidArgument, "reorder() source " + std::to_string(source[i]) +
+                                                   " is not a sequence (0.." + std::to_string(n_sequences_ - 1) + ")");
+    }
+    identity = identity && source[i] == i;
+  }
+  if (identity || n_past_ == 0) return;
+  const Hparams& hp = model_->hparams();
+  const size_t n_state = hp.n_text_state;
+  const size_t n_ctx = hp.n_text_ctx;
+  const size_t block = n_ctx * n_state;  // elements per (layer, sequence)
+  const size_t cap = impl_->state.n_sequences_capacity;
+  const size_t used = static_cast<size_t>(n_past_);
+  auto* k = static_cast<ggml_fp16_t*>(impl_->state.self_k->data);
+  auto* v = static_cast<ggml_fp16_t*>(impl_->state.self_v->data);
+  // Only the first n_past positions matter: K rows [0, n_past), V columns [0, n_past).
+  std::vector<ggml_fp16_t> saved_k(n_sequences_ * used * n_state), saved_v(n_sequences_ * used * n_state);
+  for (int il = 0; il < hp.n_text_layer; ++il) {
+    const size_t layer = il * cap * block;
+    for (int s = 0; s < n_sequences_; ++s) {
+      std::memcpy(&saved_k[s * used * n_state], k + layer + s * block, used * n_state * sizeof(ggml_fp16_t));
+      for (size_t d = 0; d < n_state; ++d) {
+        std::memcpy(&saved_v[(s * n_state + d) * used], v + layer + s * block + d * n_ctx, used * sizeof(ggml_fp16_t));
+      }
+    }
+    for (int s = 0; s < n_sequences_; ++s) {
+      if (source[s] == s) continue;
+      const size_t from = source[s];
+      std::memcpy(k + layer + s * block, &saved_k[from * used * n_state], used * n_state * sizeof(ggml_fp16_t));
+      for (size_t d = 0; d < n_state; ++d) {
+        std::memcpy(v + layer + s * block + d * n_ctx, &saved_v[(from * n_state + d) * used],
+                    used * sizeof(ggml_fp16_t));
+      }
+    }
+  }
+}
+
+DecodeResult Session::decode(const DecodeRequest& request) {
+  const Hparams& hp = model_->hparams();
+  if (!impl_->encoded) throw Error(ErrorCode::kInvalidArgument, "decode() called before encode()");
+  if (static_cast<int>(request.tokens.size()) != n_sequences_) {
+    throw Error(ErrorCode::kInvalidArgument, "decode() got tokens for " + std::to_string(request.tokens.size()) +
+                                                 " sequences; the session has " + std::to_string(n_sequences_) +
+                                                 " (see reset())");
+  }
+  const int n_tokens = static_cast<int>(request.tokens[0].size());
+  if (n_tokens == 0) throw Error(ErrorCode::kInvalidArgument, "decode() got no tokens");
+  for (const auto& seq : request.tokens) {
+    if (static_cast<int>(seq.size()) != n_tokens) {
+      throw Error(ErrorCode::kInvalidArgument, "decode() needs the same number of tokens for every sequence");
+    }
+    for (int32_t t : seq) {
+      if (t < 0 || t >= hp.n_vocab) {
+        throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(t) + " outside the vocabulary (0.." +
+                                                     std::to_string(hp.n_vocab - 1) + ")");
+      }
+    }
+  }
+  if (n_past_ + n_tokens > hp.n_text_ctx) {
+    throw Error(ErrorCode::kInvalidArgument, "decoding " + std::to_string(n_tokens) + " tokens after " +
+                                                 std::to_string(n_past_) + " exceeds the text context of " +
+                                                 std::to_string(hp.n_text_ctx) + " tokens");
+  }
+  detail::DecoderGraphSpec spec;
+  spec.n_sequences = n_sequences_;
+  spec.n_tokens = n_tokens;
+  spec.n_past = n_past_;
+  spec.n_audio_ctx = n_audio_ctx_;
+  spec.want_attention = request.want_attention && !model_->alignment_heads().empty();
+  spec.logits_positions = request.logits_positions;
+  if (spec.logits_positions.empty()) spec.logits_positions = {n_tokens - 1};
+  for (int p : spec.logits_positions) {
+    if (p < 0 || p >= n_tokens) {
+      throw Error(ErrorCode::kInvalidArgument, "logits position " + std::to_string(p) + " outside the " +
+                                                   std::to_string(n_tokens) + " appended tokens");
+    }
+  }
+
+  ContextGuard guard{impl_->new_graph_context()};
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
+  detail::DecoderGraph g = detail::build_decoder(guard.ctx, graph, *model_, impl_->state, spec);
+  if (!ggml_gallocr_alloc_graph(impl_->decoder_alloc, graph)) {
+    throw Error(ErrorCode::kInternal, "cannot allocate the decoder compute buffer");
+  }
+
+  const int n_seq = n_sequences_;
+  std::vector<int32_t> ids, positions;
+  ids.reserve(static_cast<size_t>(n_seq) * n_tokens);
+  for (const auto& seq : request.tokens) {
+    for (int i = 0; i < n_tokens; ++i) {
+      ids.push_back(seq[i]);
+      positions.push_back(n_past_ + i);
+    }
+  }
+  ggml_backend_tensor_set(g.tokens, ids.data(), 0, ids.size() * sizeof(int32_t));
+  ggml_backend_tensor_set(g.positions, positions.data(), 0, positions.size() * sizeof(int32_t));
+  if (g.mask) {
+    const int n_kv = n_past_ + n_tokens;
+    std::vector<float> mask(static_cast<size_t>(n_kv) * n_tokens, 0.0f);
+    for (int i = 0; i < n_tokens; ++i) {
+      for (int j = n_past_ + i + 1; j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = -INFINITY;
+    }
+    ggml_backend_tensor_set(g.mask, mask.data(), 0, mask.size() * sizeof(float));
+  }
+  const int n_positions = static_cast<int>(spec.logits_positions.size());
+  if (g.logit_rows) {
+    std::vector<int32_t> rows;
+    for (int s = 0; s < n_seq; ++s) {
+      for (int p : spec.logits_positions) rows.push_back(s * n_tokens + p);
+    }
+    ggml_backend_tensor_set(g.logit_rows, rows.data(), 0, rows.size() * sizeof(int32_t));
+  }
+  for (size_t i = 0; i < g.head_rows.size(); ++i) {
+    ggml_backend_tensor_set(g.head_rows[i], g.head_rows_values[i].data(), 0,
+                            g.head_rows_values[i].size() * sizeof(int32_t));
+  }
+  impl_->compute(graph);
+  n_past_ += n_tokens;
+
+  DecodeResult result;
+  result.n_sequences = n_seq;
+  result.n_tokens = n_tokens;
+  result.n_positions = n_positions;
+  result.n_vocab = hp.n_vocab;
+  result.n_frames = n_audio_ctx_;
+  result.logits.resize(static_cast<size_t>(n_seq) * n_positions * hp.n_vocab);
+  ggml_backend_tensor_get(g.logits, result.logits.data(), 0, result.logits.size() * sizeof(float));
+  if (g.attention) {
+    result.n_heads = n_alignment_heads();
+    result.attention.resize(ggml_nelements(g.attention));
+    ggml_backend_tensor_get(g.attention, result.attention.data(), 0, result.attention.size() * sizeof(float));
+  }
+  return result;
+}
+
+std::vector<float> Session::detect_language() {
+  if (!tokenizer_->is_multilingual()) {
+    throw Error(ErrorCode::kUnsupported, "language detection needs a multilingual model; this one is English-only");
+  }
+  if (!impl_->encoded) throw Error(ErrorCode::kInvalidArgument, "detect_language() called before encode()");
+  // The step writes position 0 of sequence 0's cache: save it and put it back so
+  // the caller's cache is left as it was.
+  const Hparams& hp = model_->hparams();
+  const size_t n_state = hp.n_text_state;
+  const size_t n_ctx = hp.n_text_ctx;
+  const size_t layer_stride = impl_->state.n_sequences_capacity * n_ctx * n_state;
+  auto* k = static_cast<ggml_fp16_t*>(impl_->state.self_k->data);
+  auto* v = static_cast<ggml_fp16_t*>(impl_->state.self_v->data);
+  std::vector<ggml_fp16_t> saved_k(hp.n_text_layer * n_state), saved_v(hp.n_text_layer * n_state);
+  for (int il = 0; il < hp.n_text_layer; ++il) {
+    std::memcpy(&saved_k[il * n_state], k + il * layer_stride, n_state * sizeof(ggml_fp16_t));
+    for (size_t d = 0; d < n_state; ++d) saved_v[il * n_state + d] = v[il * layer_stride + d * n_ctx];
+  }
+  const int saved_sequences = n_sequences_;
+  const int saved_past = n_past_;
+  n_sequences_ = 1;
+  n_past_ = 0;
+  DecodeResult result;
+  try {
+    DecodeRequest request;
+    request.tokens = {{tokenizer_->special().sot}};
+    request.want_attention = false;
+    result = decode(request);
+  } catch (...) {
+    n_sequences_ = saved_sequences;
+    n_past_ = saved_past;
+    throw;
+  }
+  n_sequences_ = saved_sequences;
+  n_past_ = saved_past;
+  for (int il = 0; il < hp.n_text_layer; ++il) {
+    std::memcpy(k + il * layer_stride, &saved_k[il * n_state], n_state * sizeof(ggml_fp16_t));
+    for (size_t d = 0; d < n_state; ++d) v[il * layer_stride + d * n_ctx] = saved_v[il * n_state + d];
+  }
+  return language_probabilities(std::span<const float>(result.logits.data(), hp.n_vocab), *tokenizer_);
+}
+
+float no_speech_probability(std::span<const float> logits, const Tokenizer& tokenizer) {
+  const int32_t no_speech = tokenizer.special().no_speech;
+  if (no_speech < 0 || no_speech >= static_cast<int32_t>(logits.size())) {
+    throw Error(ErrorCode::kInvalidArgument, "logits do not cover the <|nospeech|> token");
+  }
+  const float max = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
+  return static_cast<float>(std::exp(static_cast<double>(logits[no_speech]) - max) / sum);
+}
+
+std::vector<float> language_probabilities(std::span<const float> logits, const Tokenizer& tokenizer) {
+  const SpecialTokens& sp = tokenizer.special();
+  if (sp.n_languages <= 0 || sp.first_language + sp.n_languages > static_cast<int32_t>(logits.size())) {
+    throw Error(ErrorCode::kInvalidArgument, "logits do not cover the language tokens");
+  }
+  std::span<const float> lang = logits.subspan(sp.first_language, sp.n_languages);
+  const float max = *std::max_element(lang.begin(), lang.end());
+  std::vector<float> probs(lang.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < lang.size(); ++i) {
+    probs[i] = std::exp(lang[i] - max);
+    sum += probs[i];
+  }
+  for (float& p : probs) p = static_cast<float>(p / sum);
+  return probs;
+}
+
+}  // namespace earshot::whisper

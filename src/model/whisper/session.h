@@ -1,0 +1,99 @@
+// One stream's Whisper inference state on a shared, immutable Model: the
+// encoder output as per-layer cross-attention K/V (computed once per encode()
+// and reused by every decode() step), a self-attention KV cache for n parallel
+// sequences (beams) that can be rolled back and reordered, and its own compute
+// buffers, allocated once and reused. Used by one thread at a time; many
+// sessions may share one Model across threads.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/asr_decoder.h"
+#include "model/whisper/model.h"
+#include "model/whisper/tokenizer.h"
+
+namespace earshot::features {
+struct Mel;
+}
+
+namespace earshot::whisper {
+
+enum class EncoderInput {
+  // Always encode the standard 30 s window (3000 mel frames, 1500 encoder frames),
+  // zero-padded after the audio: exactly what whisper.cpp and OpenAI do.
+  kFullWindow,
+  // Encode only the audio present, rounded up to audio_bucket_frames mel frames,
+  // with the positional embedding sliced to that length. Faster for short audio;
+  // the output differs from kFullWindow because attention no longer spans the
+  // padding (the model was trained on 30 s windows, so quality may drop a little).
+  kAudioOnly,
+};
+
+struct SessionOptions {
+  int n_threads = 4;
+  EncoderInput encoder_input = EncoderInput::kFullWindow;
+  // kAudioOnly bucket in mel frames (100 = 1 s); keeps the number of distinct
+  // graph shapes small.
+  int audio_bucket_frames = 100;
+  // Tokenizer to share between sessions; built from the model's vocabulary when null.
+  std::shared_ptr<const Tokenizer> tokenizer;
+};
+
+class Session : public AsrDecoder {
+ public:
+  explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
+  ~Session() override;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // AsrDecoder
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  std::shared_ptr<const Tokenizer> tokenizer_ptr() const { return tokenizer_; }
+  int n_text_ctx() const override;
+  int n_alignment_heads() const override;
+  int frames_per_second() const override { return 50; }
+  int max_samples() const override;
+  int encode(std::span<const float> pcm) override;
+  void reset(int n_sequences) override;
+  int n_past() const override { return n_past_; }
+  void rollback(int n_past) override;
+  void reorder(std::span<const int> source) override;
+  DecodeResult decode(const DecodeRequest& request) override;
+  std::vector<float> detect_language() override;
+
+  // Encodes a log-mel spectrogram ([n_mels][n_frames]; frames beyond the encoder
+  // window are ignored, missing ones are zero as in whisper.cpp). content_frames
+  // is the number of mel frames holding real audio. Returns encoder frames of content.
+  int encode_mel(const features::Mel& mel, int content_frames);
+
+  // The log-mel spectrogram the last encode() computed (for diagnostics and parity).
+  const features::Mel& last_mel() const;
+
+  const Model& model() const { return *model_; }
+  const SessionOptions& options() const { return options_; }
+  void set_n_threads(int n_threads);
+  // Encoder frames of the last encode (1500 for kFullWindow); 0 before encode.
+  int n_audio_frames() const { return n_audio_ctx_; }
+  int n_sequences() const { return n_sequences_; }
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Model> model_;
+  SessionOptions options_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<Impl> impl_;
+  int n_audio_ctx_ = 0;
+  int n_sequences_ = 1;
+  int n_past_ = 0;
+};
+
+// Probability of <|nospeech|> from the logits at the <|startoftranscript|>
+// position (softmax over the whole vocabulary, as Whisper does).
+float no_speech_probability(std::span<const float> logits, const Tokenizer& tokenizer);
+
+// Softmax over the language-token logits only (index = language id).
+std::vector<float> language_probabilities(std::span<const float> logits, const Tokenizer& tokenizer);
+
+}  // namespace earshot::whisper
