@@ -1,0 +1,56 @@
+#include "session/scheduler.h"
+
+#include <algorithm>
+
+namespace earshot::session {
+
+Scheduler::Scheduler(int workers) {
+  for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void Scheduler::notify(const std::shared_ptr<StreamSession>& session) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || scheduled_.count(session.get())) return;
+    if (!session->has_work()) return;
+    scheduled_.insert(session.get());
+    ready_.push_back(session);
+  }
+  wake_.notify_one();
+}
+
+size_t Scheduler::queued() const {
+  std::lock_guard lock(mutex_);
+  return ready_.size();
+}
+
+void Scheduler::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+    if (stopping_) return;
+    std::shared_ptr<StreamSession> session = std::move(ready_.front());
+    ready_.pop_front();
+    lock.unlock();
+    session->step();
+    lock.lock();
+    // Checked under the scheduler lock so a notify() racing with this step is never lost.
+    if (!stopping_ && session->has_work()) {
+      ready_.push_back(std::move(session));
+      wake_.notify_one();
+    } else {
+      scheduled_.erase(session.get());
+    }
+  }
+}
+
+}  // namespace earshot::session

@@ -1,0 +1,45 @@
+// Runs model work for every live session on a fixed set of worker threads.
+// Fair: sessions with work wait in one FIFO and each turn is one step (at most
+// max_step_seconds of audio), so a long stream cannot starve the others; a
+// session that fell behind gets bigger steps, not a longer queue. A session is
+// never stepped on two threads at once.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "session/stream_session.h"
+
+namespace earshot::session {
+
+class Scheduler {
+ public:
+  explicit Scheduler(int workers);
+  ~Scheduler();  // finishes the step in progress on each worker, drops the rest
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Call after pushing audio or ending a stream: queues the session if it has
+  // work and is not already queued or running.
+  void notify(const std::shared_ptr<StreamSession>& session);
+
+  int workers() const { return static_cast<int>(threads_.size()); }
+  size_t queued() const;
+
+ private:
+  void run();
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<StreamSession>> ready_;
+  std::set<const StreamSession*> scheduled_;  // queued or running
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace earshot::session

@@ -1,0 +1,344 @@
+#include "session/stream_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+#include "common/error.h"
+
+namespace earshot::session {
+
+namespace {
+
+double round_tenth(double seconds) { return std::max(0.0, std::round(seconds * 10.0) / 10.0); }
+
+double steady_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double to_seconds(int64_t samples) { return static_cast<double>(samples) / kSampleRate; }
+
+}  // namespace
+
+double Snapshot::lag_transcription() const {
+  if (finished) return 0;
+  return round_tenth(wall_seconds_since_first_audio - transcribed_until);
+}
+double Snapshot::lag_processing() const { return round_tenth(received_seconds - processed_seconds); }
+double Snapshot::lag_policy() const {
+  if (finished) return 0;
+  return round_tenth(processed_seconds - committed_until);
+}
+
+std::string format_protocol_time(double seconds) {
+  long centis = std::lround(std::max(0.0, seconds) * 100.0);
+  long hours = centis / 360000;
+  long minutes = centis / 6000 % 60;
+  long secs = centis / 100 % 60;
+  char text[48];
+  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld.%02ld", hours, minutes, secs, centis % 100);
+  return text;
+}
+
+struct StreamSession::State {
+  // Shared with the network side (guarded by mutex_).
+  std::vector<float> pending;
+  int64_t received_samples = 0;
+  int64_t consumed_samples = 0;   // taken by steps or skipped
+  int64_t processed_samples = 0;  // fully handled by finished steps
+  int64_t skipped_samples = 0;
+  int64_t pending_gap = 0;  // oldest waiting samples dropped since the last step
+  bool end_requested = false;
+  bool finished = false;
+  std::string error;
+  double first_audio_wall = -1;
+  uint64_t version = 0;
+  std::vector<Line> lines;
+  std::string buffer;
+  double provisional_end = 0;
+  double committed_end = 0;
+  SessionStats stats;
+
+  // Worker-only (one step at a time).
+  bool in_speech = true;
+  int64_t silence_start = 0;
+  int open_line = -1;          // text line receiving words, -1 = next word opens one
+  int live_silence_line = -1;  // silence line of the pause in progress
+  int64_t vad_offset = 0;      // stream sample of the VAD's sample 0 (skipped gaps shift it)
+  std::vector<float> held;     // audio the VAD has not decided on yet
+  int64_t held_start = 0;      // stream sample of held[0]
+  bool fed_since_process = false;
+  uint64_t passes = 0;
+};
+
+StreamSession::StreamSession(std::unique_ptr<OnlineProcessor> processor, std::unique_ptr<VoiceActivityDetector> vad,
+                             StreamOptions options, Clock clock)
+    : processor_(std::move(processor)),
+      vad_(std::move(vad)),
+      options_(options),
+      clock_(clock ? std::move(clock) : Clock(steady_now)),
+      state_(std::make_unique<State>()) {
+  if (!processor_) throw Error(ErrorCode::kInternal, "StreamSession needs an online processor");
+  // With a VAD the stream starts in silence: nothing reaches the model before speech.
+  state_->in_speech = vad_ == nullptr;
+}
+
+StreamSession::~StreamSession() = default;
+
+void StreamSession::push_audio(std::span<const float> samples) {
+  std::lock_guard lock(mutex_);
+  State& s = *state_;
+  if (s.end_requested || !s.error.empty() || samples.empty()) return;
+  if (s.first_audio_wall < 0) s.first_audio_wall = clock_();
+  s.pending.insert(s.pending.end(), samples.begin(), samples.end());
+  s.received_samples += static_cast<int64_t>(samples.size());
+  if (options_.max_pending_seconds > 0) {
+    size_t limit = static_cast<size_t>(options_.max_pending_seconds * kSampleRate);
+    if (s.pending.size() > limit) {
+      size_t drop = s.pending.size() - limit;
+      s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(drop));
+      s.pending_gap += static_cast<int64_t>(drop);
+    }
+  }
+  ++s.version;
+}
+
+void StreamSession::end_of_stream() {
+  std::lock_guard lock(mutex_);
+  if (state_->end_requested) return;
+  state_->end_requested = true;
+  ++state_->version;
+}
+
+void StreamSession::fail(const std::string& message) {
+  std::lock_guard lock(mutex_);
+  if (!state_->error.empty() || state_->finished) return;
+  state_->error = message;
+  state_->pending.clear();
+  ++state_->version;
+}
+
+bool StreamSession::has_work() const {
+  std::lock_guard lock(mutex_);
+  const State& s = *state_;
+  if (s.finished || !s.error.empty()) return false;
+  if (s.end_requested || s.pending_gap > 0) return true;
+  return s.pending.size() >= static_cast<size_t>(std::max(1.0, options_.min_step_seconds * kSampleRate));
+}
+
+bool StreamSession::done() const {
+  std::lock_guard lock(mutex_);
+  return state_->finished || !state_->error.empty();
+}
+
+uint64_t StreamSession::version() const {
+  std::lock_guard lock(mutex_);
+  return state_->version;
+}
+
+SessionStats StreamSession::stats() const {
+  std::lock_guard lock(mutex_);
+  return state_->stats;
+}
+
+Snapshot StreamSession::snapshot() const {
+  std::lock_guard lock(mutex_);
+  const State& s = *state_;
+  Snapshot snap;
+  snap.lines = s.lines;
+  snap.buffer_transcription = s.buffer;
+  snap.received_seconds = to_seconds(s.received_samples);
+  snap.processed_seconds = to_seconds(s.processed_samples);
+  snap.skipped_seconds = to_seconds(s.skipped_samples);
+  // A pause the VAD has seen counts as covered: there is nothing in it to transcribe.
+  double covered = s.in_speech ? 0.0 : snap.processed_seconds;
+  snap.committed_until = std::max(s.committed_end, covered);
+  snap.transcribed_until = std::max({s.committed_end, s.provisional_end, covered});
+  snap.wall_seconds_since_first_audio = s.first_audio_wall < 0 ? 0 : clock_() - s.first_audio_wall;
+  snap.finished = s.finished;
+  snap.error = s.error;
+  snap.version = s.version;
+  return snap;
+}
+
+void StreamSession::step() {
+  try {
+    run_step();
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+void StreamSession::run_step() {
+  State& s = *state_;
+  std::vector<float> chunk;
+  int64_t chunk_start = 0;
+  int64_t gap = 0;
+  bool last = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (s.finished || !s.error.empty()) return;
+    gap = s.pending_gap;
+    s.pending_gap = 0;
+    s.skipped_samples += gap;
+    s.consumed_samples += gap;
+    size_t take =
+        std::min(s.pending.size(), static_cast<size_t>(std::max(1.0, options_.max_step_seconds * kSampleRate)));
+    chunk.assign(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(take));
+    s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(take));
+    chunk_start = s.consumed_samples;
+    s.consumed_samples += static_cast<int64_t>(take);
+    last = s.end_requested && s.pending.empty() && s.pending_gap == 0;
+  }
+  const double started = clock_();
+  // Audio waits in `held` until the VAD has decided on it, then goes to the model
+  // (speech) or is dropped (pause).
+  std::vector<float>& held = s.held;
+  auto release_until = [&](int64_t until) {
+    const int64_t held_end = s.held_start + static_cast<int64_t>(held.size());
+    until = std::clamp(until, s.held_start, held_end);
+    const size_t count = static_cast<size_t>(until - s.held_start);
+    if (count > 0 && s.in_speech) feed_speech(std::span<const float>(held).first(count), until);
+    held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(count));
+    s.held_start = until;
+  };
+  if (gap > 0) {
+    release_until(chunk_start - gap);
+    skip_gap(chunk_start - gap, chunk_start);
+    s.held_start = chunk_start;
+  }
+  const int64_t chunk_end = chunk_start + static_cast<int64_t>(chunk.size());
+  held.insert(held.end(), chunk.begin(), chunk.end());
+  std::vector<VadEvent> events;
+  if (vad_) {
+    events = vad_->push(chunk);
+    if (last) {
+      std::vector<VadEvent> tail = vad_->finish();
+      events.insert(events.end(), tail.begin(), tail.end());
+    }
+  }
+  for (const VadEvent& event : events) {
+    const int64_t at = std::max(event.sample + s.vad_offset, s.held_start);
+    release_until(at);
+    if (event.kind == VadEvent::Kind::kSpeechStart && !s.in_speech) {
+      end_silence(s.held_start);
+    } else if (event.kind == VadEvent::Kind::kSpeechEnd && s.in_speech) {
+      begin_silence(s.held_start);
+    }
+  }
+  release_until(last || !vad_ ? chunk_end : chunk_end - vad_->max_event_delay_samples());
+
+  if (s.fed_since_process && !last) {
+    ProcessResult r = processor_->process(false);
+    ++s.passes;
+    commit(r.committed);
+    s.fed_since_process = false;
+  }
+  if (last) {
+    ProcessResult r = processor_->finish();
+    ++s.passes;
+    commit(r.committed);
+    s.fed_since_process = false;
+  }
+  double model_seconds = clock_() - started;
+  std::vector<Word> provisional = processor_->provisional();
+
+  std::lock_guard lock(mutex_);
+  s.stats.passes = s.passes;
+  s.stats.model_seconds += model_seconds;
+  s.stats.audio_seconds += to_seconds(chunk_end - chunk_start);
+  s.processed_samples = s.held_start;
+  s.buffer.clear();
+  s.provisional_end = 0;
+  for (const Word& w : provisional) {
+    s.buffer += w.text;
+    s.provisional_end = std::max(s.provisional_end, w.end);
+  }
+  // A pause that has lasted long enough shows as a silence line while it goes on.
+  const int64_t threshold = static_cast<int64_t>(options_.pause_segmentation_seconds * kSampleRate);
+  const int64_t silence_end = s.held_start;
+  if (!s.in_speech && silence_end - s.silence_start >= threshold) {
+    if (s.live_silence_line < 0) {
+      s.lines.push_back(Line{-2, "", to_seconds(s.silence_start), to_seconds(silence_end), "", ""});
+      s.live_silence_line = static_cast<int>(s.lines.size()) - 1;
+      s.open_line = -1;
+    }
+    s.lines[static_cast<size_t>(s.live_silence_line)].end = to_seconds(silence_end);
+  }
+  if (last) s.finished = true;
+  ++s.version;
+}
+
+void StreamSession::feed_speech(std::span<const float> samples, int64_t end_sample) {
+  processor_->insert_audio(samples, to_seconds(end_sample));
+  state_->fed_since_process = true;
+}
+
+void StreamSession::commit(const std::vector<Word>& words) {
+  if (words.empty()) return;
+  std::string language = processor_->language();
+  std::lock_guard lock(mutex_);
+  State& s = *state_;
+  for (const Word& w : words) {
+    int speaker = w.speaker > 0 ? w.speaker : 1;
+    if (s.open_line >= 0 && s.lines[static_cast<size_t>(s.open_line)].speaker != speaker) s.open_line = -1;
+    if (s.open_line < 0) {
+      Line line;
+      line.speaker = speaker;
+      line.start = w.start;
+      line.end = w.end;
+      s.lines.push_back(std::move(line));
+      s.open_line = static_cast<int>(s.lines.size()) - 1;
+    }
+    Line& line = s.lines[static_cast<size_t>(s.open_line)];
+    line.text += w.text;
+    line.end = std::max(line.end, w.end);
+    const std::string& lang = w.language.empty() ? language : w.language;
+    if (!lang.empty()) line.detected_language = lang;
+    s.committed_end = std::max(s.committed_end, w.end);
+  }
+  ++s.version;
+}
+
+void StreamSession::begin_silence(int64_t at_sample) {
+  // start_silence() flushes whatever was fed since the last pass.
+  ProcessResult r = processor_->start_silence();
+  ++state_->passes;
+  state_->fed_since_process = false;
+  commit(r.committed);
+  std::lock_guard lock(mutex_);
+  state_->in_speech = false;
+  state_->silence_start = at_sample;
+  state_->live_silence_line = -1;
+}
+
+void StreamSession::end_silence(int64_t at_sample) {
+  State& s = *state_;
+  const double duration = to_seconds(at_sample - s.silence_start);
+  processor_->end_silence(duration, to_seconds(at_sample));
+  std::lock_guard lock(mutex_);
+  s.in_speech = true;
+  if (duration >= options_.pause_segmentation_seconds) {
+    if (s.live_silence_line < 0) {
+      s.lines.push_back(Line{-2, "", to_seconds(s.silence_start), to_seconds(at_sample), "", ""});
+      s.live_silence_line = static_cast<int>(s.lines.size()) - 1;
+    }
+    s.lines[static_cast<size_t>(s.live_silence_line)].end = to_seconds(at_sample);
+    s.open_line = -1;
+  }
+  s.live_silence_line = -1;
+  ++s.version;
+}
+
+void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample) {
+  State& s = *state_;
+  // The VAD never sees skipped audio: its sample 0 moves by the gap.
+  s.vad_offset += to_sample - from_sample;
+  if (!s.in_speech) return;  // a pause simply gets longer
+  begin_silence(from_sample);
+  end_silence(to_sample);
+}
+
+}  // namespace earshot::session

@@ -1,0 +1,124 @@
+// One audio stream turned into transcript lines: audio in -> VAD -> online
+// processor -> committed lines, provisional buffer, silence lines and lag
+// figures. The network side pushes audio and reads snapshots; the scheduler
+// runs step() (the model work) on its worker threads, never two at once for one
+// session.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "policy/online_processor.h"
+#include "session/voice_activity.h"
+
+namespace earshot::session {
+
+inline constexpr int kSampleRate = 16000;
+
+struct StreamOptions {
+  // Pauses at least this long become silence lines (speaker -2) and end the line.
+  double pause_segmentation_seconds = 5.0;
+  // A step waits for at least this much new audio (unless the stream ended).
+  double min_step_seconds = 0.1;
+  // The most audio one step hands to the model: a session that fell behind
+  // processes chunks up to this size instead of many small ones.
+  double max_step_seconds = 10.0;
+  // Audio waiting for the model is bounded: beyond this, the oldest waiting
+  // audio is skipped (treated as a gap) so memory stays bounded. 0 = unbounded
+  // (whole-file transcription, where the upload limit bounds it).
+  double max_pending_seconds = 60.0;
+};
+
+struct Line {
+  int speaker = 1;  // 1-based; -2 = silence line
+  std::string text;
+  double start = 0;
+  double end = 0;
+  std::string detected_language;
+  std::string translation;
+};
+
+struct Snapshot {
+  std::vector<Line> lines;  // every line so far, in order
+  std::string buffer_transcription;
+  std::string buffer_diarization;
+  std::string buffer_translation;
+  double received_seconds = 0;   // stream time of all audio received
+  double processed_seconds = 0;  // stream time handed to the model / VAD
+  double committed_until = 0;    // end of committed words (or covered silence)
+  double transcribed_until = 0;  // end of committed + provisional words (or covered silence)
+  double wall_seconds_since_first_audio = 0;
+  double skipped_seconds = 0;  // audio skipped because the session fell too far behind
+  bool finished = false;       // end of stream fully processed
+  std::string error;           // non-empty when the session failed
+  uint64_t version = 0;        // bumps on every state change
+
+  // Lag figures of the protocol (seconds, rounded to 0.1, never negative).
+  double lag_transcription() const;
+  double lag_processing() const;
+  double lag_policy() const;
+};
+
+// All model-side counters a session contributes to (for /metrics).
+struct SessionStats {
+  uint64_t passes = 0;
+  double model_seconds = 0;
+  double audio_seconds = 0;
+};
+
+class StreamSession {
+ public:
+  using Clock = std::function<double()>;  // seconds, monotonic
+
+  // vad may be null: every sample is speech (--no-vac).
+  StreamSession(std::unique_ptr<OnlineProcessor> processor, std::unique_ptr<VoiceActivityDetector> vad,
+                StreamOptions options, Clock clock = {});
+  ~StreamSession();
+  StreamSession(const StreamSession&) = delete;
+  StreamSession& operator=(const StreamSession&) = delete;
+
+  // Network side. Audio after end_of_stream() or after a failure is ignored.
+  void push_audio(std::span<const float> samples);
+  void end_of_stream();
+  // Ends the session with an error (undecodable input...); the model is not run again.
+  void fail(const std::string& message);
+
+  // Scheduler side.
+  bool has_work() const;
+  // Runs VAD and the policy over the waiting audio (at most max_step_seconds);
+  // the last step after end_of_stream() flushes. Never throws: failures end the
+  // session with an error.
+  void step();
+
+  Snapshot snapshot() const;
+  uint64_t version() const;
+  bool done() const;  // finished or failed
+  SessionStats stats() const;
+
+ private:
+  struct State;
+  void run_step();
+  void feed_speech(std::span<const float> samples, int64_t end_sample);
+  void commit(const std::vector<Word>& words);
+  void begin_silence(int64_t at_sample);
+  void end_silence(int64_t at_sample);
+  void skip_gap(int64_t from_sample, int64_t to_sample);
+
+  std::unique_ptr<OnlineProcessor> processor_;
+  std::unique_ptr<VoiceActivityDetector> vad_;
+  StreamOptions options_;
+  Clock clock_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<State> state_;
+};
+
+// "H:MM:SS.cc" as the WhisperLiveKit protocol writes times.
+std::string format_protocol_time(double seconds);
+
+}  // namespace earshot::session

@@ -1,0 +1,123 @@
+#include "session/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "fakes.h"
+
+namespace earshot::session {
+namespace {
+
+using testing::concat;
+using testing::FakeProcessor;
+using testing::FakeVad;
+using testing::silence;
+using testing::tone;
+
+std::string text_of(const Snapshot& snap) {
+  std::string out;
+  for (const Line& l : snap.lines)
+    out += std::to_string(l.speaker) + l.text + "@" + format_protocol_time(l.start) + "\n";
+  return out;
+}
+
+std::vector<float> clip(int variant) {
+  return concat({tone(0.6 + 0.1 * variant, 0.05f * static_cast<float>(variant + 1)), silence(5.5),
+                 tone(1.7, 0.02f * static_cast<float>(variant + 2))});
+}
+
+std::string run_alone(const std::vector<float>& audio) {
+  StreamSession session(std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), {});
+  session.push_audio(audio);
+  session.end_of_stream();
+  while (session.has_work()) session.step();
+  return text_of(session.snapshot());
+}
+
+void wait_done(const std::vector<std::shared_ptr<StreamSession>>& sessions) {
+  for (auto& s : sessions) {
+    while (!s->done()) std::this_thread::yield();
+  }
+}
+
+TEST(Scheduler, ManySessionsAtOnceEachEqualToRunningAlone) {
+  constexpr int kSessions = 12;
+  Scheduler scheduler(3);
+  std::vector<std::shared_ptr<StreamSession>> sessions;
+  for (int i = 0; i < kSessions; ++i)
+    sessions.push_back(std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(),
+                                                       StreamOptions{}));
+  // Interleave pushes across sessions like a busy server.
+  std::vector<std::vector<float>> clips;
+  for (int i = 0; i < kSessions; ++i) clips.push_back(clip(i % 5));
+  for (size_t offset = 0;; offset += 1234) {
+    bool any = false;
+    for (int i = 0; i < kSessions; ++i) {
+      const auto& c = clips[static_cast<size_t>(i)];
+      if (offset >= c.size()) continue;
+      any = true;
+      sessions[static_cast<size_t>(i)]->push_audio(
+          std::span<const float>(c).subspan(offset, std::min<size_t>(1234, c.size() - offset)));
+      scheduler.notify(sessions[static_cast<size_t>(i)]);
+    }
+    if (!any) break;
+  }
+  for (auto& s : sessions) {
+    s->end_of_stream();
+    scheduler.notify(s);
+  }
+  wait_done(sessions);
+  for (int i = 0; i < kSessions; ++i) {
+    Snapshot snap = sessions[static_cast<size_t>(i)]->snapshot();
+    EXPECT_TRUE(snap.finished);
+    EXPECT_EQ(text_of(snap), run_alone(clips[static_cast<size_t>(i)])) << "session " << i;
+    EXPECT_NE(text_of(snap), "");
+  }
+}
+
+TEST(Scheduler, SessionsTakeTurnsOneStepEach) {
+  std::mutex mutex;
+  std::vector<char> order;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto make = [&](char name, bool gate) {
+    FakeProcessor::Hooks hooks;
+    hooks.on_process = [&, name, gate, first = std::make_shared<bool>(true)] {
+      if (gate && *first) released.wait();  // holds A's first step until B is queued
+      *first = false;
+      std::lock_guard lock(mutex);
+      order.push_back(name);
+    };
+    StreamOptions options;
+    options.max_step_seconds = 1.0;
+    return std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(hooks), nullptr, options);
+  };
+  auto a = make('A', true);
+  auto b = make('B', false);
+  Scheduler scheduler(1);
+  a->push_audio(tone(3.0, 0.1f));
+  b->push_audio(tone(3.0, 0.1f));
+  a->end_of_stream();
+  b->end_of_stream();
+  scheduler.notify(a);
+  scheduler.notify(b);
+  release.set_value();
+  wait_done({a, b});
+  // Three 1 s steps each (the third one flushes), alternating.
+  EXPECT_EQ(std::string(order.begin(), order.end()), "ABABAB");
+}
+
+TEST(Scheduler, NotifyWithoutWorkQueuesNothing) {
+  Scheduler scheduler(1);
+  auto s = std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(), nullptr, StreamOptions{});
+  s->push_audio(tone(0.01, 0.1f));  // below the minimum step
+  scheduler.notify(s);
+  EXPECT_EQ(scheduler.queued(), 0u);
+  EXPECT_FALSE(s->has_work());
+}
+
+}  // namespace
+}  // namespace earshot::session

@@ -1,0 +1,226 @@
+#include "session/stream_session.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <random>
+
+#include "fakes.h"
+
+namespace earshot::session {
+namespace {
+
+using testing::concat;
+using testing::FakeProcessor;
+using testing::FakeVad;
+using testing::silence;
+using testing::tone;
+
+struct Harness {
+  FakeProcessor* processor = nullptr;
+  std::unique_ptr<StreamSession> session;
+  double now = 100.0;
+  explicit Harness(bool with_vad, StreamOptions options = {}) {
+    auto p = std::make_unique<FakeProcessor>();
+    processor = p.get();
+    std::unique_ptr<VoiceActivityDetector> vad;
+    if (with_vad) vad = std::make_unique<FakeVad>();
+    session = std::make_unique<StreamSession>(std::move(p), std::move(vad), options, [this] { return now; });
+  }
+  // Pushes in pieces of `piece` samples, stepping whenever the session asks.
+  void run(const std::vector<float>& audio, size_t piece, bool step_each_piece = true) {
+    for (size_t i = 0; i < audio.size(); i += piece) {
+      session->push_audio(std::span<const float>(audio).subspan(i, std::min(piece, audio.size() - i)));
+      if (step_each_piece && session->has_work()) session->step();
+    }
+    session->end_of_stream();
+    while (session->has_work()) session->step();
+  }
+};
+
+std::string describe(const std::vector<Line>& lines) {
+  std::string out;
+  for (const Line& l : lines) {
+    out += std::to_string(l.speaker) + "|" + l.text + "|" + format_protocol_time(l.start) + "|" +
+           format_protocol_time(l.end) + "|" + l.detected_language + "\n";
+  }
+  return out;
+}
+
+TEST(ProtocolTime, FormatsHoursMinutesSecondsCentiseconds) {
+  EXPECT_EQ(format_protocol_time(0), "0:00:00.00");
+  EXPECT_EQ(format_protocol_time(0.52), "0:00:00.52");
+  EXPECT_EQ(format_protocol_time(63.104), "0:01:03.10");
+  EXPECT_EQ(format_protocol_time(3600 + 59.999), "1:01:00.00");
+  EXPECT_EQ(format_protocol_time(-1), "0:00:00.00");
+}
+
+TEST(StreamSession, WithoutVadEveryWordGoesToOneLine) {
+  Harness h(false);
+  h.run(concat({tone(1.0, 0.1f), tone(1.2, 0.2f)}), 1600);
+  Snapshot snap = h.session->snapshot();
+  EXPECT_TRUE(snap.finished);
+  EXPECT_EQ(describe(snap.lines), "1| w100 w100 w200 w200 p200|0:00:00.00|0:00:02.20|en\n");
+  EXPECT_EQ(snap.buffer_transcription, "");
+  EXPECT_DOUBLE_EQ(snap.received_seconds, 2.2);
+  EXPECT_DOUBLE_EQ(snap.processed_seconds, 2.2);
+  EXPECT_EQ(snap.lag_transcription(), 0);
+  EXPECT_EQ(snap.lag_processing(), 0);
+}
+
+TEST(StreamSession, ProvisionalTailIsTheBuffer) {
+  Harness h(false);
+  h.session->push_audio(tone(0.7, 0.1f));
+  ASSERT_TRUE(h.session->has_work());
+  h.session->step();
+  Snapshot snap = h.session->snapshot();
+  EXPECT_EQ(describe(snap.lines), "1| w100|0:00:00.00|0:00:00.50|en\n");
+  EXPECT_EQ(snap.buffer_transcription, " ~");
+  EXPECT_FALSE(snap.finished);
+  // Wall clock 3 s after the first audio, transcribed (incl. provisional) up to 0.7 s.
+  h.now += 3.0;
+  snap = h.session->snapshot();
+  EXPECT_DOUBLE_EQ(snap.lag_transcription(), 2.3);
+  EXPECT_DOUBLE_EQ(snap.lag_processing(), 0.0);
+  EXPECT_DOUBLE_EQ(snap.lag_policy(), 0.2);
+  h.session->push_audio(tone(0.3, 0.1f));
+  snap = h.session->snapshot();
+  EXPECT_DOUBLE_EQ(snap.lag_processing(), 0.3);
+}
+
+TEST(StreamSession, ResultsDoNotDependOnChunkingOrStepping) {
+  std::vector<float> audio = concat(
+      {tone(1.3, 0.1f), silence(0.4), tone(0.9, 0.25f), silence(6.0), tone(2.1, 0.05f), silence(1.0), tone(0.6, 0.3f)});
+  for (bool vad : {false, true}) {
+    Harness reference(vad);
+    reference.run(audio, audio.size());
+    std::string expected = describe(reference.session->snapshot().lines);
+    std::mt19937 rng(7);
+    for (size_t piece : {1u, 160u, 512u, 1600u, 4001u, 16000u}) {
+      Harness h(vad);
+      h.run(audio, piece, rng() % 2 == 0);
+      EXPECT_EQ(describe(h.session->snapshot().lines), expected) << "vad=" << vad << " piece=" << piece;
+    }
+  }
+}
+
+TEST(StreamSession, LongPauseMakesSilenceLineAndNewLine) {
+  Harness h(true);
+  h.run(concat({tone(1.0, 0.1f), silence(6.0), tone(1.0, 0.3f)}), 1600);
+  // Speech ends with the last 512-sample window holding tone (16384 = 1.024 s);
+  // it resumes at the window holding the tone's start (111616 = 6.976 s).
+  EXPECT_EQ(describe(h.session->snapshot().lines),
+            "1| w100 w100|0:00:00.00|0:00:01.00|en\n"
+            "-2||0:00:01.02|0:00:06.98|\n"
+            "1| w286 w300|0:00:06.98|0:00:07.98|en\n");
+  ASSERT_EQ(h.processor->silences_.size(), 2u);
+  EXPECT_DOUBLE_EQ(h.processor->silences_[0].first, 0.0);  // speech from the very first sample
+  EXPECT_NEAR(h.processor->silences_[1].first, 6.976 - 1.024, 1e-9);
+  EXPECT_NEAR(h.processor->silences_[1].second, 6.976, 1e-9);
+}
+
+TEST(StreamSession, ShortPauseKeepsTheLine) {
+  Harness h(true);
+  h.run(concat({tone(1.0, 0.1f), silence(2.0), tone(1.0, 0.3f)}), 3200);
+  EXPECT_EQ(describe(h.session->snapshot().lines), "1| w100 w100 w286 w300|0:00:00.00|0:00:03.98|en\n");
+}
+
+TEST(StreamSession, OngoingLongPauseShowsAsSilenceLineAndEndsTheStream) {
+  Harness h(true);
+  h.session->push_audio(concat({tone(1.0, 0.1f), silence(4.0)}));
+  h.session->step();
+  EXPECT_EQ(describe(h.session->snapshot().lines), "1| w100 w100|0:00:00.00|0:00:01.00|en\n");
+  h.session->push_audio(silence(3.0));
+  h.session->step();
+  // Decided up to 8 s minus the VAD's decision delay (2048 samples).
+  EXPECT_EQ(describe(h.session->snapshot().lines),
+            "1| w100 w100|0:00:00.00|0:00:01.00|en\n-2||0:00:01.02|0:00:07.87|\n");
+  EXPECT_EQ(h.session->snapshot().lag_policy(), 0);  // a pause is nothing left to transcribe
+  h.session->end_of_stream();
+  h.session->step();
+  EXPECT_EQ(describe(h.session->snapshot().lines),
+            "1| w100 w100|0:00:00.00|0:00:01.00|en\n-2||0:00:01.02|0:00:08.00|\n");
+  EXPECT_TRUE(h.session->snapshot().finished);
+}
+
+TEST(StreamSession, LeadingSilenceIsNotSentToTheModel) {
+  Harness h(true);
+  h.run(concat({silence(2.0), tone(1.0, 0.2f)}), 1600);
+  // Speech starts at the window holding sample 32000 (window 62 starts at 31744).
+  EXPECT_EQ(describe(h.session->snapshot().lines), "1| w194 w200|0:00:01.98|0:00:02.98|en\n");
+  EXPECT_EQ(h.processor->inserted(), 48000u - 31744u);
+}
+
+TEST(StreamSession, FallingBehindMeansBiggerStepsNotMorePasses) {
+  StreamOptions options;
+  options.max_step_seconds = 10;
+  Harness h(false, options);
+  std::vector<float> audio = tone(4.0, 0.1f);
+  for (size_t i = 0; i < audio.size(); i += 1600) h.session->push_audio(std::span<const float>(audio).subspan(i, 1600));
+  h.session->step();  // 40 pieces waiting: one pass over all of them
+  EXPECT_EQ(h.processor->passes(), 1);
+  EXPECT_EQ(h.processor->inserted(), audio.size());
+  EXPECT_FALSE(h.session->has_work());
+}
+
+TEST(StreamSession, StepSizeIsCapped) {
+  StreamOptions options;
+  options.max_step_seconds = 1.5;
+  Harness h(false, options);
+  h.session->push_audio(tone(4.0, 0.1f));
+  h.session->step();
+  EXPECT_EQ(h.processor->inserted(), 24000u);
+  EXPECT_TRUE(h.session->has_work());
+  EXPECT_DOUBLE_EQ(h.session->snapshot().lag_processing(), 2.5);
+}
+
+TEST(StreamSession, WaitingAudioIsBoundedByTreatingTheOverflowAsAGap) {
+  StreamOptions options;
+  options.max_pending_seconds = 1.0;
+  Harness h(false, options);
+  h.session->push_audio(tone(1.0, 0.1f));
+  h.session->push_audio(tone(1.0, 0.2f));
+  h.session->push_audio(tone(1.0, 0.3f));
+  h.session->end_of_stream();
+  while (h.session->has_work()) h.session->step();
+  Snapshot snap = h.session->snapshot();
+  EXPECT_DOUBLE_EQ(snap.skipped_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(snap.received_seconds, 3.0);
+  // Only the newest second reached the model, at its true stream time.
+  EXPECT_EQ(describe(snap.lines), "1| w300 w300|0:00:02.00|0:00:03.00|en\n");
+  EXPECT_EQ(h.processor->inserted(), 16000u);
+}
+
+TEST(StreamSession, ModelFailureEndsTheSessionWithAnError) {
+  Harness h(false);
+  h.session->push_audio(std::vector<float>(8000, 0.5f));
+  h.session->step();
+  Snapshot snap = h.session->snapshot();
+  EXPECT_EQ(snap.error, "fake model refuses a window of constant 0.5");
+  EXPECT_TRUE(h.session->done());
+  EXPECT_FALSE(h.session->has_work());
+  h.session->push_audio(tone(1.0, 0.1f));  // ignored after failure
+  EXPECT_FALSE(h.session->has_work());
+}
+
+TEST(StreamSession, FailFromOutsideStopsWork) {
+  Harness h(false);
+  h.session->push_audio(tone(1.0, 0.1f));
+  h.session->fail("invalid audio: not a webm stream");
+  EXPECT_FALSE(h.session->has_work());
+  EXPECT_EQ(h.session->snapshot().error, "invalid audio: not a webm stream");
+}
+
+TEST(StreamSession, EmptyStreamFinishesWithNoLines) {
+  Harness h(true);
+  h.session->end_of_stream();
+  ASSERT_TRUE(h.session->has_work());
+  h.session->step();
+  Snapshot snap = h.session->snapshot();
+  EXPECT_TRUE(snap.finished);
+  EXPECT_TRUE(snap.lines.empty());
+}
+
+}  // namespace
+}  // namespace earshot::session
