@@ -12,8 +12,8 @@
 namespace earshot {
 
 struct Word {
-  std::string text;   // UTF-8, leading space kept where the script uses spaces
-  double start = 0;   // seconds since the stream started
+  std::string text;  // UTF-8, leading space kept where the script uses spaces
+  double start = 0;  // seconds since the stream started
   double end = 0;
   float probability = -1;  // < 0 when unknown
   std::string language;    // detected or configured language, "" when unknown

@@ -1,0 +1,439 @@
+#include "policy/alignatt/alignatt_processor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/error.h"
+#include "policy/text_utils.h"
+
+namespace earshot::policy {
+
+AlignAttProcessor::AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignAttConfig config)
+    : asr_((config.validate(), std::move(decoder))),
+      tokenizer_(asr_ ? asr_->tokenizer()
+                      : throw Error(ErrorCode::kInvalidArgument, "AlignAttProcessor needs a decoder, got none")),
+      config_(std::move(config)),
+      alignment_(config_.attention_window) {
+  const whisper::SpecialTokens& sp = tokenizer_.special();
+  if (!tokenizer_.is_multilingual()) {
+    if (config_.language != "auto" && config_.language != "en") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "language '" + config_.language + "' needs a multilingual model; this model is English-only");
+    }
+    if (config_.task == whisper::Task::kTranslate) {
+      throw Error(ErrorCode::kInvalidArgument, "the translate task needs a multilingual model");
+    }
+  } else if (config_.language != "auto" && !tokenizer_.language_token(config_.language)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "unknown language code '" + config_.language + "' (use e.g. en, de, or auto)");
+  }
+  max_context_tokens_ = config_.max_context_tokens < 0 ? asr_->n_text_ctx() : config_.max_context_tokens;
+  static_tokens_ = tokenizer_.encode(config_.static_init_prompt);
+  init_tokens_ = tokenizer_.encode(config_.init_prompt);
+  if (static_cast<int>(static_tokens_.size()) > asr_->n_text_ctx() / 2) {
+    throw Error(ErrorCode::kInvalidArgument, "static_init_prompt is " + std::to_string(static_tokens_.size()) +
+                                                 " tokens; at most half the text context (" +
+                                                 std::to_string(asr_->n_text_ctx() / 2) + ") fits");
+  }
+  suppress_tokens_ = {sp.transcribe, sp.translate, sp.sot, sp.sot_prev, sp.sot_lm, sp.no_timestamps, sp.no_speech};
+  for (int32_t i = 0; i < sp.n_languages; ++i) suppress_tokens_.push_back(sp.first_language + i);
+  // Timestamps mean nothing in no-timestamps mode and would split words oddly.
+  for (int32_t t = sp.timestamp_begin; t < tokenizer_.n_vocab(); ++t) suppress_tokens_.push_back(t);
+  suppress_tokens_.insert(suppress_tokens_.end(), config_.suppress_tokens.begin(), config_.suppress_tokens.end());
+  blank_tokens_ = tokenizer_.encode(" ");
+  blank_tokens_.push_back(sp.eot);
+  if (config_.beams == 1) {
+    token_decoder_ = std::make_unique<GreedyDecoder>(sp.eot);
+  } else {
+    token_decoder_ = std::make_unique<BeamSearchDecoder>(sp.eot, config_.beams);
+  }
+  reset_all();
+}
+
+void AlignAttProcessor::warn(const std::string& message) const {
+  if (config_.on_warning) {
+    config_.on_warning(message);
+  } else {
+    std::fprintf(stderr, "earshot alignatt: %s\n", message.c_str());
+  }
+}
+
+void AlignAttProcessor::reset_all() {
+  chunks_.clear();
+  buffered_samples_ = 0;
+  buffer_start_time_ = 0;
+  stream_end_ = 0;
+  language_ = !tokenizer_.is_multilingual() ? "en" : (config_.language == "auto" ? "" : config_.language);
+  first_timestamp_.reset();
+  speaker_ = -1;
+  committed_.clear();
+  last_committed_end_ = -1e300;
+  reset_segment();
+}
+
+void AlignAttProcessor::reset_segment() {
+  context_ = init_tokens_;
+  committed_blocks_.clear();
+  pending_.clear();
+  provisional_.clear();
+  last_attend_frame_ = -config_.rewind_threshold;
+}
+
+double AlignAttProcessor::frame_time(int frame) const {
+  return buffer_start_time_ + static_cast<double>(frame) / asr_->frames_per_second();
+}
+
+std::vector<int32_t> AlignAttProcessor::context_tokens() const {
+  std::vector<int32_t> all = static_tokens_;
+  all.insert(all.end(), context_.begin(), context_.end());
+  return all;
+}
+
+void AlignAttProcessor::insert_audio(std::span<const float> samples, double stream_end_time) {
+  stream_end_ = stream_end_time;
+  // A chunk longer than the buffer cap could never be trimmed whole; split it.
+  const auto piece = static_cast<size_t>(config_.audio_max_len * kSampleRate);
+  for (size_t at = 0; at < samples.size(); at += piece) {
+    const size_t n = std::min(piece, samples.size() - at);
+    add_chunk(std::vector<float>(samples.begin() + at, samples.begin() + at + n));
+  }
+}
+
+void AlignAttProcessor::add_chunk(std::vector<float> chunk) {
+  if (chunk.empty()) return;
+  buffered_samples_ += chunk.size();
+  chunks_.push_back(std::move(chunk));
+  while (chunks_.size() > 1 && buffered_seconds() > config_.audio_max_len) {
+    const double removed = static_cast<double>(chunks_.front().size()) / kSampleRate;
+    buffered_samples_ -= chunks_.front().size();
+    chunks_.pop_front();
+    last_attend_frame_ -= static_cast<int>(asr_->frames_per_second() * removed);
+    buffer_start_time_ += removed;
+    // The oldest committed block's audio is gone: it becomes text context.
+    if (!committed_blocks_.empty()) {
+      context_.insert(context_.end(), committed_blocks_.front().begin(), committed_blocks_.front().end());
+      committed_blocks_.erase(committed_blocks_.begin());
+    }
+  }
+}
+
+void AlignAttProcessor::trim_front(double seconds) {
+  auto samples = static_cast<size_t>(std::max(0.0, seconds) * kSampleRate);
+  samples = std::min(samples, buffered_samples_);
+  size_t left = samples;
+  while (left > 0 && !chunks_.empty()) {
+    std::vector<float>& first = chunks_.front();
+    if (first.size() <= left) {
+      left -= first.size();
+      chunks_.pop_front();
+    } else {
+      first.erase(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(left));
+      left = 0;
+    }
+  }
+  buffered_samples_ -= samples;
+  buffer_start_time_ += static_cast<double>(samples) / kSampleRate;
+}
+
+void AlignAttProcessor::trim_context() {
+  size_t forced = 0;
+  for (const auto& b : committed_blocks_) forced += b.size();
+  const size_t sot_len = tokenizer_.sot_sequence(language_, config_.task).size() + 1;
+  auto context_len = static_cast<long>(static_tokens_.size() + context_.size());
+  auto total = static_cast<long>(sot_len + forced) + context_len;
+  const long limit = asr_->n_text_ctx() - 20;
+  while (context_len > max_context_tokens_ || total > limit) {
+    const auto words = tokenizer_.split_to_words(context_, language_);
+    if (words.empty()) break;
+    const size_t n = words.front().tokens.size();
+    if (n == 0) break;
+    context_.erase(context_.begin(), context_.begin() + static_cast<std::ptrdiff_t>(n));
+    context_len -= static_cast<long>(n);
+    total -= static_cast<long>(n);
+  }
+}
+
+std::vector<int32_t> AlignAttProcessor::build_prompt(bool with_language, int& sot_index) const {
+  std::vector<int32_t> prompt;
+  if (!static_tokens_.empty() || !context_.empty()) {
+    prompt.push_back(tokenizer_.special().sot_prev);
+    prompt.insert(prompt.end(), static_tokens_.begin(), static_tokens_.end());
+    prompt.insert(prompt.end(), context_.begin(), context_.end());
+  }
+  sot_index = static_cast<int>(prompt.size());
+  const auto sot = tokenizer_.sot_sequence(with_language ? language_ : "", config_.task);
+  prompt.insert(prompt.end(), sot.begin(), sot.end());
+  prompt.push_back(tokenizer_.special().no_timestamps);
+  for (const auto& block : committed_blocks_) prompt.insert(prompt.end(), block.begin(), block.end());
+  return prompt;
+}
+
+AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t>& prompt, int sot_index,
+                                                       int content_len, bool is_last) {
+  Pass pass;
+  const int n = token_decoder_->n_sequences();
+  const int n_vocab = tokenizer_.n_vocab();
+  asr_->reset(n);
+  alignment_.reset();
+  token_decoder_->reset();
+  const int budget =
+      std::max(config_.min_token_budget, static_cast<int>(buffered_seconds() * config_.tokens_per_second_budget));
+  const int threshold = is_last ? config_.last_frame_threshold : config_.frame_threshold;
+  int produced = 0;
+  bool first = true;
+  auto keep = [&](const Sequence& s, size_t count) {
+    for (size_t i = 0; i < count && i < s.tokens.size(); ++i) {
+      pass.tokens.push_back({s.tokens[i], frame_time(s.frames[i]), s.logprobs[i]});
+    }
+  };
+  while (true) {
+    const int appended = first ? static_cast<int>(prompt.size()) : 1;
+    if (asr_->n_past() + appended > asr_->n_text_ctx()) {  // text context full: keep what we have
+      keep(token_decoder_->sequences()[0], token_decoder_->sequences()[0].tokens.size());
+      break;
+    }
+    if (++produced > budget) {
+      warn("pass discarded: over the token budget of " + std::to_string(budget) + " tokens for " +
+           std::to_string(buffered_seconds()) + " s of audio (repetition loop?)");
+      break;
+    }
+    DecodeRequest request;
+    request.want_attention = true;
+    if (first) {
+      request.tokens.assign(n, prompt);
+      request.logits_positions = {sot_index, static_cast<int>(prompt.size()) - 1};
+    } else {
+      for (const Sequence& s : token_decoder_->sequences()) request.tokens.push_back({s.tokens.back()});
+    }
+    const DecodeResult result = asr_->decode(request);
+    alignment_.add(result);
+    const int position = result.n_positions - 1;
+    if (first && config_.nonspeech_prob < 1.0) {
+      std::vector<float> at_sot(result.logits_at(0, 0), result.logits_at(0, 0) + n_vocab);
+      log_softmax(at_sot);
+      if (std::exp(at_sot[tokenizer_.special().no_speech]) > config_.nonspeech_prob) break;
+    }
+    std::vector<float> logprobs(static_cast<size_t>(n) * n_vocab);
+    std::vector<int> frames(n);
+    for (int s = 0; s < n; ++s) {
+      std::span<float> row(logprobs.data() + static_cast<size_t>(s) * n_vocab, n_vocab);
+      std::copy_n(result.logits_at(s, position), n_vocab, row.begin());
+      if (first) suppress(row, blank_tokens_);
+      suppress(row, suppress_tokens_);
+      log_softmax(row);
+      frames[s] = alignment_.most_attended_frame(s, content_len);
+    }
+    const DecoderStep step = token_decoder_->update(logprobs, n_vocab, frames);
+    if (n > 1) {
+      asr_->reorder(step.source);
+      alignment_.reorder(step.source);
+    }
+    first = false;
+    if (step.completed) {
+      const Sequence best = token_decoder_->best();
+      pass.step_times.push_back(frame_time(best.frames.empty() ? 0 : best.frames.back()));
+      keep(best, best.tokens.size());
+      break;
+    }
+    const Sequence& top = token_decoder_->sequences()[0];
+    const int frame = top.frames.back();
+    pass.step_times.push_back(frame_time(frame));
+    if (!is_last && last_attend_frame_ - frame > config_.rewind_threshold) {
+      const int32_t previous = top.tokens.size() >= 2 ? top.tokens[top.tokens.size() - 2] : prompt.back();
+      if (tokenizer_.is_special(previous)) {
+        last_attend_frame_ = frame;  // a jump right after a special token is the start of speech, not a rewind
+      } else {
+        last_attend_frame_ = -config_.rewind_threshold;
+        break;  // discard the pass
+      }
+    } else {
+      last_attend_frame_ = frame;
+    }
+    if (content_len - frame <= threshold) {
+      keep(top, top.tokens.size() - 1);
+      break;
+    }
+  }
+  return pass;
+}
+
+std::vector<Word> AlignAttProcessor::to_words(const std::vector<TimedToken>& tokens, bool keep_incomplete) const {
+  std::vector<int32_t> ids;
+  for (const TimedToken& t : tokens) ids.push_back(t.token);
+  const auto split = tokenizer_.split_to_words(ids, language_);
+  std::vector<Word> words;
+  size_t at = 0;
+  for (const auto& w : split) {
+    const size_t begin = at;
+    at += w.tokens.size();
+    if (begin >= tokens.size()) break;
+    if (!keep_incomplete && !is_valid_utf8(w.text)) continue;
+    Word word;
+    word.text = w.text;
+    word.start = tokens[begin].time;
+    double logprob = 0;
+    for (size_t i = begin; i < at && i < tokens.size(); ++i) logprob += tokens[i].logprob;
+    word.probability = static_cast<float>(std::exp(logprob / std::max<size_t>(1, at - begin)));
+    word.language = language_;
+    word.speaker = speaker_;
+    word.end = at < tokens.size() ? tokens[at].time : word.start + 0.1;
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_tokens, bool is_last) {
+  std::vector<TimedToken> combined = pending_;
+  const size_t n_pending = pending_.size();
+  combined.insert(combined.end(), new_tokens.begin(), new_tokens.end());
+  std::vector<int32_t> ids;
+  for (const TimedToken& t : combined) ids.push_back(t.token);
+  const auto split = tokenizer_.split_to_words(ids, language_);
+
+  // Token range of each word within `combined`.
+  std::vector<std::pair<size_t, size_t>> ranges;
+  size_t at = 0;
+  for (const auto& w : split) {
+    ranges.emplace_back(at, std::min(at + w.tokens.size(), combined.size()));
+    at += w.tokens.size();
+  }
+  const bool fire = !config_.never_fire || is_last;
+  size_t commit_end = combined.size();
+  size_t n_emit = split.size();
+  if (!fire && !split.empty() && ranges.back().first >= n_pending) {
+    commit_end = ranges.back().first;
+    n_emit = split.size() - 1;
+  }
+  committed_blocks_.emplace_back();
+  for (size_t i = n_pending; i < commit_end; ++i) committed_blocks_.back().push_back(combined[i].token);
+
+  const std::vector<Word> timed = to_words(combined, /*keep_incomplete=*/true);
+  std::vector<Word> fresh;
+  std::vector<TimedToken> next_pending;
+  for (size_t i = 0; i < n_emit && i < timed.size(); ++i) {
+    const size_t n_tokens = ranges[i].second - ranges[i].first;
+    if (!is_valid_utf8(timed[i].text)) {
+      if (i + 1 == n_emit && static_cast<int>(n_tokens) <= config_.max_pending_utf8_tokens && !is_last) {
+        next_pending.assign(combined.begin() + static_cast<std::ptrdiff_t>(ranges[i].first),
+                            combined.begin() + static_cast<std::ptrdiff_t>(ranges[i].second));
+      } else {
+        warn("dropped an incomplete UTF-8 word of " + std::to_string(n_tokens) + " tokens");
+      }
+      continue;
+    }
+    if (timed[i].end <= last_committed_end_ + config_.stale_margin) continue;  // stale: already covered
+    fresh.push_back(timed[i]);
+  }
+  pending_ = std::move(next_pending);
+  provisional_.clear();
+  for (size_t i = n_emit; i < timed.size(); ++i) {
+    if (is_valid_utf8(timed[i].text)) provisional_.push_back(timed[i]);
+  }
+
+  const size_t cut = config_.repetition_guard ? repetition_cut(fresh) : fresh.size();
+  const bool looping = cut < fresh.size();
+  if (looping) {
+    warn("repetition loop detected; segment reset after " + std::to_string(cut) + " new words");
+    fresh.resize(cut);
+  }
+  for (const Word& w : fresh) {
+    committed_.push_back(w);
+    last_committed_end_ = std::max(last_committed_end_, w.end);
+  }
+  if (looping) {
+    // Restart from the end of the last good word with a clean context.
+    const double keep_from = committed_.empty() ? buffer_start_time_ : committed_.back().end;
+    trim_front(keep_from - buffer_start_time_);
+    reset_segment();
+  }
+  return fresh;
+}
+
+size_t AlignAttProcessor::repetition_cut(const std::vector<Word>& fresh) const {
+  // Look at the recent committed words together with the new ones.
+  const size_t history = std::min<size_t>(committed_.size(), 64);
+  std::vector<std::string> words;
+  for (size_t i = committed_.size() - history; i < committed_.size(); ++i) {
+    words.push_back(normalize_word(committed_[i].text));
+  }
+  for (const Word& w : fresh) words.push_back(normalize_word(w.text));
+  const std::optional<size_t> cut = find_repetition(words);
+  if (!cut || *cut >= words.size()) return fresh.size();
+  return *cut <= history ? 0 : *cut - history;
+}
+
+ProcessResult AlignAttProcessor::process(bool is_last) {
+  ProcessResult out;
+  out.processed_until = stream_end_;
+  if (chunks_.empty() || buffered_seconds() < config_.audio_min_len) return out;
+
+  std::vector<float> pcm;
+  pcm.reserve(buffered_samples_);
+  for (const auto& c : chunks_) pcm.insert(pcm.end(), c.begin(), c.end());
+  if (pcm.size() > static_cast<size_t>(asr_->max_samples())) pcm.resize(asr_->max_samples());
+  const int content_len = asr_->encode(pcm);
+
+  bool detecting = language_.empty();
+  if (detecting) {
+    const double buffer_end = buffer_start_time_ + buffered_seconds();
+    if (is_last || (first_timestamp_ && buffer_end - *first_timestamp_ >= config_.language_detect_after)) {
+      const std::vector<float> probs = asr_->detect_language();
+      const auto languages = whisper::languages();
+      const size_t n =
+          std::min({probs.size(), languages.size(), static_cast<size_t>(tokenizer_.special().n_languages)});
+      if (n == 0) throw Error(ErrorCode::kInternal, "language detection returned no probabilities");
+      const size_t best =
+          std::max_element(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(n)) - probs.begin();
+      language_ = std::string(languages[best].code);
+      reset_segment();
+      detecting = false;
+    }
+  }
+  trim_context();
+  int sot_index = 0;
+  const std::vector<int32_t> prompt = build_prompt(!detecting, sot_index);
+  const Pass pass = decode_pass(prompt, sot_index, content_len, is_last);
+  asr_->reset(1);  // the pass's cache is of no further use; keep the memory small
+
+  if (detecting) {
+    // Words before the language is known are shown, never committed.
+    provisional_ = to_words(pass.tokens, /*keep_incomplete=*/false);
+    if (!first_timestamp_ && pass.step_times.size() >= 2) first_timestamp_ = pass.step_times.front();
+    return out;
+  }
+  out.committed = commit(pass.tokens, is_last);
+  return out;
+}
+
+std::vector<Word> AlignAttProcessor::hypothesis() const {
+  std::vector<Word> all = committed_;
+  all.insert(all.end(), provisional_.begin(), provisional_.end());
+  return all;
+}
+
+ProcessResult AlignAttProcessor::start_silence() { return process(/*is_last=*/true); }
+
+void AlignAttProcessor::end_silence(double duration, double offset) {
+  if (duration < 0) throw Error(ErrorCode::kInvalidArgument, "silence duration must be >= 0 s");
+  if (duration < config_.long_silence) {
+    add_chunk(std::vector<float>(static_cast<size_t>(duration * kSampleRate), 0.0f));
+  } else {
+    chunks_.clear();
+    buffered_samples_ = 0;
+    buffer_start_time_ = offset;
+    reset_segment();
+  }
+  stream_end_ = std::max(stream_end_, offset);
+}
+
+ProcessResult AlignAttProcessor::finish() { return process(/*is_last=*/true); }
+
+void AlignAttProcessor::warmup() {
+  const std::vector<float> second(kSampleRate, 0.0f);
+  insert_audio(second, 1.0);
+  process(/*is_last=*/true);
+  reset_all();
+}
+
+}  // namespace earshot::policy

@@ -1,0 +1,98 @@
+// AlignAtt (SimulStreaming) over an AsrDecoder: re-encode the buffered audio on
+// every pass, force the tokens already committed for this buffer, decode new
+// tokens until the alignment-head attention of the newest token reaches the end
+// of the audio (border) or jumps back (rewind), and commit what came before.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/asr_decoder.h"
+#include "policy/alignatt/alignatt_config.h"
+#include "policy/alignatt/alignment.h"
+#include "policy/decoding/token_decoder.h"
+#include "policy/online_processor.h"
+
+namespace earshot::policy {
+
+class AlignAttProcessor : public OnlineProcessor {
+ public:
+  // decoder: this stream's state over the shared model.
+  AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignAttConfig config);
+
+  void insert_audio(std::span<const float> samples, double stream_end_time) override;
+  ProcessResult process(bool is_last = false) override;
+  std::vector<Word> provisional() const override { return provisional_; }
+  std::vector<Word> hypothesis() const override;
+  ProcessResult start_silence() override;
+  void end_silence(double duration, double offset) override;
+  void new_speaker(int speaker) override { speaker_ = speaker; }
+  ProcessResult finish() override;
+  void warmup() override;
+  std::string language() const override { return language_; }
+
+  // Introspection for tests and tools.
+  double buffer_start_time() const { return buffer_start_time_; }  // stream time of the first buffered sample
+  double buffered_seconds() const { return static_cast<double>(buffered_samples_) / kSampleRate; }
+  std::vector<int32_t> context_tokens() const;  // static prompt + scrolled context
+  const std::vector<std::vector<int32_t>>& committed_blocks() const { return committed_blocks_; }
+  int last_attend_frame() const { return last_attend_frame_; }
+
+  static constexpr int kSampleRate = 16000;
+
+ private:
+  struct TimedToken {
+    int32_t token;
+    double time;
+    float logprob;
+  };
+  struct Pass {
+    std::vector<TimedToken> tokens;  // kept new tokens
+    std::vector<double> step_times;  // time of every step's top token, kept or not
+  };
+
+  void reset_all();
+  void reset_segment();
+  void add_chunk(std::vector<float> chunk);
+  void trim_front(double seconds);
+  void trim_context();
+  std::vector<int32_t> build_prompt(bool with_language, int& sot_index) const;
+  Pass decode_pass(const std::vector<int32_t>& prompt, int sot_index, int content_len, bool is_last);
+  std::vector<Word> commit(const std::vector<TimedToken>& new_tokens, bool is_last);
+  std::vector<Word> to_words(const std::vector<TimedToken>& tokens, bool keep_incomplete) const;
+  size_t repetition_cut(const std::vector<Word>& fresh) const;
+  double frame_time(int frame) const;
+  void warn(const std::string& message) const;
+
+  std::unique_ptr<AsrDecoder> asr_;
+  const whisper::Tokenizer& tokenizer_;
+  AlignAttConfig config_;
+  int max_context_tokens_;
+  std::vector<int32_t> static_tokens_;
+  std::vector<int32_t> init_tokens_;
+  std::vector<int32_t> suppress_tokens_;
+  std::vector<int32_t> blank_tokens_;
+  std::unique_ptr<TokenDecoder> token_decoder_;
+  AlignmentAccumulator alignment_;
+
+  // Per-stream state.
+  std::deque<std::vector<float>> chunks_;
+  size_t buffered_samples_ = 0;
+  double buffer_start_time_ = 0;
+  double stream_end_ = 0;
+  std::vector<int32_t> context_;                        // scrolled history (trimmable)
+  std::vector<std::vector<int32_t>> committed_blocks_;  // forced prefix, one block per pass
+  std::vector<TimedToken> pending_;                     // committed tokens of an incomplete UTF-8 word
+  int last_attend_frame_ = 0;
+  std::string language_;
+  std::optional<double> first_timestamp_;
+  int speaker_ = -1;
+  std::vector<Word> committed_;
+  std::vector<Word> provisional_;
+  double last_committed_end_ = -1e300;
+};
+
+}  // namespace earshot::policy

@@ -1,0 +1,76 @@
+// LocalAgreement-2 (whisper_streaming): re-transcribe the whole buffer on every
+// pass with the committed text as prompt, and commit the longest common prefix
+// of the last two hypotheses. The buffer is cut at committed sentence ends once
+// it is longer than buffer_trimming_sec.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/asr_decoder.h"
+#include "model/whisper/tokenizer.h"
+#include "policy/online_processor.h"
+
+namespace earshot::policy {
+
+struct LocalAgreementConfig {
+  std::string language = "auto";  // a code or "auto" (detected on every pass)
+  whisper::Task task = whisper::Task::kTranscribe;
+  double buffer_trimming_sec = 15.0;    // cut the buffer at a committed sentence end beyond this
+  double buffer_hard_limit_sec = 25.0;  // cut at the last committed word beyond this (the encoder sees 30 s)
+  size_t prompt_chars = 200;            // committed text before the buffer given as prompt
+  int min_token_budget = 50;            // loop guard per pass: max(this, seconds * tokens_per_second_budget)
+  double tokens_per_second_budget = 22.5;
+  double long_silence = 5.0;
+  void validate() const;  // throws earshot::Error(kInvalidArgument)
+};
+
+class LocalAgreementProcessor : public OnlineProcessor {
+ public:
+  LocalAgreementProcessor(std::unique_ptr<AsrDecoder> decoder, LocalAgreementConfig config);
+
+  void insert_audio(std::span<const float> samples, double stream_end_time) override;
+  ProcessResult process(bool is_last = false) override;
+  std::vector<Word> provisional() const override { return hypothesis_buffer_; }
+  std::vector<Word> hypothesis() const override;
+  ProcessResult start_silence() override;
+  void end_silence(double duration, double offset) override;
+  void new_speaker(int speaker) override { speaker_ = speaker; }
+  ProcessResult finish() override;
+  void warmup() override;
+  std::string language() const override { return language_; }
+
+  double buffer_start_time() const { return buffer_start_time_; }
+  double buffered_seconds() const { return static_cast<double>(audio_.size()) / kSampleRate; }
+
+  // One greedy transcription of the buffer with word times (exposed for tests).
+  std::vector<Word> transcribe(const std::vector<int32_t>& prompt_tokens);
+
+  static constexpr int kSampleRate = 16000;
+
+ private:
+  std::vector<int32_t> prompt_tokens() const;
+  void insert_hypothesis(std::vector<Word> words);
+  std::vector<Word> flush();
+  void cut_buffer_at(double time);
+  void trim_buffer();
+  std::vector<Word> commit_all();
+
+  std::unique_ptr<AsrDecoder> asr_;
+  const whisper::Tokenizer& tokenizer_;
+  LocalAgreementConfig config_;
+
+  std::vector<float> audio_;
+  double buffer_start_time_ = 0;
+  double stream_end_ = 0;
+  std::string language_;
+  int speaker_ = -1;
+  std::vector<Word> committed_;            // everything committed
+  std::vector<Word> committed_in_buffer_;  // committed words still inside the audio buffer
+  std::vector<Word> hypothesis_buffer_;    // previous hypothesis minus what got committed
+  std::vector<Word> new_;                  // latest hypothesis after the committed part
+  double last_committed_time_ = 0;
+};
+
+}  // namespace earshot::policy
