@@ -14,4 +14,6 @@ esac
 dir="$ROOT/build/$flavor"
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 cmake -S "$ROOT" -B "$dir" -G Ninja "${args[@]}" "${launcher[@]}" "$@" >/dev/null
-cmake --build "$dir" -j "${JOBS:-$(nproc)}"
+# EARSHOT_TARGETS limits the build (scripts/earshot builds only the binary).
+targets=(); [ -n "${EARSHOT_TARGETS:-}" ] && targets=(--target ${EARSHOT_TARGETS})
+cmake --build "$dir" -j "${JOBS:-$(nproc)}" "${targets[@]}"
