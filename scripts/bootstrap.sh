@@ -17,7 +17,7 @@ LLAMA_SHA512="sha512-bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJJiJJyCdlTMzQ
 WHISPER_PKG="nodejs-whisper@0.3.1"
 WHISPER_SHA512="sha512-ceoilUVraRuR5FnNyXpGQT2auAR48Oc3AQBEmkXnVpSn9iN6yVRzQBFCqVTGWbk6Wdi95NhvwXNzFvuR7erLWw=="
 
-APT_PACKAGES=(build-essential cmake ninja-build git pkg-config openssl
+APT_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config openssl
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libboost-dev libboost-system-dev libssl-dev
   libavformat-dev libavcodec-dev libswresample-dev libavutil-dev ffmpeg sctk)
