@@ -32,6 +32,7 @@ constexpr int kIoBufferSize = 4096;
 constexpr int kMaxProbeBytes = 128 * 1024;
 // A demuxer that consumes this much without producing audio is skipping garbage.
 constexpr size_t kMaxBytesWithoutAudio = 1 << 20;
+constexpr int64_t kMaxAnalyzeMicroseconds = 500'000;
 const char* const kName = "audio stream";
 
 class FfmpegStreamDecoder final : public StreamDecoder {
@@ -182,6 +183,15 @@ class FfmpegStreamDecoder final : public StreamDecoder {
       void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
     };
     std::unique_ptr<AVFormatContext, FormatCloser> format(raw);
+    // Fills in what headers leave open (mp3/flac rates and channels; Opus in Matroska trimming).
+    // The packets it reads are queued and returned by av_read_frame; the limit keeps first output prompt.
+    format->max_analyze_duration = kMaxAnalyzeMicroseconds;
+    rc = avformat_find_stream_info(format.get(), nullptr);
+    if (aborted()) return;
+    if (rc < 0) {
+      throw Error(ErrorCode::kInvalidAudio, std::string(kName) + " (" + input_format->name +
+                                                "): cannot find its streams: " + ffmpeg_error_text(rc));
+    }
     FfmpegAudioDecoder decoder(format.get(), std::string(kName) + " (" + input_format->name + ")");
     opened_ = true;
     consumed_at_last_audio_ = consumed_;
