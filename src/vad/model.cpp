@@ -1,0 +1,240 @@
+// Loader for whisper.cpp's ggml VAD file format:
+//   u32 magic 0x67676d6c ("ggml")
+//   i32 type_len, type_len bytes model type ("silero-16k")
+//   i32 version major, minor, patch
+//   i32 n_window (512), n_context (64)
+//   i32 n_encoder_layers, then per layer i32 in_channels, out_channels, kernel_size
+//   i32 lstm_input_size, lstm_hidden_size, final_conv_in, final_conv_out
+//   tensors until end of file: i32 n_dims (0 for a scalar), i32 name_len, i32 type (0 f32, 1 f16),
+//     i32 ne[n_dims] (ggml order, fastest first), name bytes, raw little-endian data.
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "ggml-alloc.h"
+#include "vad/model_impl.h"
+
+namespace earshot::vad {
+namespace {
+
+constexpr uint32_t kGgmlMagic = 0x67676d6c;
+constexpr int kTypeF32 = 0;
+constexpr int kTypeF16 = 1;
+
+struct TensorSpec {
+  std::string name;
+  int type;  // kTypeF32 / kTypeF16
+  std::array<int64_t, 3> ne;
+  ggml_tensor* VadModel::Impl::*slot = nullptr;  // null for the per-layer arrays
+  int layer = -1;
+  bool is_bias = false;
+};
+
+std::vector<TensorSpec> expected_tensors() {
+  using I = VadModel::Impl;
+  std::vector<TensorSpec> specs;
+  specs.push_back({"_model.stft.forward_basis_buffer", kTypeF16, {kStftFilter, 1, kStftChannels}, &I::stft_basis});
+  for (int i = 0; i < kEncoderLayers; ++i) {
+    const std::string prefix = "_model.encoder." + std::to_string(i) + ".reparam_conv.";
+    specs.push_back({prefix + "weight", kTypeF16, {kEncoderKernel, kEncoderIn[i], kEncoderOut[i]}, nullptr, i, false});
+    specs.push_back({prefix + "bias", kTypeF32, {kEncoderOut[i], 1, 1}, nullptr, i, true});
+  }
+  specs.push_back({"_model.decoder.rnn.weight_ih", kTypeF32, {kLstmSize, 4 * kLstmSize, 1}, &I::lstm_ih_weight});
+  specs.push_back({"_model.decoder.rnn.weight_hh", kTypeF32, {kLstmSize, 4 * kLstmSize, 1}, &I::lstm_hh_weight});
+  specs.push_back({"_model.decoder.rnn.bias_ih", kTypeF32, {4 * kLstmSize, 1, 1}, &I::lstm_ih_bias});
+  specs.push_back({"_model.decoder.rnn.bias_hh", kTypeF32, {4 * kLstmSize, 1, 1}, &I::lstm_hh_bias});
+  specs.push_back({"_model.decoder.decoder.2.weight", kTypeF16, {kLstmSize, 1, 1}, &I::final_weight});
+  specs.push_back({"_model.decoder.decoder.2.bias", kTypeF32, {1, 1, 1}, &I::final_bias});
+  return specs;
+}
+
+const char* type_name(int type) { return type == kTypeF16 ? "f16" : type == kTypeF32 ? "f32" : "unknown"; }
+
+std::string shape_string(const int64_t* ne, int n) {
+  std::ostringstream out;
+  out << "[";
+  for (int i = 0; i < n; ++i) out << (i ? ", " : "") << ne[i];
+  out << "]";
+  return out.str();
+}
+
+class Reader {
+ public:
+  Reader(std::span<const uint8_t> bytes, std::string_view source) : bytes_(bytes), source_(source) {}
+
+  size_t remaining() const { return bytes_.size() - pos_; }
+  size_t position() const { return pos_; }
+
+  int32_t i32(const std::string& what) {
+    int32_t value;
+    take(&value, sizeof(value), what);
+    return value;
+  }
+  void take(void* out, size_t n, const std::string& what) {
+    if (remaining() < n) {
+      fail("truncated at " + what + ": expected " + std::to_string(n) + " bytes, got " + std::to_string(remaining()));
+    }
+    std::memcpy(out, bytes_.data() + pos_, n);
+    pos_ += n;
+  }
+  void skip(size_t n) { pos_ += n; }
+
+  [[noreturn]] void fail(const std::string& message, ErrorCode code = ErrorCode::kInvalidModel) const {
+    throw Error(code, "VAD model file " + source_ + ": " + message);
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  std::string source_;
+  size_t pos_ = 0;
+};
+
+void expect_hparam(Reader& reader, const std::string& name, int32_t expected) {
+  const int32_t value = reader.i32("header field " + name);
+  if (value != expected) {
+    reader.fail("unsupported " + name + " = " + std::to_string(value) + " (this Silero 16 kHz implementation needs " +
+                    std::to_string(expected) + ")",
+                ErrorCode::kUnsupported);
+  }
+}
+
+}  // namespace
+
+VadModel::Impl::~Impl() {
+  if (buffer) ggml_backend_buffer_free(buffer);
+  if (ctx) ggml_free(ctx);
+}
+
+VadModel::VadModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+VadModel::~VadModel() = default;
+const std::string& VadModel::model_type() const { return impl_->model_type; }
+const std::string& VadModel::version() const { return impl_->version; }
+
+std::shared_ptr<const VadModel> VadModel::load(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorCode::kIo, "cannot open VAD model file " + path.string() +
+                                    " (get it with whisper.cpp's models/download-vad-model.sh silero-v6.2.0)");
+  }
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(ErrorCode::kIo, "error reading VAD model file " + path.string());
+  return load_from_memory(bytes, path.string());
+}
+
+std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8_t> bytes,
+                                                           std::string_view source_name) {
+  Reader reader(bytes, source_name);
+  auto impl = std::make_unique<Impl>();
+
+  uint32_t magic = 0;
+  reader.take(&magic, sizeof(magic), "the magic number");
+  if (magic != kGgmlMagic) {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%08x", magic);
+    reader.fail(std::string("bad magic ") + hex + " (expected 0x67676d6c 'ggml'): not a ggml VAD model");
+  }
+  const int32_t type_len = reader.i32("header field model_type length");
+  if (type_len < 0 || type_len > 256) reader.fail("bad model_type length " + std::to_string(type_len));
+  impl->model_type.resize(static_cast<size_t>(type_len));
+  reader.take(impl->model_type.data(), impl->model_type.size(), "header field model_type");
+  const int32_t major = reader.i32("header field version major");
+  const int32_t minor = reader.i32("header field version minor");
+  const int32_t patch = reader.i32("header field version patch");
+  impl->version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+
+  expect_hparam(reader, "n_window", kWindowSamples);
+  expect_hparam(reader, "n_context", kContextSamples);
+  expect_hparam(reader, "n_encoder_layers", kEncoderLayers);
+  for (int i = 0; i < kEncoderLayers; ++i) {
+    const std::string layer = "encoder[" + std::to_string(i) + "].";
+    expect_hparam(reader, layer + "in_channels", kEncoderIn[i]);
+    expect_hparam(reader, layer + "out_channels", kEncoderOut[i]);
+    expect_hparam(reader, layer + "kernel_size", kEncoderKernel);
+  }
+  expect_hparam(reader, "lstm_input_size", kLstmSize);
+  expect_hparam(reader, "lstm_hidden_size", kLstmSize);
+  expect_hparam(reader, "final_conv_in", kLstmSize);
+  expect_hparam(reader, "final_conv_out", 1);
+
+  // Validate the whole tensor table before allocating anything.
+  const std::vector<TensorSpec> specs = expected_tensors();
+  std::map<std::string, size_t> spec_index;
+  for (size_t i = 0; i < specs.size(); ++i) spec_index[specs[i].name] = i;
+  std::vector<size_t> data_offset(specs.size(), SIZE_MAX);
+  std::string previous = "the header";
+  while (reader.remaining() > 0) {
+    const std::string where = "the tensor record after " + previous;
+    const int32_t n_dims = reader.i32(where);
+    const int32_t name_len = reader.i32(where);
+    const int32_t type = reader.i32(where);
+    if (n_dims < 0 || n_dims > 4)  // 0: a scalar (the final conv bias)
+      reader.fail("bad n_dims " + std::to_string(n_dims) + " in " + where);
+    if (name_len < 1 || name_len > 1024) reader.fail("bad name length " + std::to_string(name_len) + " in " + where);
+    int64_t ne[4] = {1, 1, 1, 1};
+    for (int d = 0; d < n_dims; ++d) {
+      ne[d] = reader.i32(where);
+      if (ne[d] < 1) reader.fail("bad dimension " + std::to_string(ne[d]) + " in " + where);
+    }
+    std::string name(static_cast<size_t>(name_len), '\0');
+    reader.take(name.data(), name.size(), "the name of " + where);
+
+    const auto found = spec_index.find(name);
+    if (found == spec_index.end()) reader.fail("unknown tensor '" + name + "'");
+    const TensorSpec& spec = specs[found->second];
+    if (data_offset[found->second] != SIZE_MAX) reader.fail("tensor '" + name + "' appears twice");
+    const int64_t expected_ne[4] = {spec.ne[0], spec.ne[1], spec.ne[2], 1};
+    if (!std::equal(ne, ne + 4, expected_ne)) {
+      reader.fail("tensor '" + name + "' has shape " + shape_string(ne, n_dims) + ", expected " +
+                  shape_string(expected_ne, 3));
+    }
+    if (type != spec.type) {
+      reader.fail("tensor '" + name + "' has type " + type_name(type) + " (" + std::to_string(type) + "), expected " +
+                  type_name(spec.type));
+    }
+    const size_t n_bytes = static_cast<size_t>(ne[0] * ne[1] * ne[2] * ne[3]) * (type == kTypeF16 ? 2 : 4);
+    if (reader.remaining() < n_bytes) {
+      reader.fail("truncated at tensor " + name + ": expected " + std::to_string(n_bytes) + " bytes, got " +
+                  std::to_string(reader.remaining()));
+    }
+    data_offset[found->second] = reader.position();
+    reader.skip(n_bytes);
+    previous = "tensor " + name;
+  }
+  std::string missing;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (data_offset[i] == SIZE_MAX) missing += (missing.empty() ? "" : ", ") + specs[i].name;
+  }
+  if (!missing.empty()) reader.fail("missing tensor(s): " + missing + " (file truncated or not a Silero VAD model)");
+
+  ggml_init_params params = {
+      /*.mem_size =*/specs.size() * ggml_tensor_overhead(),
+      /*.mem_buffer =*/nullptr,
+      /*.no_alloc =*/true,
+  };
+  impl->ctx = ggml_init(params);
+  if (!impl->ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the VAD model tensors");
+  std::vector<ggml_tensor*> tensors;
+  for (const TensorSpec& spec : specs) {
+    const ggml_type type = spec.type == kTypeF16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    ggml_tensor* t = ggml_new_tensor_3d(impl->ctx, type, spec.ne[0], spec.ne[1], spec.ne[2]);
+    ggml_set_name(t, spec.name.c_str());
+    if (spec.slot) {
+      impl.get()->*spec.slot = t;
+    } else if (spec.is_bias) {
+      impl->encoder_bias[spec.layer] = t;
+    } else {
+      impl->encoder_weight[spec.layer] = t;
+    }
+    tensors.push_back(t);
+  }
+  impl->buffer = ggml_backend_alloc_ctx_tensors_from_buft(impl->ctx, ggml_backend_cpu_buffer_type());
+  if (!impl->buffer) throw Error(ErrorCode::kInternal, "cannot allocate the VAD model weights");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ggml_backend_tensor_set(tensors[i], bytes.data() + data_offset[i], 0, ggml_nbytes(tensors[i]));
+  }
+  return std::shared_ptr<const VadModel>(new VadModel(std::move(impl)));
+}
+
+}  // namespace earshot::vad
