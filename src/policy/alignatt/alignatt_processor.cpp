@@ -9,6 +9,24 @@
 
 namespace earshot::policy {
 
+namespace {
+// Tokenizer::split_to_words, made to cover every token: a trailing incomplete
+// character the splitter leaves out becomes a last word of its own.
+std::vector<whisper::Tokenizer::Word> split_all(const whisper::Tokenizer& tokenizer, std::span<const int32_t> ids,
+                                                std::string_view language) {
+  auto words = tokenizer.split_to_words(ids, language);
+  size_t covered = 0;
+  for (const auto& w : words) covered += w.tokens.size();
+  if (covered < ids.size()) {
+    whisper::Tokenizer::Word tail;
+    tail.tokens.assign(ids.begin() + static_cast<std::ptrdiff_t>(covered), ids.end());
+    tail.text = tokenizer.decode(tail.tokens);
+    words.push_back(std::move(tail));
+  }
+  return words;
+}
+}  // namespace
+
 AlignAttProcessor::AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignAttConfig config)
     : asr_((config.validate(), std::move(decoder))),
       tokenizer_(asr_ ? asr_->tokenizer()
@@ -261,7 +279,7 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
 std::vector<Word> AlignAttProcessor::to_words(const std::vector<TimedToken>& tokens, bool keep_incomplete) const {
   std::vector<int32_t> ids;
   for (const TimedToken& t : tokens) ids.push_back(t.token);
-  const auto split = tokenizer_.split_to_words(ids, language_);
+  const auto split = split_all(tokenizer_, ids, language_);
   std::vector<Word> words;
   size_t at = 0;
   for (const auto& w : split) {
@@ -289,7 +307,7 @@ std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_t
   combined.insert(combined.end(), new_tokens.begin(), new_tokens.end());
   std::vector<int32_t> ids;
   for (const TimedToken& t : combined) ids.push_back(t.token);
-  const auto split = tokenizer_.split_to_words(ids, language_);
+  const auto split = split_all(tokenizer_, ids, language_);
 
   // Token range of each word within `combined`.
   std::vector<std::pair<size_t, size_t>> ranges;
