@@ -4,12 +4,15 @@
 //       [--n-vocab N --n-audio-ctx N --n-audio-state N --n-audio-head N --n-audio-layer N
 //        --n-text-ctx N --n-text-state N --n-text-head N --n-text-layer N --n-mels N]
 //       [--n-state N --n-head N --n-layer N]   (both encoder and decoder)
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "model/whisper/model_format.h"
@@ -49,8 +52,9 @@ int main(int argc, char** argv) {
     struct Override {
       const char* flag;
       int32_t Hparams::*fields[2];
-      long long value = -1;
     };
+    // Applied in command-line order, so "--n-layer 2 --n-text-layer 4" means 2 encoder, 4 decoder layers.
+    std::vector<std::pair<const Override*, int32_t>> requested;
     Override overrides[] = {
         {"--n-vocab", {&Hparams::n_vocab, nullptr}},
         {"--n-audio-ctx", {&Hparams::n_audio_ctx, nullptr}},
@@ -95,13 +99,14 @@ int main(int argc, char** argv) {
         spec.weight_type = *type;
       } else {
         bool known = false;
-        for (Override& o : overrides) {
+        for (const Override& o : overrides) {
           if (flag == o.flag) {
-            o.value = parse_number(flag, value);
-            if (o.value < 1 || o.value > 1000000) {
+            const long long number = parse_number(flag, value);
+            if (number < 1 || number > 1000000) {
               throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
                                    std::string(flag) + " must be between 1 and 1000000");
             }
+            requested.emplace_back(&o, static_cast<int32_t>(number));
             known = true;
           }
         }
@@ -116,10 +121,9 @@ int main(int argc, char** argv) {
       throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--template and --out are required");
     }
     spec.hparams = earshot::whisper::read_file_header(spec.template_path).hparams;
-    for (const Override& o : overrides) {
-      if (o.value < 0) continue;
-      for (auto field : o.fields) {
-        if (field != nullptr) spec.hparams.*field = static_cast<int32_t>(o.value);
+    for (const auto& [o, number] : requested) {
+      for (auto field : o->fields) {
+        if (field != nullptr) spec.hparams.*field = number;
       }
     }
     earshot::whisper::write_random_model(spec, out);

@@ -27,7 +27,8 @@ namespace {
 }
 
 // A binary file read with bounds known up front: every length read from the
-// file is checked against the bytes that remain before it is used.
+// file is checked against the bytes that remain before it is used. Small reads
+// go through a buffer (the vocabulary is ~100k of them); large ones go direct.
 class FileReader {
  public:
   explicit FileReader(const std::filesystem::path& path) : path_(path) {
@@ -35,56 +36,93 @@ class FileReader {
     if (file_ == nullptr) {
       throw Error(ErrorCode::kIo, "cannot open model file " + path.string() + ": " + std::strerror(errno));
     }
-    if (fseeko(file_, 0, SEEK_END) != 0 || (size_ = ftello(file_)) < 0 || fseeko(file_, 0, SEEK_SET) != 0) {
+    off_t size = 0;
+    if (fseeko(file_, 0, SEEK_END) != 0 || (size = ftello(file_)) < 0 || fseeko(file_, 0, SEEK_SET) != 0) {
       const std::string reason = std::strerror(errno);
       std::fclose(file_);
       throw Error(ErrorCode::kIo, "cannot determine the size of model file " + path.string() + ": " + reason);
     }
+    size_ = static_cast<uint64_t>(size);
+    std::setvbuf(file_, nullptr, _IONBF, 0);  // our own buffer below
   }
   ~FileReader() { std::fclose(file_); }
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
 
-  uint64_t size() const { return static_cast<uint64_t>(size_); }
+  uint64_t size() const { return size_; }
   uint64_t offset() const { return offset_; }
-  uint64_t remaining() const { return size() - offset_; }
+  uint64_t remaining() const { return size_ - offset_; }
+
+  [[noreturn]] void truncated(std::string_view what, uint64_t expected) const {
+    invalid_model(path_, "truncated at " + std::string(what) + ": expected " + std::to_string(expected) +
+                             " bytes, got " + std::to_string(remaining()));
+  }
 
   // Reads exactly n bytes; `what` names the thing being read for the truncation message.
-  void read(void* dst, uint64_t n, const std::string& what) {
-    if (n > remaining()) {
-      invalid_model(path_, "truncated at " + what + ": expected " + std::to_string(n) + " bytes, got " +
-                               std::to_string(remaining()));
-    }
-    if (n > 0 && std::fread(dst, 1, n, file_) != n) {
-      throw Error(ErrorCode::kIo,
-                  "read error in model file " + path_.string() + " at " + what + ": " + std::strerror(errno));
+  void read(void* dst, uint64_t n, std::string_view what) {
+    if (n > remaining()) truncated(what, n);
+    auto* out = static_cast<char*>(dst);
+    const uint64_t buffered = std::min<uint64_t>(n, buffer_end_ - buffer_pos_);
+    std::memcpy(out, buffer_.data() + buffer_pos_, buffered);
+    buffer_pos_ += buffered;
+    offset_ += buffered;
+    out += buffered;
+    n -= buffered;
+    if (n == 0) return;
+    if (n >= kBufferSize) {
+      read_file(out, n, what);
+    } else {
+      const uint64_t fill = std::min<uint64_t>(kBufferSize, remaining());
+      read_file(buffer_.data(), fill, what);
+      buffer_pos_ = 0;
+      buffer_end_ = fill;
+      std::memcpy(out, buffer_.data(), n);
+      buffer_pos_ = n;
     }
     offset_ += n;
   }
-  int32_t read_i32(const std::string& what) {
+  int32_t read_i32(std::string_view what) {
     int32_t value = 0;
     read(&value, sizeof(value), what);
     return value;
   }
   void seek(uint64_t offset) {
-    if (offset > size() || fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0) {
-      throw Error(ErrorCode::kIo, "seek error in model file " + path_.string() + ": " + std::strerror(errno));
+    if (offset > size_) truncated("seek", offset - offset_);
+    // The buffered bytes cover file offsets [offset_ - buffer_pos_, offset_ - buffer_pos_ + buffer_end_).
+    const uint64_t buffer_start = offset_ - buffer_pos_;
+    if (offset >= buffer_start && offset <= buffer_start + buffer_end_) {
+      buffer_pos_ = offset - buffer_start;
+    } else {
+      if (fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0) {
+        throw Error(ErrorCode::kIo, "seek error in model file " + path_.string() + ": " + std::strerror(errno));
+      }
+      buffer_pos_ = buffer_end_ = 0;
     }
     offset_ = offset;
   }
-  void skip(uint64_t n, const std::string& what) {
-    if (n > remaining()) {
-      invalid_model(path_, "truncated at " + what + ": expected " + std::to_string(n) + " bytes, got " +
-                               std::to_string(remaining()));
-    }
+  void skip(uint64_t n, std::string_view what) {
+    if (n > remaining()) truncated(what, n);
     seek(offset_ + n);
   }
 
  private:
+  static constexpr uint64_t kBufferSize = 1 << 14;
+
+  // Invariant: the file position is offset_ + (buffer_end_ - buffer_pos_), the end of the buffered bytes.
+  void read_file(char* dst, uint64_t n, std::string_view what) {
+    if (std::fread(dst, 1, n, file_) != n) {
+      throw Error(ErrorCode::kIo, "read error in model file " + path_.string() + " at " + std::string(what) + ": " +
+                                      (std::ferror(file_) ? std::strerror(errno) : "unexpected end of file"));
+    }
+  }
+
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
-  off_t size_ = 0;
+  uint64_t size_ = 0;
   uint64_t offset_ = 0;
+  std::vector<char> buffer_ = std::vector<char>(kBufferSize);
+  uint64_t buffer_pos_ = 0;
+  uint64_t buffer_end_ = 0;
 };
 
 FileHeader parse_header(FileReader& reader, const std::filesystem::path& path) {
@@ -143,15 +181,19 @@ FileHeader parse_header(FileReader& reader, const std::filesystem::path& path) {
   }
   header.vocabulary.resize(n_tokens);
   for (int32_t i = 0; i < n_tokens; ++i) {
-    const std::string what = "vocabulary token " + std::to_string(i);
-    const int32_t length = reader.read_i32(what);
+    // The message is built only on failure: this loop runs ~50k times per load.
+    if (reader.remaining() < 4) reader.truncated("vocabulary token " + std::to_string(i), 4);
+    const int32_t length = reader.read_i32("vocabulary token");
     if (length < 0 || length > kMaxTokenLength) {
       invalid_model(path, "vocabulary token " + std::to_string(i) + " has length " + std::to_string(length) +
                               " (expected 0.." + std::to_string(kMaxTokenLength) + ")");
     }
+    if (static_cast<uint64_t>(length) > reader.remaining()) {
+      reader.truncated("vocabulary token " + std::to_string(i), length);
+    }
     std::string& token = header.vocabulary[i];
     token.resize(length);
-    reader.read(token.data(), length, what);
+    reader.read(token.data(), length, "vocabulary token");
   }
   header.tensors_offset = reader.offset();
   return header;
@@ -272,15 +314,15 @@ class ModelLoader {
       model->mel_filters_.n_fft = kMelFftBins;
       model->mel_filters_.data = features::mel_filter_bank(h.n_mels);
     }
-    model->vocabulary_ = std::move(header.vocabulary);
-    for (int32_t id = static_cast<int32_t>(model->vocabulary_.size()); id < h.n_vocab; ++id) {
-      model->vocabulary_.push_back("[_extra_token_" + std::to_string(id) + "]");
-    }
-
     const std::vector<TensorSpec> specs = model_tensor_specs(h, model->weight_type_);
     const std::vector<uint64_t> offsets = locate_tensors(reader, path, specs, h.ftype);
     allocate(*model, specs, options);
     read_data(reader, *model, specs, offsets);
+
+    model->vocabulary_ = std::move(header.vocabulary);
+    for (int32_t id = static_cast<int32_t>(model->vocabulary_.size()); id < h.n_vocab; ++id) {
+      model->vocabulary_.push_back("[_extra_token_" + std::to_string(id) + "]");
+    }
 
     model->size_name_ = model_size_name(h);
     if (options.alignment_heads.empty()) {
