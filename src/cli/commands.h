@@ -15,4 +15,6 @@ struct Command {
   int (*run)(const CommandArgs& args);
 };
 
+int run_transcribe(const CommandArgs& args);  // transcribe_command.cpp
+
 }  // namespace earshot::cli

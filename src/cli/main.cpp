@@ -19,6 +19,7 @@ int run_version(const earshot::cli::CommandArgs&) {
 
 constexpr Command kCommands[] = {
     {"version", "print the version", run_version},
+    {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe},
 };
 
 void print_usage() {

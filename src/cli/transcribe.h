@@ -1,0 +1,52 @@
+// The engine behind `earshot transcribe`: feed audio through an online processor
+// in chunks, collect committed words and per-emission events, and format them.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/whisper/model.h"
+#include "policy/online_processor.h"
+
+namespace earshot::cli {
+
+struct TranscribeOptions {
+  std::string policy = "alignatt";  // or "localagreement"
+  std::string language = "auto";
+  double chunk_seconds = 0.5;
+  bool realtime = false;
+  int beams = 1;
+  int threads = 4;
+  bool never_fire = false;
+  double nonspeech_prob = 0.5;
+};
+
+struct Emission {
+  double emission_time = 0;  // wall-clock seconds since the stream started
+  double audio_time = 0;     // seconds of audio fed so far
+  std::vector<Word> committed;
+  std::vector<Word> provisional;
+};
+
+struct Transcript {
+  std::vector<Word> words;
+  std::vector<Emission> emissions;
+  std::string language;
+};
+
+// One online processor for `options.policy` over a new session of `model`.
+std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::Model> model,
+                                                const TranscribeOptions& options);
+
+// Feeds `pcm` (16 kHz mono) in chunks, processing after each, then finishes.
+// on_emission sees every emission as it happens (live display, events file).
+Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
+                      const std::function<void(const Emission&)>& on_emission = {});
+
+std::string words_text(const std::vector<Word>& words);
+std::string format_transcript(const Transcript& t, const std::string& format, const std::string& file_name);
+std::string emission_json(const Emission& e);
+
+}  // namespace earshot::cli

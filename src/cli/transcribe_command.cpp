@@ -1,0 +1,119 @@
+// `earshot transcribe FILE...`: streams files through a policy as a live stream
+// would arrive, shows committed words live, writes events and a final transcript.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "audio/audio.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/transcribe.h"
+#include "common/error.h"
+#include "model/whisper/model.h"
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+#include "model/registry.h"
+#endif
+
+namespace earshot::cli {
+
+namespace {
+
+std::filesystem::path model_path(const std::string& name_or_path) {
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+  return models::resolve_model(name_or_path);
+#else
+  if (!std::filesystem::exists(name_or_path)) {
+    throw Error(ErrorCode::kIo, "model file '" + name_or_path + "' does not exist");
+  }
+  return name_or_path;
+#endif
+}
+
+// One status line on a terminal: progress, the committed tail, the provisional tail in grey.
+class LiveLine {
+ public:
+  explicit LiveLine(bool enabled) : enabled_(enabled) {}
+  void update(const Emission& e, double total_seconds) {
+    if (!enabled_) return;
+    committed_ += words_text(e.committed).empty() ? "" : (committed_.empty() ? "" : " ") + words_text(e.committed);
+    const std::string provisional = words_text(e.provisional);
+    std::string shown = committed_.size() > 60 ? "…" + committed_.substr(committed_.size() - 60) : committed_;
+    std::fprintf(stderr, "\r\033[K");
+    if (total_seconds > 60) std::fprintf(stderr, "[%3.0f%%] ", 100.0 * e.audio_time / total_seconds);
+    std::fprintf(stderr, "%s \033[2m%s\033[0m", shown.c_str(), provisional.c_str());
+    std::fflush(stderr);
+  }
+  void done() {
+    if (enabled_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+  std::string committed_;
+};
+
+}  // namespace
+
+int run_transcribe(const CommandArgs& argv) {
+  Args args("transcribe", "earshot transcribe FILE... [options]");
+  args.option("model", "model file (or a name known to `earshot pull`)", "")
+      .option("language", "language code, or auto to detect", "auto")
+      .option("policy", "streaming policy: alignatt or localagreement", "alignatt")
+      .option("chunk", "seconds of audio fed per step", "0.5")
+      .flag("realtime", "feed audio no faster than real time")
+      .option("format", "final transcript format: txt, json, srt or vtt", "txt")
+      .option("events", "write one JSON line per emission to this file", "")
+      .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
+      .option("threads", "CPU threads for the model", "4")
+      .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
+      .option("output", "write the transcript here instead of stdout", "");
+  args.parse(argv);
+  if (args.help_requested()) {
+    std::printf("%s", args.help().c_str());
+    return 0;
+  }
+  if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
+  if (!args.has("model")) throw Error(ErrorCode::kInvalidArgument, "--model is required (a ggml Whisper .bin file)");
+  TranscribeOptions options;
+  options.policy = args.get("policy");
+  options.language = args.get("language");
+  options.chunk_seconds = args.get_double("chunk");
+  options.realtime = args.get_flag("realtime");
+  options.beams = static_cast<int>(args.get_int("beams"));
+  options.threads = static_cast<int>(args.get_int("threads"));
+  options.never_fire = args.get_flag("never-fire");
+  const std::string format = args.get("format");
+  if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  format_transcript({}, format, "");  // reject a bad --format before any work
+
+  const auto model = whisper::Model::load(model_path(args.get("model")));
+  std::ofstream events;
+  if (args.has("events")) {
+    events.open(args.get("events"));
+    if (!events) throw Error(ErrorCode::kIo, "cannot write --events file '" + args.get("events") + "'");
+  }
+  std::string output;
+  for (const std::string& file : args.positional()) {
+    const std::vector<float> pcm = audio::load_file(file);
+    const double total = static_cast<double>(pcm.size()) / audio::kSampleRate;
+    auto processor = make_processor(model, options);
+    LiveLine live(isatty(fileno(stderr)) != 0);
+    const Transcript t = transcribe(*processor, pcm, options, [&](const Emission& e) {
+      live.update(e, total);
+      if (events.is_open()) events << emission_json(e) << "\n";
+    });
+    live.done();
+    output += format_transcript(t, format, file);
+  }
+  if (args.has("output")) {
+    std::ofstream out(args.get("output"));
+    if (!(out << output)) throw Error(ErrorCode::kIo, "cannot write --output file '" + args.get("output") + "'");
+  } else {
+    std::fputs(output.c_str(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace earshot::cli
