@@ -42,6 +42,10 @@ class Tokenizer {
   // token_bytes[id] are the exact bytes of each text token (ids below eot);
   // n_vocab decides the special-token layout (51864 English, 51865 multilingual,
   // 51866 large-v3). Throws kInvalidModel when n_vocab fits no layout.
+  // Entries past the text tokens are ignored. Some converted ggml vocabularies
+  // store non-UTF-8 tokens as U+FFFD: the 256 single-byte tokens are repaired
+  // (GPT-2's byte order fixes them), longer ones cannot be; prefer the tiktoken
+  // file when exact bytes matter.
   Tokenizer(std::vector<std::string> token_bytes, int32_t n_vocab);
 
   // Reads a `base64(bytes) rank` tiktoken file (../shared/models/whisper-*.tiktoken).
@@ -79,6 +83,10 @@ class Tokenizer {
   // Splits text tokens into words: a new word starts at a token beginning with a
   // space or punctuation for space-delimited scripts; for zh/ja/th/lo/my/yue
   // (CJK and others without spaces) every complete character is a unit.
+  // Precisely (Whisper's rule): tokens first group into the shortest runs that
+  // end on a UTF-8 character boundary (a character split across tokens stays in
+  // one unit; an incomplete one at the end is a unit of its own); a special token
+  // is a word by itself with its token_to_string() text.
   std::vector<Word> split_to_words(std::span<const int32_t> tokens, std::string_view language) const;
 
  private:
