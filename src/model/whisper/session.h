@@ -10,13 +10,10 @@
 #include <span>
 #include <vector>
 
+#include "features/mel.h"
 #include "model/asr_decoder.h"
 #include "model/whisper/model.h"
 #include "model/whisper/tokenizer.h"
-
-namespace earshot::features {
-struct Mel;
-}
 
 namespace earshot::whisper {
 

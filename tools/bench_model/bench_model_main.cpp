@@ -1,0 +1,205 @@
+// earshot-bench-model: times earshot's Whisper engine against libwhisper 1.9.1
+// on one model file in one run: repetitions interleaved across the contenders
+// (so machine load drifts hit all of them alike), medians reported.
+#include <whisper.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "features/mel.h"
+#include "model/whisper/model.h"
+#include "model/whisper/session.h"
+
+namespace {
+
+namespace ew = earshot::whisper;
+using Clock = std::chrono::steady_clock;
+
+const char* kUsage =
+    "usage: earshot-bench-model --model FILE [--threads T] [--reps N]\n"
+    "\n"
+    "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
+    "and libwhisper 1.9.1's (flash attention off and on) for: the encoder on a 30 s window\n"
+    "(log-mel excluded for both); one decoder step at KV lengths 16, 64 and 200; and earshot's\n"
+    "encoder on 5 s of audio with the audio-only (short input) option. Prints the ratios\n"
+    "ours/libwhisper against libwhisper's faster setting; last line max_ratio=X, the worst ratio\n"
+    "over the comparable operations (30 s encoder, decoder steps).\n";
+
+struct Args {
+  std::string model;
+  int threads = 4;
+  int reps = 5;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model")
+      args.model = value();
+    else if (a == "--threads")
+      args.threads = std::stoi(value());
+    else if (a == "--reps")
+      args.reps = std::stoi(value());
+    else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "unknown option " + a + "\n" + kUsage);
+    }
+  }
+  if (args.model.empty())
+    throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
+  if (args.threads < 1 || args.reps < 1)
+    throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--threads and --reps must be >= 1");
+  return args;
+}
+
+double seconds_of(const std::function<void()>& fn) {
+  auto start = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+void quiet_log(ggml_log_level, const char*, void*) {}
+
+struct WhisperContext {
+  whisper_context* ctx = nullptr;
+  WhisperContext(const std::string& path, bool flash) {
+    whisper_context_params p = whisper_context_default_params();
+    p.use_gpu = false;
+    p.flash_attn = flash;
+    ctx = whisper_init_from_file_with_params(path.c_str(), p);
+    if (!ctx) throw earshot::Error(earshot::ErrorCode::kInvalidModel, "libwhisper cannot load " + path);
+  }
+  ~WhisperContext() { whisper_free(ctx); }
+};
+
+int run(const Args& args) {
+  whisper_log_set(quiet_log, nullptr);
+  auto model = ew::Model::load(args.model);
+  const ew::Hparams& hp = model->hparams();
+  std::printf("model %s (%s): audio %dx%d text %dx%d n_vocab=%d type %s, threads %d, reps %d\n", args.model.c_str(),
+              model->size_name().empty() ? "custom" : model->size_name().c_str(), hp.n_audio_state, hp.n_audio_layer,
+              hp.n_text_state, hp.n_text_layer, hp.n_vocab, ggml_type_name(model->weight_type()), args.threads,
+              args.reps);
+
+  // 30 s of low-level noise: speed does not depend on the content.
+  std::mt19937 rng(1);
+  std::normal_distribution<float> noise(0.0f, 0.05f);
+  std::vector<float> pcm(static_cast<size_t>(30) * 16000);
+  for (float& x : pcm) x = noise(rng);
+  std::vector<float> pcm5(pcm.begin(), pcm.begin() + 5 * 16000);
+
+  ew::SessionOptions full_options;
+  full_options.n_threads = args.threads;
+  ew::Session ours(model, full_options);
+  ew::SessionOptions short_options = full_options;
+  short_options.encoder_input = ew::EncoderInput::kAudioOnly;
+  short_options.tokenizer = ours.tokenizer_ptr();
+  ew::Session ours_short(model, short_options);
+
+  WhisperContext wfa_off(args.model, false), wfa_on(args.model, true);
+  for (WhisperContext* w : {&wfa_off, &wfa_on}) {
+    if (whisper_pcm_to_mel(w->ctx, pcm.data(), static_cast<int>(pcm.size()), args.threads) != 0) {
+      throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_pcm_to_mel failed");
+    }
+  }
+  ours.encode(pcm);
+  const earshot::features::Mel mel30 = ours.last_mel();
+  ours_short.encode(pcm5);
+  const earshot::features::Mel mel5 = ours_short.last_mel();
+
+  const int sot = ours.tokenizer().special().sot;
+  const std::vector<int> kv_lengths = {16, 64, 200};
+  std::map<std::string, std::vector<double>> times;
+  auto whisper_encode_of = [&](WhisperContext& w) {
+    if (whisper_encode(w.ctx, 0, args.threads) != 0)
+      throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_encode failed");
+  };
+  // Prefill a KV cache of n tokens, then time one single-token step at n_past = n.
+  auto prompt_of = [&](int n) {
+    std::vector<int32_t> t(n);
+    t[0] = sot;
+    for (int i = 1; i < n; ++i) t[i] = 400 + 37 * i;
+    return t;
+  };
+
+  for (int rep = 0; rep < args.reps; ++rep) {
+    times["encoder 30s ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));
+    times["encoder 30s whisper fa=off"].push_back(seconds_of([&] { whisper_encode_of(wfa_off); }));
+    times["encoder 30s whisper fa=on"].push_back(seconds_of([&] { whisper_encode_of(wfa_on); }));
+    times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
+    for (int kv : kv_lengths) {
+      const std::vector<int32_t> prompt = prompt_of(kv);
+      const int32_t next = 1234;
+      const std::string key = "decoder step kv=" + std::to_string(kv);
+      ours.reset(1);
+      earshot::DecodeRequest prefill;
+      prefill.tokens = {prompt};
+      prefill.want_attention = false;
+      ours.decode(prefill);
+      earshot::DecodeRequest one;
+      one.tokens = {{next}};
+      one.want_attention = true;  // what the streaming policy asks for on every step
+      times[key + " ours"].push_back(seconds_of([&] { ours.decode(one); }));
+      for (auto [w, name] : {std::pair{&wfa_off, " whisper fa=off"}, std::pair{&wfa_on, " whisper fa=on"}}) {
+        if (whisper_decode(w->ctx, prompt.data(), kv, 0, args.threads) != 0) {
+          throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode prefill failed");
+        }
+        times[key + name].push_back(seconds_of([&] {
+          if (whisper_decode(w->ctx, &next, 1, kv, args.threads) != 0) {
+            throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode failed");
+          }
+        }));
+      }
+    }
+  }
+
+  double max_ratio = 0.0;
+  auto report = [&](const std::string& op) {
+    const double o = median(times[op + " ours"]);
+    const double off = median(times[op + " whisper fa=off"]);
+    const double on = median(times[op + " whisper fa=on"]);
+    const double best = std::min(off, on);
+    const double ratio = o / best;
+    max_ratio = std::max(max_ratio, ratio);
+    std::printf("%-24s ours %9.3f ms | whisper fa=off %9.3f ms  fa=on %9.3f ms | ratio ours/best %.3f (vs off %.3f)\n",
+                op.c_str(), o * 1e3, off * 1e3, on * 1e3, ratio, o / off);
+  };
+  report("encoder 30s");
+  for (int kv : kv_lengths) report("decoder step kv=" + std::to_string(kv));
+  const double short5 = median(times["encoder 5s ours audio-only"]);
+  std::printf("%-24s ours %9.3f ms (%.3f of our 30 s encoder; libwhisper has no short-input encoder call)\n",
+              "encoder 5s audio-only", short5 * 1e3, short5 / median(times["encoder 30s ours"]));
+  std::printf("max_ratio=%.3f\n", max_ratio);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "earshot-bench-model: %s\n", e.what());
+    return 2;
+  }
+}
