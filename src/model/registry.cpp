@@ -1,0 +1,163 @@
+#include "model/registry.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace earshot::models {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+const char* const kTinydiarizeBaseUrl = "https://huggingface.co/akashmjn/tinydiarize-whisper.cpp/resolve/main";
+
+// Names as in whisper.cpp's models/download-ggml-model.sh; SHA-1s and the sizes of
+// unquantised models from its models/README.md; quantised sizes are approximate.
+std::vector<ModelInfo> make_registry() {
+  const std::string hf = kDefaultBaseUrl;
+  return {
+      {"tiny", 75 * kMiB, "bd577a113a864445d4c299885e0cb97d4ba92b5f", hf},
+      {"tiny.en", 75 * kMiB, "c78c86eb1a8faa21b369bcd33207cc90d64ae9df", hf},
+      {"tiny-q5_1", 31 * kMiB, "", hf},
+      {"tiny.en-q5_1", 31 * kMiB, "", hf},
+      {"tiny-q8_0", 42 * kMiB, "", hf},
+      {"base", 142 * kMiB, "465707469ff3a37a2b9b8d8f89f2f99de7299dac", hf},
+      {"base.en", 142 * kMiB, "137c40403d78fd54d454da0f9bd998f78703390c", hf},
+      {"base-q5_1", 57 * kMiB, "", hf},
+      {"base.en-q5_1", 57 * kMiB, "", hf},
+      {"base-q8_0", 78 * kMiB, "", hf},
+      {"small", 466 * kMiB, "55356645c2b361a969dfd0ef2c5a50d530afd8d5", hf},
+      {"small.en", 466 * kMiB, "db8a495a91d927739e50b3fc1cc4c6b8f6c2d022", hf},
+      {"small.en-tdrz", 465 * kMiB, "b6c6e7e89af1a35c08e6de56b66ca6a02a2fdfa1", kTinydiarizeBaseUrl},
+      {"small-q5_1", 181 * kMiB, "", hf},
+      {"small.en-q5_1", 181 * kMiB, "", hf},
+      {"small-q8_0", 252 * kMiB, "", hf},
+      {"medium", 1536 * kMiB, "fd9727b6e1217c2f614f9b698455c4ffd82463b4", hf},
+      {"medium.en", 1536 * kMiB, "8c30f0e44ce9560643ebd10bbe50cd20eafd3723", hf},
+      {"medium-q5_0", 514 * kMiB, "", hf},
+      {"medium.en-q5_0", 514 * kMiB, "", hf},
+      {"medium-q8_0", 785 * kMiB, "", hf},
+      {"large-v1", 2970 * kMiB, "b1caaf735c4cc1429223d5a74f0f4d0b9b59a299", hf},
+      {"large-v2", 2970 * kMiB, "0f4c8e34f21cf1a914c59d8b3ce882345ad349d6", hf},
+      {"large-v2-q5_0", 1126 * kMiB, "00e39f2196344e901b3a2bd5814807a769bd1630", hf},
+      {"large-v2-q8_0", 1536 * kMiB, "", hf},
+      {"large-v3", 2970 * kMiB, "ad82bf6a9043ceed055076d0fd39f5f186ff8062", hf},
+      {"large-v3-q5_0", 1126 * kMiB, "e6e2ed78495d403bef4b7cff42ef4aaadcfea8de", hf},
+      {"large-v3-turbo", 1536 * kMiB, "4af2b29d7ec73d781377bfd1758ca957a807e941", hf},
+      {"large-v3-turbo-q5_0", 547 * kMiB, "e050f7970618a659205450ad97eb95a18d69c9ee", hf},
+      {"large-v3-turbo-q8_0", 834 * kMiB, "", hf},
+  };
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string strip_slashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+}  // namespace
+
+const std::vector<ModelInfo>& known_models() {
+  static const std::vector<ModelInfo> registry = make_registry();
+  return registry;
+}
+
+const ModelInfo* find_model(std::string_view name) {
+  if (name.starts_with("ggml-") && name.ends_with(".bin")) name = name.substr(5, name.size() - 9);
+  for (const ModelInfo& m : known_models())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::string known_model_names() {
+  std::string names;
+  for (const ModelInfo& m : known_models()) names += (names.empty() ? "" : ", ") + m.name;
+  return names;
+}
+
+std::string model_file_name(const ModelInfo& model) { return "ggml-" + model.name + ".bin"; }
+
+std::string model_url(const ModelInfo& model, const std::optional<std::string>& base_url) {
+  std::string base = base_url ? *base_url : env("EARSHOT_MODEL_BASE_URL");
+  if (base.empty()) base = model.repository;
+  return strip_slashes(base) + "/" + model_file_name(model);
+}
+
+std::filesystem::path default_cache_dir() {
+  if (std::string dir = env("EARSHOT_CACHE_DIR"); !dir.empty()) return dir;
+  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return std::filesystem::path(xdg) / "earshot" / "models";
+  if (std::string home = env("HOME"); !home.empty())
+    return std::filesystem::path(home) / ".cache" / "earshot" / "models";
+  throw Error(ErrorCode::kIo, "cannot choose a model cache folder: set EARSHOT_CACHE_DIR (HOME is not set)");
+}
+
+std::filesystem::path cached_model_path(const ModelInfo& model, const std::filesystem::path& cache_dir) {
+  return cache_dir / model_file_name(model);
+}
+
+std::filesystem::path resolve_model(const std::string& name_or_path, const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  const std::filesystem::path as_path(name_or_path);
+  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
+    if (std::filesystem::is_directory(as_path, ec))
+      throw Error(ErrorCode::kInvalidArgument, "model '" + name_or_path + "' is a directory, not a ggml model file");
+    return as_path;
+  }
+  if (const ModelInfo* model = find_model(name_or_path)) {
+    const std::filesystem::path cached = cached_model_path(*model, cache_dir);
+    if (std::filesystem::exists(cached, ec)) return cached;
+    throw Error(ErrorCode::kIo, "model '" + model->name + "' is not downloaded yet. Run `earshot pull " + model->name +
+                                    "`, or download " + model_url(*model) + " by hand and place it at " +
+                                    cached.string() + " (or pass --model /path/to/" + model_file_name(*model) + ")");
+  }
+  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".bin")
+    throw Error(ErrorCode::kIo, "model file " + name_or_path + " does not exist");
+  throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name_or_path +
+                                               "': give a path to a ggml .bin file or one of: " + known_model_names());
+}
+
+void check_ggml_whisper_header(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, name + ": cannot open");
+  const auto file_size = std::filesystem::file_size(path);
+  auto bad = [&](const std::string& what) {
+    return Error(ErrorCode::kInvalidModel, name + ": not a ggml Whisper model: " + what);
+  };
+  int32_t header[14];  // magic, 11 hyper-parameters, mel filter n_mel and n_fft
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  if (in.gcount() != sizeof header)
+    throw bad("file is " + std::to_string(file_size) + " bytes, shorter than the " + std::to_string(sizeof header) +
+              "-byte header");
+  if (uint32_t(header[0]) != 0x67676d6cu) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", uint32_t(header[0]));
+    throw bad(std::string("magic is ") + hex + ", expected 0x67676d6c ('ggml')");
+  }
+  static const char* const kNames[11] = {"n_vocab",       "n_audio_ctx", "n_audio_state", "n_audio_head",
+                                         "n_audio_layer", "n_text_ctx",  "n_text_state",  "n_text_head",
+                                         "n_text_layer",  "n_mels",      "ftype"};
+  static const int32_t kMax[11] = {1 << 20, 1 << 16, 1 << 16, 1024, 1024, 1 << 16, 1 << 16, 1024, 1024, 1024, 100000};
+  for (int i = 0; i < 11; ++i) {
+    const int32_t v = header[1 + i];
+    if (v < (i == 10 ? 0 : 1) || v > kMax[i])
+      throw bad(std::string(kNames[i]) + " = " + std::to_string(v) + " is implausible");
+  }
+  if (header[3] % header[4] != 0 || header[7] % header[8] != 0)
+    throw bad("state size is not a multiple of the head count");
+  const int32_t n_mel = header[12], n_fft = header[13];
+  if (n_mel != header[10] || n_fft < 1 || n_fft > 4096)
+    throw bad("mel filter bank of " + std::to_string(n_mel) + " x " + std::to_string(n_fft) + " does not fit n_mels " +
+              std::to_string(header[10]));
+  const uint64_t needed = sizeof header + uint64_t(n_mel) * n_fft * 4;
+  if (file_size < needed)
+    throw bad("truncated inside the mel filter bank: " + std::to_string(file_size) + " bytes, at least " +
+              std::to_string(needed) + " expected");
+}
+
+}  // namespace earshot::models

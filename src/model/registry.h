@@ -1,0 +1,48 @@
+// Known Whisper models in whisper.cpp's ggml format, where they are cached,
+// and how a `--model` argument (a name or a path) becomes a file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace earshot::models {
+
+struct ModelInfo {
+  std::string name;        // e.g. "base.en", "large-v3-turbo-q5_0"
+  uint64_t approx_bytes;   // for listings only; downloads verify the server's Content-Length
+  std::string sha1;        // hex, from whisper.cpp's models/README.md; empty where it lists none
+  std::string repository;  // default base URL of the file (tinydiarize lives elsewhere)
+};
+
+// The public repository whisper.cpp's models/download-ggml-model.sh downloads from.
+inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main";
+
+const std::vector<ModelInfo>& known_models();
+// Accepts "tiny.en" as well as "ggml-tiny.en.bin". Null when unknown.
+const ModelInfo* find_model(std::string_view name);
+// "tiny, tiny.en, ..." for error messages.
+std::string known_model_names();
+
+std::string model_file_name(const ModelInfo& model);  // ggml-NAME.bin
+// --base-url, else $EARSHOT_MODEL_BASE_URL, else the model's public repository; then /ggml-NAME.bin.
+std::string model_url(const ModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
+
+// $EARSHOT_CACHE_DIR, else $XDG_CACHE_HOME/earshot/models, else ~/.cache/earshot/models.
+std::filesystem::path default_cache_dir();
+std::filesystem::path cached_model_path(const ModelInfo& model, const std::filesystem::path& cache_dir);
+
+// A model argument to a file: an existing path; else a known name present in the cache.
+// Otherwise throws earshot::Error saying to run `earshot pull NAME`, or where to put
+// the file by hand and its download URL (kIo), or that the name is unknown (kInvalidArgument).
+std::filesystem::path resolve_model(const std::string& name_or_path,
+                                    const std::filesystem::path& cache_dir = default_cache_dir());
+
+// Throws earshot::Error(kInvalidModel) unless `path` starts like a legacy ggml
+// Whisper file: magic, plausible hyper-parameters, and a complete mel filter bank.
+void check_ggml_whisper_header(const std::filesystem::path& path);
+
+}  // namespace earshot::models

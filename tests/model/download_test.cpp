@@ -1,0 +1,211 @@
+// Model downloads against an in-process HTTP server on loopback: full, resumed,
+// redirected, corrupt, missing and refused. Never touches the internet.
+#include "model/download.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "common/error.h"
+#include "model/registry.h"
+#include "test_http_server.h"
+
+namespace earshot::models {
+namespace {
+
+using earshot::testing::TestHttpServer;
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A real ggml Whisper header + vocabulary + mel filters (no tensors): passes the header check.
+std::filesystem::path template_model() {
+  return std::filesystem::path(EARSHOT_SHARED_DIR) / "models" / "for-tests-ggml-tiny.bin";
+}
+
+class DownloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = std::filesystem::temp_directory_path() / ("earshot-download-test-" + std::to_string(::getpid()) + "-" +
+                                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(cache_);
+    content_ = read_file(template_model());
+    ASSERT_GT(content_.size(), 500000u);
+    model_ = ModelInfo{"tiny", content_.size(), sha1_of_file(template_model()), kDefaultBaseUrl};
+    server_.serve("/models/ggml-tiny.bin", content_);
+  }
+  void TearDown() override { std::filesystem::remove_all(cache_); }
+
+  PullOptions options(int attempts = 4) {
+    PullOptions o;
+    o.base_url = server_.base_url() + "/models";
+    o.cache_dir = cache_;
+    o.max_attempts = attempts;
+    return o;
+  }
+  std::filesystem::path cached() const { return cache_ / "ggml-tiny.bin"; }
+  std::filesystem::path part() const { return cache_ / "ggml-tiny.bin.part"; }
+
+  TestHttpServer server_;
+  std::filesystem::path cache_;
+  std::string content_;
+  ModelInfo model_;
+};
+
+Error error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no earshot::Error thrown";
+  return Error(ErrorCode::kInternal, "");
+}
+
+TEST_F(DownloadTest, FullDownloadLandsInTheCacheVerified) {
+  uint64_t last_done = 0;
+  std::optional<uint64_t> last_total;
+  PullOptions o = options();
+  o.progress = [&](uint64_t done, std::optional<uint64_t> total) {
+    EXPECT_GE(done, last_done);
+    last_done = done;
+    last_total = total;
+  };
+  EXPECT_EQ(pull_model(model_, o), cached());
+  EXPECT_EQ(read_file(cached()), content_);
+  EXPECT_FALSE(std::filesystem::exists(part()));
+  EXPECT_EQ(last_done, content_.size());
+  EXPECT_EQ(last_total, content_.size());
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target, "/models/ggml-tiny.bin");
+  EXPECT_EQ(seen[0].range, "");
+  EXPECT_EQ(resolve_model("tiny", cache_), cached());
+}
+
+TEST_F(DownloadTest, DroppedConnectionIsResumedWithARangeRequest) {
+  server_.drop_after(200000, 1);
+  EXPECT_EQ(pull_model(model_, options()), cached());
+  EXPECT_EQ(read_file(cached()), content_);
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].range, "");
+  EXPECT_EQ(seen[1].range, "bytes=200000-");
+}
+
+TEST_F(DownloadTest, InterruptedRunLeavesAPartThatTheNextRunResumes) {
+  server_.drop_after(123457, 1);
+  const Error e = error_of([&] { pull_model(model_, options(/*attempts=*/1)); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  EXPECT_NE(std::string(e.what()).find("Run the command again to resume from 123457 bytes"), std::string::npos)
+      << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cached()));
+  ASSERT_EQ(std::filesystem::file_size(part()), 123457u);
+
+  DownloadOptions d;
+  d.url = server_.base_url() + "/models/ggml-tiny.bin";
+  d.destination = cached();
+  d.expected_sha1 = model_.sha1;
+  const DownloadResult r = download_file(d);
+  EXPECT_EQ(r.resumed_from, 123457u);
+  EXPECT_EQ(r.bytes, content_.size());
+  EXPECT_EQ(read_file(cached()), content_);
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].range, "bytes=123457-");
+}
+
+TEST_F(DownloadTest, ServerIgnoringRangeRestartsFromZero) {
+  server_.drop_after(100000, 1);
+  server_.ignore_range(true);
+  EXPECT_EQ(pull_model(model_, options()), cached());
+  EXPECT_EQ(read_file(cached()), content_);
+  EXPECT_EQ(server_.requests().size(), 2u);
+}
+
+TEST_F(DownloadTest, CompletePartIsFinishedWithoutDownloadingAgain) {
+  std::filesystem::create_directories(cache_);
+  std::ofstream(part(), std::ios::binary) << content_;
+  EXPECT_EQ(pull_model(model_, options()), cached());
+  EXPECT_EQ(read_file(cached()), content_);
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 1u);  // answered 416 with the total size, which matched
+  EXPECT_EQ(seen[0].range, "bytes=" + std::to_string(content_.size()) + "-");
+}
+
+TEST_F(DownloadTest, RedirectsAreFollowed) {
+  server_.redirect("/mirror/ggml-tiny.bin", "/cdn/blob?sig=1");
+  server_.redirect("/cdn/blob?sig=1", server_.base_url() + "/models/ggml-tiny.bin");
+  PullOptions o = options();
+  o.base_url = server_.base_url() + "/mirror/";
+  EXPECT_EQ(pull_model(model_, o), cached());
+  EXPECT_EQ(read_file(cached()), content_);
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[1].target, "/cdn/blob?sig=1");
+  EXPECT_EQ(seen[2].target, "/models/ggml-tiny.bin");
+}
+
+TEST_F(DownloadTest, CorruptBytesFailTheSha1AndLeaveNothingInTheCache) {
+  server_.corrupt_byte_at(300000);
+  const Error e = error_of([&] { pull_model(model_, options()); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(std::string(e.what()).find("SHA-1"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("expected " + model_.sha1), std::string::npos) << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cached()));
+  EXPECT_FALSE(std::filesystem::exists(part()));
+}
+
+TEST_F(DownloadTest, NonModelBytesFailTheHeaderCheckWhenNoSha1IsKnown) {
+  std::mt19937 rng(5);
+  std::string junk(100000, '\0');
+  for (char& c : junk) c = char(rng());
+  server_.serve("/models/ggml-tiny.bin", junk);
+  model_.sha1.clear();
+  const Error e = error_of([&] { pull_model(model_, options()); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(std::string(e.what()).find("not a ggml Whisper model"), std::string::npos) << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cached()));
+  EXPECT_FALSE(std::filesystem::exists(part()));
+}
+
+TEST_F(DownloadTest, MissingFileIsAClearHttpError) {
+  const ModelInfo* base = find_model("base.en");
+  ASSERT_NE(base, nullptr);
+  const Error e = error_of([&] { pull_model(*base, options()); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  EXPECT_NE(std::string(e.what()).find(server_.base_url() + "/models/ggml-base.en.bin"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("HTTP 404"), std::string::npos) << e.what();
+}
+
+TEST_F(DownloadTest, ConnectionRefusedIsAClearError) {
+  unsigned short port;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }  // closed: nothing listens there now
+  PullOptions o = options();
+  o.base_url = "http://127.0.0.1:" + std::to_string(port);
+  const Error e = error_of([&] { pull_model(model_, o); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  EXPECT_NE(std::string(e.what()).find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << e.what();
+  EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cached()));
+}
+
+TEST(Sha1, MatchesKnownDigest) {
+  const auto path = std::filesystem::temp_directory_path() / ("earshot-sha1-" + std::to_string(::getpid()));
+  std::ofstream(path) << "abc";
+  EXPECT_EQ(sha1_of_file(path), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace earshot::models

@@ -1,0 +1,180 @@
+// The model registry: names, URLs, cache location, resolving --model, header check.
+#include "model/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "common/error.h"
+
+namespace earshot::models {
+namespace {
+
+class EnvGuard {
+ public:
+  explicit EnvGuard(const char* name) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+  }
+  ~EnvGuard() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+Error error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no earshot::Error thrown";
+  return Error(ErrorCode::kInternal, "");
+}
+
+TEST(Registry, ListsEveryModelOfWhisperCppsDownloadScript) {
+  std::set<std::string> names;
+  for (const ModelInfo& m : known_models()) {
+    EXPECT_TRUE(names.insert(m.name).second) << "duplicate " << m.name;
+    EXPECT_TRUE(m.sha1.empty() || m.sha1.size() == 40) << m.name;
+    EXPECT_GT(m.approx_bytes, 30u << 20) << m.name;
+  }
+  const std::set<std::string> expected = {
+      "tiny",        "tiny.en",       "tiny-q5_1",      "tiny.en-q5_1",        "tiny-q8_0",
+      "base",        "base.en",       "base-q5_1",      "base.en-q5_1",        "base-q8_0",
+      "small",       "small.en",      "small.en-tdrz",  "small-q5_1",          "small.en-q5_1",
+      "small-q8_0",  "medium",        "medium.en",      "medium-q5_0",         "medium.en-q5_0",
+      "medium-q8_0", "large-v1",      "large-v2",       "large-v2-q5_0",       "large-v2-q8_0",
+      "large-v3",    "large-v3-q5_0", "large-v3-turbo", "large-v3-turbo-q5_0", "large-v3-turbo-q8_0"};
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(find_model("tiny.en")->sha1, "c78c86eb1a8faa21b369bcd33207cc90d64ae9df");
+  EXPECT_EQ(find_model("large-v3-turbo")->sha1, "4af2b29d7ec73d781377bfd1758ca957a807e941");
+}
+
+TEST(Registry, FindsByNameOrFileName) {
+  ASSERT_NE(find_model("ggml-base.en.bin"), nullptr);
+  EXPECT_EQ(find_model("ggml-base.en.bin")->name, "base.en");
+  EXPECT_EQ(find_model("base.english"), nullptr);
+  EXPECT_EQ(find_model(""), nullptr);
+}
+
+TEST(Registry, UrlsFollowTheDownloadScriptAndCanBeOverridden) {
+  EnvGuard guard("EARSHOT_MODEL_BASE_URL");
+  unsetenv("EARSHOT_MODEL_BASE_URL");
+  EXPECT_EQ(model_url(*find_model("base.en")),
+            "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-base.en.bin");
+  EXPECT_EQ(model_url(*find_model("small.en-tdrz")),
+            "https://huggingface.co/akashmjn/tinydiarize-whisper.cpp/resolve/main/ggml-small.en-tdrz.bin");
+  setenv("EARSHOT_MODEL_BASE_URL", "http://mirror.local/whisper/", 1);
+  EXPECT_EQ(model_url(*find_model("tiny")), "http://mirror.local/whisper/ggml-tiny.bin");
+  EXPECT_EQ(model_url(*find_model("tiny"), std::string("http://other:8080/m")), "http://other:8080/m/ggml-tiny.bin");
+}
+
+TEST(Registry, CacheDirectoryPrecedence) {
+  EnvGuard a("EARSHOT_CACHE_DIR"), b("XDG_CACHE_HOME"), c("HOME");
+  setenv("EARSHOT_CACHE_DIR", "/x/earshot", 1);
+  setenv("XDG_CACHE_HOME", "/x/xdg", 1);
+  setenv("HOME", "/x/home", 1);
+  EXPECT_EQ(default_cache_dir(), "/x/earshot");
+  unsetenv("EARSHOT_CACHE_DIR");
+  EXPECT_EQ(default_cache_dir(), "/x/xdg/earshot/models");
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(default_cache_dir(), "/x/home/.cache/earshot/models");
+  unsetenv("HOME");
+  EXPECT_EQ(error_of([] { default_cache_dir(); }).code(), ErrorCode::kIo);
+}
+
+class ResolveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("earshot-resolve-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ResolveTest, ExistingPathWins) {
+  const auto file = dir_ / "my-model.bin";
+  std::ofstream(file) << "x";
+  EXPECT_EQ(resolve_model(file.string(), dir_ / "cache"), file);
+}
+
+TEST_F(ResolveTest, KnownNameInTheCache) {
+  std::ofstream(dir_ / "ggml-small.en.bin") << "x";
+  EXPECT_EQ(resolve_model("small.en", dir_), dir_ / "ggml-small.en.bin");
+  EXPECT_EQ(resolve_model("ggml-small.en.bin", dir_), dir_ / "ggml-small.en.bin");
+}
+
+TEST_F(ResolveTest, KnownNameNotDownloadedSaysHowToGetIt) {
+  EnvGuard guard("EARSHOT_MODEL_BASE_URL");
+  unsetenv("EARSHOT_MODEL_BASE_URL");
+  const Error e = error_of([&] { resolve_model("tiny.en", dir_); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("Run `earshot pull tiny.en`"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-tiny.en.bin"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find((dir_ / "ggml-tiny.en.bin").string()), std::string::npos) << msg;
+}
+
+TEST_F(ResolveTest, UnknownNameListsTheKnownOnes) {
+  const Error e = error_of([&] { resolve_model("tiny.xx", dir_); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("unknown model 'tiny.xx'"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("large-v3-turbo-q5_0"), std::string::npos) << e.what();
+}
+
+TEST_F(ResolveTest, MissingPathIsAnIoError) {
+  const Error e = error_of([&] { resolve_model((dir_ / "nope.bin").string(), dir_); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  EXPECT_EQ(error_of([&] { resolve_model(dir_.string(), dir_); }).code(), ErrorCode::kInvalidArgument);
+}
+
+class HeaderTest : public ResolveTest {
+ protected:
+  std::string template_bytes() {
+    std::ifstream in(std::filesystem::path(EARSHOT_SHARED_DIR) / "models" / "for-tests-ggml-tiny.bin",
+                     std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  std::filesystem::path write(const std::string& bytes) {
+    const auto p = dir_ / "m.bin";
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+  std::string message(const std::string& bytes) {
+    const Error e = error_of([&] { check_ggml_whisper_header(write(bytes)); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    return e.what();
+  }
+};
+
+TEST_F(HeaderTest, AcceptsWhisperCppTemplates) {
+  for (const char* name : {"for-tests-ggml-tiny.bin", "for-tests-ggml-base.en.bin", "for-tests-ggml-large.bin"})
+    EXPECT_NO_THROW(check_ggml_whisper_header(std::filesystem::path(EARSHOT_SHARED_DIR) / "models" / name)) << name;
+}
+
+TEST_F(HeaderTest, RejectsWhatIsNotAWhisperFile) {
+  const std::string good = template_bytes();
+  std::string bad_magic = good;
+  bad_magic[0] = 'x';
+  EXPECT_NE(message(bad_magic).find("magic is 0x67676d78, expected 0x67676d6c"), std::string::npos);
+  EXPECT_NE(message(good.substr(0, 20)).find("shorter than the 56-byte header"), std::string::npos);
+  EXPECT_NE(message(good.substr(0, 1000)).find("truncated inside the mel filter bank"), std::string::npos);
+  std::string bad_mels = good;
+  bad_mels[40] = 0, bad_mels[41] = 0;  // n_mels = 0
+  EXPECT_NE(message(bad_mels).find("n_mels = 0 is implausible"), std::string::npos);
+  EXPECT_NE(message("<html>404</html>" + std::string(100, ' ')).find("magic"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace earshot::models
