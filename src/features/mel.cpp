@@ -1,8 +1,10 @@
 #include "features/mel.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <numbers>
 #include <string>
 #include <thread>
@@ -51,6 +53,24 @@ const std::vector<float>& hann_window() {
 const RealFft& fft400() {
   static const RealFft fft(kFftSize);
   return fft;
+}
+
+// log10 of a positive normal float to about 1e-7 relative error, branch-free
+// so the per-frame loop vectorises (libm's log10f was a fifth of the run time):
+// x = 2^e * m with m in [sqrt(1/2), sqrt(2)), ln(m) = 2 atanh(s), s = (m-1)/(m+1).
+inline float log10_positive(float x) {
+  // Offsetting the bits by those of sqrt(1/2) puts the mantissa in [sqrt(1/2), sqrt(2))
+  // with integer operations only.
+  constexpr int32_t kSqrtHalfBits = 0x3F3504F3;
+  const int32_t shifted = std::bit_cast<int32_t>(x) - kSqrtHalfBits;
+  const int32_t exponent = shifted >> 23;
+  const float m = std::bit_cast<float>((shifted & 0x007FFFFF) + kSqrtHalfBits);
+  const float s = (m - 1.0f) / (m + 1.0f);  // |s| <= 0.1716: the series below is exact to float precision
+  const float s2 = s * s;
+  const float ln_m = 2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9)))));
+  constexpr float kLn2 = 0.693147180559945f;
+  constexpr float kLog10E = 0.434294481903252f;
+  return (static_cast<float>(exponent) * kLn2 + ln_m) * kLog10E;
 }
 
 // The non-zero span of each filter row; mel filters are triangles a few bins wide.
@@ -140,6 +160,7 @@ Mel log_mel_spectrogram(std::span<const float> samples, std::span<const float> f
   auto worker = [&](int first_frame, int end_frame) {
     std::vector<float> frame(kFftSize);
     std::vector<float> power(kFftBins);
+    std::vector<float> energies(n_mel);
     std::vector<std::complex<float>> scratch;
     for (int i = first_frame; i < end_frame; ++i) {
       const int64_t offset = static_cast<int64_t>(i) * kHopLength;
@@ -151,8 +172,10 @@ Mel log_mel_spectrogram(std::span<const float> samples, std::span<const float> f
         const float* row = filters.data() + static_cast<size_t>(m) * kFftBins;
         float sum = 0.0f;
         for (int k = spans[m].begin; k < spans[m].end; ++k) sum += power[k] * row[k];
-        mel.data[static_cast<size_t>(m) * mel.n_frames + i] = std::log10(std::max(sum, 1e-10f));
+        energies[m] = std::max(sum, 1e-10f);
       }
+      for (int m = 0; m < n_mel; ++m) energies[m] = log10_positive(energies[m]);
+      for (int m = 0; m < n_mel; ++m) mel.data[static_cast<size_t>(m) * mel.n_frames + i] = energies[m];
     }
   };
 
