@@ -136,7 +136,8 @@ struct SegmenterOptions {
   int min_silence_ms = 100;
   // Widening of each segment: the start moves this much before the first
   // speech window (clamped at 0 and at the previous segment's end); the end is
-  // this much after the start of the first silent window.
+  // this much after the start of the first silent window (clamped to the audio
+  // consumed so far).
   int speech_pad_ms = 30;
   // Samples per probability (the VAD's window).
   int window_samples = kWindowSamples;
@@ -145,7 +146,11 @@ struct SegmenterOptions {
 
 // Turns a stream of per-window probabilities into start/end events as soon as
 // they are decidable: a start at the first speech window, an end once the
-// minimum silence has elapsed. Pure logic, no model; reusable and testable alone.
+// minimum silence has elapsed. Events therefore describe the past: with the
+// defaults a start is reported when its window completes, its sample 62 ms
+// earlier (the 32 ms window plus the 30 ms pad); an end is reported 4 windows
+// after the first silent one, its sample 130 ms earlier. Starts and ends
+// alternate and their samples never decrease. Pure logic, no model.
 class SpeechSegmenter {
  public:
   // Throws earshot::Error(kInvalidArgument) for out-of-range options.
@@ -175,7 +180,9 @@ class SpeechSegmenter {
 };
 
 // VadSession + SpeechSegmenter: samples in, probabilities and events out. This
-// is what a server session holds per stream.
+// is what a server session holds per stream (movable; not thread-safe itself,
+// while any number of detectors may share one model across threads). After
+// finish(), call reset() before feeding a new stream.
 class SpeechDetector {
  public:
   explicit SpeechDetector(std::shared_ptr<const VadModel> model, SegmenterOptions segmenter = {},
