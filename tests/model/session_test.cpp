@@ -207,6 +207,19 @@ TEST_F(SessionTest, AudioOnlyInputEncodesTheAudioRoundedUpToTheBucket) {
   EXPECT_TRUE(std::all_of(p.logits.begin(), p.logits.end(), [](float x) { return std::isfinite(x); }));
 }
 
+TEST_F(SessionTest, FlashAttentionEncoderMatchesTheExplicitSoftmaxClosely) {
+  SessionOptions flash = options();
+  flash.flash_attention = true;
+  Session plain(model_, options()), fused(model_, flash);
+  const std::vector<float> audio = test_audio(16000);
+  plain.encode(audio);
+  fused.encode(audio);
+  const std::vector<float> a = logits_of(decode(plain, {{sot(), 9}}), 0);
+  const std::vector<float> b = logits_of(decode(fused, {{sot(), 9}}), 0);
+  // Same maths, different rounding (f16 accumulation inside the fused kernel).
+  EXPECT_LT(max_abs_diff(a, b), 5e-2f);
+}
+
 TEST_F(SessionTest, TwoSessionsOnOneModelInTwoThreadsEqualEachAlone) {
   const std::vector<float> a_audio = test_audio(16000, 1), b_audio = test_audio(12000, 2);
   auto run = [&](const std::vector<float>& audio, std::vector<float>& out) {

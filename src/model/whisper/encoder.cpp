@@ -35,7 +35,7 @@ ggml_tensor* conv1d_k3(ggml_context* ctx, ggml_tensor* kernel, ggml_tensor* inpu
 }  // namespace
 
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           int n_audio_ctx) {
+                           int n_audio_ctx, bool flash_attention) {
   const Hparams& hp = model.hparams();
   const Weights& w = model.weights();
   const int n_state = hp.n_audio_state;
@@ -70,14 +70,24 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
 
     ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_3d(ctx, q, head_dim, n_head, n_ctx), 0, 2, 1, 3);
-    ggml_tensor* K =
-        ggml_permute(ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
-    ggml_tensor* kq = ggml_mul_mat(ctx, K, Q);  // [n_ctx(keys), n_ctx(queries), n_head]
-    kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
-    ggml_tensor* V =
-        ggml_cast(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, head_dim, n_head, n_ctx), 1, 2, 0, 3), GGML_TYPE_F16);
-    ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_ctx, n_head]
-    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_ctx);
+    if (flash_attention) {
+      // Fused attention: never materialises the [n_ctx, n_ctx, n_head] score matrix.
+      ggml_tensor* K = ggml_permute(
+          ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
+      ggml_tensor* V = ggml_permute(
+          ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, v, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
+      cur = ggml_flash_attn_ext(ctx, Q, K, V, nullptr, kq_scale, 0.0f, 0.0f);  // [head_dim, n_head, n_ctx]
+      cur = ggml_reshape_2d(ctx, cur, n_state, n_ctx);
+    } else {
+      ggml_tensor* K = ggml_permute(
+          ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
+      ggml_tensor* kq = ggml_mul_mat(ctx, K, Q);  // [n_ctx(keys), n_ctx(queries), n_head]
+      kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
+      ggml_tensor* V = ggml_cast(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, head_dim, n_head, n_ctx), 1, 2, 0, 3),
+                                 GGML_TYPE_F16);
+      ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_ctx, n_head]
+      cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_ctx);
+    }
 
     cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp);

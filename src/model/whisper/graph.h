@@ -32,9 +32,10 @@ struct EncoderGraph {
 };
 
 // Encoder over n_audio_ctx frames (1500 = 30 s), ending with the writes of every
-// decoder layer's cross K/V into state.cross_k/cross_v.
+// decoder layer's cross K/V into state.cross_k/cross_v. flash_attention fuses the
+// self-attention (ggml_flash_attn_ext) instead of whisper.cpp's explicit softmax.
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           int n_audio_ctx);
+                           int n_audio_ctx, bool flash_attention);
 
 struct DecoderGraphSpec {
   int n_sequences = 1;

@@ -185,7 +185,8 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
 
   ContextGuard guard{impl_->new_graph_context()};
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
-  detail::EncoderGraph g = detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx);
+  detail::EncoderGraph g =
+      detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx, options_.flash_attention);
   if (!ggml_gallocr_alloc_graph(impl_->encoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the encoder compute buffer");
   }

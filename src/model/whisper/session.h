@@ -34,6 +34,9 @@ struct SessionOptions {
   // kAudioOnly bucket in mel frames (100 = 1 s); keeps the number of distinct
   // graph shapes small.
   int audio_bucket_frames = 100;
+  // Fused (flash) attention in the encoder. Off = whisper.cpp's op order with an
+  // explicit softmax, bit-identical to libwhisper with flash attention off.
+  bool flash_attention = false;
   // Tokenizer to share between sessions; built from the model's vocabulary when null.
   std::shared_ptr<const Tokenizer> tokenizer;
 };
