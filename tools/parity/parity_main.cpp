@@ -37,6 +37,8 @@ namespace ew = earshot::whisper;
 // - Language and no-speech probabilities: measured <= 1e-4 (float weights) and
 //   <= 1.7e-2 (quantised); tolerances 2e-3 and 5e-2.
 constexpr double kSameMelTolerance = 1e-4;
+// Our log-mel vs a whisper.cpp dump (--reference-mel): the features part's target.
+constexpr double kMelTolerance = 1e-4;
 constexpr double kFloatLogitTolerance = 2e-2;
 constexpr double kQuantLogitTolerance = 0.5;
 constexpr double kFloatProbTolerance = 2e-3;
@@ -61,7 +63,7 @@ const char* kUsage =
     "no-speech probabilities 2e-3 (quantised 5e-2). --tolerance overrides the logit one.\n"
     "--reference-mel compares our\n"
     "log-mel with a raw f32 [n_mels][frames] dump of whisper.cpp's (libwhisper does not expose\n"
-    "its mel), e.g. ../shared/reference/jfk-mel80-whispercpp.f32 for jfk.wav.\n";
+    "its mel; fails above 1e-4), e.g. ../shared/reference/jfk-mel80-whispercpp.f32 for jfk.wav.\n";
 
 struct Args {
   std::string model, audio, reference_mel, language = "en";
@@ -169,6 +171,7 @@ int run(const Args& args) {
     }
     std::printf("mel: max_abs_diff=%.3g over %d frames x %d bins (ours %d frames, reference %d)\n", diff, frames,
                 mel.n_mel, mel.n_frames, ref_frames);
+    if (diff > kMelTolerance || frames == 0) failed = true;
   }
 
   whisper_log_set(quiet_log, nullptr);
