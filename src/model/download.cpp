@@ -100,7 +100,9 @@ template <class Stream>
 Outcome exchange(Stream& stream, const Request& r) {
   auto& tcp_layer = beast::get_lowest_layer(stream);
   const auto timeout = std::chrono::seconds(r.options.timeout_seconds);
-  const std::string url_text = r.url.scheme + "://" + r.url.host + r.url.target;
+  const bool default_port = r.url.port == (r.url.scheme == "https" ? "443" : "80");
+  const std::string url_text =
+      r.url.scheme + "://" + r.url.host + (default_port ? "" : ":" + r.url.port) + r.url.target;
 
   http::request<http::empty_body> req{http::verb::get, r.url.target, 11};
   req.set(http::field::host, r.url.host);
