@@ -22,7 +22,6 @@ constexpr Command kCommands[] = {
     {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe},
     {"pull", "download a Whisper model into the cache", earshot::cli::run_pull},
     {"models", "list the Whisper models and which are cached", earshot::cli::run_models},
-    {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench},
 };
 
 void print_usage() {
