@@ -253,6 +253,20 @@ TEST(Tokenizer, BytePairMergesByRank) {
   EXPECT_THAT(multilingual().encode("你好，世界。"), ElementsAre(26410, 171, 120, 234, 24486, 1543));
 }
 
+TEST(Tokenizer, LongPiecesMergeLikeShortOnes) {
+  // "aa" is rank 7252, "aaa" 46071, "aaaa" 24794, no longer run of a's: a+a
+  // merges everywhere first (leftmost on ties), then aa+aa. One 100000-byte
+  // piece must not take quadratic time.
+  EXPECT_EQ(gpt2().encode(std::string(100000, 'a')), Tokens(25000, 24794));
+  EXPECT_THAT(gpt2().encode("aaaaaa"), ElementsAre(24794, 7252));
+  const std::string cjk = [] {
+    std::string text;
+    for (int i = 0; i < 5000; ++i) text += "你好世界";
+    return text;
+  }();
+  EXPECT_EQ(multilingual().decode(multilingual().encode(cjk)), cjk);
+}
+
 TEST(Tokenizer, RoundTrips) {
   const std::vector<std::string> texts = {
       "And so my fellow Americans, ask not what your country can do for you.",

@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <queue>
 
 #include "common/error.h"
 
@@ -352,9 +354,18 @@ std::string Tokenizer::token_to_string(int32_t token) const {
 std::vector<int32_t> Tokenizer::encode(std::string_view utf8) const {
   std::vector<int32_t> tokens;
   const std::vector<Char> chars = split_chars(utf8);
-  std::vector<size_t> bounds;  // byte offsets of the current parts of one piece
-  std::vector<int32_t> pair_ranks;
   constexpr int32_t kNoRank = std::numeric_limits<int32_t>::max();
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  // Parts of one piece as a linked list over their first byte: part_end[start]
+  // is the end of the part starting there (kNone once merged away).
+  std::vector<size_t> part_end, part_prev, bounds;
+  struct PendingMerge {
+    int32_t rank;
+    size_t left;
+    size_t pair_end;
+    bool operator>(const PendingMerge& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  std::priority_queue<PendingMerge, std::vector<PendingMerge>, std::greater<PendingMerge>> heap;
   const auto rank_of = [&](std::string_view bytes) {
     auto it = rank_of_bytes_.find(std::string(bytes));
     return it == rank_of_bytes_.end() ? kNoRank : it->second;
@@ -369,23 +380,40 @@ std::vector<int32_t> Tokenizer::encode(std::string_view utf8) const {
       continue;
     }
     // Byte pair merging: repeatedly merge the adjacent pair whose concatenation
-    // has the lowest rank (leftmost on ties), as tiktoken does.
-    bounds.resize(piece.size() + 1);
-    for (size_t b = 0; b <= piece.size(); ++b) bounds[b] = b;
-    const auto pair_rank = [&](size_t part) {
-      return part + 2 < bounds.size() ? rank_of(piece.substr(bounds[part], bounds[part + 2] - bounds[part])) : kNoRank;
-    };
-    pair_ranks.resize(bounds.size() - 1);
-    for (size_t p = 0; p + 1 < bounds.size(); ++p) pair_ranks[p] = pair_rank(p);
-    while (bounds.size() > 2) {
-      const auto best = std::min_element(pair_ranks.begin(), pair_ranks.end() - 1);
-      if (*best == kNoRank) break;
-      const size_t p = static_cast<size_t>(best - pair_ranks.begin());
-      bounds.erase(bounds.begin() + static_cast<std::ptrdiff_t>(p) + 1);
-      pair_ranks.erase(pair_ranks.begin() + static_cast<std::ptrdiff_t>(p) + 1);
-      pair_ranks[p] = pair_rank(p);
-      if (p > 0) pair_ranks[p - 1] = pair_rank(p - 1);
+    // has the lowest rank (leftmost on ties), as tiktoken does. A heap keyed by
+    // (rank, position) with lazily dropped stale pairs keeps long pieces
+    // O(n log n) instead of tiktoken's O(n^2).
+    const size_t n = piece.size();
+    part_end.resize(n);
+    part_prev.resize(n);
+    for (size_t b = 0; b < n; ++b) {
+      part_end[b] = b + 1;
+      part_prev[b] = b == 0 ? kNone : b - 1;
     }
+    const auto push_pair = [&](size_t left) {
+      if (left == kNone || part_end[left] >= n) return;
+      const size_t pair_end = part_end[part_end[left]];
+      const int32_t rank = rank_of(piece.substr(left, pair_end - left));
+      if (rank != kNoRank) heap.push({rank, left, pair_end});
+    };
+    for (size_t b = 0; b + 1 < n; ++b) push_pair(b);
+    while (!heap.empty()) {
+      const PendingMerge merge = heap.top();
+      heap.pop();
+      // Stale when the left part was absorbed (its end moved or it is no longer
+      // a part start) or the right part grew since the pair was pushed.
+      const size_t left = merge.left;
+      if (part_end[left] == kNone || part_end[left] >= n || part_end[part_end[left]] != merge.pair_end) continue;
+      const size_t right = part_end[left];
+      part_end[left] = merge.pair_end;
+      part_end[right] = kNone;
+      if (merge.pair_end < n) part_prev[merge.pair_end] = left;
+      push_pair(part_prev[left]);
+      push_pair(left);
+    }
+    bounds.clear();
+    for (size_t b = 0; b < n; b = part_end[b]) bounds.push_back(b);
+    bounds.push_back(n);
     for (size_t p = 0; p + 1 < bounds.size(); ++p) {
       const std::string_view part = piece.substr(bounds[p], bounds[p + 1] - bounds[p]);
       const int32_t rank = rank_of(part);
