@@ -2,6 +2,7 @@
 // 512-sample window; the LSTM state travels in and out of the graph as plain
 // vectors so the shared model is never written to.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "common/error.h"
@@ -163,7 +164,9 @@ std::vector<float> VadSession::push(std::span<const float> samples) {
   size_t pos = 0;
   while (pos < samples.size()) {
     const size_t take = std::min(samples.size() - pos, static_cast<size_t>(kWindowSamples - s.filled));
-    std::copy_n(samples.begin() + pos, take, s.window.begin() + s.context_len + s.filled);
+    // A NaN or infinity would poison the LSTM state for the rest of the stream; treat it as silence.
+    std::transform(samples.begin() + pos, samples.begin() + pos + take, s.window.begin() + s.context_len + s.filled,
+                   [](float x) { return std::isfinite(x) ? x : 0.0f; });
     s.filled += static_cast<int>(take);
     pos += take;
     if (s.filled == kWindowSamples) probs.push_back(s.compute_window());

@@ -89,6 +89,7 @@ class VadSession {
   // Appends 16 kHz mono samples (any chunk size, including 0) and returns the
   // speech probability of every 512-sample window completed by this chunk, in
   // stream order. The result does not depend on how the stream is chunked.
+  // Non-finite samples (NaN, inf) are taken as 0 so they cannot corrupt the state.
   std::vector<float> push(std::span<const float> samples);
 
   // End of stream: computes the pending partial window zero-padded to 512

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <thread>
 
 #include "common/error.h"
@@ -111,6 +112,18 @@ TEST(VadSession, LstmStateCarriesAcrossWindows) {
 TEST(VadSession, SilenceIsNotSpeech) {
   const std::vector<float> silence(5 * kSampleRate, 0.0f);
   for (float p : run_whole(silence)) EXPECT_LT(p, 0.05f);
+}
+
+TEST(VadSession, NonFiniteSamplesCountAsZeros) {
+  std::vector<float> poisoned = jfk();
+  std::vector<float> zeroed = jfk();
+  for (size_t i = 20000; i < 20100; ++i) {
+    poisoned[i] = (i % 2) ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+    zeroed[i] = 0.0f;
+  }
+  const std::vector<float> probs = run_whole(poisoned);
+  EXPECT_EQ(probs, run_whole(zeroed));
+  for (float p : probs) EXPECT_TRUE(std::isfinite(p));
 }
 
 TEST(VadSession, TwoSessionsInTwoThreadsEqualEachAlone) {
