@@ -146,6 +146,41 @@ TEST(VadSession, TwoSessionsInTwoThreadsEqualEachAlone) {
   EXPECT_EQ(threaded_b, alone_b);
 }
 
+// The server's scheduler runs a session's work on whichever thread is free: sessions
+// hop between threads from chunk to chunk while others run at the same time.
+TEST(VadSession, SessionsHoppingBetweenThreadsEqualEachAlone) {
+  const std::vector<float> alone = run_whole(jfk());
+  constexpr int kSessions = 4;
+  constexpr size_t kChunk = 4000;
+  std::vector<VadSession> sessions;
+  for (int i = 0; i < kSessions; ++i) sessions.emplace_back(silero());
+  std::vector<std::vector<float>> probs(kSessions);
+  for (size_t pos = 0; pos < jfk().size(); pos += kChunk) {
+    std::vector<std::jthread> round;
+    for (int i = 0; i < kSessions; ++i) {
+      round.emplace_back([&, i] {
+        auto part = sessions[i].push(std::span(jfk()).subspan(pos, std::min(kChunk, jfk().size() - pos)));
+        probs[i].insert(probs[i].end(), part.begin(), part.end());
+      });
+    }
+  }
+  for (int i = 0; i < kSessions; ++i) {
+    probs[i].push_back(sessions[i].flush().value());
+    EXPECT_EQ(probs[i], alone) << "session " << i;
+  }
+}
+
+TEST(VadSession, MovedSessionContinuesTheStream) {
+  const std::vector<float> alone = run_whole(jfk());
+  VadSession first(silero());
+  std::vector<float> probs = first.push(std::span(jfk()).first(100000));
+  VadSession moved = std::move(first);
+  auto rest = moved.push(std::span(jfk()).subspan(100000));
+  probs.insert(probs.end(), rest.begin(), rest.end());
+  probs.push_back(moved.flush().value());
+  EXPECT_EQ(probs, alone);
+}
+
 TEST(VadSession, RejectsBadOptions) {
   EXPECT_THROW(VadSession(nullptr), Error);
   try {
