@@ -7,6 +7,9 @@
 //   i32 lstm_input_size, lstm_hidden_size, final_conv_in, final_conv_out
 //   tensors until end of file: i32 n_dims (0 for a scalar), i32 name_len, i32 type (0 f32, 1 f16),
 //     i32 ne[n_dims] (ggml order, fastest first), name bytes, raw little-endian data.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
