@@ -116,6 +116,13 @@ const std::string& VadModel::model_type() const { return impl_->model_type; }
 const std::string& VadModel::version() const { return impl_->version; }
 
 std::shared_ptr<const VadModel> VadModel::load(const std::filesystem::path& path) {
+  std::error_code size_error;
+  const auto size = std::filesystem::file_size(path, size_error);
+  // Silero is ~0.9 MB; refuse to slurp a multi-GB file given by mistake.
+  if (!size_error && size > (64u << 20)) {
+    throw Error(ErrorCode::kInvalidModel, "VAD model file " + path.string() + ": " + std::to_string(size) +
+                                              " bytes is far too large for a Silero VAD model (~0.9 MB)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(ErrorCode::kIo, "cannot open VAD model file " + path.string() +
@@ -139,7 +146,11 @@ std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8
     reader.fail(std::string("bad magic ") + hex + " (expected 0x67676d6c 'ggml'): not a ggml VAD model");
   }
   const int32_t type_len = reader.i32("header field model_type length");
-  if (type_len < 0 || type_len > 256) reader.fail("bad model_type length " + std::to_string(type_len));
+  if (type_len < 0 || type_len > 256) {
+    // Whisper model files share the magic; their first field is the vocabulary size.
+    reader.fail("bad model_type length " + std::to_string(type_len) +
+                ": not a ggml VAD model (a Whisper model file has the same magic)");
+  }
   impl->model_type.resize(static_cast<size_t>(type_len));
   reader.take(impl->model_type.data(), impl->model_type.size(), "header field model_type");
   const int32_t major = reader.i32("header field version major");

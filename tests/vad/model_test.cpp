@@ -1,8 +1,11 @@
 // Loading whisper.cpp's ggml VAD format: the real file, and precise errors for
 // corrupt, truncated, incomplete or foreign files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "common/error.h"
 #include "tests/vad/test_util.h"
@@ -125,6 +128,35 @@ TEST(VadModel, MissingFileIsAnIoError) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
     EXPECT_NE(std::string(e.what()).find("cannot open VAD model file /nonexistent/silero.bin"), std::string::npos);
   }
+}
+
+TEST(VadModel, WhisperModelFileIsNotAVadModel) {
+  try {
+    VadModel::load(test::shared_path("models/for-tests-ggml-tiny.bin"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find(
+                  "for-tests-ggml-tiny.bin: bad model_type length 51865: not a ggml VAD model (a Whisper model file "
+                  "has the same magic)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(VadModel, HugeFileIsRefusedWithoutReadingIt) {
+  const auto path = std::filesystem::temp_directory_path() / ("earshot_vad_huge_" + std::to_string(::getpid()));
+  { std::ofstream(path, std::ios::binary).put('g'); }
+  std::filesystem::resize_file(path, 100u << 20);  // sparse: no disk used
+  try {
+    VadModel::load(path);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_EQ(std::string(e.what()), "VAD model file " + path.string() +
+                                         ": 104857600 bytes is far too large for a Silero VAD model (~0.9 MB)");
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(VadModel, WrongMagic) {
