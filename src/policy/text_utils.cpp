@@ -51,7 +51,7 @@ std::string normalize_word(std::string_view word) {
   return out;
 }
 
-std::optional<size_t> find_repetition(const std::vector<std::string>& words) {
+std::optional<size_t> find_repetition(const std::vector<std::string>& words, size_t fresh_from) {
   const size_t n_words = words.size();
   for (size_t start = 0; start < n_words; ++start) {
     for (size_t n = 1; start + 2 * n <= n_words; ++n) {
@@ -63,7 +63,7 @@ std::optional<size_t> find_repetition(const std::vector<std::string>& words) {
         ++repeats;
       }
       const bool loop = n == 1 ? repeats >= 8 : (repeats >= 3 && n * repeats >= 12);
-      if (loop) return start + n;
+      if (loop && start + repeats * n > fresh_from) return start + n;
     }
   }
   return std::nullopt;

@@ -135,6 +135,9 @@ TEST(TextUtils, RepetitionDetector) {
   EXPECT_EQ(find_repetition(split("a b a b a b a b a b")), std::nullopt);                        // 2-gram x5 = 10 words
   EXPECT_EQ(find_repetition(split("a b a b a b a b a b a b")), 2u);                              // 2-gram x6 = 12 words
   EXPECT_EQ(normalize_word(" Hello,"), "hello");
+  // A loop that lies wholly before the fresh words was judged already.
+  EXPECT_EQ(find_repetition(split("la la la la la la la la x"), 9), std::nullopt);
+  EXPECT_EQ(find_repetition(split("la la la la la la la la la"), 8), 1u);
 }
 
 }  // namespace

@@ -355,7 +355,12 @@ std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_t
     warn("repetition loop detected; segment reset after " + std::to_string(cut) + " new words");
     fresh.resize(cut);
   }
-  for (const Word& w : fresh) {
+  // Attention frames need not be monotonic: keep committed times ordered and inside the audio.
+  const double audio_end = buffer_start_time_ + buffered_seconds();
+  for (Word& w : fresh) {
+    const double floor = committed_.empty() ? buffer_start_time_ : std::max(committed_.back().end, buffer_start_time_);
+    w.start = std::clamp(w.start, std::min(floor, audio_end), audio_end);
+    w.end = std::clamp(w.end, w.start, audio_end);
     committed_.push_back(w);
     last_committed_end_ = std::max(last_committed_end_, w.end);
   }
@@ -376,7 +381,7 @@ size_t AlignAttProcessor::repetition_cut(const std::vector<Word>& fresh) const {
     words.push_back(normalize_word(committed_[i].text));
   }
   for (const Word& w : fresh) words.push_back(normalize_word(w.text));
-  const std::optional<size_t> cut = find_repetition(words);
+  const std::optional<size_t> cut = find_repetition(words, history);
   if (!cut || *cut >= words.size()) return fresh.size();
   return *cut <= history ? 0 : *cut - history;
 }

@@ -162,6 +162,7 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
   const double fps = asr_->frames_per_second();
   const double buffer_end = buffer_start_time_ + buffered_seconds();
   std::vector<Word> words;
+  double floor = buffer_start_time_;  // attention frames need not be monotonic; word times are
   size_t at = 0;
   for (const auto& w : tokenizer_.split_to_words(result.tokens, language)) {
     const size_t begin = at;
@@ -171,7 +172,9 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
     word.text = w.text;
     word.start = buffer_start_time_ + frames[begin] / fps;
     word.end = at < n_tokens ? buffer_start_time_ + frames[at] / fps : std::min(word.start + 0.1, buffer_end);
-    word.end = std::max(word.end, word.start);
+    word.start = std::clamp(word.start, floor, buffer_end);
+    word.end = std::clamp(word.end, word.start, buffer_end);
+    floor = word.start;
     double logprob = 0;
     for (size_t i = begin; i < at; ++i) logprob += result.logprobs[i];
     word.probability = static_cast<float>(std::exp(logprob / static_cast<double>(at - begin)));
@@ -245,6 +248,17 @@ std::vector<Word> LocalAgreementProcessor::commit_all() {
   return out;
 }
 
+void LocalAgreementProcessor::append_committed(std::vector<Word>& words) {
+  // Committed times stay ordered: a word never starts before the previous one ended.
+  for (Word& w : words) {
+    if (!committed_.empty()) {
+      w.start = std::max(w.start, committed_.back().end);
+      w.end = std::max(w.end, w.start);
+    }
+    committed_.push_back(w);
+  }
+}
+
 ProcessResult LocalAgreementProcessor::process(bool is_last) {
   ProcessResult result;
   result.processed_until = stream_end_;
@@ -255,13 +269,13 @@ ProcessResult LocalAgreementProcessor::process(bool is_last) {
     // No more audio for this buffer: the whole latest hypothesis stands.
     std::vector<Word> rest = commit_all();
     result.committed.insert(result.committed.end(), rest.begin(), rest.end());
-    committed_.insert(committed_.end(), result.committed.begin(), result.committed.end());
+    append_committed(result.committed);
     // Everything in the buffer is committed: start the next buffer empty.
     cut_buffer_at(buffer_start_time_ + buffered_seconds());
     committed_in_buffer_.clear();
     return result;
   }
-  committed_.insert(committed_.end(), result.committed.begin(), result.committed.end());
+  append_committed(result.committed);
   trim_buffer();
   return result;
 }

@@ -56,6 +56,7 @@ class LocalAgreementProcessor : public OnlineProcessor {
   void cut_buffer_at(double time);
   void trim_buffer();
   std::vector<Word> commit_all();
+  void append_committed(std::vector<Word>& words);
 
   std::unique_ptr<AsrDecoder> asr_;
   const whisper::Tokenizer& tokenizer_;
