@@ -8,6 +8,7 @@
 #include <numbers>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "common/error.h"
 #include "features/fft.h"
@@ -157,38 +158,65 @@ Mel log_mel_spectrogram(std::span<const float> samples, std::span<const float> f
   const std::vector<float>& window = hann_window();
   const RealFft& fft = fft400();
 
+  constexpr int kBatch = RealFft::kBatch;
+  // Frames [first_frame, end_frame): kBatch at a time through the SIMD FFT. Work
+  // is split on multiples of kBatch so the result does not depend on n_threads.
   auto worker = [&](int first_frame, int end_frame) {
-    std::vector<float> frame(kFftSize);
-    std::vector<float> power(kFftBins);
+    std::vector<float> frames(static_cast<size_t>(kBatch) * kFftSize);
+    std::vector<float> powers(static_cast<size_t>(kBatch) * kFftBins);
     std::vector<float> energies(n_mel);
-    std::vector<std::complex<float>> scratch;
-    for (int i = first_frame; i < end_frame; ++i) {
-      const int64_t offset = static_cast<int64_t>(i) * kHopLength;
-      const int available = static_cast<int>(std::min<int64_t>(kFftSize, static_cast<int64_t>(padded.size()) - offset));
-      for (int j = 0; j < available; ++j) frame[j] = window[j] * padded[offset + j];
-      std::fill(frame.begin() + available, frame.end(), 0.0f);
-      fft.power(frame.data(), power.data(), scratch);
-      for (int m = 0; m < n_mel; ++m) {
-        const float* row = filters.data() + static_cast<size_t>(m) * kFftBins;
-        float sum = 0.0f;
-        for (int k = spans[m].begin; k < spans[m].end; ++k) sum += power[k] * row[k];
-        energies[m] = std::max(sum, 1e-10f);
+    RealFft::Workspace workspace;
+    const float* frame_ptrs[kBatch];
+    float* power_ptrs[kBatch];
+    for (int b = 0; b < kBatch; ++b) {
+      frame_ptrs[b] = frames.data() + static_cast<size_t>(b) * kFftSize;
+      power_ptrs[b] = powers.data() + static_cast<size_t>(b) * kFftBins;
+    }
+    for (int first = first_frame; first < end_frame; first += kBatch) {
+      const int count = std::min(kBatch, end_frame - first);
+      for (int b = 0; b < count; ++b) {
+        float* frame = frames.data() + static_cast<size_t>(b) * kFftSize;
+        const int64_t offset = static_cast<int64_t>(first + b) * kHopLength;
+        const int available =
+            static_cast<int>(std::min<int64_t>(kFftSize, static_cast<int64_t>(padded.size()) - offset));
+        for (int j = 0; j < available; ++j) frame[j] = window[j] * padded[offset + j];
+        std::fill(frame + available, frame + kFftSize, 0.0f);
       }
-      for (int m = 0; m < n_mel; ++m) energies[m] = log10_positive(energies[m]);
-      for (int m = 0; m < n_mel; ++m) mel.data[static_cast<size_t>(m) * mel.n_frames + i] = energies[m];
+      if (count == kBatch) {
+        fft.power_batch(frame_ptrs, power_ptrs, workspace);
+      } else {
+        for (int b = 0; b < count; ++b) fft.power(frame_ptrs[b], power_ptrs[b], workspace);
+      }
+      for (int b = 0; b < count; ++b) {
+        const float* power = power_ptrs[b];
+        for (int m = 0; m < n_mel; ++m) {
+          const float* row = filters.data() + static_cast<size_t>(m) * kFftBins;
+          float sum = 0.0f;
+          for (int k = spans[m].begin; k < spans[m].end; ++k) sum += power[k] * row[k];
+          energies[m] = std::max(sum, 1e-10f);
+        }
+        for (int m = 0; m < n_mel; ++m) energies[m] = log10_positive(energies[m]);
+        const int i = first + b;
+        for (int m = 0; m < n_mel; ++m) mel.data[static_cast<size_t>(m) * mel.n_frames + i] = energies[m];
+      }
     }
   };
 
-  const int n_workers = std::min(n_threads, std::max(1, n_data_frames));
+  const int n_groups = (n_data_frames + kBatch - 1) / kBatch;
+  const int n_workers = std::min(n_threads, std::max(1, n_groups));
+  const int groups_per_worker = (n_groups + n_workers - 1) / n_workers;
+  const auto range_of = [&](int w) {
+    const int begin = std::min(n_data_frames, w * groups_per_worker * kBatch);
+    return std::pair{begin, std::min(n_data_frames, begin + groups_per_worker * kBatch)};
+  };
   std::vector<std::thread> threads;
   threads.reserve(n_workers - 1);
-  const int per_worker = (n_data_frames + n_workers - 1) / n_workers;
   for (int w = 1; w < n_workers; ++w) {
-    const int begin = std::min(n_data_frames, w * per_worker);
-    const int end = std::min(n_data_frames, begin + per_worker);
+    const auto [begin, end] = range_of(w);
     threads.emplace_back(worker, begin, end);
   }
-  worker(0, std::min(n_data_frames, per_worker));
+  const auto [begin0, end0] = range_of(0);
+  worker(begin0, end0);
   for (std::thread& t : threads) t.join();
 
   // Dynamic range of 8 (80 dB) below the loudest value, then scaled to about [-1, 1].
