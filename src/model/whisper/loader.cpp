@@ -61,6 +61,7 @@ class FileReader {
   // Reads exactly n bytes; `what` names the thing being read for the truncation message.
   void read(void* dst, uint64_t n, std::string_view what) {
     if (n > remaining()) truncated(what, n);
+    if (n == 0) return;  // dst may be null (an empty vector's data())
     auto* out = static_cast<char*>(dst);
     const uint64_t buffered = std::min<uint64_t>(n, buffer_end_ - buffer_pos_);
     std::memcpy(out, buffer_.data() + buffer_pos_, buffered);
