@@ -102,6 +102,11 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     throw Error(ErrorCode::kInvalidArgument, "audio bucket must be a positive even number of mel frames, got " +
                                                  std::to_string(options_.audio_bucket_frames));
   }
+  if (model_->backend() != nullptr && !ggml_backend_is_cpu(model_->backend())) {
+    throw Error(ErrorCode::kUnsupported,
+                std::string("whisper::Session computes on the CPU, but the model's weights are on ") +
+                    ggml_backend_name(model_->backend()) + "; load it with the CPU backend");
+  }
   tokenizer_ = options_.tokenizer ? options_.tokenizer : tokenizer_for(*model_);
   const Hparams& hp = model_->hparams();
 
