@@ -29,6 +29,10 @@ function(earshot_test name)
   target_compile_definitions(${name} PRIVATE EARSHOT_SHARED_DIR="${EARSHOT_SHARED_DIR}"
                                              EARSHOT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   include(GoogleTest)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "EARSHOT_SHARED_DIR=${EARSHOT_SHARED_DIR}")
+  # An empty LABELS value would vanish from the list and swallow the next key, so add it only when set.
+  set(properties ENVIRONMENT "EARSHOT_SHARED_DIR=${EARSHOT_SHARED_DIR}")
+  if(ARG_LABELS)
+    list(APPEND properties LABELS "${ARG_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
 endfunction()
