@@ -32,7 +32,8 @@ function(earshot_test name)
   # An empty LABELS value would vanish from the list and swallow the next key, so add it only when set.
   set(properties ENVIRONMENT "EARSHOT_SHARED_DIR=${EARSHOT_SHARED_DIR}")
   if(ARG_LABELS)
-    list(APPEND properties LABELS "${ARG_LABELS}")
+    string(REPLACE ";" "\\;" labels "${ARG_LABELS}")  # several labels stay one property value
+    list(APPEND properties LABELS "${labels}")
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
 endfunction()
