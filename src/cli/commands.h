@@ -16,7 +16,9 @@ struct Command {
 };
 
 int run_transcribe(const CommandArgs& args);  // transcribe_command.cpp
+int run_serve(const CommandArgs& args);       // serve_command.cpp
 int run_pull(const CommandArgs& args);        // pull_command.cpp
 int run_models(const CommandArgs& args);      // models_command.cpp
+int run_bench(const CommandArgs& args);       // bench_command.cpp
 
 }  // namespace earshot::cli

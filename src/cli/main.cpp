@@ -20,8 +20,10 @@ int run_version(const earshot::cli::CommandArgs&) {
 constexpr Command kCommands[] = {
     {"version", "print the version", run_version},
     {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe},
+    {"serve", "run the live transcription server (WebSocket /asr, web page, OpenAI API)", earshot::cli::run_serve},
     {"pull", "download a Whisper model into the cache", earshot::cli::run_pull},
     {"models", "list the Whisper models and which are cached", earshot::cli::run_models},
+    {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench},
 };
 
 void print_usage() {

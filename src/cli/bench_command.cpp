@@ -1,0 +1,434 @@
+// `earshot bench`: quality, latency and speed of the streaming pipeline, per
+// system (earshot's policies, the whispercpp-stream baseline), on one dataset
+// in one run. The accounting is in src/bench (see metrics.h for definitions).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "audio/audio.h"
+#include "bench/dataset.h"
+#include "bench/metrics.h"
+#include "bench/report.h"
+#include "bench/runner.h"
+#include "bench/timed_decoder.h"
+#include "bench/trace_io.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "model/whisper/model.h"
+#include "model/whisper/session.h"
+#include "policy/alignatt/alignatt_processor.h"
+#include "policy/localagreement/local_agreement_processor.h"
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+#include "model/registry.h"
+#endif
+
+extern char** environ;
+
+namespace earshot::cli {
+namespace {
+namespace fs = std::filesystem;
+using bench::SystemResult;
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+fs::path model_path(const std::string& name_or_path) {
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+  return models::resolve_model(name_or_path);
+#else
+  if (!fs::exists(name_or_path)) throw Error(ErrorCode::kIo, "model file '" + name_or_path + "' does not exist");
+  return name_or_path;
+#endif
+}
+
+double cpu_seconds_self() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Linux lets a process reset its peak RSS (VmHWM) by writing 5 to clear_refs,
+// so each in-process system gets its own peak; otherwise the process peak so far.
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+long peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6)) * 1024;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss * 1024;
+}
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string name) : name_(std::move(name)), tty_(isatty(fileno(stderr)) != 0) {}
+  void update(const std::string& what) {
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K[%s] %s", name_.c_str(), what.c_str());
+    } else {
+      std::fprintf(stderr, "[%s] %s\n", name_.c_str(), what.c_str());
+    }
+    std::fflush(stderr);
+  }
+  void done(const std::string& what) {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+    std::fprintf(stderr, "[%s] %s\n", name_.c_str(), what.c_str());
+  }
+
+ private:
+  std::string name_;
+  bool tty_;
+};
+
+struct BenchSettings {
+  bench::StreamOptions stream;
+  int sessions = 1;
+  int threads = 4;
+  std::string language;
+  bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
+  whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
+  int beams = 1;
+  bool baseline_no_fallback = false;
+};
+
+bench::StreamHandle make_policy_stream(const std::shared_ptr<const whisper::Model>& model, const std::string& policy,
+                                       const BenchSettings& s) {
+  whisper::SessionOptions so;
+  so.n_threads = s.threads;
+  so.encoder_input = s.encoder_input;
+  auto stats = std::make_shared<bench::ComputeStats>();
+  auto decoder = std::make_unique<bench::TimedAsrDecoder>(std::make_unique<whisper::Session>(model, so), stats);
+  bench::StreamHandle h;
+  if (policy == "alignatt") {
+    policy::AlignAttConfig config;
+    config.language = s.language;
+    config.beams = s.beams;
+    config.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
+    h.processor = std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
+  } else {
+    policy::LocalAgreementConfig config;
+    config.language = s.language;
+    h.processor = std::make_unique<policy::LocalAgreementProcessor>(std::move(decoder), std::move(config));
+  }
+  h.stats = [stats] { return *stats; };
+  return h;
+}
+
+SystemResult run_in_process(const std::string& name, const bench::ProcessorFactory& factory,
+                            const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
+                            const BenchSettings& s) {
+  ProgressLine progress(name);
+  const bool own_peak = reset_peak_rss();
+  const double cpu0 = cpu_seconds_self();
+  std::mutex mutex;
+  std::vector<int> done(s.sessions, 0);
+  bench::SystemRun run = bench::run_system(factory, audio, s.stream, s.sessions, [&](int session, int d, int total) {
+    std::lock_guard<std::mutex> lock(mutex);
+    done[session] = d;
+    int all = 0;
+    for (int x : done) all += x;
+    progress.update(std::to_string(all) + "/" + std::to_string(total * s.sessions) + " streams");
+  });
+  const double cpu = cpu_seconds_self() - cpu0;
+  SystemResult r = bench::summarize(name, run, utts, s.stream.pacing, s.normalizer);
+  r.cpu_seconds = cpu;
+  r.peak_rss_bytes = peak_rss_bytes();
+  r.peak_rss_scope = own_peak ? "this system (VmHWM reset before it)" : "earshot process so far";
+  progress.done("done: " + std::to_string(run.streams.size()) + " streams, " +
+                std::to_string(static_cast<int>(r.audio_seconds)) + " s of audio in " +
+                std::to_string(static_cast<int>(run.elapsed_wall)) + " s");
+  return r;
+}
+
+fs::path self_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path(".") : exe.parent_path();
+}
+
+fs::path find_baseline_binary(const std::string& given) {
+  if (!given.empty()) return given;
+  const fs::path dir = self_dir();
+  std::vector<fs::path> candidates = {dir / "earshot-whispercpp-stream", dir / "../../bin/earshot-whispercpp-stream",
+                                      dir / "../bin/earshot-whispercpp-stream"};
+#ifdef EARSHOT_BUILD_BIN_DIR
+  candidates.push_back(fs::path(EARSHOT_BUILD_BIN_DIR) / "earshot-whispercpp-stream");
+#endif
+  for (const fs::path& c : candidates)
+    if (fs::exists(c)) return fs::weakly_canonical(c);
+  throw Error(ErrorCode::kIo,
+              "the whispercpp-stream baseline needs the earshot-whispercpp-stream binary (built when libwhisper is "
+              "found: scripts/bootstrap.sh installs it); not found next to earshot, give --baseline-binary PATH");
+}
+
+// The baseline runs in a child process (see whispercpp_stream_main.cpp): same
+// audio, same runner, traces read back; CPU time and peak RSS from wait4().
+SystemResult run_baseline(const std::string& name, const fs::path& binary, const fs::path& model,
+                          const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
+                          const BenchSettings& s) {
+  const fs::path dir = fs::temp_directory_path() / ("earshot-bench-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path audio_file = dir / "audio.f32", trace_file = dir / "run.trace", log_file = dir / "baseline.log";
+  bench::write_audio_file(audio_file, audio);
+  std::vector<std::string> argv = {binary.string(),
+                                   "--model",
+                                   model.string(),
+                                   "--audio",
+                                   audio_file.string(),
+                                   "--out",
+                                   trace_file.string(),
+                                   "--chunk",
+                                   std::to_string(s.stream.chunk_seconds),
+                                   "--pacing",
+                                   bench::to_string(s.stream.pacing),
+                                   "--sessions",
+                                   std::to_string(s.sessions),
+                                   "--threads",
+                                   std::to_string(s.threads),
+                                   "--language",
+                                   s.language == "auto" ? "auto" : s.language};
+  if (s.baseline_no_fallback) argv.push_back("--no-fallback");
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw Error(ErrorCode::kIo, "cannot start " + binary.string() + ": " + std::strerror(rc));
+
+  ProgressLine progress(name);
+  rusage usage{};
+  int status = 0;
+  std::streamoff log_pos = 0;
+  int streams_done = 0;
+  const int total = static_cast<int>(audio.size()) * s.sessions;
+  for (;;) {
+    const pid_t w = wait4(pid, &status, WNOHANG, &usage);
+    std::ifstream log(log_file);
+    log.seekg(log_pos);
+    std::string line;
+    while (std::getline(log, line)) {
+      if (log.eof()) break;  // a partial line: read it again next time
+      log_pos = log.tellg();
+      if (line.rfind("whispercpp-stream: session", 0) == 0) {
+        ++streams_done;
+        progress.update(std::to_string(streams_done) + "/" + std::to_string(total) + " streams");
+      }
+    }
+    if (w == pid) break;
+    if (w < 0) throw Error(ErrorCode::kInternal, std::string("wait4 failed: ") + std::strerror(errno));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto log_tail = [&] {
+    std::ifstream log(log_file);
+    std::vector<std::string> lines;
+    std::string line;
+    while (std::getline(log, line)) lines.push_back(line);
+    std::string tail;
+    for (size_t i = lines.size() > 15 ? lines.size() - 15 : 0; i < lines.size(); ++i) tail += "\n  " + lines[i];
+    return tail;
+  };
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string tail = log_tail();
+    fs::remove_all(dir);
+    throw Error(ErrorCode::kInternal, name + " failed (" +
+                                          (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                             : "signal " + std::to_string(WTERMSIG(status))) +
+                                          "); last lines of its log:" + tail);
+  }
+  std::ifstream trace(trace_file);
+  bench::SystemRun run = bench::read_run(trace);
+  fs::remove_all(dir);
+  SystemResult r = bench::summarize(name, run, utts, s.stream.pacing, s.normalizer);
+  r.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                  1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  r.peak_rss_bytes = usage.ru_maxrss * 1024L;
+  r.peak_rss_scope = "baseline child process (wait4)";
+  progress.done("done: " + std::to_string(run.streams.size()) + " streams in " +
+                std::to_string(static_cast<int>(run.elapsed_wall)) + " s");
+  return r;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& writer) {
+  std::ofstream out(path);
+  if (!out) throw Error(ErrorCode::kIo, "cannot write '" + path + "'");
+  writer(out);
+  if (!out) throw Error(ErrorCode::kIo, "error writing '" + path + "'");
+}
+
+}  // namespace
+
+int run_bench(const CommandArgs& argv) {
+  Args args("bench",
+            "earshot bench --dataset DIR --model M[,M2...] [--policy alignatt,localagreement] "
+            "[--baseline whispercpp-stream] [--realtime|--as-fast-as-possible] [options]");
+  args.option("dataset", "folder of audio files with same-name .txt references, or a manifest (AUDIO<TAB>TEXT)")
+      .option("model", "model file(s), comma-separated (or names known to `earshot pull`)")
+      .option("policy", "earshot policies to measure, comma-separated (alignatt, localagreement; none)", "alignatt")
+      .option("baseline", "baselines, comma-separated: whispercpp-stream, or none", "none")
+      .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
+      .flag("as-fast-as-possible", "feed audio back to back (delays on the audio clock; the default)")
+      .option("chunk", "seconds of audio per insert (the server's chunking)", "0.5")
+      .option("threads", "CPU threads per session (model and baseline)", "4")
+      .option("sessions", "concurrent sessions, each streaming the whole dataset", "1")
+      .option("language", "language code, or auto", "en")
+      .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
+      .option("encoder-input", "full (30 s window, like whisper.cpp) or audio (only the audio present)", "full")
+      .option("beams", "alignatt beam width (1 = greedy)", "1")
+      .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
+      .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
+      .option("json", "write every number as JSON to this file")
+      .option("markdown", "write a Markdown summary to this file")
+      .option("plot", "write an SVG plot of the delay distributions to this file");
+  args.parse(argv);
+  if (args.help_requested()) {
+    std::printf("%s", args.help().c_str());
+    return 0;
+  }
+  if (!args.positional().empty())
+    throw Error(ErrorCode::kInvalidArgument, "unexpected argument '" + args.positional()[0] + "' (see --help)");
+  if (!args.has("dataset")) throw Error(ErrorCode::kInvalidArgument, "--dataset is required (see --help)");
+  if (!args.has("model")) throw Error(ErrorCode::kInvalidArgument, "--model is required (a ggml Whisper .bin file)");
+  if (args.get_flag("realtime") && args.get_flag("as-fast-as-possible"))
+    throw Error(ErrorCode::kInvalidArgument, "--realtime and --as-fast-as-possible exclude each other");
+
+  BenchSettings s;
+  s.stream.chunk_seconds = args.get_double("chunk");
+  if (!(s.stream.chunk_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--chunk must be > 0 seconds");
+  s.stream.pacing = args.get_flag("realtime") ? bench::Pacing::kRealtime : bench::Pacing::kAsFastAsPossible;
+  s.sessions = static_cast<int>(args.get_int("sessions"));
+  s.threads = static_cast<int>(args.get_int("threads"));
+  if (s.sessions < 1 || s.threads < 1)
+    throw Error(ErrorCode::kInvalidArgument, "--sessions and --threads must be >= 1");
+  s.language = args.get("language");
+  s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
+  const std::string encoder_input = args.get("encoder-input");
+  if (encoder_input != "full" && encoder_input != "audio")
+    throw Error(ErrorCode::kInvalidArgument, "--encoder-input must be full or audio");
+  s.encoder_input = encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
+  s.beams = static_cast<int>(args.get_int("beams"));
+  s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
+
+  std::vector<std::string> policies, baselines;
+  for (const std::string& p : split_list(args.get("policy"))) {
+    if (p == "none") continue;
+    if (p != "alignatt" && p != "localagreement")
+      throw Error(ErrorCode::kInvalidArgument, "unknown --policy '" + p + "' (use alignatt, localagreement or none)");
+    policies.push_back(p);
+  }
+  for (const std::string& b : split_list(args.get("baseline"))) {
+    if (b == "none") continue;
+    if (b != "whispercpp-stream")
+      throw Error(ErrorCode::kInvalidArgument, "unknown --baseline '" + b + "' (use whispercpp-stream or none)");
+    baselines.push_back(b);
+  }
+  if (policies.empty() && baselines.empty()) throw Error(ErrorCode::kInvalidArgument, "nothing to measure");
+  fs::path baseline_binary;
+  if (!baselines.empty()) baseline_binary = find_baseline_binary(args.get("baseline-binary"));
+  std::vector<fs::path> models;
+  for (const std::string& m : split_list(args.get("model"))) models.push_back(model_path(m));
+
+  bench::BenchReport report;
+  bench::BenchConfig& config = report.config;
+  config.dataset = args.get("dataset");
+  config.pacing = bench::to_string(s.stream.pacing);
+  config.chunk_seconds = s.stream.chunk_seconds;
+  config.sessions = s.sessions;
+  config.threads = s.threads;
+  config.normalizer = bench::to_string(s.normalizer);
+  config.started_utc = utc_now();
+  config.command_line = "earshot bench";
+  for (const std::string& a : argv) config.command_line += " " + a;
+
+  bench::Dataset dataset = bench::load_dataset(config.dataset);
+  std::vector<std::vector<float>> audio;
+  for (bench::Utterance& u : dataset.utterances) {
+    try {
+      audio.push_back(audio::load_file(u.audio_path));
+    } catch (const Error& e) {
+      dataset.problems.push_back(u.audio_path + ": unreadable audio (" + e.what() + "); file skipped");
+      u.id.clear();
+      continue;
+    }
+    u.audio_seconds = static_cast<double>(audio.back().size()) / audio::kSampleRate;
+    config.utterances.push_back(u);
+  }
+  config.dataset_problems = dataset.problems;
+  for (const std::string& p : dataset.problems) std::fprintf(stderr, "earshot bench: %s\n", p.c_str());
+  if (config.utterances.empty())
+    throw Error(ErrorCode::kInvalidArgument, "dataset " + config.dataset + ": no readable audio file left");
+
+  for (const fs::path& model_file : models) {
+    const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";
+    if (!policies.empty()) {
+      const auto model = whisper::Model::load(model_file);
+      for (const std::string& p : policies) {
+        SystemResult r = run_in_process(
+            p + suffix, [&] { return make_policy_stream(model, p, s); }, audio, config.utterances, s);
+        r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
+                   encoder_input + (p == "alignatt" ? ", beams " + std::to_string(s.beams) : "");
+        report.systems.push_back(std::move(r));
+      }
+    }
+    for (const std::string& b : baselines) {
+      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s);
+      r.detail = "libwhisper, model " + model_file.string() +
+                 ", step 3 s, length 10 s, keep 0.2 s, greedy, flash attention" +
+                 (s.baseline_no_fallback ? ", no temperature fallback" : ", temperature fallback");
+      report.systems.push_back(std::move(r));
+    }
+  }
+
+  bench::write_table(std::cout, report);
+  for (const SystemResult& r : report.systems)
+    if (r.failed_streams)
+      std::fprintf(stderr, "earshot bench: %s: %ld stream(s) failed; the errors are in --json\n", r.name.c_str(),
+                   r.failed_streams);
+  if (args.has("json")) write_file(args.get("json"), [&](std::ostream& o) { bench::write_json(o, report); });
+  if (args.has("markdown"))
+    write_file(args.get("markdown"), [&](std::ostream& o) { bench::write_markdown(o, report); });
+  if (args.has("plot")) write_file(args.get("plot"), [&](std::ostream& o) { bench::write_svg(o, report); });
+  return 0;
+}
+
+}  // namespace earshot::cli

@@ -1,0 +1,223 @@
+// End-to-end smoke runs of `earshot bench` on shared/data/librivox with a
+// generated random-weight model: the numbers are meaningless, but the run
+// must complete and every metric must be present and within sane bounds.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/dataset.h"
+#include "bench/normalizer.h"
+#include "bench/runner.h"
+#ifdef EARSHOT_BASELINE_BIN
+#include "bench/whispercpp_stream.h"
+#endif
+
+namespace earshot::bench {
+namespace {
+namespace fs = std::filesystem;
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result run(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class BenchSmoke : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("earshot-bench-smoke-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    model_ = dir_ / "mini-en-f16.bin";
+    // Small dimensions keep the run short; f16 because libwhisper rejects all-f32 files.
+    const Result r = run(std::string(EARSHOT_MAKE_MODEL) + " --template " + EARSHOT_SHARED_DIR +
+                         "/models/for-tests-ggml-tiny.en.bin --out " + model_.string() +
+                         " --type f16 --seed 3 --n-state 64 --n-head 2 --n-layer 2");
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_, model_;
+};
+fs::path BenchSmoke::dir_, BenchSmoke::model_;
+
+void expect_sane_distribution(const nlohmann::json& d, double lo, double hi, const std::string& what) {
+  ASSERT_TRUE(d["count"].is_number()) << what;
+  if (d["count"].get<long>() == 0) return;
+  for (const char* k : {"min", "mean", "median", "p90", "max"}) {
+    ASSERT_TRUE(d[k].is_number()) << what << "." << k;
+    EXPECT_GE(d[k].get<double>(), lo) << what << "." << k;
+    EXPECT_LE(d[k].get<double>(), hi) << what << "." << k;
+  }
+  EXPECT_LE(d["min"].get<double>(), d["median"].get<double>()) << what;
+  EXPECT_LE(d["median"].get<double>(), d["p90"].get<double>()) << what;
+  EXPECT_LE(d["p90"].get<double>(), d["max"].get<double>()) << what;
+}
+
+TEST_F(BenchSmoke, LibrivoxRunHasEveryMetric) {
+  const fs::path json = dir_ / "out.json", md = dir_ / "out.md", svg = dir_ / "out.svg";
+  const std::string dataset = std::string(EARSHOT_SHARED_DIR) + "/data/librivox";
+  std::string command = std::string(EARSHOT_BIN) + " bench --dataset " + dataset + " --model " + model_.string() +
+                        " --policy alignatt,localagreement --threads 1 --json " + json.string() + " --markdown " +
+                        md.string() + " --plot " + svg.string();
+  size_t expected_systems = 2;
+#ifdef EARSHOT_BASELINE_BIN
+  command += " --baseline whispercpp-stream --baseline-no-fallback --baseline-binary " EARSHOT_BASELINE_BIN;
+  expected_systems = 3;
+#endif
+  const Result r = run(command);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("WER%"), std::string::npos) << r.output;
+
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const Dataset d = load_dataset(dataset);
+  long reference_words = 0;
+  double audio_seconds = 0;
+  for (const Utterance& u : d.utterances)
+    reference_words += static_cast<long>(split_words(normalize_text(u.reference, NormalizerKind::kEnglish)).size());
+  ASSERT_EQ(j["config"]["utterances"].size(), 5u);
+  for (const auto& u : j["config"]["utterances"]) audio_seconds += u["audio_seconds"].get<double>();
+  EXPECT_NEAR(audio_seconds, 24.73, 1e-6);
+  ASSERT_EQ(j["systems"].size(), expected_systems);
+  for (const auto& s : j["systems"]) {
+    const std::string name = s["name"];
+    SCOPED_TRACE(name);
+    EXPECT_EQ(s["failed_streams"], 0);
+    EXPECT_EQ(s["wer"]["reference"].get<long>(), reference_words);
+    EXPECT_GE(s["wer"]["rate"].get<double>(), 0.0);
+    EXPECT_EQ(
+        s["wer"]["errors"].get<long>(),
+        s["wer"]["substitutions"].get<long>() + s["wer"]["deletions"].get<long>() + s["wer"]["insertions"].get<long>());
+    EXPECT_GT(s["cer"]["reference"].get<long>(), reference_words);
+    // As fast as possible: delays on the audio clock lie within the longest file.
+    expect_sane_distribution(s["delay"], 0.0, 8.0, "delay");
+    expect_sane_distribution(s["provisional_delay"], -8.0, 8.0, "provisional_delay");
+    expect_sane_distribution(s["first_word_delay"], 0.0, 8.0, "first_word_delay");
+    EXPECT_EQ(s["delay"]["values"].size(), s["delay"]["count"].get<size_t>());
+    EXPECT_NEAR(s["audio_seconds"].get<double>(), audio_seconds, 1e-6);
+    EXPECT_GT(s["compute_wall_seconds"].get<double>(), 0.0);
+    EXPECT_GT(s["elapsed_wall_seconds"].get<double>(), 0.0);
+    EXPECT_GT(s["cpu_seconds"].get<double>(), 0.0);
+    EXPECT_GT(s["rtf_cpu"].get<double>(), 0.0);
+    EXPECT_GT(s["rtf_wall"].get<double>(), 0.0);
+    EXPECT_GT(s["peak_rss_bytes"].get<double>(), 4e6);
+    EXPECT_LT(s["peak_rss_bytes"].get<double>(), 16e9);
+    EXPECT_TRUE(s["compute"]["available"].get<bool>());
+    EXPECT_GT(s["compute"]["encoder_passes"].get<long>(), 0);
+    EXPECT_GT(s["compute"]["encoder_ms_per_pass"].get<double>(), 0.0);
+    EXPECT_GT(s["compute"]["decoder_ms_per_pass"].get<double>(), 0.0);
+    EXPECT_GT(s["compute"]["passes_per_audio_second"].get<double>(), 0.0);
+    EXPECT_LE(s["compute"]["passes_per_audio_second"].get<double>(), 2.0 + 5 / audio_seconds + 1e-9);
+    ASSERT_EQ(s["sessions"].size(), 1u);
+    ASSERT_EQ(s["files"].size(), 5u);
+    for (const auto& f : s["files"]) {
+      SCOPED_TRACE(f["id"].get<std::string>());
+      EXPECT_TRUE(f["error"].is_null());
+      const double dur = f["audio_seconds"].get<double>();
+      // One emission per 0.5 s chunk plus finish().
+      EXPECT_EQ(f["emissions"].size(), static_cast<size_t>(std::ceil(dur / 0.5 - 1e-9)) + 1);
+      double last_audio = 0;
+      for (const auto& e : f["emissions"]) {
+        EXPECT_GE(e[1].get<double>(), last_audio);
+        last_audio = e[1].get<double>();
+      }
+      EXPECT_NEAR(last_audio, dur, 1e-6);
+      if (f["first_word_delay"].is_number()) {
+        EXPECT_LE(f["first_word_provisional_delay"].get<double>(), f["first_word_delay"].get<double>() + 1e-9);
+        EXPECT_GE(f["time_to_first_commit"].get<double>(), 0.0);
+        EXPECT_LE(f["time_to_first_commit"].get<double>(), dur + 1e-9);
+      }
+    }
+  }
+  std::stringstream markdown;
+  markdown << std::ifstream(md).rdbuf();
+  EXPECT_NE(markdown.str().find("| alignatt |"), std::string::npos);
+  EXPECT_NE(markdown.str().find("| localagreement |"), std::string::npos);
+  std::stringstream plot;
+  plot << std::ifstream(svg).rdbuf();
+  EXPECT_NE(plot.str().find("alignatt committed"), std::string::npos);
+  EXPECT_NE(plot.str().find("</svg>"), std::string::npos);
+}
+
+TEST_F(BenchSmoke, BadDatasetsGetClearMessages) {
+  const fs::path empty = dir_ / "empty";
+  fs::create_directories(empty);
+  Result r = run(std::string(EARSHOT_BIN) + " bench --dataset " + empty.string() + " --model " + model_.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("no usable utterance"), std::string::npos) << r.output;
+
+  // One unreadable audio file, one without a reference, one good file: the run continues.
+  const fs::path mixed = dir_ / "mixed";
+  fs::create_directories(mixed);
+  std::ofstream(mixed / "broken.wav") << "this is not audio";
+  std::ofstream(mixed / "broken.txt") << "nothing";
+  std::ofstream(mixed / "lonely.wav") << "no reference";
+  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
+                mixed / "good.wav");
+  std::ofstream(mixed / "good.txt") << "he was not an ill disposed young man";
+  const fs::path json = dir_ / "mixed.json";
+  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + mixed.string() + " --model " + model_.string() +
+          " --threads 1 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("broken.wav"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lonely.wav"), std::string::npos) << r.output;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["config"]["dataset_problems"].size(), 2u);
+  ASSERT_EQ(j["config"]["utterances"].size(), 1u);
+  EXPECT_EQ(j["config"]["utterances"][0]["id"], "good");
+  EXPECT_EQ(j["systems"][0]["wer"]["reference"], 8);
+}
+
+#ifdef EARSHOT_BASELINE_BIN
+// The stream.cpp schedule: a decode every 3 s of new audio, a finished line
+// (commit) every second step, the rest committed by finish().
+TEST_F(BenchSmoke, WhisperCppStreamCommitsFinishedLinesOnly) {
+  WhisperCppStreamOptions o;
+  o.model_path = model_.string();
+  o.threads = 1;
+  o.no_fallback = true;
+  StreamHandle h = make_whispercpp_stream(o);
+  std::vector<float> audio(14 * 16000);
+  for (size_t i = 0; i < audio.size(); ++i) audio[i] = 0.1f * std::sin(0.05f * static_cast<float>(i));
+  SteadyClock clock;
+  StreamOptions so;
+  so.warmup = false;
+  const StreamTrace t = run_stream(*h.processor, audio, so, clock);
+  ASSERT_EQ(t.emissions.size(), 29u);  // 28 chunks + finish
+  for (size_t k = 0; k + 1 < t.emissions.size(); ++k) {
+    const Emission& e = t.emissions[k];
+    const bool line_end = std::fabs(e.audio - 6.0) < 1e-9 || std::fabs(e.audio - 12.0) < 1e-9;
+    if (!line_end) {
+      EXPECT_EQ(e.committed, 0) << "at audio " << e.audio;
+    } else {
+      EXPECT_EQ(e.provisional, 0) << "a finished line leaves nothing provisional";
+    }
+  }
+  EXPECT_EQ(t.emissions.back().provisional, 0);
+  const ComputeStats stats = h.stats();
+  EXPECT_EQ(stats.encoder_passes, 5);  // steps at 3, 6, 9, 12 s and the final 2 s
+  for (const CommittedWord& w : t.words) {
+    EXPECT_LE(w.word.end, w.commit_audio + 1e-9);
+    EXPECT_GE(w.word.start, 0.0);
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace earshot::bench
