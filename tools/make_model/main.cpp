@@ -172,10 +172,19 @@ int main(int argc, char** argv) {
       throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--template and --out are required");
     }
     spec.hparams = earshot::whisper::read_file_header(spec.template_path).hparams;
+    const bool english_template = spec.hparams.n_vocab == 51864;
     for (const auto& [o, number] : requested) {
       for (auto field : o->fields) {
         if (field != nullptr) spec.hparams.*field = number;
       }
+    }
+    if (english_template != (spec.hparams.n_vocab == 51864) && spec.vocab_tiktoken.empty()) {
+      // Still a valid file (the special tokens come from n_vocab), but its text tokens are the other family's.
+      std::fprintf(stderr,
+                   "earshot-make-model: note: the template's text tokens are %s but n_vocab %d is %s; pass the "
+                   "matching template or --vocab-tiktoken for real token bytes\n",
+                   english_template ? "English-only (gpt2)" : "multilingual", spec.hparams.n_vocab,
+                   english_template ? "multilingual" : "English-only");
     }
     earshot::whisper::write_random_model(spec, out);
     const Hparams& h = spec.hparams;
