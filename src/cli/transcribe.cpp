@@ -97,6 +97,7 @@ std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::M
     config.beams = options.beams;
     config.never_fire = options.never_fire;
     config.nonspeech_prob = options.nonspeech_prob;
+    config.on_warning = options.on_warning;
     return std::make_unique<policy::AlignAttProcessor>(std::move(session), std::move(config));
   }
   if (options.policy == "localagreement") {

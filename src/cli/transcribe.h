@@ -21,6 +21,8 @@ struct TranscribeOptions {
   int threads = 4;
   bool never_fire = false;
   double nonspeech_prob = 0.5;
+  // Policy warnings (loop guards, dropped fragments); nullptr prints them to stderr.
+  std::function<void(const std::string&)> on_warning;
 };
 
 struct Emission {

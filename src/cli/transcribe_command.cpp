@@ -98,8 +98,13 @@ int run_transcribe(const CommandArgs& argv) {
   for (const std::string& file : args.positional()) {
     const std::vector<float> pcm = audio::load_file(file);
     const double total = static_cast<double>(pcm.size()) / audio::kSampleRate;
+    const bool on_terminal = isatty(fileno(stderr)) != 0;
+    // A warning on a terminal clears the live line first; the next emission redraws it.
+    options.on_warning = [on_terminal](const std::string& message) {
+      std::fprintf(stderr, "%searshot: %s\n", on_terminal ? "\r\033[K" : "", message.c_str());
+    };
     auto processor = make_processor(model, options);
-    LiveLine live(isatty(fileno(stderr)) != 0);
+    LiveLine live(on_terminal);
     const Transcript t = transcribe(*processor, pcm, options, [&](const Emission& e) {
       live.update(e, total);
       if (events.is_open()) events << emission_json(e) << "\n";

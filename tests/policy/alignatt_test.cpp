@@ -230,6 +230,47 @@ TEST_F(AlignAtt, FixedLanguageAndTranslateTaskShapeThePrompt) {
   EXPECT_EQ(rig.fake->language_detections, 0);
 }
 
+TEST_F(AlignAtt, SuppressedTokensAreNeverChosen) {
+  // " one" is the script's favourite; " two" comes next.
+  auto script = [&](int, const std::vector<int32_t>& g) {
+    Reply r;
+    r.frame = 10 + 10 * static_cast<int>(g.size());
+    r.logits = g.empty() ? std::map<int32_t, float>{{one, 5.0f}, {two, 4.0f}} : std::map<int32_t, float>{{eot, 10.0f}};
+    return r;
+  };
+  AlignAttConfig c;
+  c.suppress_tokens = {one};
+  Rig rig(t, script, c);
+  rig.feed(1.0);
+  expect_words(rig.run(), {{" two", 0.2, 0.3}});
+}
+
+TEST_F(AlignAtt, FirstStepNeverEndsOrEmitsABlank) {
+  // EOT and " " are the script's favourites on the first step: both suppressed.
+  const int32_t blank = tok(*t, " ");
+  auto script = [&](int, const std::vector<int32_t>& g) {
+    Reply r;
+    r.frame = 10 + 10 * static_cast<int>(g.size());
+    r.logits = g.empty() ? std::map<int32_t, float>{{eot, 9.0f}, {blank, 8.0f}, {three, 1.0f}}
+                         : std::map<int32_t, float>{{eot, 10.0f}};
+    return r;
+  };
+  Rig rig(t, script);
+  rig.feed(1.0);
+  expect_words(rig.run(), {{" three", 0.2, 0.3}});
+}
+
+TEST_F(AlignAtt, NewSpeakerLabelsLaterWords) {
+  Rig rig(t, passes({{{one, 10}}, {{two, 60}}}));
+  rig.feed(1.0);
+  EXPECT_EQ(rig.run().at(0).speaker, -1);
+  rig.processor->new_speaker(3);
+  rig.feed(1.0);
+  const auto words = rig.run();
+  ASSERT_EQ(words.size(), 1u);
+  EXPECT_EQ(words[0].speaker, 3);
+}
+
 TEST_F(AlignAtt, ConfigValidates) {
   AlignAttConfig c;
   c.audio_max_len = 40;
