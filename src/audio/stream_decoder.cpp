@@ -32,7 +32,7 @@ constexpr int kIoBufferSize = 4096;
 constexpr int kMaxProbeBytes = 128 * 1024;
 // A demuxer that consumes this much without producing audio is skipping garbage.
 constexpr size_t kMaxBytesWithoutAudio = 1 << 20;
-constexpr int64_t kMaxAnalyzeMicroseconds = 500'000;
+constexpr int64_t kMaxAnalyzeMicroseconds = 100'000;
 const char* const kName = "audio stream";
 
 class FfmpegStreamDecoder final : public StreamDecoder {
@@ -170,6 +170,7 @@ class FfmpegStreamDecoder final : public StreamDecoder {
     if (!raw) throw Error(ErrorCode::kInternal, "out of memory allocating an FFmpeg format context");
     raw->pb = io.get();
     raw->flags |= AVFMT_FLAG_CUSTOM_IO;
+    raw->probesize = kMaxProbeBytes;  // also bounds what stream-info analysis may queue in memory
     int rc = avformat_open_input(&raw, "", input_format, nullptr);  // frees raw on failure
     if (aborted()) {
       if (rc >= 0) avformat_close_input(&raw);

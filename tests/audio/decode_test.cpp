@@ -163,6 +163,28 @@ INSTANTIATE_TEST_SUITE_P(Formats, StreamTest,
                            return n;
                          });
 
+// A live stream must not wait for lots of audio before the first samples come out: with
+// 256-byte pieces, samples appear within about half a second of stream (2 KiB go to format probing).
+TEST(StreamDecoder, FirstSamplesArriveAfterLittleOfTheStream) {
+  const std::pair<const char*, const char*> clips[] = {{"jfk_live.webm", "-c:a libopus -b:a 32k -f webm -live 1"},
+                                                       {"jfk_live.ogg", "-c:a libopus -b:a 48k -page_duration 100000"},
+                                                       {"jfk.mp3", "-c:a libmp3lame -b:a 128k"}};
+  for (const auto& [file, args] : clips) {
+    const std::vector<uint8_t> bytes = read_bytes(make_clip(file, args));
+    auto decoder = StreamDecoder::create();
+    size_t pushed = 0;
+    while (pushed < bytes.size()) {
+      const size_t n = std::min<size_t>(256, bytes.size() - pushed);
+      const bool got = !decoder->push(std::span(bytes).subspan(pushed, n)).empty();
+      pushed += n;
+      if (got) break;
+    }
+    const double stream_seconds = 11.0 * double(pushed) / double(bytes.size());
+    std::printf("%s: first samples after %zu bytes (%.2f s of the stream)\n", file, pushed, stream_seconds);
+    EXPECT_LT(stream_seconds, 0.6) << file;
+  }
+}
+
 ErrorCode push_until_error(StreamDecoder& decoder, std::span<const uint8_t> bytes, size_t piece, size_t* pushed) {
   *pushed = 0;
   try {
