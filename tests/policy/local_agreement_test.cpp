@@ -70,5 +70,14 @@ TEST_F(LocalAgreement, TrimsTheBufferAtACommittedSentenceEndAndPromptsWithIt) {
   EXPECT_EQ(t->decode(std::vector<int32_t>(fake->prompts[2].begin() + 1, fake->prompts[2].end() - 2)), " one end.");
 }
 
+TEST_F(LocalAgreement, ALoopingDecodeIsCutAtItsSecondRepetition) {
+  std::vector<Step> loop = {{one, 10}};
+  for (int i = 0; i < 9; ++i) loop.push_back({two, 17 + 7 * i});
+  auto p = make({loop});
+  const auto pcm = seconds(2.0);
+  p->insert_audio(pcm, 2.0);
+  expect_words(p->transcribe({}), {{" one", 0.2, 0.34}, {" two", 0.34, 0.48}});
+}
+
 }  // namespace
 }  // namespace earshot::policy::testing

@@ -182,6 +182,10 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
     word.speaker = speaker_;
     words.push_back(std::move(word));
   }
+  // A decode stuck in a loop: keep the words before the second repetition.
+  std::vector<std::string> normalized;
+  for (const Word& w : words) normalized.push_back(normalize_word(w.text));
+  if (const auto cut = find_repetition(normalized)) words.resize(*cut);
   return words;
 }
 
