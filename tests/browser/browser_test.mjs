@@ -1,0 +1,141 @@
+// The web page in a real browser: Debian's chromium (headless, fake microphone
+// playing jfk.wav) driven by playwright-core against `earshot serve` on a
+// random-weight model. For MediaRecorder (webm/opus) and, with --pcm-input, the
+// AudioWorklet: press record, record a few seconds, stop; the page must show lines
+// with time ranges and the server must answer the end of stream with ready_to_stop.
+// A screenshot of each run goes to EARSHOT_ARTIFACT_DIR.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+
+import { requiredPath, sharedFile, startServer } from "./earshot_server.mjs";
+
+const RECORD_MS = 7000;  // of jfk.wav's 11 s: speech from 0.3 s on
+const chromiumPath = process.env.EARSHOT_CHROMIUM || "/usr/bin/chromium";
+if (!fs.existsSync(chromiumPath))
+  throw new Error(`chromium not found at ${chromiumPath}: install Debian's chromium (scripts/bootstrap.sh does)`);
+const artifactDir = requiredPath("EARSHOT_ARTIFACT_DIR");
+const jfk = sharedFile("data/jfk.wav");
+const TIME = /^\d+:\d{2}:\d{2}(\.\d+)?$/;
+
+async function recordOnce(mode) {
+  const server = await startServer({ extraArgs: mode === "pcm" ? ["--pcm-input"] : [] });
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "earshot-chromium-"));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: chromiumPath,
+      headless: true,
+      args: [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+        `--use-file-for-fake-audio-capture=${jfk}`,
+      ],
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    // Chromium's DevTools reports no sent frames for Blob payloads (MediaRecorder's chunks), so the page's
+    // own WebSocket.send is counted instead: sizes of what it sends, in order.
+    await page.addInitScript(() => {
+      window.__earshotSent = [];
+      const send = WebSocket.prototype.send;
+      WebSocket.prototype.send = function (data) {
+        window.__earshotSent.push(data instanceof Blob ? data.size : data.byteLength ?? String(data).length);
+        return send.call(this, data);
+      };
+    });
+    const pageErrors = [];
+    page.on("pageerror", (e) => pageErrors.push(String(e)));
+
+    // Every WebSocket frame the page exchanges with /asr.
+    const received = [];
+    let socketUrl = "";
+    let resolveReady;
+    const readyToStop = new Promise((resolve) => { resolveReady = resolve; });
+    page.on("websocket", (ws) => {
+      socketUrl = ws.url();
+      ws.on("framereceived", ({ payload }) => {
+        const message = JSON.parse(typeof payload === "string" ? payload : payload.toString());
+        received.push(message);
+        if (message.type === "ready_to_stop") resolveReady(message);
+      });
+    });
+
+    await page.goto(server.url + "/");
+    assert.equal(await page.title() !== "", true, "the page has a title");
+    await page.click("#record");
+    await page.waitForFunction(() => document.getElementById("status").textContent === "recording", null,
+                               { timeout: 15000 });
+    await page.waitForTimeout(RECORD_MS);
+    await page.click("#record");
+    const ready = await Promise.race([
+      readyToStop,
+      new Promise((_, reject) => setTimeout(() => reject(new Error("no ready_to_stop within 30 s")), 30000)),
+    ]);
+    assert.deepEqual(ready, { type: "ready_to_stop" });
+    await page.waitForFunction(() => document.getElementById("status").textContent === "done", null, { timeout: 5000 });
+
+    // The protocol as the page saw it.
+    assert.match(socketUrl, /\/asr\?language=auto$/);
+    assert.equal(received[0].type, "config", "the first message is the config");
+    assert.equal(received[0].useAudioWorklet, mode === "pcm");
+    const sent = await page.evaluate(() => window.__earshotSent);
+    const sentBytes = sent.reduce((a, b) => a + b, 0), sentFrames = sent.length;
+    assert.equal(sent[sent.length - 1], 0, `stop ends the stream with an empty frame; last sizes ${sent.slice(-5)}`);
+    assert.equal(sent.indexOf(0), sent.length - 1, "no empty frame before the end");
+    // 16 kHz s16le is 32000 bytes/s; opus at browser rates is a few kB/s.
+    const minBytes = mode === "pcm" ? 32000 * (RECORD_MS / 1000) * 0.7 : 2000;
+    assert.ok(sentBytes > minBytes, `${mode}: sent ${sentBytes} bytes in ${sentFrames} frames, expected > ${minBytes}`);
+    const updates = received.filter((m) => !m.type);
+    assert.ok(updates.length > 0, "updates arrived");
+    for (const u of updates) {
+      assert.ok(Array.isArray(u.lines), "every update has lines");
+      assert.equal(typeof u.buffer_transcription, "string");
+      assert.equal(typeof u.remaining_time_transcription, "number");
+      assert.notEqual(u.status, "error", `server error: ${u.error}`);
+    }
+    const last = updates[updates.length - 1];
+    const spoken = last.lines.filter((l) => l.speaker !== -2 && l.text.trim() !== "");
+    assert.ok(spoken.length > 0, `the final update has spoken lines: ${JSON.stringify(last)}`);
+    for (const l of last.lines) {
+      assert.match(l.start, TIME);
+      assert.match(l.end, TIME);
+    }
+
+    // The page shows them: each line's meta is "S<speaker>start – end" with clock times.
+    const shown = await page.$$eval("#lines .line:not(.silence)", (rows) => rows.map((row) => {
+      const meta = row.querySelector(".meta"), speaker = meta.querySelector(".spk");
+      return { speaker: speaker.textContent, range: meta.textContent.slice(speaker.textContent.length),
+               text: row.querySelector(".text").textContent };
+    }));
+    assert.equal(shown.length, spoken.length, "one rendered line per spoken line");
+    shown.forEach((row, i) => {
+      const m = row.range.match(/^(\d+:\d{2}:\d{2}(?:\.\d+)?) – (\d+:\d{2}:\d{2}(?:\.\d+)?)/);
+      assert.ok(m, `line ${i} shows a time range: '${row.range}'`);
+      assert.equal(m[1], spoken[i].start);
+      assert.equal(m[2], spoken[i].end);
+      assert.equal(row.speaker, "S" + spoken[i].speaker);
+      assert.equal(row.text, spoken[i].text.trim());
+    });
+    assert.equal(await page.isVisible("#placeholder"), false, "the placeholder is hidden once lines exist");
+    assert.deepEqual(pageErrors, [], "no JavaScript errors on the page");
+
+    const shot = path.join(artifactDir, `browser-${mode}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    assert.ok(fs.statSync(shot).size > 1000, "screenshot written");
+    console.log(`${mode}: ${updates.length} updates, ${spoken.length} lines, ${sentBytes} bytes sent; ` +
+                `last line [${spoken[spoken.length - 1].start} – ${spoken[spoken.length - 1].end}]; screenshot ${shot}`);
+  } catch (e) {
+    console.error(`--- earshot serve log (${mode}) ---\n${server.log()}`);
+    throw e;
+  } finally {
+    if (context) await context.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+    await server.stop();
+  }
+}
+
+for (const mode of ["webm", "pcm"]) await recordOnce(mode);
+console.log("browser test passed");
