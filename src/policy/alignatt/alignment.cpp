@@ -11,13 +11,22 @@ namespace earshot::policy {
 namespace {
 constexpr double kStdEpsilon = 1e-8;
 
+// Median of the width-7 window (edges replicated) at frame i.
+float median7_at(const std::vector<float>& row, int i) {
+  const int n = static_cast<int>(row.size());
+  std::array<float, kMedianFilterWidth> w;
+  for (int k = 0; k < kMedianFilterWidth; ++k) w[k] = row[std::clamp(i - kMedianFilterWidth / 2 + k, 0, n - 1)];
+  std::nth_element(w.begin(), w.begin() + kMedianFilterWidth / 2, w.end());
+  return w[kMedianFilterWidth / 2];
+}
+
 // Mean over heads of the median-filtered z-scores; argmax over [0, content_len).
+// Only the cropped frames are filtered: the ones after the crop are never read.
 int argmax_of_heads(const std::vector<std::vector<float>>& z_per_head, int n_frames, int content_len) {
   const int crop = std::clamp(content_len, 1, n_frames);
   std::vector<double> mean(crop, 0.0);
   for (const auto& z : z_per_head) {
-    const std::vector<float> filtered = median_filter(z);
-    for (int f = 0; f < crop; ++f) mean[f] += filtered[f];
+    for (int f = 0; f < crop; ++f) mean[f] += median7_at(z, f);
   }
   return static_cast<int>(std::max_element(mean.begin(), mean.end()) - mean.begin());
 }
@@ -39,6 +48,9 @@ std::vector<float> median_filter(std::span<const float> row, int width) {
 
 void AlignmentAccumulator::reset() {
   blocks_.clear();
+  total_sum_.clear();
+  total_sum_squares_.clear();
+  total_rows_ = 0;
   last_row_.clear();
   n_sequences_ = n_heads_ = n_frames_ = 0;
 }
@@ -70,8 +82,25 @@ void AlignmentAccumulator::add(const DecodeResult& r) {
       std::copy_n(r.attention_at(s, h, r.n_tokens - 1), n_frames_, last_row_.begin() + base);
     }
   }
+  if (total_rows_ == 0) {
+    total_sum_.assign(plane, 0.0);
+    total_sum_squares_.assign(plane, 0.0);
+  }
+  for (size_t i = 0; i < plane; ++i) {
+    total_sum_[i] += block.sum[i];
+    total_sum_squares_[i] += block.sum_squares[i];
+  }
+  total_rows_ += block.rows;
   blocks_.push_back(std::move(block));
-  while (static_cast<int>(blocks_.size()) > window_) blocks_.pop_front();
+  while (static_cast<int>(blocks_.size()) > window_) {
+    const Block& old = blocks_.front();
+    for (size_t i = 0; i < plane; ++i) {
+      total_sum_[i] -= old.sum[i];
+      total_sum_squares_[i] -= old.sum_squares[i];
+    }
+    total_rows_ -= old.rows;
+    blocks_.pop_front();
+  }
 }
 
 void AlignmentAccumulator::reorder(std::span<const int> source) {
@@ -88,27 +117,25 @@ void AlignmentAccumulator::reorder(std::span<const int> source) {
     permute(b.sum_squares);
   }
   permute(last_row_);
+  permute(total_sum_);
+  permute(total_sum_squares_);
 }
 
 int AlignmentAccumulator::most_attended_frame(int sequence, int content_len) const {
   if (blocks_.empty()) return 0;
-  int rows = 0;
-  for (const Block& b : blocks_) rows += b.rows;
-  std::vector<std::vector<float>> z(n_heads_, std::vector<float>(n_frames_));
+  const double rows = total_rows_;
+  // Frames beyond crop + half the filter width never reach the result.
+  const int needed = std::min(n_frames_, std::clamp(content_len, 1, n_frames_) + kMedianFilterWidth / 2);
+  std::vector<std::vector<float>> z(n_heads_, std::vector<float>(needed));
   for (int h = 0; h < n_heads_; ++h) {
     const size_t base = (static_cast<size_t>(sequence) * n_heads_ + h) * n_frames_;
-    for (int f = 0; f < n_frames_; ++f) {
-      double sum = 0, sum_squares = 0;
-      for (const Block& b : blocks_) {
-        sum += b.sum[base + f];
-        sum_squares += b.sum_squares[base + f];
-      }
-      const double mean = sum / rows;
-      const double variance = std::max(0.0, sum_squares / rows - mean * mean);
+    for (int f = 0; f < needed; ++f) {
+      const double mean = total_sum_[base + f] / rows;
+      const double variance = std::max(0.0, total_sum_squares_[base + f] / rows - mean * mean);
       z[h][f] = static_cast<float>((last_row_[base + f] - mean) / (std::sqrt(variance) + kStdEpsilon));
     }
   }
-  return argmax_of_heads(z, n_frames_, content_len);
+  return argmax_of_heads(z, needed, content_len);
 }
 
 std::vector<int> most_attended_frames(std::span<const float> attention, int n_heads, int n_tokens, int n_frames,

@@ -39,6 +39,9 @@ class AlignmentAccumulator {
   int n_sequences_ = 0, n_heads_ = 0, n_frames_ = 0;
   std::deque<Block> blocks_;
   std::vector<float> last_row_;  // [sequence][head][frame]
+  // Sums over the blocks in the window, kept as blocks come and go.
+  std::vector<double> total_sum_, total_sum_squares_;
+  int total_rows_ = 0;
 };
 
 // Offline form over a whole decode: attention [head][token][frame] of one
