@@ -51,6 +51,15 @@ class SightingTracker {
 
 }  // namespace
 
+ComputeStats ComputeStats::operator-(const ComputeStats& o) const {
+  ComputeStats d = *this;
+  d.encoder_passes -= o.encoder_passes;
+  d.encoder_seconds -= o.encoder_seconds;
+  d.decoder_calls -= o.decoder_calls;
+  d.decoder_seconds -= o.decoder_seconds;
+  return d;
+}
+
 ComputeStats& ComputeStats::operator+=(const ComputeStats& o) {
   encoder_passes += o.encoder_passes;
   encoder_seconds += o.encoder_seconds;
@@ -162,8 +171,13 @@ SystemRun run_system(const ProcessorFactory& factory, const std::vector<std::vec
       ComputeStats stats;
       try {
         StreamHandle handle = factory();
-        record.trace = run_stream(*handle.processor, audio[file], options, *clock);
-        if (handle.stats) stats = handle.stats();
+        // Warm up outside the stream and outside the compute counters.
+        if (options.warmup) handle.processor->warmup();
+        const ComputeStats before = handle.stats ? handle.stats() : ComputeStats{};
+        StreamOptions stream_options = options;
+        stream_options.warmup = false;
+        record.trace = run_stream(*handle.processor, audio[file], stream_options, *clock);
+        if (handle.stats) stats = handle.stats() - before;
       } catch (const std::exception& e) {
         record.error = e.what();
       }

@@ -37,6 +37,7 @@ struct ComputeStats {
   bool available = false;  // false: the system exposes no counters
 
   ComputeStats& operator+=(const ComputeStats& o);
+  ComputeStats operator-(const ComputeStats& o) const;  // counters between two snapshots
 };
 
 // A processor plus its optional stats hook.

@@ -155,13 +155,17 @@ TEST(RunSystem, SessionsRotateFilesCollectStatsAndSurviveFailures) {
     if (made++ == 1) p->fail_at_call = 0;  // the second stream fails
     StreamHandle h;
     h.processor = std::move(p);
-    h.stats = [] {
+    // Counters read before the stream (after warmup) and after it: the run
+    // reports the difference.
+    auto reads = std::make_shared<int>(0);
+    h.stats = [reads] {
+      const int k = (*reads)++;
       ComputeStats s;
       s.available = true;
-      s.encoder_passes = 2;
-      s.encoder_seconds = 0.5;
-      s.decoder_calls = 10;
-      s.decoder_seconds = 1.0;
+      s.encoder_passes = 1 + 2 * k;
+      s.encoder_seconds = 0.25 + 0.5 * k;
+      s.decoder_calls = 3 + 10 * k;
+      s.decoder_seconds = 1.0 * k;
       return s;
     };
     return h;
