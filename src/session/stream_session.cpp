@@ -56,6 +56,7 @@ struct StreamSession::State {
   double first_audio_wall = -1;
   uint64_t version = 0;
   std::vector<Line> lines;
+  std::vector<Word> words;
   std::string buffer;
   double provisional_end = 0;
   double committed_end = 0;
@@ -148,6 +149,7 @@ Snapshot StreamSession::snapshot() const {
   const State& s = *state_;
   Snapshot snap;
   snap.lines = s.lines;
+  snap.words = s.words;
   snap.buffer_transcription = s.buffer;
   snap.received_seconds = to_seconds(s.received_samples);
   snap.processed_seconds = to_seconds(s.processed_samples);
@@ -298,6 +300,10 @@ void StreamSession::commit(const std::vector<Word>& words) {
     const std::string& lang = w.language.empty() ? language : w.language;
     if (!lang.empty()) line.detected_language = lang;
     s.committed_end = std::max(s.committed_end, w.end);
+    if (options_.keep_words) {
+      s.words.push_back(w);
+      if (s.words.back().language.empty()) s.words.back().language = language;
+    }
   }
   ++s.version;
 }

@@ -33,6 +33,8 @@ struct StreamOptions {
   // audio is skipped (treated as a gap) so memory stays bounded. 0 = unbounded
   // (whole-file transcription, where the upload limit bounds it).
   double max_pending_seconds = 60.0;
+  // Keep every committed word in snapshots (file transcription needs word times).
+  bool keep_words = false;
 };
 
 struct Line {
@@ -46,6 +48,7 @@ struct Line {
 
 struct Snapshot {
   std::vector<Line> lines;  // every line so far, in order
+  std::vector<Word> words;  // committed words, only with StreamOptions::keep_words
   std::string buffer_transcription;
   std::string buffer_diarization;
   std::string buffer_translation;

@@ -26,8 +26,8 @@ class VoiceActivityDetector {
   // Feeds consecutive samples of one stream (any chunk size); returns the events
   // decided so far, in stream order, alternating start/end beginning with a start.
   virtual std::vector<VadEvent> push(std::span<const float> samples) = 0;
-  // End of stream: events still pending (an open speech segment is not closed
-  // here; the session closes it itself).
+  // End of stream: events still pending (may close an open speech segment at
+  // the stream end; the session handles either way).
   virtual std::vector<VadEvent> finish() = 0;
   // The furthest an event can point back from the end of the samples pushed when
   // it is reported (decision latency: min silence + padding + one window). The

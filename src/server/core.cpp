@@ -1,0 +1,242 @@
+#include "server/core.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+#include "server/protocol.h"
+#include "server/web_page.h"
+
+namespace earshot::server {
+
+namespace {
+
+std::string trim(std::string s) {
+  size_t a = s.find_first_not_of(" \t");
+  size_t b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// Constant-time comparison so the token cannot be guessed byte by byte from timing.
+bool equal_constant_time(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+HttpResponse json_response(int status, const nlohmann::json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+}  // namespace
+
+HttpResponse openai_error(int status, const std::string& message, const std::string& type) {
+  return json_response(status,
+                       {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}});
+}
+
+Core::Core(ServerConfig config, ServerHooks hooks)
+    : config_(std::move(config)), hooks_(std::move(hooks)), scheduler_(config_.workers) {
+  // A file is bounded by the upload limit; none of it may be skipped, and words need their times.
+  config_.file.max_pending_seconds = 0;
+  config_.file.keep_words = true;
+  if (!hooks_.make_processor) throw Error(ErrorCode::kInternal, "server needs a processor factory");
+}
+
+bool Core::acquire_slot() {
+  size_t current = active_.load();
+  while (current < static_cast<size_t>(std::max(0, config_.max_sessions))) {
+    if (active_.compare_exchange_weak(current, current + 1)) return true;
+  }
+  std::lock_guard lock(mutex_);
+  ++totals_.sessions_refused;
+  return false;
+}
+
+void Core::release_slot() { --active_; }
+
+std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file) {
+  if (hooks_.check_language && language != "auto") {
+    std::string problem = hooks_.check_language(language);
+    if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
+  }
+  std::unique_ptr<OnlineProcessor> processor = hooks_.make_processor(language);
+  std::unique_ptr<session::VoiceActivityDetector> vad;
+  if (hooks_.make_vad) vad = hooks_.make_vad();
+  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad),
+                                                          file ? config_.file : config_.stream);
+  std::lock_guard lock(mutex_);
+  (file ? totals_.sessions_total_file : totals_.sessions_total_ws)++;
+  live_.push_back(session);
+  return session;
+}
+
+void Core::close_session(const std::shared_ptr<session::StreamSession>& session) {
+  if (!session) return;
+  session::SessionStats stats = session->stats();
+  session::Snapshot snap = session->snapshot();
+  std::lock_guard lock(mutex_);
+  totals_.passes += stats.passes;
+  totals_.model_seconds += stats.model_seconds;
+  totals_.audio_seconds += stats.audio_seconds;
+  totals_.skipped_seconds += snap.skipped_seconds;
+  if (!snap.error.empty()) ++totals_.session_errors;
+  live_.erase(std::remove_if(live_.begin(), live_.end(),
+                             [&](const std::weak_ptr<session::StreamSession>& w) {
+                               auto p = w.lock();
+                               return !p || p == session;
+                             }),
+              live_.end());
+}
+
+bool Core::token_ok(const std::string& token) const {
+  return config_.api_token.empty() || equal_constant_time(token, config_.api_token);
+}
+
+std::string Core::bearer_token(const std::string& authorization) {
+  std::string value = trim(authorization);
+  if (value.size() > 7 && (value.compare(0, 7, "Bearer ") == 0 || value.compare(0, 7, "bearer ") == 0))
+    return trim(value.substr(7));
+  return "";
+}
+
+void Core::fail_all(const std::string& message) {
+  std::vector<std::shared_ptr<session::StreamSession>> live;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& w : live_)
+      if (auto p = w.lock()) live.push_back(p);
+  }
+  for (auto& s : live) s->fail(message);
+}
+
+void Core::count_http_request() {
+  std::lock_guard lock(mutex_);
+  ++totals_.http_requests;
+}
+
+void Core::count_error() {
+  std::lock_guard lock(mutex_);
+  ++totals_.session_errors;
+}
+
+std::vector<std::pair<std::string, std::string>> Core::cors_headers(const std::string& origin) const {
+  if (origin.empty() || config_.cors_origins.empty()) return {};
+  bool any = std::find(config_.cors_origins.begin(), config_.cors_origins.end(), "*") != config_.cors_origins.end();
+  bool listed =
+      std::find(config_.cors_origins.begin(), config_.cors_origins.end(), origin) != config_.cors_origins.end();
+  if (!any && !listed) return {};
+  return {{"Access-Control-Allow-Origin", any ? "*" : origin},
+          {"Vary", "Origin"},
+          {"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+          {"Access-Control-Allow-Headers", "Authorization, Content-Type"}};
+}
+
+bool Core::is_blocking_route(const HttpRequest& request) const {
+  return request.method == "POST" && parse_target(request.target).path == "/v1/audio/transcriptions";
+}
+
+HttpResponse Core::handle(const HttpRequest& request) {
+  count_http_request();
+  const Target target = parse_target(request.target);
+  const std::string& path = target.path;
+  if (request.method == "OPTIONS") {
+    HttpResponse r;
+    r.status = 204;
+    r.content_type.clear();
+    return r;
+  }
+  const bool needs_token = path.rfind("/v1/", 0) == 0 || path == "/metrics";
+  if (needs_token && !token_ok(bearer_token(request.header("authorization")))) {
+    HttpResponse r = openai_error(401, "invalid or missing API token", "authentication_error");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+  }
+  if (path == "/" || path == "/index.html") {
+    if (request.method != "GET" && request.method != "HEAD") return openai_error(405, "use GET for " + path);
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::string(web_page());
+    return r;
+  }
+  if (path == "/health") {
+    return json_response(200, {{"status", "ok"}, {"backend", config_.backend}, {"ready", true}});
+  }
+  if (path == "/v1/models") {
+    return json_response(200, {{"object", "list"},
+                               {"data", {{{"id", config_.model_id}, {"object", "model"}, {"owned_by", "earshot"}}}}});
+  }
+  if (path == "/metrics") {
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics_text();
+    return r;
+  }
+  if (path == "/v1/audio/transcriptions") {
+    if (request.method != "POST") return openai_error(405, "use POST with multipart/form-data for " + path);
+    return transcribe(request);
+  }
+  return openai_error(404, "no route for " + request.method + " " + path);
+}
+
+std::string Core::metrics_text() const {
+  MetricTotals t;
+  std::vector<std::shared_ptr<session::StreamSession>> live;
+  {
+    std::lock_guard lock(mutex_);
+    t = totals_;
+    for (const auto& w : live_)
+      if (auto p = w.lock()) live.push_back(p);
+  }
+  double max_lag = 0, sum_lag = 0;
+  size_t streams = 0;
+  for (const auto& s : live) {
+    session::SessionStats stats = s->stats();
+    session::Snapshot snap = s->snapshot();
+    t.passes += stats.passes;
+    t.model_seconds += stats.model_seconds;
+    t.audio_seconds += stats.audio_seconds;
+    t.skipped_seconds += snap.skipped_seconds;
+    max_lag = std::max(max_lag, snap.lag_transcription());
+    sum_lag += snap.lag_transcription();
+    ++streams;
+  }
+  std::ostringstream out;
+  auto metric = [&](const char* name, const char* type, const char* help, auto value, const char* labels = "") {
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
+        << name << labels << ' ' << value << '\n';
+  };
+  metric("earshot_sessions_active", "gauge", "Streams and file transcriptions running now.", active_.load());
+  out << "# HELP earshot_sessions_total Sessions opened since start.\n# TYPE earshot_sessions_total counter\n"
+      << "earshot_sessions_total{kind=\"websocket\"} " << t.sessions_total_ws << '\n'
+      << "earshot_sessions_total{kind=\"file\"} " << t.sessions_total_file << '\n';
+  metric("earshot_sessions_refused_total", "counter", "Sessions refused because --max-sessions was reached.",
+         t.sessions_refused);
+  metric("earshot_session_errors_total", "counter", "Sessions ended by an error.", t.session_errors);
+  metric("earshot_audio_seconds_total", "counter", "Seconds of audio handed to VAD and model.", t.audio_seconds);
+  metric("earshot_audio_skipped_seconds_total", "counter",
+         "Seconds of audio skipped because a session fell too far behind.", t.skipped_seconds);
+  metric("earshot_passes_total", "counter", "Policy passes (process/flush calls) run.", t.passes);
+  metric("earshot_model_seconds_total", "counter", "Wall seconds spent in VAD and model passes.", t.model_seconds);
+  if (hooks_.model_times) {
+    ModelTimes m = hooks_.model_times();
+    metric("earshot_encoder_seconds_total", "counter", "Wall seconds in encoder passes.", m.encoder_seconds);
+    metric("earshot_decoder_seconds_total", "counter", "Wall seconds in decoder passes.", m.decoder_seconds);
+    metric("earshot_encoder_passes_total", "counter", "Encoder passes.", m.encoder_passes);
+    metric("earshot_decoder_passes_total", "counter", "Decoder passes.", m.decoder_passes);
+  }
+  metric("earshot_lag_seconds_max", "gauge", "Largest remaining_time_transcription among live sessions.", max_lag);
+  metric("earshot_lag_seconds_mean", "gauge", "Mean remaining_time_transcription of live sessions.",
+         streams ? sum_lag / static_cast<double>(streams) : 0.0);
+  metric("earshot_scheduler_queued", "gauge", "Sessions waiting for a worker.", scheduler_.queued());
+  metric("earshot_http_requests_total", "counter", "HTTP requests served (WebSocket upgrades excluded).",
+         t.http_requests);
+  return out.str();
+}
+
+}  // namespace earshot::server

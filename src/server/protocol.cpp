@@ -1,0 +1,191 @@
+#include "server/protocol.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace earshot::server {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+const char* status_of(const session::Snapshot& snap) {
+  if (!snap.error.empty()) return "error";
+  if (snap.lines.empty() && snap.buffer_transcription.empty() && snap.buffer_diarization.empty())
+    return "no_audio_detected";
+  return "active_transcription";
+}
+
+// Everything of an update except the lines: status, buffers, lag figures.
+nlohmann::json scalars(const session::Snapshot& snap) {
+  nlohmann::json j;
+  j["status"] = status_of(snap);
+  if (!snap.error.empty()) j["error"] = snap.error;
+  j["buffer_transcription"] = snap.buffer_transcription;
+  j["buffer_diarization"] = snap.buffer_diarization;
+  j["buffer_translation"] = snap.buffer_translation;
+  j["remaining_time_transcription"] = snap.lag_transcription();
+  j["remaining_time_transcription_processing"] = snap.lag_processing();
+  j["remaining_time_transcription_policy"] = snap.lag_policy();
+  j["remaining_time_diarization"] = 0.0;
+  return j;
+}
+
+}  // namespace
+
+std::string url_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Target parse_target(std::string_view target) {
+  Target t;
+  size_t q = target.find('?');
+  t.path = url_decode(target.substr(0, q));
+  if (q == std::string_view::npos) return t;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    std::string key = url_decode(pair.substr(0, eq));
+    std::string value = eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1));
+    t.query[key] = value;  // the last occurrence wins, as in Starlette
+  }
+  return t;
+}
+
+StreamParams parse_stream_params(const std::map<std::string, std::string>& query, const std::string& default_language) {
+  StreamParams p;
+  auto get = [&](const char* key) -> std::optional<std::string> {
+    auto it = query.find(key);
+    if (it == query.end()) return std::nullopt;
+    return it->second;
+  };
+  p.language = get("language").value_or("");
+  if (p.language.empty()) p.language = default_language.empty() ? "auto" : default_language;
+  p.target_language = get("target_language").value_or("");
+  std::string mode = get("mode").value_or("full");
+  if (mode == "diff") {
+    p.diff_mode = true;
+  } else if (mode != "full" && !mode.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "invalid mode '" + mode + "': expected 'full' or 'diff'");
+  }
+  p.token = get("token").value_or("");
+  return p;
+}
+
+nlohmann::json config_message(bool use_audio_worklet, bool diff_mode) {
+  return {{"type", "config"}, {"useAudioWorklet", use_audio_worklet}, {"mode", diff_mode ? "diff" : "full"}};
+}
+
+nlohmann::json error_message(const std::string& message) { return {{"type", "error"}, {"error", message}}; }
+
+nlohmann::json ready_to_stop_message() { return {{"type", "ready_to_stop"}}; }
+
+nlohmann::json line_json(const session::Line& line) {
+  nlohmann::json j;
+  j["speaker"] = line.speaker;
+  j["text"] = line.text;
+  j["start"] = session::format_protocol_time(line.start);
+  j["end"] = session::format_protocol_time(line.end);
+  if (!line.translation.empty()) j["translation"] = line.translation;
+  if (!line.detected_language.empty()) j["detected_language"] = line.detected_language;
+  return j;
+}
+
+nlohmann::json full_update(const session::Snapshot& snap) {
+  nlohmann::json j = scalars(snap);
+  nlohmann::json lines = nlohmann::json::array();
+  for (const session::Line& line : snap.lines) {
+    if (line.text.empty() && line.speaker != -2) continue;  // empty non-silence lines are dropped
+    lines.push_back(line_json(line));
+  }
+  j["lines"] = std::move(lines);
+  return j;
+}
+
+std::optional<nlohmann::json> UpdateEncoder::next(const session::Snapshot& snap, bool force) {
+  if (diff_mode_) return next_diff(snap, force);
+  nlohmann::json update = full_update(snap);
+  std::string text = update.dump();
+  if (!force && text == last_full_) return std::nullopt;
+  last_full_ = std::move(text);
+  ++seq_;
+  return update;
+}
+
+std::optional<nlohmann::json> UpdateEncoder::next_diff(const session::Snapshot& snap, bool force) {
+  // Diff mode keeps only the lines of the last `retention_` seconds.
+  double latest = 0;
+  for (const session::Line& line : snap.lines) latest = std::max(latest, line.end);
+  size_t first = first_retained_;
+  while (first < snap.lines.size() && snap.lines[first].end < latest - retention_) ++first;
+  std::vector<nlohmann::json> current;
+  for (size_t i = first; i < snap.lines.size(); ++i) {
+    if (snap.lines[i].text.empty() && snap.lines[i].speaker != -2) continue;
+    current.push_back(line_json(snap.lines[i]));
+  }
+  nlohmann::json rest = scalars(snap);
+
+  if (seq_ == 0) {
+    nlohmann::json message = {{"type", "snapshot"}, {"seq", ++seq_}};
+    message.update(rest);
+    message["lines"] = current;
+    first_retained_ = first;
+    sent_ = std::move(current);
+    last_scalars_ = std::move(rest);
+    return message;
+  }
+  // Lines pruned since the last message: they were the first ones the client holds.
+  size_t pruned = 0;
+  for (size_t i = first_retained_; i < first; ++i) {
+    if (!snap.lines[i].text.empty() || snap.lines[i].speaker == -2) ++pruned;
+  }
+  pruned = std::min(pruned, sent_.size());
+  size_t common = 0;
+  while (common < current.size() && pruned + common < sent_.size() && sent_[pruned + common] == current[common])
+    ++common;
+  const bool lines_same = pruned == 0 && common == current.size() && common == sent_.size();
+  if (!force && lines_same && rest == last_scalars_) return std::nullopt;
+
+  nlohmann::json message = {{"type", "diff"}, {"seq", ++seq_}};
+  message["status"] = rest["status"];
+  if (rest.contains("error")) message["error"] = rest["error"];
+  message["n_lines"] = current.size();
+  if (pruned > 0) message["lines_pruned"] = pruned;
+  if (common < current.size()) {
+    message["new_lines"] = nlohmann::json(
+        std::vector<nlohmann::json>(current.begin() + static_cast<std::ptrdiff_t>(common), current.end()));
+  }
+  for (auto& [key, value] : rest.items()) {
+    if (key != "status" && key != "error") message[key] = value;
+  }
+  first_retained_ = first;
+  sent_ = std::move(current);
+  last_scalars_ = std::move(rest);
+  return message;
+}
+
+}  // namespace earshot::server

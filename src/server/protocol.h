@@ -1,0 +1,67 @@
+// The WhisperLiveKit wire protocol as data: query parameters of /asr, the
+// config message, full updates and the diff mode (snapshot/diff/seq). Pure
+// functions, no networking, so every message shape is testable on its own.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "session/stream_session.h"
+
+namespace earshot::server {
+
+// Splits "/asr?a=1&b=x%20y" into its path and decoded query parameters.
+struct Target {
+  std::string path;
+  std::map<std::string, std::string> query;
+};
+Target parse_target(std::string_view target);
+std::string url_decode(std::string_view text);
+
+struct StreamParams {
+  std::string language;         // "auto" or a code
+  std::string target_language;  // "" when none
+  bool diff_mode = false;
+  std::string token;  // from the query; "" when absent
+};
+// Reads language / target_language / mode / token. Unknown parameters are
+// ignored, like the reference server. Throws Error(kInvalidArgument) for a mode
+// other than full/diff.
+StreamParams parse_stream_params(const std::map<std::string, std::string>& query, const std::string& default_language);
+
+nlohmann::json config_message(bool use_audio_worklet, bool diff_mode);
+nlohmann::json error_message(const std::string& message);
+nlohmann::json ready_to_stop_message();
+
+// A full-mode update (no "type" key) with every line of the snapshot.
+nlohmann::json full_update(const session::Snapshot& snapshot);
+nlohmann::json line_json(const session::Line& line);
+
+// Produces the stream of update messages for one connection: full updates, or
+// in diff mode a snapshot first and then diffs. next() returns nothing when the
+// message would equal the previous one, unless forced (the final update).
+class UpdateEncoder {
+ public:
+  explicit UpdateEncoder(bool diff_mode, double diff_retention_seconds = 300.0)
+      : diff_mode_(diff_mode), retention_(diff_retention_seconds) {}
+  std::optional<nlohmann::json> next(const session::Snapshot& snapshot, bool force = false);
+  uint64_t seq() const { return seq_; }
+
+ private:
+  std::optional<nlohmann::json> next_diff(const session::Snapshot& snapshot, bool force);
+
+  bool diff_mode_;
+  double retention_;
+  uint64_t seq_ = 0;
+  std::string last_full_;             // serialized last full update
+  size_t first_retained_ = 0;         // index in the session's lines of the first line the client holds
+  std::vector<nlohmann::json> sent_;  // lines the client holds (diff mode)
+  nlohmann::json last_scalars_;       // status, buffers, lags of the last diff
+};
+
+}  // namespace earshot::server

@@ -1,0 +1,575 @@
+// Beast around the Core: listener (plain or TLS), HTTP sessions, and the /asr
+// WebSocket sessions of the WhisperLiveKit protocol.
+#include "server/server.h"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "common/error.h"
+#include "server/core.h"
+#include "server/pcm_decoder.h"
+#include "server/protocol.h"
+
+namespace earshot::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+namespace {
+
+void log_line(const std::string& text) { std::fprintf(stderr, "earshot serve: %s\n", text.c_str()); }
+
+// Close codes of the protocol.
+constexpr uint16_t kCloseBadRequest = 4400;
+constexpr uint16_t kCloseUnauthorized = 4401;
+
+void shutdown_stream(PlainStream& stream) {
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+void shutdown_stream(TlsStream& stream) {
+  beast::error_code ec;
+  beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+// A live /asr connection, as the server sees it for shutdown.
+class StreamConnection {
+ public:
+  virtual ~StreamConnection() = default;
+  virtual void begin_shutdown() = 0;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(ServerConfig config, ServerHooks hooks) : core(std::move(config), std::move(hooks)), acceptor(ioc) {}
+
+  Core core;
+  net::io_context ioc;
+  std::optional<ssl::context> tls;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+  uint16_t port = 0;
+  std::atomic<bool> shutting_down{false};
+  std::atomic<int> blocking_in_flight{0};
+  std::mutex mutex;
+  std::vector<std::weak_ptr<StreamConnection>> streams;
+
+  void do_accept();
+  void register_stream(const std::shared_ptr<StreamConnection>& s) {
+    std::lock_guard lock(mutex);
+    streams.push_back(s);
+  }
+  size_t live_streams() {
+    std::lock_guard lock(mutex);
+    size_t n = 0;
+    for (auto& w : streams) n += !w.expired();
+    return n;
+  }
+  void stop_threads() {
+    ioc.stop();
+    for (std::thread& t : threads)
+      if (t.joinable()) t.join();
+    threads.clear();
+  }
+};
+
+namespace {
+
+template <class Stream>
+class WsSession : public StreamConnection, public std::enable_shared_from_this<WsSession<Stream>> {
+ public:
+  WsSession(Stream&& stream, Server::Impl& impl) : ws_(std::move(stream)), impl_(impl), timer_(ws_.get_executor()) {}
+
+  ~WsSession() override { finish_connection(); }
+
+  void run(http::request<http::string_body> request) {
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.read_message_max(impl_.core.config().max_message_bytes);
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "earshot"); }));
+    target_ = std::string(request.target());
+    authorization_ = std::string(request[http::field::authorization]);
+    ws_.async_accept(request, beast::bind_front_handler(&WsSession::on_accept, this->shared_from_this()));
+  }
+
+  void begin_shutdown() override {
+    net::post(ws_.get_executor(), [self = this->shared_from_this()] {
+      self->shutting_down_ = true;
+      self->end_stream();
+    });
+  }
+
+ private:
+  void on_accept(beast::error_code ec) {
+    if (ec) return;
+    const Core& core = impl_.core;
+    Target target = parse_target(target_);
+    std::string token = target.query.count("token") ? target.query["token"] : Core::bearer_token(authorization_);
+    if (!core.token_ok(token)) return close_now(kCloseUnauthorized, "invalid or missing API token");
+    try {
+      params_ = parse_stream_params(target.query, core.config().default_language);
+    } catch (const Error& e) {
+      return refuse(e.what(), kCloseBadRequest);
+    }
+    if (!params_.target_language.empty() && !core.config().translation_available)
+      log_line("target_language=" + params_.target_language + " ignored: no translation configured");
+    if (!core.config().pcm_input && !core.hooks().make_decoder)
+      return refuse("this server cannot decode encoded audio; run it with --pcm-input and send s16le PCM",
+                    kCloseBadRequest);
+    if (impl_.shutting_down) return refuse("server shutting down", websocket::close_code::going_away);
+    if (!impl_.core.acquire_slot()) {
+      return refuse("server busy: " + std::to_string(core.config().max_sessions) +
+                        " sessions already running (--max-sessions); try again later",
+                    websocket::close_code::try_again_later);
+    }
+    has_slot_ = true;
+    try {
+      session_ = impl_.core.open_session(params_.language, false);
+      decoder_ = core.config().pcm_input ? std::make_unique<PcmDecoder>() : core.hooks().make_decoder();
+    } catch (const std::exception& e) {
+      return refuse(e.what(), kCloseBadRequest);
+    }
+    encoder_.emplace(params_.diff_mode);
+    impl_.register_stream(this->shared_from_this());
+    last_activity_ = std::chrono::steady_clock::now();
+    send(config_message(core.config().pcm_input, params_.diff_mode).dump());
+    do_read();
+    arm_timer();
+  }
+
+  // Accepted, then told why not: an error message and a close code.
+  void refuse(const std::string& message, uint16_t code) {
+    send(error_message(message).dump());
+    close_after_writes(code, message);
+  }
+
+  void do_read() { ws_.async_read(buffer_, beast::bind_front_handler(&WsSession::on_read, this->shared_from_this())); }
+
+  void on_read(beast::error_code ec, size_t bytes) {
+    if (ec) {
+      // Normal close after ready_to_stop, an abrupt disconnect, or a frame over the limit
+      // (Beast then closes with 1009): either way this stream is over.
+      if (ec == websocket::error::message_too_big) log_line("closing a stream: message over --max-message-bytes");
+      return finish_connection();
+    }
+    last_activity_ = std::chrono::steady_clock::now();
+    if (ws_.got_binary() && !ended_ && session_) {
+      if (bytes == 0) {
+        end_stream();
+      } else {
+        auto data = buffer_.cdata();
+        std::span<const uint8_t> chunk(static_cast<const uint8_t*>(data.data()), data.size());
+        try {
+          std::vector<float> samples = decoder_->push(chunk);
+          session_->push_audio(samples);
+          impl_.core.scheduler().notify(session_);
+        } catch (const std::exception& e) {
+          session_->fail(std::string("invalid audio: ") + e.what());
+        }
+      }
+    }
+    buffer_.consume(buffer_.size());
+    if (!closing_) do_read();
+  }
+
+  // End of stream (empty frame, idle timeout or server shutdown): flush the decoder and the model.
+  void end_stream() {
+    if (ended_ || !session_) return;
+    ended_ = true;
+    try {
+      std::vector<float> tail = decoder_->finish();
+      session_->push_audio(tail);
+    } catch (const std::exception& e) {
+      session_->fail(std::string("invalid audio: ") + e.what());
+    }
+    session_->end_of_stream();
+    impl_.core.scheduler().notify(session_);
+  }
+
+  void arm_timer() {
+    timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(impl_.core.config().update_interval_seconds)));
+    timer_.async_wait(beast::bind_front_handler(&WsSession::on_timer, this->shared_from_this()));
+  }
+
+  void on_timer(beast::error_code ec) {
+    if (ec || closing_ || finished_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double idle = std::chrono::duration<double>(now - last_activity_).count();
+    if (idle > impl_.core.config().idle_timeout_seconds) {
+      if (final_sent_) return close_after_writes(websocket::close_code::normal, "done");
+      if (!ended_) {
+        log_line("ending an idle stream (nothing received for " +
+                 std::to_string(static_cast<int>(impl_.core.config().idle_timeout_seconds)) + " s)");
+        idle_ended_ = true;
+        end_stream();
+      }
+    }
+    if (final_sent_ && shutting_down_)
+      return close_after_writes(websocket::close_code::going_away, "server shutting down");
+    session::Snapshot snap = session_->snapshot();
+    if (!snap.error.empty()) {
+      if (auto message = encoder_->next(snap, true)) send(message->dump());
+      std::string reason = snap.error.substr(0, 120);  // close reasons are limited to 123 bytes
+      return close_after_writes(kCloseBadRequest, reason);
+    }
+    if (snap.finished && !final_sent_) {
+      final_sent_ = true;
+      if (auto message = encoder_->next(snap, true)) send(message->dump());
+      send(ready_to_stop_message().dump());
+      last_activity_ = now;  // the client now has idle_timeout to close
+      if (shutting_down_) return close_after_writes(websocket::close_code::going_away, "server shutting down");
+      if (idle_ended_) return close_after_writes(websocket::close_code::normal, "idle timeout");
+    } else if (!final_sent_) {
+      if (auto message = encoder_->next(snap)) send(message->dump());
+    }
+    arm_timer();
+  }
+
+  void send(std::string text) {
+    queue_.push_back(std::move(text));
+    if (!writing_) do_write();
+  }
+
+  void do_write() {
+    if (queue_.empty()) {
+      writing_ = false;
+      if (close_code_ && !closing_) {
+        closing_ = true;
+        ws_.async_close(websocket::close_reason(static_cast<websocket::close_code>(*close_code_), close_reason_),
+                        [self = this->shared_from_this()](beast::error_code) { self->finish_connection(); });
+      }
+      return;
+    }
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->finish_connection();
+      self->queue_.pop_front();
+      self->do_write();
+    });
+  }
+
+  void close_after_writes(uint16_t code, const std::string& reason) {
+    if (close_code_) return;
+    close_code_ = code;
+    close_reason_ = reason;
+    if (!writing_) do_write();
+  }
+
+  void close_now(uint16_t code, const std::string& reason) { close_after_writes(code, reason); }
+
+  // Releases the session and its slot; safe to call more than once.
+  void finish_connection() {
+    if (finished_) return;
+    finished_ = true;
+    beast::error_code ignored;
+    timer_.cancel();
+    if (session_) {
+      if (!session_->done()) session_->fail("client disconnected");
+      impl_.core.close_session(session_);
+    }
+    if (has_slot_) impl_.core.release_slot();
+    has_slot_ = false;
+  }
+
+  websocket::stream<Stream> ws_;
+  Server::Impl& impl_;
+  net::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::string target_, authorization_;
+  StreamParams params_;
+  std::shared_ptr<session::StreamSession> session_;
+  std::unique_ptr<audio::StreamDecoder> decoder_;
+  std::optional<UpdateEncoder> encoder_;
+  std::deque<std::string> queue_;
+  bool writing_ = false;
+  std::optional<uint16_t> close_code_;
+  std::string close_reason_;
+  bool closing_ = false;
+  bool finished_ = false;
+  bool has_slot_ = false;
+  bool ended_ = false;
+  bool final_sent_ = false;
+  bool idle_ended_ = false;
+  bool shutting_down_ = false;
+  std::chrono::steady_clock::time_point last_activity_;
+};
+
+template <class Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+ public:
+  HttpSession(Stream&& stream, Server::Impl& impl) : stream_(std::move(stream)), impl_(impl) {}
+
+  void run() { do_read(); }
+
+ private:
+  void do_read() {
+    parser_.emplace();
+    // Multipart framing adds a little to the file itself.
+    parser_->body_limit(impl_.core.config().max_upload_bytes + 64 * 1024);
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(60));
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, size_t) {
+    if (ec == http::error::end_of_stream) return shutdown_stream(stream_);
+    if (ec == http::error::body_limit) {
+      HttpResponse r = openai_error(
+          413, "upload larger than the limit of " + std::to_string(impl_.core.config().max_upload_bytes) + " bytes");
+      keep_alive_ = false;
+      linger_ = true;
+      return write(r, parser_->get()[http::field::origin]);
+    }
+    if (ec) return;
+    http::request<http::string_body> req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    if (websocket::is_upgrade(req)) {
+      if (parse_target(std::string(req.target())).path != "/asr") {
+        keep_alive_ = false;
+        return write(openai_error(404, "no WebSocket endpoint at " + std::string(req.target())), "");
+      }
+      beast::get_lowest_layer(stream_).expires_never();
+      std::make_shared<WsSession<Stream>>(std::move(stream_), impl_)->run(std::move(req));
+      return;
+    }
+    HttpRequest request;
+    request.method = std::string(req.method_string());
+    request.target = std::string(req.target());
+    for (const auto& field : req) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      request.headers[name] = std::string(field.value());
+    }
+    request.body = std::move(req.body());
+    std::string origin = request.header("origin");
+    if (impl_.core.is_blocking_route(request)) {
+      // Model work for a whole file: off the I/O threads, answered on this connection's strand.
+      ++impl_.blocking_in_flight;
+      beast::get_lowest_layer(stream_).expires_never();
+      std::thread([self = this->shared_from_this(), request = std::move(request), origin]() mutable {
+        HttpResponse response;
+        try {
+          response = self->impl_.core.handle(request);
+        } catch (const std::exception& e) {
+          response = openai_error(500, e.what(), "server_error");
+        }
+        net::post(self->stream_.get_executor(), [self, response = std::move(response), origin] {
+          self->write(response, origin);
+          --self->impl_.blocking_in_flight;
+        });
+      }).detach();
+      return;
+    }
+    HttpResponse response;
+    try {
+      response = impl_.core.handle(request);
+    } catch (const std::exception& e) {
+      response = openai_error(500, e.what(), "server_error");
+    }
+    if (request.method == "HEAD") response.body.clear();
+    write(response, origin);
+  }
+
+  void write(const HttpResponse& r, beast::string_view origin) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
+    res->set(http::field::server, "earshot");
+    if (!r.content_type.empty()) res->set(http::field::content_type, r.content_type);
+    for (const auto& [name, value] : r.headers) res->set(name, value);
+    for (const auto& [name, value] : impl_.core.cors_headers(std::string(origin))) res->set(name, value);
+    res->keep_alive(keep_alive_);
+    res->body() = r.body;
+    res->prepare_payload();
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(60));
+    http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code ec, size_t) {
+      if (ec) return;
+      if (self->linger_) return self->linger(0);
+      if (!self->keep_alive_) return shutdown_stream(self->stream_);
+      self->do_read();
+    });
+  }
+
+  // After refusing an oversized upload: keep reading (and dropping) what the client is
+  // still sending for a while, so it gets to read the 413 instead of a reset.
+  void linger(size_t discarded) {
+    if (discarded == 0) {
+      shutdown_stream(stream_);
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
+      scratch_.resize(64 * 1024);
+    }
+    if (discarded > 4 * impl_.core.config().max_upload_bytes + (1u << 20)) return;
+    stream_.async_read_some(net::buffer(scratch_),
+                            [self = this->shared_from_this(), discarded](beast::error_code ec, size_t n) {
+                              if (!ec) self->linger(discarded + n);
+                            });
+  }
+
+  Stream stream_;
+  Server::Impl& impl_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool keep_alive_ = true;
+  bool linger_ = false;
+  std::vector<char> scratch_;
+};
+
+}  // namespace
+
+void Server::Impl::do_accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec != net::error::operation_aborted && acceptor.is_open()) do_accept();
+      return;
+    }
+    if (tls) {
+      auto stream = std::make_shared<TlsStream>(std::move(socket), *tls);
+      beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(30));
+      stream->async_handshake(ssl::stream_base::server, [this, stream](beast::error_code hec) {
+        if (hec) return;
+        std::make_shared<HttpSession<TlsStream>>(std::move(*stream), *this)->run();
+      });
+    } else {
+      std::make_shared<HttpSession<PlainStream>>(PlainStream(std::move(socket)), *this)->run();
+    }
+    do_accept();
+  });
+}
+
+Server::Server(ServerConfig config, ServerHooks hooks)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(hooks))) {}
+
+Server::~Server() {
+  impl_->core.fail_all("server stopped");
+  impl_->stop_threads();
+  // Transcription threads end once their sessions failed; wait so none outlives the server.
+  while (impl_->blocking_in_flight > 0) {
+    impl_->ioc.restart();
+    impl_->ioc.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Server::start() {
+  const ServerConfig& config = impl_->core.config();
+  if (!config.ssl_certfile.empty() || !config.ssl_keyfile.empty()) {
+    if (config.ssl_certfile.empty() || config.ssl_keyfile.empty())
+      throw Error(ErrorCode::kInvalidArgument, "TLS needs both --ssl-certfile and --ssl-keyfile");
+    impl_->tls.emplace(ssl::context::tls_server);
+    try {
+      impl_->tls->use_certificate_chain_file(config.ssl_certfile);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "cannot load TLS certificate '" + config.ssl_certfile + "': " + e.what());
+    }
+    try {
+      impl_->tls->use_private_key_file(config.ssl_keyfile, ssl::context::pem);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kInvalidArgument, "cannot load TLS key '" + config.ssl_keyfile + "': " + e.what());
+    }
+  }
+  beast::error_code ec;
+  auto address = net::ip::make_address(config.host, ec);
+  if (ec) {
+    tcp::resolver resolver(impl_->ioc);
+    auto results = resolver.resolve(config.host, std::to_string(config.port), ec);
+    if (ec || results.empty()) throw Error(ErrorCode::kInvalidArgument, "cannot resolve --host '" + config.host + "'");
+    address = results.begin()->endpoint().address();
+  }
+  tcp::endpoint endpoint(address, config.port);
+  auto& acceptor = impl_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw Error(ErrorCode::kIo,
+                "cannot listen on " + config.host + ":" + std::to_string(config.port) + ": " + ec.message());
+  }
+  impl_->port = acceptor.local_endpoint().port();
+  impl_->do_accept();
+  for (int i = 0; i < std::max(1, config.io_threads); ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+}
+
+uint16_t Server::port() const { return impl_->port; }
+
+std::string Server::url() const {
+  const ServerConfig& config = impl_->core.config();
+  return std::string(impl_->tls ? "https://" : "http://") + config.host + ":" + std::to_string(impl_->port);
+}
+
+size_t Server::active_sessions() const { return impl_->core.active(); }
+
+std::string Server::metrics_text() const { return impl_->core.metrics_text(); }
+
+void Server::shutdown() {
+  if (impl_->shutting_down.exchange(true)) return;
+  net::post(impl_->acceptor.get_executor(), [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  std::vector<std::shared_ptr<StreamConnection>> live;
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (auto& w : impl_->streams)
+      if (auto p = w.lock()) live.push_back(p);
+  }
+  for (auto& s : live) s->begin_shutdown();
+  live.clear();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().shutdown_grace_seconds);
+  while ((impl_->live_streams() > 0 || impl_->blocking_in_flight > 0) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (impl_->live_streams() > 0 || impl_->blocking_in_flight > 0)
+    log_line("shutdown grace time over; ending the sessions still running");
+  impl_->core.fail_all("server stopped");
+  // Let the connections flush their last messages before the loop stops.
+  const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while ((impl_->live_streams() > 0 || impl_->blocking_in_flight > 0) &&
+         std::chrono::steady_clock::now() < flush_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  impl_->stop_threads();
+}
+
+void Server::run_until_signal() {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool signalled = false;
+  net::signal_set signals(impl_->ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](beast::error_code ec, int sig) {
+    if (ec) return;
+    log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", finishing sessions");
+    std::lock_guard lock(mutex);
+    signalled = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return signalled; });
+  }
+  shutdown();
+}
+
+}  // namespace earshot::server

@@ -1,0 +1,235 @@
+// POST /v1/audio/transcriptions: the OpenAI-compatible file endpoint, run
+// through the same session pipeline (VAD, policy, lines) as live streams.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/error.h"
+#include "server/core.h"
+
+namespace earshot::server {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// Value of `key` in a header like `form-data; name="file"; filename="a.wav"`.
+std::string header_param(const std::string& header, const std::string& key) {
+  size_t pos = 0;
+  while ((pos = lower(header).find(key + "=", pos)) != std::string::npos) {
+    if (pos > 0 && header[pos - 1] != ' ' && header[pos - 1] != ';') {
+      pos += key.size();
+      continue;
+    }
+    size_t start = pos + key.size() + 1;
+    if (start < header.size() && header[start] == '"') {
+      size_t end = header.find('"', start + 1);
+      return header.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+    }
+    size_t end = header.find(';', start);
+    return trim(header.substr(start, end == std::string::npos ? std::string::npos : end - start));
+  }
+  return "";
+}
+
+std::string clock_time(double seconds, char separator) {
+  long millis = std::lround(std::max(0.0, seconds) * 1000.0);
+  char text[40];
+  std::snprintf(text, sizeof text, "%02ld:%02ld:%02ld%c%03ld", millis / 3600000, millis / 60000 % 60,
+                millis / 1000 % 60, separator, millis % 1000);
+  return text;
+}
+
+double round_ms(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
+}  // namespace
+
+std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body) {
+  if (lower(content_type).find("multipart/form-data") == std::string::npos)
+    throw Error(ErrorCode::kInvalidArgument, "expected Content-Type multipart/form-data, got '" + content_type + "'");
+  std::string boundary = header_param(content_type, "boundary");
+  if (boundary.empty()) throw Error(ErrorCode::kInvalidArgument, "multipart/form-data without a boundary parameter");
+  const std::string delimiter = "--" + boundary;
+  std::vector<FormPart> parts;
+  size_t pos = body.find(delimiter);
+  if (pos == std::string::npos) throw Error(ErrorCode::kInvalidArgument, "multipart body has no part boundary");
+  for (;;) {
+    pos += delimiter.size();
+    if (body.compare(pos, 2, "--") == 0) break;  // closing delimiter
+    if (body.compare(pos, 2, "\r\n") != 0)
+      throw Error(ErrorCode::kInvalidArgument, "malformed multipart boundary line");
+    pos += 2;
+    size_t headers_end = body.find("\r\n\r\n", pos);
+    if (headers_end == std::string::npos)
+      throw Error(ErrorCode::kInvalidArgument, "multipart part without headers end");
+    FormPart part;
+    size_t line_start = pos;
+    while (line_start < headers_end) {
+      size_t line_end = body.find("\r\n", line_start);
+      if (line_end == std::string::npos || line_end > headers_end) line_end = headers_end;
+      std::string line = body.substr(line_start, line_end - line_start);
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = lower(trim(line.substr(0, colon)));
+        std::string value = trim(line.substr(colon + 1));
+        if (name == "content-disposition") {
+          part.name = header_param(value, "name");
+          part.filename = header_param(value, "filename");
+        } else if (name == "content-type") {
+          part.content_type = value;
+        }
+      }
+      line_start = line_end + 2;
+    }
+    size_t data_start = headers_end + 4;
+    size_t next = body.find("\r\n" + delimiter, data_start);
+    if (next == std::string::npos) throw Error(ErrorCode::kInvalidArgument, "multipart body ends inside a part");
+    part.data = body.substr(data_start, next - data_start);
+    parts.push_back(std::move(part));
+    pos = next + 2;
+  }
+  return parts;
+}
+
+std::string format_srt(const std::vector<Segment>& segments) {
+  std::string out;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    out += std::to_string(i + 1) + "\n" + clock_time(segments[i].start, ',') + " --> " +
+           clock_time(segments[i].end, ',') + "\n" + trim(segments[i].text) + "\n\n";
+  }
+  return out;
+}
+
+std::string format_vtt(const std::vector<Segment>& segments) {
+  std::string out = "WEBVTT\n\n";
+  for (const Segment& s : segments)
+    out += clock_time(s.start, '.') + " --> " + clock_time(s.end, '.') + "\n" + trim(s.text) + "\n\n";
+  return out;
+}
+
+HttpResponse Core::transcribe(const HttpRequest& request) {
+  std::vector<FormPart> parts;
+  try {
+    parts = parse_multipart(request.header("content-type"), request.body);
+  } catch (const Error& e) {
+    return openai_error(400, e.what());
+  }
+  const FormPart* file = nullptr;
+  std::string language, response_format = "json";
+  for (const FormPart& p : parts) {
+    if (p.name == "file") file = &p;
+    if (p.name == "language") language = trim(p.data);
+    if (p.name == "response_format") response_format = trim(p.data);
+  }
+  if (!file) return openai_error(400, "missing multipart field 'file' (the audio to transcribe)");
+  static const char* kFormats[] = {"json", "verbose_json", "text", "srt", "vtt"};
+  if (response_format == "diarized_json")
+    return openai_error(400, "response_format 'diarized_json' needs diarization, which this server does not run");
+  if (std::find(std::begin(kFormats), std::end(kFormats), response_format) == std::end(kFormats))
+    return openai_error(
+        400, "unknown response_format '" + response_format + "': expected json, verbose_json, text, srt or vtt");
+  if (language.empty()) language = config_.default_language.empty() ? "auto" : config_.default_language;
+  if (!hooks_.make_decoder) return openai_error(415, "this server cannot decode uploaded audio files");
+
+  std::vector<float> samples;
+  try {
+    std::unique_ptr<audio::StreamDecoder> decoder = hooks_.make_decoder();
+    samples =
+        decoder->push(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(file->data.data()), file->data.size()));
+    std::vector<float> tail = decoder->finish();
+    samples.insert(samples.end(), tail.begin(), tail.end());
+  } catch (const std::exception& e) {
+    return openai_error(400, "cannot decode '" + file->filename + "': " + e.what());
+  }
+
+  if (!acquire_slot()) {
+    return openai_error(503,
+                        "server busy: " + std::to_string(config_.max_sessions) + " sessions running (--max-sessions)",
+                        "server_error");
+  }
+  struct SlotGuard {
+    Core* core;
+    ~SlotGuard() { core->release_slot(); }
+  } guard{this};
+  std::shared_ptr<session::StreamSession> session;
+  try {
+    session = open_session(language, true);
+  } catch (const Error& e) {
+    return openai_error(e.code() == ErrorCode::kInvalidArgument ? 400 : 500, e.what());
+  }
+  session->push_audio(samples);
+  session->end_of_stream();
+  scheduler_.notify(session);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.transcription_timeout_seconds);
+  while (!session->done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      session->fail("transcription timed out");
+      close_session(session);
+      return openai_error(408, "transcription took longer than " +
+                                   std::to_string(static_cast<int>(config_.transcription_timeout_seconds)) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  session::Snapshot snap = session->snapshot();
+  close_session(session);
+  if (!snap.error.empty()) return openai_error(500, "transcription failed: " + snap.error, "server_error");
+
+  const double duration = static_cast<double>(samples.size()) / session::kSampleRate;
+  std::vector<Segment> segments;
+  std::string text;
+  for (const session::Line& line : snap.lines) {
+    if (line.speaker == -2 || line.text.empty()) continue;
+    segments.push_back({line.start, line.end, line.text});
+    text += line.text;
+  }
+  text = trim(text);
+  HttpResponse r;
+  if (response_format == "text") {
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = text + "\n";
+  } else if (response_format == "srt") {
+    r.content_type = "application/x-subrip; charset=utf-8";
+    r.body = format_srt(segments);
+  } else if (response_format == "vtt") {
+    r.content_type = "text/vtt; charset=utf-8";
+    r.body = format_vtt(segments);
+  } else {
+    nlohmann::json j = {{"text", text},
+                        {"usage", {{"type", "duration"}, {"seconds", static_cast<int>(std::ceil(duration))}}}};
+    if (response_format == "verbose_json") {
+      std::string detected = language;
+      for (const Word& w : snap.words)
+        if (!w.language.empty()) detected = w.language;
+      nlohmann::json words = nlohmann::json::array(), segs = nlohmann::json::array();
+      for (const Word& w : snap.words)
+        words.push_back({{"word", trim(w.text)}, {"start", round_ms(w.start)}, {"end", round_ms(w.end)}});
+      for (size_t i = 0; i < segments.size(); ++i)
+        segs.push_back({{"id", i},
+                        {"start", round_ms(segments[i].start)},
+                        {"end", round_ms(segments[i].end)},
+                        {"text", segments[i].text}});
+      j["task"] = "transcribe";
+      j["language"] = detected;
+      j["duration"] = round_ms(duration);
+      j["words"] = std::move(words);
+      j["segments"] = std::move(segs);
+    }
+    r.body = j.dump();
+  }
+  return r;
+}
+
+}  // namespace earshot::server

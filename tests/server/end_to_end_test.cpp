@@ -1,0 +1,141 @@
+// The whole server with the real pieces: a random-weight Whisper model (tiny
+// dimensions) behind AlignAtt, Silero VAD with the shared weights, FFmpeg
+// decoding of a webm/opus stream. Random weights say nothing about words, so
+// this checks structure and determinism: the protocol sequence, and that two
+// streams at once get exactly what each gets alone.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "audio/audio.h"
+#include "model/whisper/model.h"
+#include "model/whisper/model_format.h"
+#include "model/whisper/model_writer.h"
+#include "model/whisper/session.h"
+#include "policy/alignatt/alignatt_processor.h"
+#include "server/timed_decoder.h"
+#include "session/silero_vad.h"
+#include "test_support.h"
+#include "vad/vad.h"
+
+namespace earshot::testing {
+namespace {
+
+using nlohmann::json;
+const std::string kShared = EARSHOT_SHARED_DIR;
+
+std::shared_ptr<const whisper::Model> random_model() {
+  whisper::RandomModelSpec spec;
+  spec.template_path = kShared + "/models/for-tests-ggml-tiny.en.bin";
+  spec.hparams = whisper::read_file_header(spec.template_path).hparams;
+  spec.hparams.n_audio_state = 64;
+  spec.hparams.n_audio_head = 2;
+  spec.hparams.n_audio_layer = 1;
+  spec.hparams.n_text_state = 64;
+  spec.hparams.n_text_head = 2;
+  spec.hparams.n_text_layer = 2;
+  spec.weight_type = GGML_TYPE_F32;
+  spec.seed = 11;
+  spec.vocab_tiktoken = kShared + "/models/whisper-gpt2.tiktoken";
+  auto path = std::filesystem::temp_directory_path() / ("earshot-server-e2e-" + std::to_string(::getpid()) + ".bin");
+  whisper::write_random_model(spec, path);
+  auto model = whisper::Model::load(path);
+  std::filesystem::remove(path);
+  return model;
+}
+
+std::vector<uint8_t> jfk_webm() {
+  auto out = std::filesystem::temp_directory_path() / ("earshot-e2e-" + std::to_string(::getpid()) + ".webm");
+  std::string cmd =
+      "ffmpeg -nostdin -loglevel error -y -i " + kShared + "/data/jfk.wav -c:a libopus -f webm " + out.string();
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("ffmpeg failed");
+  std::ifstream in(out, std::ios::binary);
+  std::vector<uint8_t> bytes(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove(out);
+  return bytes;
+}
+
+class EndToEnd : public ServerFixture {
+ protected:
+  void SetUp() override {
+    model_ = random_model();
+    vad_ = vad::VadModel::load(kShared + "/models/silero-v6.2.0-ggml.bin");
+    counters_ = std::make_shared<server::ModelCounters>();
+    hooks_.make_processor = [this](const std::string& language) -> std::unique_ptr<OnlineProcessor> {
+      whisper::SessionOptions options;
+      options.n_threads = 1;
+      auto decoder =
+          std::make_unique<server::TimedDecoder>(std::make_unique<whisper::Session>(model_, options), counters_);
+      policy::AlignAttConfig config;
+      config.language = language;
+      config.on_warning = [](const std::string&) {};
+      return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
+    };
+    hooks_.make_vad = session::silero_vad_factory(vad_);
+    hooks_.make_decoder = [] { return audio::StreamDecoder::create(); };
+    hooks_.model_times = [this] { return counters_->times(); };
+    server::ServerConfig config;
+    config.workers = 2;
+    start(config, hooks_);
+  }
+
+  json stream(const std::vector<uint8_t>& webm) {
+    WsClient client(port_, "/asr?language=en");
+    EXPECT_EQ(client.read().value()["type"], "config");
+    for (size_t i = 0; i < webm.size(); i += 1600)
+      client.send_binary(
+          std::vector<uint8_t>(webm.begin() + static_cast<std::ptrdiff_t>(i),
+                               webm.begin() + static_cast<std::ptrdiff_t>(std::min(webm.size(), i + 1600))));
+    client.send_end();
+    std::vector<json> messages = client.read_until_stop();
+    EXPECT_GE(messages.size(), 2u);
+    EXPECT_EQ(messages.back()["type"], "ready_to_stop");
+    client.close();
+    return messages.size() >= 2 ? messages[messages.size() - 2] : json();
+  }
+
+  json alone(const std::vector<uint8_t>& webm) {
+    auto decoder = audio::StreamDecoder::create();
+    std::vector<float> pcm = decoder->push(webm);
+    auto tail = decoder->finish();
+    pcm.insert(pcm.end(), tail.begin(), tail.end());
+    session::StreamSession s(hooks_.make_processor("en"), hooks_.make_vad(), {});
+    s.push_audio(pcm);
+    s.end_of_stream();
+    while (s.has_work()) s.step();
+    return server::full_update(s.snapshot());
+  }
+
+  std::shared_ptr<const whisper::Model> model_;
+  std::shared_ptr<const vad::VadModel> vad_;
+  std::shared_ptr<server::ModelCounters> counters_;
+  server::ServerHooks hooks_;
+};
+
+TEST_F(EndToEnd, WebmStreamsThroughAlignAttTwoAtOnceEqualAlone) {
+  std::vector<uint8_t> webm = jfk_webm();
+  json expected = alone(webm);
+  const uint64_t passes_alone = counters_->encoder_passes.load();
+  EXPECT_GT(passes_alone, 0u);
+  auto a = std::async(std::launch::async, [&] { return stream(webm); });
+  auto b = std::async(std::launch::async, [&] { return stream(webm); });
+  json ra = a.get(), rb = b.get();
+  EXPECT_EQ(ra["lines"], expected["lines"]);
+  EXPECT_EQ(rb["lines"], expected["lines"]);
+  EXPECT_NE(ra["status"], "error");
+  for (const json& line : ra["lines"]) {
+    EXPECT_TRUE(line["speaker"] == 1 || line["speaker"] == -2);
+    EXPECT_LE(line["start"].get<std::string>(), line["end"].get<std::string>());
+  }
+  EXPECT_TRUE(wait_idle());
+  std::string metrics = server_->metrics_text();
+  EXPECT_NE(metrics.find("earshot_encoder_passes_total"), std::string::npos);
+  EXPECT_GT(counters_->encoder_passes.load(), passes_alone);
+  EXPECT_NE(metrics.find("earshot_sessions_total{kind=\"websocket\"} 2\n"), std::string::npos) << metrics;
+}
+
+}  // namespace
+}  // namespace earshot::testing

@@ -1,0 +1,131 @@
+// Message shapes of the protocol, without a network.
+#include "server/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace earshot::server {
+namespace {
+
+using nlohmann::json;
+
+session::Snapshot snapshot(std::vector<session::Line> lines, std::string buffer = "") {
+  session::Snapshot s;
+  s.lines = std::move(lines);
+  s.buffer_transcription = std::move(buffer);
+  return s;
+}
+
+TEST(Target, ParsesPathAndDecodesQuery) {
+  Target t = parse_target("/asr?language=en&mode=diff&token=a%2Bb+c&flag");
+  EXPECT_EQ(t.path, "/asr");
+  EXPECT_EQ(t.query.at("language"), "en");
+  EXPECT_EQ(t.query.at("mode"), "diff");
+  EXPECT_EQ(t.query.at("token"), "a+b c");
+  EXPECT_EQ(t.query.at("flag"), "");
+  EXPECT_EQ(parse_target("/health").query.size(), 0u);
+  EXPECT_EQ(url_decode("%zz%4"), "%zz%4");
+}
+
+TEST(StreamParams, DefaultsAndErrors) {
+  StreamParams p = parse_stream_params({}, "auto");
+  EXPECT_EQ(p.language, "auto");
+  EXPECT_FALSE(p.diff_mode);
+  EXPECT_EQ(parse_stream_params({{"language", ""}}, "de").language, "de");
+  EXPECT_TRUE(parse_stream_params({{"mode", "diff"}}, "").diff_mode);
+  try {
+    parse_stream_params({{"mode", "x"}}, "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "invalid mode 'x': expected 'full' or 'diff'");
+  }
+}
+
+TEST(Messages, ConfigErrorReady) {
+  EXPECT_EQ(config_message(false, false).dump(), R"({"mode":"full","type":"config","useAudioWorklet":false})");
+  EXPECT_EQ(config_message(true, true), json::parse(R"({"type":"config","useAudioWorklet":true,"mode":"diff"})"));
+  EXPECT_EQ(error_message("bad"), json::parse(R"({"type":"error","error":"bad"})"));
+  EXPECT_EQ(ready_to_stop_message(), json::parse(R"({"type":"ready_to_stop"})"));
+}
+
+TEST(FullUpdate, ShapeStatusAndOptionalKeys) {
+  session::Snapshot s = snapshot({{1, " Hello", 0.52, 3.1, "en", ""},
+                                  {-2, "", 3.1, 9.4, "", ""},
+                                  {1, " I am fine.", 9.4, 11.02, "", "Je vais bien."},
+                                  {1, "", 12, 13, "", ""}},
+                                 " and you");
+  s.received_seconds = 12.0;
+  s.processed_seconds = 11.5;
+  s.committed_until = 11.02;
+  s.transcribed_until = 11.4;
+  s.wall_seconds_since_first_audio = 12.04;
+  EXPECT_EQ(full_update(s), json::parse(R"({"status":"active_transcription",
+    "lines":[{"speaker":1,"text":" Hello","start":"0:00:00.52","end":"0:00:03.10","detected_language":"en"},
+             {"speaker":-2,"text":"","start":"0:00:03.10","end":"0:00:09.40"},
+             {"speaker":1,"text":" I am fine.","start":"0:00:09.40","end":"0:00:11.02","translation":"Je vais bien."}],
+    "buffer_transcription":" and you","buffer_diarization":"","buffer_translation":"",
+    "remaining_time_transcription":0.6,"remaining_time_transcription_processing":0.5,
+    "remaining_time_transcription_policy":0.5,"remaining_time_diarization":0.0})"));
+  EXPECT_EQ(full_update(snapshot({}))["status"], "no_audio_detected");
+  EXPECT_EQ(full_update(snapshot({}, " hm"))["status"], "active_transcription");
+  session::Snapshot failed = snapshot({});
+  failed.error = "invalid audio: x";
+  EXPECT_EQ(full_update(failed)["status"], "error");
+  EXPECT_EQ(full_update(failed)["error"], "invalid audio: x");
+}
+
+TEST(UpdateEncoder, FullModeSkipsUnchangedUnlessForced) {
+  UpdateEncoder e(false);
+  session::Snapshot s = snapshot({{1, " a", 0, 1, "", ""}});
+  ASSERT_TRUE(e.next(s));
+  EXPECT_FALSE(e.next(s));
+  EXPECT_TRUE(e.next(s, true));
+  s.buffer_transcription = " b";
+  EXPECT_EQ(e.next(s).value()["buffer_transcription"], " b");
+}
+
+TEST(UpdateEncoder, DiffModeSnapshotThenDiffs) {
+  UpdateEncoder e(true);
+  session::Line a{1, " a", 0, 1, "", ""}, b{1, " b", 1, 2, "", ""};
+  json first = e.next(snapshot({a})).value();
+  EXPECT_EQ(first["type"], "snapshot");
+  EXPECT_EQ(first["seq"], 1);
+  EXPECT_EQ(first["lines"].size(), 1u);
+  EXPECT_FALSE(e.next(snapshot({a})));
+  // A new line: only it is sent.
+  json d = e.next(snapshot({a, b})).value();
+  EXPECT_EQ(d, json::parse(R"({"type":"diff","seq":2,"status":"active_transcription","n_lines":2,
+    "new_lines":[{"speaker":1,"text":" b","start":"0:00:01.00","end":"0:00:02.00"}],
+    "buffer_transcription":"","buffer_diarization":"","buffer_translation":"",
+    "remaining_time_transcription":0.0,"remaining_time_transcription_processing":0.0,
+    "remaining_time_transcription_policy":0.0,"remaining_time_diarization":0.0})"));
+  // The last line grows: it is re-sent; the first is kept.
+  b.text = " b c";
+  d = e.next(snapshot({a, b})).value();
+  EXPECT_EQ(d["n_lines"], 2);
+  EXPECT_EQ(d["new_lines"].size(), 1u);
+  EXPECT_EQ(d["new_lines"][0]["text"], " b c");
+  // Only the buffer changes: no new_lines key.
+  d = e.next(snapshot({a, b}, " d")).value();
+  EXPECT_FALSE(d.contains("new_lines"));
+  EXPECT_FALSE(d.contains("lines_pruned"));
+  EXPECT_EQ(d["buffer_transcription"], " d");
+  EXPECT_EQ(d["seq"], 4);
+}
+
+TEST(UpdateEncoder, DiffModePrunesLinesOlderThanRetention) {
+  UpdateEncoder e(true, 300.0);
+  std::vector<session::Line> lines = {{1, " old", 0, 10, "", ""}, {1, " mid", 100, 200, "", ""}};
+  e.next(snapshot(lines));
+  lines.push_back({1, " new", 305, 320, "", ""});  // line " old" ended 310 s before the newest end
+  json d = e.next(snapshot(lines)).value();
+  EXPECT_EQ(d["lines_pruned"], 1);
+  EXPECT_EQ(d["n_lines"], 2);
+  EXPECT_EQ(d["new_lines"].size(), 1u);
+  EXPECT_EQ(d["new_lines"][0]["text"], " new");
+}
+
+}  // namespace
+}  // namespace earshot::server

@@ -1,0 +1,62 @@
+// The real Silero VAD (shared weights) driving a session: speech segments of
+// jfk.wav reach the model, pauses do not, and the result does not depend on
+// how the audio was chunked or when steps ran.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "audio/audio.h"
+#include "fakes.h"
+#include "session/silero_vad.h"
+#include "session/stream_session.h"
+
+namespace earshot::session {
+namespace {
+
+std::string run(const std::shared_ptr<const vad::VadModel>& model, const std::vector<float>& audio, size_t piece,
+                unsigned seed, std::vector<std::pair<double, double>>* silences = nullptr) {
+  auto processor = std::make_unique<testing::FakeProcessor>();
+  auto* fake = processor.get();
+  StreamSession session(std::move(processor), std::make_unique<SileroVad>(model), {});
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < audio.size(); i += piece) {
+    session.push_audio(std::span<const float>(audio).subspan(i, std::min(piece, audio.size() - i)));
+    if (rng() % 3 == 0 && session.has_work()) session.step();
+  }
+  session.end_of_stream();
+  while (session.has_work()) session.step();
+  if (silences) *silences = fake->silences_;
+  std::string out;
+  for (const Line& l : session.snapshot().lines)
+    out += std::to_string(l.speaker) + l.text + "@" + format_protocol_time(l.start) + "-" +
+           format_protocol_time(l.end) + "\n";
+  return out;
+}
+
+TEST(SileroSession, JfkSegmentsIndependentOfChunking) {
+  auto model = vad::VadModel::load(EARSHOT_SHARED_DIR "/models/silero-v6.2.0-ggml.bin");
+  std::vector<float> jfk = audio::load_file(EARSHOT_SHARED_DIR "/data/jfk.wav");
+  std::vector<std::pair<double, double>> silences;
+  std::string whole = run(model, jfk, jfk.size(), 1, &silences);
+  // JFK pauses between phrases: several speech segments, each announced by end_silence.
+  EXPECT_GE(silences.size(), 3u);
+  for (const auto& [duration, offset] : silences) {
+    EXPECT_GE(duration, 0.0);
+    EXPECT_LT(duration, 5.0);  // no pause in jfk.wav is long enough for a silence line
+    EXPECT_LE(offset, 11.0);
+  }
+  EXPECT_EQ(whole.find("-2"), std::string::npos);
+  EXPECT_NE(whole, "");
+  for (size_t piece : {512u, 1600u, 777u, 16000u})
+    EXPECT_EQ(run(model, jfk, piece, static_cast<unsigned>(piece)), whole) << piece;
+}
+
+TEST(SileroSession, DecisionDelayCoversEndEvents) {
+  vad::SegmenterOptions options;
+  SileroVad detector(vad::VadModel::load(EARSHOT_SHARED_DIR "/models/silero-v6.2.0-ggml.bin"), options);
+  // 100 ms min silence = 4 windows after the first silent one, +30 ms pad, +1 partial window.
+  EXPECT_GE(detector.max_event_delay_samples(), 5 * 512 + 480);
+}
+
+}  // namespace
+}  // namespace earshot::session
