@@ -1,0 +1,246 @@
+// `earshot serve`: loads one model (pulling it first when it is a known name not
+// in the cache), the Silero VAD, and runs the WhisperLiveKit-compatible server
+// until SIGINT/SIGTERM, when every session gets its final update.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "audio/audio.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+#include "model/download.h"
+#include "model/registry.h"
+#endif
+#include "model/whisper/model.h"
+#include "model/whisper/session.h"
+#include "model/whisper/tokenizer.h"
+#include "policy/alignatt/alignatt_config.h"
+#include "policy/alignatt/alignatt_processor.h"
+#include "server/server.h"
+#include "server/timed_decoder.h"
+#include "session/silero_vad.h"
+#include "vad/vad.h"
+
+namespace earshot::cli {
+
+namespace {
+
+constexpr const char* kVadFile = "ggml-silero-v6.2.0.bin";
+constexpr const char* kVadUrl = "https://huggingface.co/ggml-org/whisper-vad/resolve/main/ggml-silero-v6.2.0.bin";
+
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+std::filesystem::path cache_dir() { return models::default_cache_dir(); }
+
+std::filesystem::path model_file(const std::string& name_or_path, bool pull) {
+  try {
+    return models::resolve_model(name_or_path);
+  } catch (const Error& e) {
+    const models::ModelInfo* info = models::find_model(name_or_path);
+    if (!pull || !info || e.code() != ErrorCode::kIo) throw;
+    std::fprintf(stderr, "earshot serve: model '%s' is not in the cache; downloading it\n", info->name.c_str());
+    models::PullOptions options;
+    int last_percent = -1;
+    options.progress = [&](uint64_t done, std::optional<uint64_t> total) {
+      if (!total || *total == 0) return;
+      int percent = static_cast<int>(100 * done / *total);
+      if (percent == last_percent) return;
+      last_percent = percent;
+      std::fprintf(stderr, "\r  %s: %3d%% of %.1f MB", info->name.c_str(), percent, static_cast<double>(*total) / 1e6);
+      if (percent == 100) std::fprintf(stderr, "\n");
+    };
+    try {
+      return models::pull_model(*info, options);
+    } catch (const Error& pull_error) {
+      throw Error(ErrorCode::kIo, std::string("cannot download model '") + info->name + "': " + pull_error.what() +
+                                      "\nWithout network, place the file by hand at " +
+                                      models::cached_model_path(*info, models::default_cache_dir()).string() +
+                                      " (from " + models::model_url(*info) +
+                                      ") or pass --model /path/to/ggml-model.bin");
+    }
+  }
+}
+
+#else
+std::filesystem::path cache_dir() {
+  if (const char* dir = std::getenv("EARSHOT_CACHE_DIR")) return dir;
+  if (const char* home = std::getenv("HOME")) return std::filesystem::path(home) / ".cache/earshot/models";
+  return ".";
+}
+
+std::filesystem::path model_file(const std::string& path, bool) {
+  if (!std::filesystem::exists(path))
+    throw Error(ErrorCode::kIo, "model file '" + path + "' does not exist (this build cannot pull models by name)");
+  return path;
+}
+#endif
+
+std::filesystem::path vad_file(const std::string& flag) {
+  std::filesystem::path path = flag.empty() ? cache_dir() / kVadFile : std::filesystem::path(flag);
+  if (!std::filesystem::exists(path)) {
+    throw Error(ErrorCode::kIo, "Silero VAD weights not found at " + path.string() +
+                                    ". Download them with\n  curl -L -o " + path.string() + " " + kVadUrl +
+                                    "\nor pass --vad-model PATH, or run without VAD (--no-vac).");
+  }
+  return path;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
+    if (a != std::string::npos) out.push_back(item.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_serve(const CommandArgs& argv) {
+  Args args("serve", "earshot serve [options]");
+  args.option("host", "address to listen on (0.0.0.0 exposes the server to the network)", "127.0.0.1")
+      .option("port", "TCP port", "8000")
+      .option("model", "model name (pulled into the cache when absent) or a ggml .bin path", "base.en")
+      .flag("no-pull", "never download: fail when the model is not in the cache")
+      .option("language", "default source language of streams (a code, or auto)", "auto")
+      .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
+      .option("frame-threshold", "AlignAtt border: frames from the end of the audio", "25")
+      .option("beams", "beam search width (1 = greedy)", "1")
+      .option("audio-max-len", "seconds of audio the policy keeps", "30")
+      .option("audio-min-len", "seconds of audio before a pass returns words", "0")
+      .option("init-prompt", "text that starts the scrolled context", "")
+      .option("static-init-prompt", "text always kept in the context", "")
+      .option("max-context-tokens", "cap on the text context (-1 = the model's)", "-1")
+      .option("target-language", "translation target (translation is not available in this build)", "")
+      .option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
+      .option("ssl-keyfile", "TLS private key (PEM)", "")
+      .option("api-token", "require this token (else $EARSHOT_API_TOKEN; empty = no auth)", "")
+      .option("cors-origins", "comma-separated origins allowed by CORS, or *", "")
+      .option("pause-segmentation-seconds", "pauses at least this long become silence lines", "5")
+      .flag("no-vac", "no voice activity detection: every sample goes to the model")
+      .option("vad-model", "Silero VAD weights (ggml); default: the model cache", "")
+      .option("vac-chunk-size", "seconds of new audio a model step waits for", "0.04")
+      .option("warmup-file", "run the model once on this audio file before serving", "")
+      .option("threads", "CPU threads per model pass", "4")
+      .option("workers", "sessions whose model work runs at the same time", "1")
+      .option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
+      .option("max-message-kb", "largest WebSocket message accepted (KiB)", "1024")
+      .option("max-upload-mb", "largest file accepted by /v1/audio/transcriptions (MiB)", "25")
+      .option("idle-timeout", "seconds without any message before a stream is ended", "60")
+      .option("transcription-timeout", "seconds a file transcription may take (then 408)", "600")
+      .option("max-step-seconds", "most audio one model step takes when a session fell behind", "10")
+      .option("max-buffered-seconds", "audio waiting per stream beyond which the oldest is skipped", "60");
+  args.parse(argv);
+  if (args.help_requested()) {
+    std::printf("%s", args.help().c_str());
+    return 0;
+  }
+
+  server::ServerConfig config;
+  config.host = args.get("host");
+  long port = args.get_int("port");
+  if (port < 0 || port > 65535) throw Error(ErrorCode::kInvalidArgument, "--port must be 0..65535");
+  config.port = static_cast<uint16_t>(port);
+  config.pcm_input = args.get_flag("pcm-input");
+  config.default_language = args.get("language");
+  config.api_token = args.get("api-token");
+  if (config.api_token.empty())
+    if (const char* env = std::getenv("EARSHOT_API_TOKEN")) config.api_token = env;
+  config.cors_origins = split_commas(args.get("cors-origins"));
+  config.ssl_certfile = args.get("ssl-certfile");
+  config.ssl_keyfile = args.get("ssl-keyfile");
+  config.max_sessions = static_cast<int>(args.get_int("max-sessions"));
+  config.max_message_bytes = static_cast<size_t>(args.get_int("max-message-kb")) * 1024;
+  config.max_upload_bytes = static_cast<size_t>(args.get_int("max-upload-mb")) << 20;
+  config.idle_timeout_seconds = args.get_double("idle-timeout");
+  config.transcription_timeout_seconds = args.get_double("transcription-timeout");
+  config.workers = static_cast<int>(args.get_int("workers"));
+  config.io_threads = 2;
+  config.stream.pause_segmentation_seconds = args.get_double("pause-segmentation-seconds");
+  config.stream.min_step_seconds = args.get_double("vac-chunk-size");
+  config.stream.max_step_seconds = args.get_double("max-step-seconds");
+  config.stream.max_pending_seconds = args.get_double("max-buffered-seconds");
+  config.file = config.stream;
+  if (config.max_sessions < 1) throw Error(ErrorCode::kInvalidArgument, "--max-sessions must be >= 1");
+  if (config.workers < 1) throw Error(ErrorCode::kInvalidArgument, "--workers must be >= 1");
+  if (!(config.stream.max_step_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-step-seconds must be > 0");
+  if (config.stream.max_pending_seconds > 0 && config.stream.max_pending_seconds < config.stream.max_step_seconds)
+    throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be at least --max-step-seconds");
+  if (args.has("target-language") && !args.get("target-language").empty())
+    std::fprintf(stderr, "earshot serve: --target-language ignored: this build has no translation\n");
+
+  policy::AlignAttConfig policy_config;
+  policy_config.frame_threshold = static_cast<int>(args.get_int("frame-threshold"));
+  policy_config.beams = static_cast<int>(args.get_int("beams"));
+  policy_config.audio_max_len = args.get_double("audio-max-len");
+  policy_config.audio_min_len = args.get_double("audio-min-len");
+  policy_config.init_prompt = args.get("init-prompt");
+  policy_config.static_init_prompt = args.get("static-init-prompt");
+  policy_config.max_context_tokens = static_cast<int>(args.get_int("max-context-tokens"));
+  policy_config.long_silence = config.stream.pause_segmentation_seconds;
+  policy_config.language = config.default_language;
+  policy_config.validate();
+  const int threads = static_cast<int>(args.get_int("threads"));
+  if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+
+  const std::filesystem::path model_path = model_file(args.get("model"), !args.get_flag("no-pull"));
+  std::fprintf(stderr, "earshot serve: loading %s\n", model_path.string().c_str());
+  std::shared_ptr<const whisper::Model> model = whisper::Model::load(model_path);
+  const bool multilingual = model->hparams().is_multilingual();
+  const int n_languages = model->hparams().n_languages();
+  config.model_id = "whisper-" + (model->size_name().empty() ? model_path.stem().string() : model->size_name());
+
+  auto counters = std::make_shared<server::ModelCounters>();
+  server::ServerHooks hooks;
+  hooks.check_language = [multilingual, n_languages](const std::string& language) -> std::string {
+    if (!multilingual) return language == "en" ? "" : "this model is English-only: use language=en or auto";
+    auto all = whisper::languages();
+    for (int i = 0; i < n_languages && i < static_cast<int>(all.size()); ++i)
+      if (all[static_cast<size_t>(i)].code == language) return "";
+    return "unknown language code '" + language + "'";
+  };
+  if (config.default_language != "auto") {
+    std::string problem = hooks.check_language(config.default_language);
+    if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, "--language: " + problem);
+  }
+  hooks.make_processor = [model, counters, policy_config, threads](const std::string& language) {
+    whisper::SessionOptions session_options;
+    session_options.n_threads = threads;
+    auto decoder =
+        std::make_unique<server::TimedDecoder>(std::make_unique<whisper::Session>(model, session_options), counters);
+    policy::AlignAttConfig c = policy_config;
+    c.language = language;
+    c.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
+    return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(c));
+  };
+  hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
+  hooks.model_times = [counters] { return counters->times(); };
+  if (!args.get_flag("no-vac")) {
+    auto vad_model = vad::VadModel::load(vad_file(args.get("vad-model")));
+    hooks.make_vad = session::silero_vad_factory(vad_model);
+  }
+
+  if (args.has("warmup-file")) {
+    std::vector<float> pcm = audio::load_file(args.get("warmup-file"));
+    auto processor = hooks.make_processor(config.default_language);
+    pcm.resize(std::min<size_t>(pcm.size(), 16000 * 5));
+    processor->insert_audio(pcm, static_cast<double>(pcm.size()) / 16000.0);
+    processor->finish();
+  } else {
+    hooks.make_processor(config.default_language)->warmup();
+  }
+
+  server::Server server(config, hooks);
+  server.start();
+  std::fprintf(stderr, "earshot serve: listening on %s (WebSocket %s/asr)%s\n", server.url().c_str(),
+               server.url().replace(0, 4, "ws").c_str(), config.api_token.empty() ? "" : ", API token required");
+  server.run_until_signal();
+  std::fprintf(stderr, "earshot serve: stopped\n");
+  return 0;
+}
+
+}  // namespace earshot::cli
