@@ -4,11 +4,15 @@
 #pragma once
 
 #include <atomic>
+// GCC 12 with sanitizers reports a false -Wmaybe-uninitialized inside Beast's parser.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#pragma GCC diagnostic pop
 #include <map>
 #include <mutex>
 #include <optional>
