@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>  // before Boost.Asio, whose awaitable.hpp uses std::exchange without it
 #include <vector>
 
 #include "audio/audio.h"
