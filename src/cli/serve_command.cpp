@@ -187,6 +187,8 @@ int run_serve(const CommandArgs& argv) {
   const int threads = static_cast<int>(args.get_int("threads"));
   if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
 
+  // The VAD file is checked first: a missing one should not cost a model download or load.
+  const std::filesystem::path vad_path = args.get_flag("no-vac") ? "" : vad_file(args.get("vad-model"));
   const std::filesystem::path model_path = model_file(args.get("model"), !args.get_flag("no-pull"));
   std::fprintf(stderr, "earshot serve: loading %s\n", model_path.string().c_str());
   std::shared_ptr<const whisper::Model> model = whisper::Model::load(model_path);
@@ -219,10 +221,7 @@ int run_serve(const CommandArgs& argv) {
   };
   hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
   hooks.model_times = [counters] { return counters->times(); };
-  if (!args.get_flag("no-vac")) {
-    auto vad_model = vad::VadModel::load(vad_file(args.get("vad-model")));
-    hooks.make_vad = session::silero_vad_factory(vad_model);
-  }
+  if (!args.get_flag("no-vac")) hooks.make_vad = session::silero_vad_factory(vad::VadModel::load(vad_path));
 
   if (args.has("warmup-file")) {
     std::vector<float> pcm = audio::load_file(args.get("warmup-file"));
