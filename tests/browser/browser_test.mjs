@@ -20,22 +20,13 @@ const artifactDir = requiredPath("EARSHOT_ARTIFACT_DIR");
 const jfk = sharedFile("data/jfk.wav");
 const TIME = /^\d+:\d{2}:\d{2}(\.\d+)?$/;
 
-async function recordOnce(mode) {
-  const server = await startServer({ extraArgs: mode === "pcm" ? ["--pcm-input"] : [] });
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "earshot-chromium-"));
-  let context;
+const t0 = performance.now();
+const phase = (what) => console.log(`[${((performance.now() - t0) / 1000).toFixed(1)} s] ${what}`);
+
+// One recording on a fresh page of the shared browser against `server`.
+async function recordOnce(mode, server, context) {
+  const page = await context.newPage();
   try {
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: chromiumPath,
-      headless: true,
-      args: [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-        `--use-file-for-fake-audio-capture=${jfk}`,
-      ],
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
     // Chromium's DevTools reports no sent frames for Blob payloads (MediaRecorder's chunks), so the page's
     // own WebSocket.send is counted instead: sizes of what it sends, in order.
     await page.addInitScript(() => {
@@ -63,11 +54,13 @@ async function recordOnce(mode) {
       });
     });
 
+    
     await page.goto(server.url + "/");
     assert.equal(await page.title() !== "", true, "the page has a title");
     await page.click("#record");
     await page.waitForFunction(() => document.getElementById("status").textContent === "recording", null,
                                { timeout: 15000 });
+    phase(`${mode}: recording`);
     await page.waitForTimeout(RECORD_MS);
     await page.click("#record");
     const ready = await Promise.race([
@@ -75,6 +68,7 @@ async function recordOnce(mode) {
       new Promise((_, reject) => setTimeout(() => reject(new Error("no ready_to_stop within 30 s")), 30000)),
     ]);
     assert.deepEqual(ready, { type: "ready_to_stop" });
+    phase(`${mode}: ready_to_stop`);
     await page.waitForFunction(() => document.getElementById("status").textContent === "done", null, { timeout: 5000 });
 
     // The protocol as the page saw it.
@@ -122,6 +116,7 @@ async function recordOnce(mode) {
     assert.equal(await page.isVisible("#placeholder"), false, "the placeholder is hidden once lines exist");
     assert.deepEqual(pageErrors, [], "no JavaScript errors on the page");
 
+    phase(`${mode}: checked`);
     const shot = path.join(artifactDir, `browser-${mode}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(fs.statSync(shot).size > 1000, "screenshot written");
@@ -131,11 +126,39 @@ async function recordOnce(mode) {
     console.error(`--- earshot serve log (${mode}) ---\n${server.log()}`);
     throw e;
   } finally {
-    if (context) await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-    await server.stop();
+    await page.close();
   }
 }
 
-for (const mode of ["webm", "pcm"]) await recordOnce(mode);
+// Both servers (MediaRecorder and --pcm-input) and the browser start at once: their start-up overlaps.
+phase("starting two earshot servers and chromium");
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "earshot-chromium-"));
+const starting = [
+  startServer(),
+  startServer({ extraArgs: ["--pcm-input"] }),
+  chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+      `--use-file-for-fake-audio-capture=${jfk}`,
+    ],
+  }),
+];
+const started = await Promise.allSettled(starting);
+const [webmServer, pcmServer, context] = started.map((r) => (r.status === "fulfilled" ? r.value : null));
+try {
+  for (const r of started) if (r.status === "rejected") throw r.reason;
+  phase("servers and chromium up");
+  await recordOnce("webm", webmServer, context);
+  await recordOnce("pcm", pcmServer, context);
+} finally {
+  if (context) await context.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+  phase("chromium closed");
+  await Promise.all([webmServer, pcmServer].filter((server) => server).map((server) => server.stop()));
+  phase("servers stopped");
+}
 console.log("browser test passed");

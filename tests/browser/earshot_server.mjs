@@ -20,13 +20,15 @@ export function sharedFile(relative) {
 }
 
 // Runs the server and resolves once it prints its listening line (port 0 = the kernel picks a free port).
-export async function startServer({ extraArgs = [], env = {}, startTimeoutMs = 30000 } = {}) {
+export async function startServer({ extraArgs = [], env = {}, startTimeoutMs = 90000 } = {}) {
   const binary = requiredPath("EARSHOT_BIN");
+  // One model thread: ggml's worker threads spin while waiting, so on a busy machine (CI runs tests in
+  // parallel) two threads per server burned 20x the CPU of one and start-up took tens of seconds.
   const args = [
     "serve", "--host", "127.0.0.1", "--port", "0", "--no-pull",
     "--model", requiredPath("EARSHOT_TEST_MODEL"),
     "--vad-model", sharedFile("models/silero-v6.2.0-ggml.bin"),
-    "--threads", "2", ...extraArgs,
+    "--threads", "1", ...extraArgs,
   ];
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let log = "";
