@@ -65,7 +65,7 @@ async function recordOnce(mode, server, context) {
     await page.click("#record");
     const ready = await Promise.race([
       readyToStop,
-      new Promise((_, reject) => setTimeout(() => reject(new Error("no ready_to_stop within 30 s")), 30000)),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("no ready_to_stop within 30 s")), 30000).unref()),
     ]);
     assert.deepEqual(ready, { type: "ready_to_stop" });
     phase(`${mode}: ready_to_stop`);
