@@ -77,9 +77,31 @@ std::filesystem::path model_file(const std::string& path, bool) {
 }
 #endif
 
-std::filesystem::path vad_file(const std::string& flag) {
+// Fetches the default VAD weights into the cache (verified by loading them) when
+// they are absent and pulling is allowed; returns whether the file is now there.
+bool pull_vad(const std::filesystem::path& path) {
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+  std::fprintf(stderr, "earshot serve: Silero VAD weights are not in the cache; downloading them\n");
+  models::DownloadOptions options;
+  options.url = kVadUrl;
+  options.destination = path;
+  options.verify = [](const std::filesystem::path& part) { vad::VadModel::load(part); };
+  try {
+    std::filesystem::create_directories(path.parent_path());
+    models::download_file(options);
+    return true;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "earshot serve: %s\n", e.what());
+  }
+#else
+  (void)path;
+#endif
+  return false;
+}
+
+std::filesystem::path vad_file(const std::string& flag, bool pull) {
   std::filesystem::path path = flag.empty() ? cache_dir() / kVadFile : std::filesystem::path(flag);
-  if (!std::filesystem::exists(path)) {
+  if (!std::filesystem::exists(path) && !(flag.empty() && pull && pull_vad(path))) {
     throw Error(ErrorCode::kIo, "Silero VAD weights not found at " + path.string() +
                                     ". Download them with\n  curl -L -o " + path.string() + " " + kVadUrl +
                                     "\nor pass --vad-model PATH, or run without VAD (--no-vac).");
@@ -187,8 +209,9 @@ int run_serve(const CommandArgs& argv) {
   const int threads = static_cast<int>(args.get_int("threads"));
   if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
 
-  // The VAD file is checked first: a missing one should not cost a model download or load.
-  const std::filesystem::path vad_path = args.get_flag("no-vac") ? "" : vad_file(args.get("vad-model"));
+  // The VAD file is checked (and pulled) first: a missing one should not cost a model download or load.
+  const std::filesystem::path vad_path =
+      args.get_flag("no-vac") ? "" : vad_file(args.get("vad-model"), !args.get_flag("no-pull"));
   const std::filesystem::path model_path = model_file(args.get("model"), !args.get_flag("no-pull"));
   std::fprintf(stderr, "earshot serve: loading %s\n", model_path.string().c_str());
   std::shared_ptr<const whisper::Model> model = whisper::Model::load(model_path);
