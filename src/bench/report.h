@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/metrics.h"
+#include "common/json_text.h"  // json_quote, used by the writers and their tests
 
 namespace earshot::bench {
 
@@ -33,8 +34,5 @@ void write_table(std::ostream& out, const BenchReport& report);
 void write_json(std::ostream& out, const BenchReport& report);
 void write_markdown(std::ostream& out, const BenchReport& report);
 void write_svg(std::ostream& out, const BenchReport& report);
-
-// JSON string literal with escapes (exposed for tests).
-std::string json_quote(const std::string& text);
 
 }  // namespace earshot::bench

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/json_text.h"
 #include "model/whisper/session.h"
 #include "policy/alignatt/alignatt_processor.h"
 #include "policy/localagreement/local_agreement_processor.h"
@@ -13,28 +14,6 @@
 namespace earshot::cli {
 
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string number(double v) {
   char buf[32];
@@ -46,7 +25,7 @@ std::string words_json(const std::vector<Word>& words) {
   std::string out = "[";
   for (size_t i = 0; i < words.size(); ++i) {
     if (i) out += ",";
-    out += "{\"text\":" + json_string(words[i].text) + ",\"start\":" + number(words[i].start) +
+    out += "{\"text\":" + json_quote(words[i].text) + ",\"start\":" + number(words[i].start) +
            ",\"end\":" + number(words[i].end) + "}";
   }
   return out + "]";
@@ -156,15 +135,15 @@ std::string words_text(const std::vector<Word>& words) {
 
 std::string emission_json(const Emission& e) {
   return "{\"emission_time\":" + number(e.emission_time) + ",\"audio_time\":" + number(e.audio_time) +
-         ",\"committed\":" + words_json(e.committed) + ",\"provisional\":" + json_string(words_text(e.provisional)) +
+         ",\"committed\":" + words_json(e.committed) + ",\"provisional\":" + json_quote(words_text(e.provisional)) +
          "}";
 }
 
 std::string format_transcript(const Transcript& t, const std::string& format, const std::string& file_name) {
   if (format == "txt") return words_text(t.words) + "\n";
   if (format == "json") {
-    return "{\"file\":" + json_string(file_name) + ",\"language\":" + json_string(t.language) +
-           ",\"text\":" + json_string(words_text(t.words)) + ",\"words\":" + words_json(t.words) + "}\n";
+    return "{\"file\":" + json_quote(file_name) + ",\"language\":" + json_quote(t.language) +
+           ",\"text\":" + json_quote(words_text(t.words)) + ",\"words\":" + words_json(t.words) + "}\n";
   }
   if (format == "srt" || format == "vtt") {
     const bool srt = format == "srt";

@@ -1,0 +1,13 @@
+// Writing JSON by hand where a streaming writer is simpler than building a
+// document (reports, per-emission event lines).
+#pragma once
+
+#include <string>
+
+namespace earshot {
+
+// `text` as a JSON string literal, quotes included. Control characters are
+// escaped; other bytes pass through unchanged (UTF-8 stays as is).
+std::string json_quote(const std::string& text);
+
+}  // namespace earshot
