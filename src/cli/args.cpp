@@ -1,7 +1,9 @@
 #include "cli/args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <thread>
 
 #include "common/error.h"
 
@@ -9,6 +11,11 @@ namespace earshot::cli {
 namespace {
 Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
 }  // namespace
+
+std::string default_thread_count() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return std::to_string(cores == 0 ? 1u : std::min(cores, 8u));
+}
 
 Args& Args::option(std::string name, std::string help, std::string default_value) {
   order_.push_back(name);
@@ -89,7 +96,8 @@ double Args::get_double(const std::string& name) const {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0) throw bad(command_ + ": --" + name + " expects a number, got '" + text + "'");
+  if (text.empty() || *end != '\0' || errno != 0)
+    throw bad(command_ + ": --" + name + " expects a number, got '" + text + "'");
   return v;
 }
 
@@ -98,7 +106,8 @@ long Args::get_int(const std::string& name) const {
   char* end = nullptr;
   errno = 0;
   const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0) throw bad(command_ + ": --" + name + " expects an integer, got '" + text + "'");
+  if (text.empty() || *end != '\0' || errno != 0)
+    throw bad(command_ + ": --" + name + " expects an integer, got '" + text + "'");
   return v;
 }
 

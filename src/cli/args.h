@@ -11,6 +11,10 @@
 
 namespace earshot::cli {
 
+// Default for --threads: the machine's cores, at most 8 (ggml's threads spin while
+// waiting, so more threads than cores only slows a pass down).
+std::string default_thread_count();
+
 class Args {
  public:
   Args(std::string command, std::string usage) : command_(std::move(command)), usage_(std::move(usage)) {}
@@ -27,7 +31,7 @@ class Args {
   bool help_requested() const { return help_; }
   std::string help() const;
 
-  bool has(const std::string& name) const;  // given on the command line
+  bool has(const std::string& name) const;         // given on the command line
   std::string get(const std::string& name) const;  // value or declared default
   double get_double(const std::string& name) const;
   long get_int(const std::string& name) const;

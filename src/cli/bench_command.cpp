@@ -309,7 +309,7 @@ int run_bench(const CommandArgs& argv) {
       .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
       .flag("as-fast-as-possible", "feed audio back to back (delays on the audio clock; the default)")
       .option("chunk", "seconds of audio per insert (the server's chunking)", "0.5")
-      .option("threads", "CPU threads per session (model and baseline)", "4")
+      .option("threads", "CPU threads per session (model and baseline)", default_thread_count())
       .option("sessions", "concurrent sessions, each streaming the whole dataset", "1")
       .option("language", "language code, or auto", "en")
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")

@@ -147,7 +147,7 @@ int run_serve(const CommandArgs& argv) {
       .option("vad-model", "Silero VAD weights (ggml); default: the model cache", "")
       .option("vac-chunk-size", "seconds of new audio a model step waits for", "0.04")
       .option("warmup-file", "run the model once on this audio file before serving", "")
-      .option("threads", "CPU threads per model pass", "4")
+      .option("threads", "CPU threads per model pass", default_thread_count())
       .option("workers", "sessions whose model work runs at the same time", "1")
       .option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
       .option("max-message-kb", "largest WebSocket message accepted (KiB)", "1024")

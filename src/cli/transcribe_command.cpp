@@ -66,7 +66,7 @@ int run_transcribe(const CommandArgs& argv) {
       .option("format", "final transcript format: txt, json, srt or vtt", "txt")
       .option("events", "write one JSON line per emission to this file", "")
       .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
-      .option("threads", "CPU threads for the model", "4")
+      .option("threads", "CPU threads for the model", default_thread_count())
       .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
       .option("output", "write the transcript here instead of stdout", "");
   args.parse(argv);
