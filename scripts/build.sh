@@ -13,6 +13,8 @@ case "$flavor" in
 esac
 dir="$ROOT/build/$flavor"
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+# Paths relative to the checkout in ccache's hashes: another clone (CI) reuses the objects.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 cmake -S "$ROOT" -B "$dir" -G Ninja "${args[@]}" "${launcher[@]}" "$@" >/dev/null
 # EARSHOT_TARGETS limits the build (scripts/earshot builds only the binary).
 targets=(); [ -n "${EARSHOT_TARGETS:-}" ] && targets=(--target ${EARSHOT_TARGETS})
