@@ -23,13 +23,17 @@ struct DecodeRequest {
   std::vector<int> logits_positions;
   // Whether to return the alignment-head cross-attention.
   bool want_attention = true;
+  // Logits only for token ids [0, vocabulary_limit); 0 = the whole vocabulary.
+  // A caller that suppresses every token from some id on (Whisper's timestamps)
+  // skips their rows of the vocabulary product, the largest matrix of a step.
+  int vocabulary_limit = 0;
 };
 
 struct DecodeResult {
   int n_sequences = 0;
   int n_tokens = 0;     // tokens appended per sequence
   int n_positions = 0;  // positions with logits (see DecodeRequest::logits_positions)
-  int n_vocab = 0;
+  int n_vocab = 0;      // logits per position: the request's vocabulary_limit, or the whole vocabulary
   int n_heads = 0;      // alignment heads
   int n_frames = 0;     // encoder frames attended over
   // [n_sequences][n_positions][n_vocab]
@@ -42,8 +46,7 @@ struct DecodeResult {
     return logits.data() + (static_cast<size_t>(sequence) * n_positions + position) * n_vocab;
   }
   const float* attention_at(int sequence, int head, int token) const {
-    return attention.data() +
-           ((static_cast<size_t>(sequence) * n_heads + head) * n_tokens + token) * n_frames;
+    return attention.data() + ((static_cast<size_t>(sequence) * n_heads + head) * n_tokens + token) * n_frames;
   }
 };
 
@@ -81,7 +84,6 @@ class AsrDecoder {
   // decoder step on <|startoftranscript|> over the last encoded audio.
   // Leaves the self-attention cache as it was. Multilingual models only.
   virtual std::vector<float> detect_language() = 0;
-
 };
 
 }  // namespace earshot

@@ -101,6 +101,25 @@ TEST_F(SessionTest, RollbackGivesTheLogitsOfDecodingThePrefixFresh) {
   EXPECT_THROW(s.rollback(5), Error);
 }
 
+TEST_F(SessionTest, VocabularyLimitGivesThePrefixOfTheWholeLogits) {
+  Session s(model_, options());
+  s.encode(test_audio(16000));
+  decode(s, {{sot(), 100}});
+  const DecodeResult whole = decode(s, {{200}});
+  s.rollback(2);
+  DecodeRequest limited_request;
+  limited_request.tokens = {{200}};
+  limited_request.vocabulary_limit = 50363;
+  const DecodeResult limited = s.decode(limited_request);
+  ASSERT_EQ(limited.n_vocab, 50363);
+  const std::vector<float> all = logits_of(whole, 0);
+  EXPECT_EQ(logits_of(limited, 0), std::vector<float>(all.begin(), all.begin() + 50363));
+  EXPECT_EQ(limited.attention, whole.attention);
+  limited_request.vocabulary_limit = whole.n_vocab + 1;
+  s.rollback(2);
+  EXPECT_THROW(s.decode(limited_request), Error);
+}
+
 TEST_F(SessionTest, ReorderMakesSequencesContinueFromTheirSources) {
   Session s(model_, options());
   s.encode(test_audio(16000));

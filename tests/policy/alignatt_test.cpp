@@ -245,6 +245,16 @@ TEST_F(AlignAtt, SuppressedTokensAreNeverChosen) {
   expect_words(rig.run(), {{" two", 0.2, 0.3}});
 }
 
+TEST_F(AlignAtt, OnlyTheFirstStepAsksForTimestampLogits) {
+  // Timestamps are always suppressed, so later steps skip their rows; the first
+  // step keeps the whole vocabulary for the no-speech probability at SOT.
+  Rig rig(t, passes({{{one, 10}, {two, 20}}}));
+  rig.feed(1.0);
+  expect_words(rig.run(), {{" one", 0.2, 0.4}, {" two", 0.4, 0.5}});
+  const int whole = t->n_vocab(), timestamps = t->special().timestamp_begin;
+  EXPECT_EQ(rig.fake->vocabulary_limits, (std::vector<int>{whole, timestamps, timestamps}));
+}
+
 TEST_F(AlignAtt, FirstStepNeverEndsOrEmitsABlank) {
   // EOT and " " are the script's favourites on the first step: both suppressed.
   const int32_t blank = tok(*t, " ");

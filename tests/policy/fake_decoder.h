@@ -92,7 +92,8 @@ class FakeDecoder : public AsrDecoder {
     r.n_sequences = n_seq;
     r.n_tokens = n_tok;
     r.n_positions = request.logits_positions.empty() ? 1 : static_cast<int>(request.logits_positions.size());
-    r.n_vocab = tokenizer_->n_vocab();
+    r.n_vocab = request.vocabulary_limit > 0 ? request.vocabulary_limit : tokenizer_->n_vocab();
+    vocabulary_limits.push_back(r.n_vocab);
     r.n_heads = kHeads;
     r.n_frames = kFrames;
     r.logits.assign(static_cast<size_t>(n_seq) * r.n_positions * r.n_vocab, kBaseLogit);
@@ -106,7 +107,9 @@ class FakeDecoder : public AsrDecoder {
         if (p + 1 < r.n_positions) {  // an earlier position: only the no-speech logit matters
           row[tokenizer_->special().no_speech] = no_speech_logit;
         } else {
-          for (const auto& [token, logit] : reply.logits) row[token] = logit;
+          for (const auto& [token, logit] : reply.logits) {
+            if (token < r.n_vocab) row[token] = logit;
+          }
         }
       }
       for (int h = 0; h < kHeads; ++h) {
@@ -125,6 +128,7 @@ class FakeDecoder : public AsrDecoder {
 
   // What the test inspects or sets.
   std::vector<std::vector<int32_t>> prompts;  // first decode call of every pass
+  std::vector<int> vocabulary_limits;         // logits per position returned by every decode call
   std::vector<size_t> encoded_samples;
   float no_speech_logit = -30.0f;
   int detected_language_index = 0;

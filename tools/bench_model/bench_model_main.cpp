@@ -24,11 +24,12 @@ namespace ew = earshot::whisper;
 using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
-    "usage: earshot-bench-model --model FILE [--threads T] [--reps N]\n"
+    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S]\n"
     "\n"
     "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
     "and libwhisper 1.9.1's (flash attention off and on) for: the encoder on a 30 s window\n"
-    "(log-mel excluded for both); one decoder step at KV lengths 16, 64 and 200; and earshot's\n"
+    "(log-mel excluded for both); one decoder step at KV lengths 16, 64 and 200 (S steps per\n"
+    "repetition and contender, default 16, as a decoder runs them); and earshot's\n"
     "encoder on 5 s of audio with the audio-only (short input) option. Encoders are compared\n"
     "like for like (earshot's explicit-softmax encoder vs libwhisper fa=off, its flash encoder vs\n"
     "fa=on); earshot's decoder step against libwhisper's with flash attention off and on. Last\n"
@@ -38,6 +39,7 @@ struct Args {
   std::string model;
   int threads = 4;
   int reps = 5;
+  int steps = 16;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -54,6 +56,8 @@ Args parse_args(int argc, char** argv) {
       args.threads = std::stoi(value());
     else if (a == "--reps")
       args.reps = std::stoi(value());
+    else if (a == "--steps")
+      args.steps = std::stoi(value());
     else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -63,8 +67,8 @@ Args parse_args(int argc, char** argv) {
   }
   if (args.model.empty())
     throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
-  if (args.threads < 1 || args.reps < 1)
-    throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--threads and --reps must be >= 1");
+  if (args.threads < 1 || args.reps < 1 || args.steps < 1)
+    throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--threads, --reps and --steps must be >= 1");
   return args;
 }
 
@@ -164,17 +168,30 @@ int run(const Args& args) {
       ours.decode(prefill);
       earshot::DecodeRequest one;
       one.tokens = {{next}};
-      one.want_attention = true;  // what the streaming policy asks for on every step
-      times[key + " ours"].push_back(seconds_of([&] { ours.decode(one); }));
-      for (auto [w, name] : {std::pair{&wfa_off, " whisper fa=off"}, std::pair{&wfa_on, " whisper fa=on"}}) {
+      // What the streaming policies ask for after the first step: the alignment heads
+      // attention, and no logits for the (always suppressed) timestamp tokens.
+      one.want_attention = true;
+      one.vocabulary_limit = ours.tokenizer().special().timestamp_begin;
+      for (auto* w : {&wfa_off, &wfa_on}) {
         if (whisper_decode(w->ctx, prompt.data(), kv, 0, args.threads) != 0) {
           throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode prefill failed");
         }
-        times[key + name].push_back(seconds_of([&] {
-          if (whisper_decode(w->ctx, &next, 1, kv, args.threads) != 0) {
-            throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode failed");
-          }
-        }));
+      }
+      // A decoder runs many steps in a row: each contender runs S consecutive steps
+      // (rewritten at the same position: rollback / n_past = kv), and contenders
+      // alternate across repetitions so load drifts hit all of them alike.
+      for (int step = 0; step < args.steps; ++step) {
+        ours.rollback(kv);
+        times[key + " ours"].push_back(seconds_of([&] { ours.decode(one); }));
+      }
+      for (auto [w, name] : {std::pair{&wfa_off, " whisper fa=off"}, std::pair{&wfa_on, " whisper fa=on"}}) {
+        for (int step = 0; step < args.steps; ++step) {
+          times[key + name].push_back(seconds_of([&] {
+            if (whisper_decode(w->ctx, &next, 1, kv, args.threads) != 0) {
+              throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode failed");
+            }
+          }));
+        }
       }
     }
   }

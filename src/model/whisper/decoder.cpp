@@ -132,7 +132,11 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     ggml_set_input(g.logit_rows);
     cur = ggml_get_rows(ctx, cur, g.logit_rows);
   }
-  g.logits = ggml_mul_mat(ctx, w.token_emb, cur);
+  ggml_tensor* vocabulary = w.token_emb;
+  if (spec.n_vocab_logits > 0 && spec.n_vocab_logits < w.token_emb->ne[1]) {
+    vocabulary = ggml_view_2d(ctx, w.token_emb, w.token_emb->ne[0], spec.n_vocab_logits, w.token_emb->nb[1], 0);
+  }
+  g.logits = ggml_mul_mat(ctx, vocabulary, cur);
   ggml_set_output(g.logits);
   ggml_build_forward_expand(graph, g.logits);
 

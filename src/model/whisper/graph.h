@@ -44,6 +44,7 @@ struct DecoderGraphSpec {
   int n_audio_ctx = 1500;
   // Positions (0..n_tokens-1) whose logits are computed, the same for every sequence.
   std::vector<int> logits_positions;
+  int n_vocab_logits = 0;  // rows of the token embedding projected: ids [0, n_vocab_logits)
   bool want_attention = false;
 };
 

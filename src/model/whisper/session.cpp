@@ -321,6 +321,11 @@ DecodeResult Session::decode(const DecodeRequest& request) {
   spec.want_attention = request.want_attention && !model_->alignment_heads().empty();
   spec.logits_positions = request.logits_positions;
   if (spec.logits_positions.empty()) spec.logits_positions = {n_tokens - 1};
+  if (request.vocabulary_limit < 0 || request.vocabulary_limit > hp.n_vocab) {
+    throw Error(ErrorCode::kInvalidArgument, "vocabulary limit " + std::to_string(request.vocabulary_limit) +
+                                                 " outside 0.." + std::to_string(hp.n_vocab));
+  }
+  spec.n_vocab_logits = request.vocabulary_limit > 0 ? request.vocabulary_limit : hp.n_vocab;
   for (int p : spec.logits_positions) {
     if (p < 0 || p >= n_tokens) {
       throw Error(ErrorCode::kInvalidArgument, "logits position " + std::to_string(p) + " outside the " +
@@ -373,9 +378,9 @@ DecodeResult Session::decode(const DecodeRequest& request) {
   result.n_sequences = n_seq;
   result.n_tokens = n_tokens;
   result.n_positions = n_positions;
-  result.n_vocab = hp.n_vocab;
+  result.n_vocab = spec.n_vocab_logits;
   result.n_frames = n_audio_ctx_;
-  result.logits.resize(static_cast<size_t>(n_seq) * n_positions * hp.n_vocab);
+  result.logits.resize(static_cast<size_t>(n_seq) * n_positions * result.n_vocab);
   ggml_backend_tensor_get(g.logits, result.logits.data(), 0, result.logits.size() * sizeof(float));
   if (g.attention) {
     result.n_heads = n_alignment_heads();

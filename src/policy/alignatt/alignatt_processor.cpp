@@ -191,7 +191,6 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
                                                        int content_len, bool is_last) {
   Pass pass;
   const int n = token_decoder_->n_sequences();
-  const int n_vocab = tokenizer_.n_vocab();
   asr_->reset(n);
   alignment_.reset();
   token_decoder_->reset();
@@ -223,8 +222,12 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
       request.logits_positions = {sot_index, static_cast<int>(prompt.size()) - 1};
     } else {
       for (const Sequence& s : token_decoder_->sequences()) request.tokens.push_back({s.tokens.back()});
+      // Timestamps are suppressed: skip their logits. The first step needs the whole
+      // vocabulary, for the no-speech probability at SOT.
+      request.vocabulary_limit = tokenizer_.special().timestamp_begin;
     }
     const DecodeResult result = asr_->decode(request);
+    const int n_vocab = result.n_vocab;
     alignment_.add(result);
     const int position = result.n_positions - 1;
     if (first && config_.nonspeech_prob < 1.0) {

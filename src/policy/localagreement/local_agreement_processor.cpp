@@ -122,14 +122,15 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
   // Rows of the query positions that chose each token: [head][row][frame].
   std::vector<std::vector<float>> rows;  // per step: heads*frames
   int n_heads = 0, n_frames = 0;
-  const int n_vocab = tokenizer_.n_vocab();
   bool first = true;
   for (int step = 0; step < budget; ++step) {
     const int appended = first ? static_cast<int>(prompt.size()) : 1;
     if (asr_->n_past() + appended > asr_->n_text_ctx()) break;
     DecodeRequest request;
     request.tokens = {first ? prompt : std::vector<int32_t>{greedy.sequences()[0].tokens.back()}};
+    request.vocabulary_limit = sp.timestamp_begin;  // timestamps are suppressed: skip their logits
     const DecodeResult r = asr_->decode(request);
+    const int n_vocab = r.n_vocab;
     n_heads = r.n_heads;
     n_frames = r.n_frames;
     std::vector<float> row(static_cast<size_t>(n_heads) * n_frames);
