@@ -5,11 +5,19 @@
 #
 # Third-party sources come only from the npm registry, pinned by version and
 # checked against their sha512 integrity before use. Nothing foreign is committed.
+#
+# EARSHOT_CUDA=ON builds ggml with its CUDA backend into third_party/install-cuda
+# instead (CMake: -DEARSHOT_CUDA=ON). nvcc is looked up on PATH, then in
+# /usr/local/cuda. EARSHOT_CUDA_ARCHITECTURES picks the GPU architectures
+# (default: the GPUs present, or 90 when none is visible, e.g. on a build machine).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TP="$ROOT/third_party"
 JOBS="${JOBS:-$(nproc)}"
+CUDA="${EARSHOT_CUDA:-OFF}"
+case "$CUDA" in ON|on|1|true) CUDA=ON; FLAVOR="-cuda" ;; *) CUDA=OFF; FLAVOR="" ;; esac
+INSTALL="$TP/install$FLAVOR"
 
 # name@version  sha512 integrity (as the npm registry publishes it)
 LLAMA_PKG="node-llama-cpp@3.22.1"
@@ -81,37 +89,59 @@ unpack_sources() {
   fi
 }
 
-# One ggml for everything: the one inside llama.cpp (0.25.1), which translation
-# will need; libwhisper (the test oracle and baseline) is built against it.
-# One ggml for everything: the one inside llama.cpp (0.25.1). libllama comes with it
-# for translation; libwhisper (the test oracle and baseline) is built against it.
+# One ggml for everything: the one inside llama.cpp v0.5.0 (ggml 0.25.1), built on
+# its own (llama.cpp's ggml/ folder is a standalone project). libwhisper (the test
+# oracle and baseline) is built against it, and libllama will be too when
+# translation needs it (LLAMA_USE_SYSTEM_GGML): one ggml in every binary.
+cuda_args() {
+  [ "$CUDA" = ON ] || { echo "-DGGML_CUDA=OFF"; return 0; }
+  local nvcc; nvcc=$(command -v nvcc || true)
+  [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+  [ -n "$nvcc" ] || die "EARSHOT_CUDA=ON needs the CUDA toolkit (nvcc not on PATH nor in /usr/local/cuda/bin)"
+  local arch="${EARSHOT_CUDA_ARCHITECTURES:-}"
+  if [ -z "$arch" ]; then
+    if nvidia-smi -L >/dev/null 2>&1; then arch=native; else arch=90; fi
+  fi
+  # FlashAttention kernels off: earshot's CUDA path does not use them yet, and they
+  # are most of ggml-cuda's compile time.
+  echo "-DGGML_CUDA=ON -DCMAKE_CUDA_COMPILER=$nvcc -DCMAKE_CUDA_ARCHITECTURES=$arch -DGGML_CUDA_FA=OFF"
+}
+
+# A stamp holds the recipe it was made with: a changed recipe rebuilds.
+GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args)"
+WHISPER_RECIPE="whisper.cpp 1.9.1 on $GGML_RECIPE"
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
 build_ggml() {
-  local stamp="$TP/install/.ggml-ok"
-  [ -f "$stamp" ] && return 0
-  log "building ggml 0.25.1 and libllama (llama.cpp v0.5.0) into third_party/install (a few minutes)"
-  cmake -S "$TP/src/llama.cpp" -B "$TP/build/llama" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$TP/install" -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
-    -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DGGML_CUDA="${EARSHOT_CUDA:-OFF}" \
-    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
-    >"$TP/build/llama.log" 2>&1 || { tail -30 "$TP/build/llama.log"; die "llama.cpp/ggml configure failed"; }
-  cmake --build "$TP/build/llama" -j "$JOBS" >>"$TP/build/llama.log" 2>&1 || { tail -30 "$TP/build/llama.log"; die "llama.cpp/ggml build failed"; }
-  cmake --install "$TP/build/llama" >>"$TP/build/llama.log" 2>&1 || die "llama.cpp/ggml install failed"
-  touch "$stamp"
+  local stamp="$INSTALL/.ggml-ok"
+  stamp_ok "$stamp" "$GGML_RECIPE" && return 0
+  rm -rf "$INSTALL" "$TP/build/ggml$FLAVOR" "$TP/build/whisper$FLAVOR"
+  log "building ggml 0.25.1 (from llama.cpp v0.5.0, CUDA $CUDA) into ${INSTALL#$ROOT/} (a few minutes)"
+  # shellcheck disable=SC2046  # word splitting of the argument list is intended
+  cmake -S "$ROOT/cmake/ggml" -B "$TP/build/ggml$FLAVOR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DEARSHOT_GGML_SOURCE="$TP/src/llama.cpp/ggml" \
+    -DCMAKE_INSTALL_PREFIX="$INSTALL" -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DGGML_NATIVE=ON -DGGML_CCACHE=OFF $(cuda_args) \
+    -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
+    >"$TP/build/ggml$FLAVOR.log" 2>&1 || { tail -30 "$TP/build/ggml$FLAVOR.log"; die "ggml configure failed"; }
+  cmake --build "$TP/build/ggml$FLAVOR" -j "$JOBS" >>"$TP/build/ggml$FLAVOR.log" 2>&1 \
+    || { tail -30 "$TP/build/ggml$FLAVOR.log"; die "ggml build failed"; }
+  cmake --install "$TP/build/ggml$FLAVOR" >>"$TP/build/ggml$FLAVOR.log" 2>&1 || die "ggml install failed"
+  echo "$GGML_RECIPE" >"$stamp"
 }
 
 build_whisper() {
-  local stamp="$TP/install/.whisper-ok"
-  [ -f "$stamp" ] && return 0
+  local stamp="$INSTALL/.whisper-ok" log_file="$TP/build/whisper$FLAVOR.log"
+  stamp_ok "$stamp" "$WHISPER_RECIPE" && return 0
   log "building libwhisper 1.9.1 (oracle) against that ggml"
-  cmake -S "$TP/src/whisper.cpp" -B "$TP/build/whisper" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$TP/install" -DCMAKE_PREFIX_PATH="$TP/install" -DBUILD_SHARED_LIBS=OFF \
+  cmake -S "$TP/src/whisper.cpp" -B "$TP/build/whisper$FLAVOR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$INSTALL" -DCMAKE_PREFIX_PATH="$INSTALL" -DBUILD_SHARED_LIBS=OFF \
     -DWHISPER_USE_SYSTEM_GGML=ON -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=OFF \
-    -DWHISPER_BUILD_SERVER=OFF >"$TP/build/whisper.log" 2>&1 || { tail -30 "$TP/build/whisper.log"; die "whisper configure failed"; }
-  cmake --build "$TP/build/whisper" -j "$JOBS" >>"$TP/build/whisper.log" 2>&1 || { tail -30 "$TP/build/whisper.log"; die "whisper build failed"; }
-  cmake --install "$TP/build/whisper" >>"$TP/build/whisper.log" 2>&1 || die "whisper install failed"
-  mkdir -p "$TP/install/bin"  # whisper-config.cmake insists that it exists
-  touch "$stamp"
+    -DWHISPER_BUILD_SERVER=OFF >"$log_file" 2>&1 || { tail -30 "$log_file"; die "whisper configure failed"; }
+  cmake --build "$TP/build/whisper$FLAVOR" -j "$JOBS" >>"$log_file" 2>&1 || { tail -30 "$log_file"; die "whisper build failed"; }
+  cmake --install "$TP/build/whisper$FLAVOR" >>"$log_file" 2>&1 || die "whisper install failed"
+  mkdir -p "$INSTALL/bin"  # whisper-config.cmake insists that it exists
+  echo "$WHISPER_RECIPE" >"$stamp"
 }
 
 install_debian_packages
@@ -119,4 +149,4 @@ mkdir -p "$TP/build"
 unpack_sources
 build_ggml
 build_whisper
-log "third-party ready in $TP/install"
+log "third-party ready in ${INSTALL#$ROOT/}"

@@ -1,5 +1,8 @@
 // `earshot <command> [options]`: the single binary. Commands are listed here;
 // each is implemented in its own file.
+#include <ggml-backend.h>
+#include <ggml.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -12,13 +15,22 @@ namespace {
 
 using earshot::cli::Command;
 
+// The version, and the compute devices the linked ggml offers: a CUDA build
+// (EARSHOT_CUDA=ON) lists its GPUs here, so a user can see what was built.
 int run_version(const earshot::cli::CommandArgs&) {
-  std::printf("earshot %s\n", EARSHOT_VERSION);
+  std::printf("earshot %s (ggml %s)\n", EARSHOT_VERSION, ggml_version());
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    ggml_backend_dev_t device = ggml_backend_dev_get(i);
+    size_t free = 0, total = 0;
+    ggml_backend_dev_memory(device, &free, &total);
+    std::printf("device %s: %s, %.1f GiB\n", ggml_backend_dev_name(device), ggml_backend_dev_description(device),
+                static_cast<double>(total) / (1024.0 * 1024.0 * 1024.0));
+  }
   return 0;
 }
 
 constexpr Command kCommands[] = {
-    {"version", "print the version", run_version},
+    {"version", "print the version and the compute devices", run_version},
     {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe},
     {"serve", "run the live transcription server (WebSocket /asr, web page, OpenAI API)", earshot::cli::run_serve},
     {"pull", "download a Whisper model into the cache", earshot::cli::run_pull},
