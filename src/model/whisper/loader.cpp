@@ -216,40 +216,38 @@ std::string shape_string(int n_dims, const int64_t* ne) {
   return s + "]";
 }
 
+// The self-attention and MLP roles that encoder and decoder blocks both have; nullptr for any other role.
+template <typename Layer>
+ggml_tensor** block_slot(Layer& l, TensorRole role) {
+  using R = TensorRole;
+  switch (role) {
+    case R::kAttnLnW: return &l.attn_ln_w;
+    case R::kAttnLnB: return &l.attn_ln_b;
+    case R::kAttnQW: return &l.attn_q_w;
+    case R::kAttnQB: return &l.attn_q_b;
+    case R::kAttnKW: return &l.attn_k_w;
+    case R::kAttnVW: return &l.attn_v_w;
+    case R::kAttnVB: return &l.attn_v_b;
+    case R::kAttnOutW: return &l.attn_out_w;
+    case R::kAttnOutB: return &l.attn_out_b;
+    case R::kMlpLnW: return &l.mlp_ln_w;
+    case R::kMlpLnB: return &l.mlp_ln_b;
+    case R::kMlp0W: return &l.mlp_0_w;
+    case R::kMlp0B: return &l.mlp_0_b;
+    case R::kMlp1W: return &l.mlp_1_w;
+    case R::kMlp1B: return &l.mlp_1_b;
+    default: return nullptr;
+  }
+}
+
 ggml_tensor** weight_slot(Weights& w, const TensorSpec& spec) {
   using R = TensorRole;
   if (spec.layer >= 0 && spec.encoder) {
-    EncoderLayer& l = w.encoder[spec.layer];
-    switch (spec.role) {
-      case R::kAttnLnW: return &l.attn_ln_w;
-      case R::kAttnLnB: return &l.attn_ln_b;
-      case R::kAttnQW: return &l.attn_q_w;
-      case R::kAttnQB: return &l.attn_q_b;
-      case R::kAttnKW: return &l.attn_k_w;
-      case R::kAttnVW: return &l.attn_v_w;
-      case R::kAttnVB: return &l.attn_v_b;
-      case R::kAttnOutW: return &l.attn_out_w;
-      case R::kAttnOutB: return &l.attn_out_b;
-      case R::kMlpLnW: return &l.mlp_ln_w;
-      case R::kMlpLnB: return &l.mlp_ln_b;
-      case R::kMlp0W: return &l.mlp_0_w;
-      case R::kMlp0B: return &l.mlp_0_b;
-      case R::kMlp1W: return &l.mlp_1_w;
-      case R::kMlp1B: return &l.mlp_1_b;
-      default: break;
-    }
+    if (ggml_tensor** slot = block_slot(w.encoder[spec.layer], spec.role)) return slot;
   } else if (spec.layer >= 0) {
     DecoderLayer& l = w.decoder[spec.layer];
+    if (ggml_tensor** slot = block_slot(l, spec.role)) return slot;
     switch (spec.role) {
-      case R::kAttnLnW: return &l.attn_ln_w;
-      case R::kAttnLnB: return &l.attn_ln_b;
-      case R::kAttnQW: return &l.attn_q_w;
-      case R::kAttnQB: return &l.attn_q_b;
-      case R::kAttnKW: return &l.attn_k_w;
-      case R::kAttnVW: return &l.attn_v_w;
-      case R::kAttnVB: return &l.attn_v_b;
-      case R::kAttnOutW: return &l.attn_out_w;
-      case R::kAttnOutB: return &l.attn_out_b;
       case R::kCrossLnW: return &l.cross_ln_w;
       case R::kCrossLnB: return &l.cross_ln_b;
       case R::kCrossQW: return &l.cross_q_w;
@@ -259,12 +257,6 @@ ggml_tensor** weight_slot(Weights& w, const TensorSpec& spec) {
       case R::kCrossVB: return &l.cross_v_b;
       case R::kCrossOutW: return &l.cross_out_w;
       case R::kCrossOutB: return &l.cross_out_b;
-      case R::kMlpLnW: return &l.mlp_ln_w;
-      case R::kMlpLnB: return &l.mlp_ln_b;
-      case R::kMlp0W: return &l.mlp_0_w;
-      case R::kMlp0B: return &l.mlp_0_b;
-      case R::kMlp1W: return &l.mlp_1_w;
-      case R::kMlp1B: return &l.mlp_1_b;
       default: break;
     }
   } else {
