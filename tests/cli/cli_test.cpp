@@ -1,0 +1,168 @@
+// Runs the `earshot` binary as a user would. The model is a small random-weight
+// one (what it says is noise), so the checks are about the contract: exit codes,
+// messages that name the problem, formats that agree with each other, events
+// whose committed words add up to the final transcript, determinism.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/whisper/model_format.h"
+#include "model/whisper/model_writer.h"
+
+namespace earshot::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("earshot-cli-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    whisper::RandomModelSpec spec;
+    spec.template_path = fs::path(EARSHOT_SHARED_DIR) / "models/for-tests-ggml-tiny.en.bin";
+    spec.vocab_tiktoken = fs::path(EARSHOT_SHARED_DIR) / "models/whisper-gpt2.tiktoken";
+    spec.hparams = whisper::read_file_header(spec.template_path).hparams;
+    spec.hparams.n_audio_state = spec.hparams.n_text_state = 64;
+    spec.hparams.n_audio_head = spec.hparams.n_text_head = 2;
+    spec.hparams.n_audio_layer = 1;
+    spec.hparams.n_text_layer = 2;
+    spec.weight_type = GGML_TYPE_F32;
+    spec.seed = 7;
+    model_ = dir_ / "model.bin";
+    whisper::write_random_model(spec, model_);
+    audio_ = fs::path(EARSHOT_SHARED_DIR) / "data/jfk.wav";
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static Outcome earshot(const std::string& args) {
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    const std::string command =
+        std::string(EARSHOT_BIN) + " " + args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+    const int status = std::system(command.c_str());
+    Outcome r;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+  static std::string transcribe(const std::string& extra) {
+    return "transcribe " + audio_.string() + " --model " + model_.string() + " --threads 1 --chunk 1 " + extra;
+  }
+
+  static fs::path dir_, model_, audio_;
+};
+fs::path Cli::dir_, Cli::model_, Cli::audio_;
+
+TEST_F(Cli, VersionNamesGgmlAndTheCpuDevice) {
+  const Outcome r = earshot("version");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("earshot ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("(ggml 0.25.1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ndevice CPU: "), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, NoCommandOrAnUnknownOneIsAUsageError) {
+  const Outcome none = earshot("");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.out.find("usage: earshot <command>"), std::string::npos) << none.out;
+  const Outcome unknown = earshot("transcrib");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE((unknown.out + unknown.err).find("transcrib"), std::string::npos);
+}
+
+TEST_F(Cli, TranscribeErrorsNameWhatIsWrong) {
+  const Outcome no_audio = earshot("transcribe " + (dir_ / "missing.wav").string() + " --model " + model_.string());
+  EXPECT_EQ(no_audio.status, 1);
+  EXPECT_NE(no_audio.err.find("missing.wav: no such file"), std::string::npos) << no_audio.err;
+  const Outcome no_model = earshot("transcribe " + audio_.string() + " --model " + (dir_ / "absent.bin").string());
+  EXPECT_EQ(no_model.status, 1);
+  EXPECT_NE(no_model.err.find("absent.bin does not exist"), std::string::npos) << no_model.err;
+  const Outcome bad_format = earshot(transcribe("--format xml"));
+  EXPECT_EQ(bad_format.status, 2);
+  EXPECT_NE(bad_format.err.find("unknown --format 'xml'"), std::string::npos) << bad_format.err;
+  const fs::path truncated = dir_ / "truncated.bin";
+  {
+    const std::string bytes = read_text(model_);
+    std::ofstream(truncated, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  }
+  const Outcome bad_model = earshot("transcribe " + audio_.string() + " --model " + truncated.string());
+  EXPECT_EQ(bad_model.status, 1);
+  EXPECT_NE(bad_model.err.find("truncated"), std::string::npos) << bad_model.err;
+}
+
+TEST_F(Cli, TranscribeFormatsAndEventsAgree) {
+  const fs::path events = dir_ / "events.jsonl";
+  const Outcome json_run = earshot(transcribe("--format json --events " + events.string()));
+  ASSERT_EQ(json_run.status, 0) << json_run.err;
+  const nlohmann::json doc = nlohmann::json::parse(json_run.out);
+  EXPECT_EQ(doc["language"], "en");
+  const auto& words = doc["words"];
+  ASSERT_FALSE(words.empty()) << json_run.out;
+  std::string text;
+  double previous_start = 0.0;
+  for (const auto& w : words) {
+    const double start = w["start"], end = w["end"];
+    EXPECT_LE(previous_start, start);
+    EXPECT_LE(start, end);
+    EXPECT_LE(end, 11.01);  // jfk.wav lasts 11 s
+    previous_start = start;
+    text += w["text"].get<std::string>();
+  }
+  EXPECT_EQ(doc["text"], text.substr(text.find_first_not_of(' ')));
+
+  // Each event line carries the words committed since the previous one.
+  std::ifstream lines(events);
+  nlohmann::json committed = nlohmann::json::array();
+  double previous_audio = 0.0;
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json event = nlohmann::json::parse(line);
+    EXPECT_GE(event["audio_time"].get<double>(), previous_audio);
+    previous_audio = event["audio_time"];
+    for (const auto& w : event["committed"]) committed.push_back(w);
+  }
+  EXPECT_EQ(committed, words);
+
+  const Outcome txt = earshot(transcribe("--format txt"));
+  ASSERT_EQ(txt.status, 0) << txt.err;
+  EXPECT_EQ(txt.out, doc["text"].get<std::string>() + "\n");
+  const Outcome srt = earshot(transcribe("--format srt"));
+  ASSERT_EQ(srt.status, 0) << srt.err;
+  EXPECT_EQ(srt.out.rfind("1\n00:00:", 0), 0u) << srt.out;
+  EXPECT_NE(srt.out.find(" --> "), std::string::npos);
+  const Outcome vtt = earshot(transcribe("--format vtt"));
+  ASSERT_EQ(vtt.status, 0) << vtt.err;
+  EXPECT_EQ(vtt.out.rfind("WEBVTT\n", 0), 0u) << vtt.out;
+}
+
+TEST_F(Cli, TranscribeIsDeterministicAndWritesOutputFiles) {
+  const fs::path out = dir_ / "out.json";
+  const Outcome first = earshot(transcribe("--format json --output " + out.string()));
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_TRUE(first.out.empty()) << first.out;
+  const Outcome second = earshot(transcribe("--format json"));
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(read_text(out), second.out);
+}
+
+}  // namespace
+}  // namespace earshot::cli
