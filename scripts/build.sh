@@ -3,6 +3,7 @@
 #   scripts/build.sh [release|sanitize] [extra cmake args...]
 # release -> build/release; sanitize (ASan + UBSan at -O1 with line tables, without
 # the slow tests and micro-benchmarks it never runs) -> build/sanitize.
+# EARSHOT_CUDA=ON in the environment: ggml with CUDA, build/<flavor>-cuda.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 flavor="${1:-release}"; shift || true
@@ -14,6 +15,8 @@ case "$flavor" in
   *) echo "usage: scripts/build.sh [release|sanitize] [cmake args...]" >&2; exit 2 ;;
 esac
 dir="$ROOT/build/$flavor"
+# EARSHOT_CUDA=ON: ggml with its CUDA backend (bootstrapped into third_party/install-cuda).
+case "${EARSHOT_CUDA:-OFF}" in ON|on|1|true) args+=(-DEARSHOT_CUDA=ON); dir="$dir-cuda" ;; esac
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # Paths relative to the checkout in ccache's hashes: another clone (CI) reuses the objects.
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
