@@ -34,18 +34,7 @@ AlignAttProcessor::AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignA
       config_(std::move(config)),
       alignment_(config_.attention_window) {
   const whisper::SpecialTokens& sp = tokenizer_.special();
-  if (!tokenizer_.is_multilingual()) {
-    if (config_.language != "auto" && config_.language != "en") {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "language '" + config_.language + "' needs a multilingual model; this model is English-only");
-    }
-    if (config_.task == whisper::Task::kTranslate) {
-      throw Error(ErrorCode::kInvalidArgument, "the translate task needs a multilingual model");
-    }
-  } else if (config_.language != "auto" && !tokenizer_.language_token(config_.language)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "unknown language code '" + config_.language + "' (use e.g. en, de, or auto)");
-  }
+  check_language(tokenizer_, config_.language, config_.task);
   max_context_tokens_ = config_.max_context_tokens < 0 ? asr_->n_text_ctx() : config_.max_context_tokens;
   static_tokens_ = tokenizer_.encode(config_.static_init_prompt);
   init_tokens_ = tokenizer_.encode(config_.init_prompt);
@@ -404,14 +393,7 @@ ProcessResult AlignAttProcessor::process(bool is_last) {
   if (detecting) {
     const double buffer_end = buffer_start_time_ + buffered_seconds();
     if (is_last || (first_timestamp_ && buffer_end - *first_timestamp_ >= config_.language_detect_after)) {
-      const std::vector<float> probs = asr_->detect_language();
-      const auto languages = whisper::languages();
-      const size_t n =
-          std::min({probs.size(), languages.size(), static_cast<size_t>(tokenizer_.special().n_languages)});
-      if (n == 0) throw Error(ErrorCode::kInternal, "language detection returned no probabilities");
-      const size_t best =
-          std::max_element(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(n)) - probs.begin();
-      language_ = std::string(languages[best].code);
+      language_ = most_likely_language(*asr_);
       reset_segment();
       detecting = false;
     }
@@ -432,14 +414,6 @@ ProcessResult AlignAttProcessor::process(bool is_last) {
   return out;
 }
 
-std::vector<Word> AlignAttProcessor::hypothesis() const {
-  std::vector<Word> all = committed_;
-  all.insert(all.end(), provisional_.begin(), provisional_.end());
-  return all;
-}
-
-ProcessResult AlignAttProcessor::start_silence() { return process(/*is_last=*/true); }
-
 void AlignAttProcessor::end_silence(double duration, double offset) {
   if (duration < 0) throw Error(ErrorCode::kInvalidArgument, "silence duration must be >= 0 s");
   if (duration < config_.long_silence) {
@@ -452,8 +426,6 @@ void AlignAttProcessor::end_silence(double duration, double offset) {
   }
   stream_end_ = std::max(stream_end_, offset);
 }
-
-ProcessResult AlignAttProcessor::finish() { return process(/*is_last=*/true); }
 
 void AlignAttProcessor::warmup() {
   const std::vector<float> second(kSampleRate, 0.0f);

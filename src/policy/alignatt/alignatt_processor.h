@@ -14,34 +14,25 @@
 #include "policy/alignatt/alignatt_config.h"
 #include "policy/alignatt/alignment.h"
 #include "policy/decoding/token_decoder.h"
-#include "policy/online_processor.h"
+#include "policy/processor_base.h"
 
 namespace earshot::policy {
 
-class AlignAttProcessor : public OnlineProcessor {
+class AlignAttProcessor : public ProcessorBase {
  public:
   // decoder: this stream's state over the shared model.
   AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignAttConfig config);
 
   void insert_audio(std::span<const float> samples, double stream_end_time) override;
   ProcessResult process(bool is_last = false) override;
-  std::vector<Word> provisional() const override { return provisional_; }
-  std::vector<Word> hypothesis() const override;
-  ProcessResult start_silence() override;
   void end_silence(double duration, double offset) override;
-  void new_speaker(int speaker) override { speaker_ = speaker; }
-  ProcessResult finish() override;
   void warmup() override;
-  std::string language() const override { return language_; }
 
   // Introspection for tests and tools.
-  double buffer_start_time() const { return buffer_start_time_; }  // stream time of the first buffered sample
   double buffered_seconds() const { return static_cast<double>(buffered_samples_) / kSampleRate; }
   std::vector<int32_t> context_tokens() const;  // static prompt + scrolled context
   const std::vector<std::vector<int32_t>>& committed_blocks() const { return committed_blocks_; }
   int last_attend_frame() const { return last_attend_frame_; }
-
-  static constexpr int kSampleRate = 16000;
 
  private:
   struct TimedToken {
@@ -81,17 +72,11 @@ class AlignAttProcessor : public OnlineProcessor {
   // Per-stream state.
   std::deque<std::vector<float>> chunks_;
   size_t buffered_samples_ = 0;
-  double buffer_start_time_ = 0;
-  double stream_end_ = 0;
   std::vector<int32_t> context_;                        // scrolled history (trimmable)
   std::vector<std::vector<int32_t>> committed_blocks_;  // forced prefix, one block per pass
   std::vector<TimedToken> pending_;                     // committed tokens of an incomplete UTF-8 word
   int last_attend_frame_ = 0;
-  std::string language_;
   std::optional<double> first_timestamp_;
-  int speaker_ = -1;
-  std::vector<Word> committed_;
-  std::vector<Word> provisional_;
   double last_committed_end_ = -1e300;
 };
 

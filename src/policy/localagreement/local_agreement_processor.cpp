@@ -41,19 +41,10 @@ LocalAgreementProcessor::LocalAgreementProcessor(std::unique_ptr<AsrDecoder> dec
       tokenizer_(asr_ ? asr_->tokenizer()
                       : throw Error(ErrorCode::kInvalidArgument, "LocalAgreementProcessor needs a decoder, got none")),
       config_(std::move(config)) {
+  check_language(tokenizer_, config_.language, config_.task);
   if (!tokenizer_.is_multilingual()) {
-    if (config_.language != "auto" && config_.language != "en") {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "language '" + config_.language + "' needs a multilingual model; this model is English-only");
-    }
-    if (config_.task == whisper::Task::kTranslate) {
-      throw Error(ErrorCode::kInvalidArgument, "the translate task needs a multilingual model");
-    }
     language_ = "en";
   } else if (config_.language != "auto") {
-    if (!tokenizer_.language_token(config_.language)) {
-      throw Error(ErrorCode::kInvalidArgument, "unknown language code '" + config_.language + "'");
-    }
     language_ = config_.language;
   }
 }
@@ -87,13 +78,7 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
   const whisper::SpecialTokens& sp = tokenizer_.special();
   std::string language = language_;
   if (config_.language == "auto" && tokenizer_.is_multilingual()) {
-    const std::vector<float> probs = asr_->detect_language();
-    const auto languages = whisper::languages();
-    const size_t n = std::min({probs.size(), languages.size(), static_cast<size_t>(sp.n_languages)});
-    if (n == 0) throw Error(ErrorCode::kInternal, "language detection returned no probabilities");
-    language = std::string(
-        languages[std::max_element(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(n)) - probs.begin()]
-            .code);
+    language = most_likely_language(*asr_);
     language_ = language;
   }
   std::vector<int32_t> prompt;
@@ -214,13 +199,12 @@ void LocalAgreementProcessor::insert_hypothesis(std::vector<Word> words) {
 std::vector<Word> LocalAgreementProcessor::flush() {
   std::vector<Word> out;
   size_t i = 0;
-  while (i < new_.size() && i < hypothesis_buffer_.size() &&
-         trimmed(new_[i].text) == trimmed(hypothesis_buffer_[i].text)) {
+  while (i < new_.size() && i < provisional_.size() && trimmed(new_[i].text) == trimmed(provisional_[i].text)) {
     out.push_back(new_[i]);
     last_committed_time_ = new_[i].end;
     ++i;
   }
-  hypothesis_buffer_.assign(new_.begin() + static_cast<std::ptrdiff_t>(i), new_.end());
+  provisional_.assign(new_.begin() + static_cast<std::ptrdiff_t>(i), new_.end());
   new_.clear();
   committed_in_buffer_.insert(committed_in_buffer_.end(), out.begin(), out.end());
   return out;
@@ -247,8 +231,8 @@ void LocalAgreementProcessor::trim_buffer() {
 
 std::vector<Word> LocalAgreementProcessor::commit_all() {
   std::vector<Word> out;
-  for (Word& w : hypothesis_buffer_) out.push_back(std::move(w));
-  hypothesis_buffer_.clear();
+  for (Word& w : provisional_) out.push_back(std::move(w));
+  provisional_.clear();
   if (!out.empty()) last_committed_time_ = out.back().end;
   return out;
 }
@@ -285,14 +269,6 @@ ProcessResult LocalAgreementProcessor::process(bool is_last) {
   return result;
 }
 
-std::vector<Word> LocalAgreementProcessor::hypothesis() const {
-  std::vector<Word> all = committed_;
-  all.insert(all.end(), hypothesis_buffer_.begin(), hypothesis_buffer_.end());
-  return all;
-}
-
-ProcessResult LocalAgreementProcessor::start_silence() { return process(/*is_last=*/true); }
-
 void LocalAgreementProcessor::end_silence(double duration, double offset) {
   if (duration < 0) throw Error(ErrorCode::kInvalidArgument, "silence duration must be >= 0 s");
   if (duration < config_.long_silence) {
@@ -301,12 +277,10 @@ void LocalAgreementProcessor::end_silence(double duration, double offset) {
     audio_.clear();
     buffer_start_time_ = offset;
     committed_in_buffer_.clear();
-    hypothesis_buffer_.clear();
+    provisional_.clear();
   }
   stream_end_ = std::max(stream_end_, offset);
 }
-
-ProcessResult LocalAgreementProcessor::finish() { return process(/*is_last=*/true); }
 
 void LocalAgreementProcessor::warmup() {
   const std::vector<float> second(kSampleRate, 0.0f);

@@ -10,7 +10,7 @@
 
 #include "model/asr_decoder.h"
 #include "model/whisper/tokenizer.h"
-#include "policy/online_processor.h"
+#include "policy/processor_base.h"
 
 namespace earshot::policy {
 
@@ -26,28 +26,19 @@ struct LocalAgreementConfig {
   void validate() const;  // throws earshot::Error(kInvalidArgument)
 };
 
-class LocalAgreementProcessor : public OnlineProcessor {
+class LocalAgreementProcessor : public ProcessorBase {
  public:
   LocalAgreementProcessor(std::unique_ptr<AsrDecoder> decoder, LocalAgreementConfig config);
 
   void insert_audio(std::span<const float> samples, double stream_end_time) override;
   ProcessResult process(bool is_last = false) override;
-  std::vector<Word> provisional() const override { return hypothesis_buffer_; }
-  std::vector<Word> hypothesis() const override;
-  ProcessResult start_silence() override;
   void end_silence(double duration, double offset) override;
-  void new_speaker(int speaker) override { speaker_ = speaker; }
-  ProcessResult finish() override;
   void warmup() override;
-  std::string language() const override { return language_; }
 
-  double buffer_start_time() const { return buffer_start_time_; }
   double buffered_seconds() const { return static_cast<double>(audio_.size()) / kSampleRate; }
 
   // One greedy transcription of the buffer with word times (exposed for tests).
   std::vector<Word> transcribe(const std::vector<int32_t>& prompt_tokens);
-
-  static constexpr int kSampleRate = 16000;
 
  private:
   std::vector<int32_t> prompt_tokens() const;
@@ -63,13 +54,8 @@ class LocalAgreementProcessor : public OnlineProcessor {
   LocalAgreementConfig config_;
 
   std::vector<float> audio_;
-  double buffer_start_time_ = 0;
-  double stream_end_ = 0;
-  std::string language_;
-  int speaker_ = -1;
-  std::vector<Word> committed_;            // everything committed
+  // provisional_ is whisper_streaming's hypothesis buffer: the previous hypothesis minus what got committed.
   std::vector<Word> committed_in_buffer_;  // committed words still inside the audio buffer
-  std::vector<Word> hypothesis_buffer_;    // previous hypothesis minus what got committed
   std::vector<Word> new_;                  // latest hypothesis after the committed part
   double last_committed_time_ = 0;
 };

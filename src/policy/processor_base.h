@@ -1,0 +1,45 @@
+// What the streaming policies (AlignAtt, LocalAgreement-2) keep alike behind the
+// OnlineProcessor contract: the committed words, the provisional tail, the
+// language and speaker new words are tagged with, and last-pass flushes on a
+// pause and at the end of the stream.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/asr_decoder.h"
+#include "model/whisper/tokenizer.h"
+#include "policy/online_processor.h"
+
+namespace earshot::policy {
+
+class ProcessorBase : public OnlineProcessor {
+ public:
+  std::vector<Word> provisional() const override { return provisional_; }
+  std::vector<Word> hypothesis() const override;
+  ProcessResult start_silence() override { return process(/*is_last=*/true); }
+  void new_speaker(int speaker) override { speaker_ = speaker; }
+  ProcessResult finish() override { return process(/*is_last=*/true); }
+  std::string language() const override { return language_; }
+
+  double buffer_start_time() const { return buffer_start_time_; }  // stream time of the first buffered sample
+
+  static constexpr int kSampleRate = 16000;
+
+ protected:
+  // Throws earshot::Error(kInvalidArgument) unless the model behind `tokenizer` can run
+  // `task` in `language` (a code or "auto").
+  static void check_language(const whisper::Tokenizer& tokenizer, const std::string& language, whisper::Task task);
+  // The code of the most probable language of the audio `asr` encoded last; throws
+  // earshot::Error(kInternal) when detection returns no probabilities.
+  static std::string most_likely_language(AsrDecoder& asr);
+
+  double buffer_start_time_ = 0;
+  double stream_end_ = 0;  // stream time at the end of the last inserted audio
+  std::string language_;
+  int speaker_ = -1;
+  std::vector<Word> committed_;    // everything committed, in order
+  std::vector<Word> provisional_;  // the uncommitted tail
+};
+
+}  // namespace earshot::policy
