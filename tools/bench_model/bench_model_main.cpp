@@ -1,8 +1,6 @@
 // earshot-bench-model: times earshot's Whisper engine against libwhisper 1.9.1
 // on one model file in one run: repetitions interleaved across the contenders
 // (so machine load drifts hit all of them alike), medians reported.
-#include <whisper.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +15,8 @@
 #include "features/mel.h"
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
+#include "tools/common/libwhisper_context.h"
+#include "tools/common/tool_args.h"
 
 namespace {
 
@@ -44,27 +44,13 @@ struct Args {
 
 Args parse_args(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--model")
-      args.model = value();
-    else if (a == "--threads")
-      args.threads = std::stoi(value());
-    else if (a == "--reps")
-      args.reps = std::stoi(value());
-    else if (a == "--steps")
-      args.steps = std::stoi(value());
-    else if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else {
-      throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "unknown option " + a + "\n" + kUsage);
-    }
-  }
+  earshot::tools::parse_options(argc, argv, kUsage,
+                                {
+                                    {"--model", [&](const std::string& v) { args.model = v; }},
+                                    {"--threads", [&](const std::string& v) { args.threads = std::stoi(v); }},
+                                    {"--reps", [&](const std::string& v) { args.reps = std::stoi(v); }},
+                                    {"--steps", [&](const std::string& v) { args.steps = std::stoi(v); }},
+                                });
   if (args.model.empty())
     throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
   if (args.threads < 1 || args.reps < 1 || args.steps < 1)
@@ -83,22 +69,10 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-void quiet_log(ggml_log_level, const char*, void*) {}
-
-struct WhisperContext {
-  whisper_context* ctx = nullptr;
-  WhisperContext(const std::string& path, bool flash) {
-    whisper_context_params p = whisper_context_default_params();
-    p.use_gpu = false;
-    p.flash_attn = flash;
-    ctx = whisper_init_from_file_with_params(path.c_str(), p);
-    if (!ctx) throw earshot::Error(earshot::ErrorCode::kInvalidModel, "libwhisper cannot load " + path);
-  }
-  ~WhisperContext() { whisper_free(ctx); }
-};
+using WhisperContext = earshot::tools::LibWhisperContext;
 
 int run(const Args& args) {
-  whisper_log_set(quiet_log, nullptr);
+  earshot::tools::silence_libwhisper_log();
   auto model = ew::Model::load(args.model);
   const ew::Hparams& hp = model->hparams();
   std::printf("model %s (%s): audio %dx%d text %dx%d n_vocab=%d type %s, threads %d, reps %d\n", args.model.c_str(),
@@ -126,11 +100,7 @@ int run(const Args& args) {
   ew::Session ours_short(model, short_options);
 
   WhisperContext wfa_off(args.model, false), wfa_on(args.model, true);
-  for (WhisperContext* w : {&wfa_off, &wfa_on}) {
-    if (whisper_pcm_to_mel(w->ctx, pcm.data(), static_cast<int>(pcm.size()), args.threads) != 0) {
-      throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_pcm_to_mel failed");
-    }
-  }
+  for (WhisperContext* w : {&wfa_off, &wfa_on}) w->pcm_to_mel(pcm, args.threads);
   ours.encode(pcm);
   const earshot::features::Mel mel30 = ours.last_mel();
   ours_short.encode(pcm5);
@@ -139,10 +109,6 @@ int run(const Args& args) {
   const int sot = ours.tokenizer().special().sot;
   const std::vector<int> kv_lengths = {16, 64, 200};
   std::map<std::string, std::vector<double>> times;
-  auto whisper_encode_of = [&](WhisperContext& w) {
-    if (whisper_encode(w.ctx, 0, args.threads) != 0)
-      throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_encode failed");
-  };
   // Prefill a KV cache of n tokens, then time one single-token step at n_past = n.
   auto prompt_of = [&](int n) {
     std::vector<int32_t> t(n);
@@ -153,9 +119,9 @@ int run(const Args& args) {
 
   for (int rep = 0; rep < args.reps; ++rep) {
     times["encoder 30s fa=off ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));
-    times["encoder 30s fa=off whisper"].push_back(seconds_of([&] { whisper_encode_of(wfa_off); }));
+    times["encoder 30s fa=off whisper"].push_back(seconds_of([&] { wfa_off.encode(args.threads); }));
     times["encoder 30s fa=on ours"].push_back(seconds_of([&] { ours_flash.encode_mel(mel30, 3000); }));
-    times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { whisper_encode_of(wfa_on); }));
+    times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on.encode(args.threads); }));
     times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
     for (int kv : kv_lengths) {
       const std::vector<int32_t> prompt = prompt_of(kv);
@@ -173,7 +139,7 @@ int run(const Args& args) {
       one.want_attention = true;
       one.vocabulary_limit = ours.tokenizer().special().timestamp_begin;
       for (auto* w : {&wfa_off, &wfa_on}) {
-        if (whisper_decode(w->ctx, prompt.data(), kv, 0, args.threads) != 0) {
+        if (whisper_decode(w->get(), prompt.data(), kv, 0, args.threads) != 0) {
           throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode prefill failed");
         }
       }
@@ -187,7 +153,7 @@ int run(const Args& args) {
       for (auto [w, name] : {std::pair{&wfa_off, " whisper fa=off"}, std::pair{&wfa_on, " whisper fa=on"}}) {
         for (int step = 0; step < args.steps; ++step) {
           times[key + name].push_back(seconds_of([&] {
-            if (whisper_decode(w->ctx, &next, 1, kv, args.threads) != 0) {
+            if (whisper_decode(w->get(), &next, 1, kv, args.threads) != 0) {
               throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode failed");
             }
           }));

@@ -3,8 +3,6 @@
 // end to end (each engine computes its own log-mel from the same samples),
 // teacher-forces the same tokens into both and compares the logits step by
 // step, the language-detection probabilities and the no-speech probability.
-#include <whisper.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +16,8 @@
 #include "common/error.h"
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
+#include "tools/common/libwhisper_context.h"
+#include "tools/common/tool_args.h"
 
 namespace {
 
@@ -74,33 +74,16 @@ struct Args {
 
 Args parse_args(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--model")
-      args.model = value();
-    else if (a == "--audio")
-      args.audio = value();
-    else if (a == "--tokens")
-      args.tokens = std::stoi(value());
-    else if (a == "--threads")
-      args.threads = std::stoi(value());
-    else if (a == "--language")
-      args.language = value();
-    else if (a == "--tolerance")
-      args.tolerance = std::stod(value());
-    else if (a == "--reference-mel")
-      args.reference_mel = value();
-    else if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else {
-      throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "unknown option " + a + "\n" + kUsage);
-    }
-  }
+  earshot::tools::parse_options(argc, argv, kUsage,
+                                {
+                                    {"--model", [&](const std::string& v) { args.model = v; }},
+                                    {"--audio", [&](const std::string& v) { args.audio = v; }},
+                                    {"--tokens", [&](const std::string& v) { args.tokens = std::stoi(v); }},
+                                    {"--threads", [&](const std::string& v) { args.threads = std::stoi(v); }},
+                                    {"--language", [&](const std::string& v) { args.language = v; }},
+                                    {"--tolerance", [&](const std::string& v) { args.tolerance = std::stod(v); }},
+                                    {"--reference-mel", [&](const std::string& v) { args.reference_mel = v; }},
+                                });
   if (args.model.empty() || args.audio.empty()) {
     throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
                          std::string("--model and --audio are required\n") + kUsage);
@@ -126,8 +109,6 @@ Compare compare_logits(const float* ours, const float* theirs, int n) {
   }
   return c;
 }
-
-void quiet_log(ggml_log_level, const char*, void*) {}
 
 int run(const Args& args) {
   std::vector<float> pcm = earshot::audio::load_file(args.audio);
@@ -174,19 +155,10 @@ int run(const Args& args) {
     if (diff > kMelTolerance || frames == 0) failed = true;
   }
 
-  whisper_log_set(quiet_log, nullptr);
-  whisper_context_params cparams = whisper_context_default_params();
-  cparams.use_gpu = false;
-  cparams.flash_attn = false;
-  whisper_context* ctx = whisper_init_from_file_with_params(args.model.c_str(), cparams);
-  if (!ctx) throw earshot::Error(earshot::ErrorCode::kInvalidModel, "libwhisper cannot load " + args.model);
-  struct Free {
-    whisper_context* ctx;
-    ~Free() { whisper_free(ctx); }
-  } free_ctx{ctx};
-  if (whisper_pcm_to_mel(ctx, pcm.data(), static_cast<int>(pcm.size()), args.threads) != 0) {
-    throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_pcm_to_mel failed");
-  }
+  earshot::tools::silence_libwhisper_log();
+  earshot::tools::LibWhisperContext whisper(args.model, /*flash_attention=*/false);
+  whisper_context* ctx = whisper.get();
+  whisper.pcm_to_mel(pcm, args.threads);
 
   // Language detection first: libwhisper's detection re-encodes and decodes at n_past 0.
   if (tok.is_multilingual()) {
@@ -213,8 +185,7 @@ int run(const Args& args) {
                 std::string(ew::languages()[best_theirs].code).c_str(), theirs[best_theirs]);
     if (diff > prob_tolerance) failed = true;
   }
-  if (whisper_encode(ctx, 0, args.threads) != 0)
-    throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_encode failed");
+  whisper.encode(args.threads);
 
   const int n_vocab = hp.n_vocab;
   std::vector<int32_t> prompt = tok.sot_sequence(tok.is_multilingual() ? args.language : "", ew::Task::kTranscribe);
