@@ -47,6 +47,7 @@ struct Session::Impl {
   detail::StateTensors state;
   ggml_gallocr_t encoder_alloc = nullptr;
   ggml_gallocr_t decoder_alloc = nullptr;
+  ggml_gallocr_t reorder_alloc = nullptr;
   std::vector<uint8_t> graph_meta;
   features::Mel mel;
   std::vector<float> mel_input;
@@ -57,6 +58,7 @@ struct Session::Impl {
   ~Impl() {
     ggml_gallocr_free(encoder_alloc);
     ggml_gallocr_free(decoder_alloc);
+    ggml_gallocr_free(reorder_alloc);
     if (self_buf) ggml_backend_buffer_free(self_buf);
     if (self_ctx) ggml_free(self_ctx);
     if (cross_buf) ggml_backend_buffer_free(cross_buf);
@@ -75,6 +77,42 @@ struct Session::Impl {
     if (ggml_backend_graph_compute(backend, graph) != GGML_STATUS_SUCCESS) {
       throw Error(ErrorCode::kInternal, "ggml graph computation failed");
     }
+  }
+
+  // Checked once per graph shape: an op the device cannot run is a clear error,
+  // not a failure in the middle of a stream.
+  void check_supported(ggml_cgraph* graph, const char* what) const {
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+      ggml_tensor* node = ggml_graph_node(graph, i);
+      if (!ggml_backend_supports_op(backend, node)) {
+        throw Error(ErrorCode::kUnsupported, std::string("the ") + ggml_backend_name(backend) + " backend cannot run " +
+                                                 ggml_op_desc(node) + " (" + ggml_type_name(node->type) + ") of the " +
+                                                 what + " graph; load the model on the CPU");
+      }
+    }
+  }
+
+  // KV-cache reorder as a graph on the session's backend (the cache never leaves
+  // the device): sequence s's first n_past positions become those of sequence
+  // sources[s]. Returns the input: I32 [n_sequences, n_state], the source list
+  // repeated per channel, because V is read as rows of n_past positions, one
+  // per (sequence, channel).
+  ggml_tensor* build_reorder(ggml_context* ctx, ggml_cgraph* graph, const Hparams& hp, int n_sequences,
+                             int n_past) const {
+    const int64_t n_state = hp.n_text_state;
+    const size_t es = ggml_element_size(state.self_k);
+    const size_t block = static_cast<size_t>(hp.n_text_ctx) * n_state * es;  // one (layer, sequence)
+    ggml_tensor* sources = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, n_sequences, n_state);
+    ggml_set_input(sources);
+    ggml_tensor* k_sources = ggml_view_1d(ctx, sources, n_sequences, 0);
+    for (int il = 0; il < hp.n_text_layer; ++il) {
+      const size_t layer = il * state.n_sequences_capacity * block;
+      ggml_tensor* k = ggml_view_2d(ctx, state.self_k, n_past * n_state, n_sequences, block, layer);
+      ggml_build_forward_expand(graph, ggml_cpy(ctx, ggml_get_rows(ctx, k, k_sources), k));
+      ggml_tensor* v = ggml_view_3d(ctx, state.self_v, n_past, n_sequences, n_state, block, hp.n_text_ctx * es, layer);
+      ggml_build_forward_expand(graph, ggml_cpy(ctx, ggml_get_rows(ctx, v, sources), v));
+    }
+    return sources;
   }
 
   void allocate_self_cache(const Hparams& hp, int n_sequences) {
@@ -102,17 +140,17 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     throw Error(ErrorCode::kInvalidArgument, "audio bucket must be a positive even number of mel frames, got " +
                                                  std::to_string(options_.audio_bucket_frames));
   }
-  if (model_->backend() != nullptr && !ggml_backend_is_cpu(model_->backend())) {
-    throw Error(ErrorCode::kUnsupported,
-                std::string("whisper::Session computes on the CPU, but the model's weights are on ") +
-                    ggml_backend_name(model_->backend()) + "; load it with the CPU backend");
-  }
   tokenizer_ = options_.tokenizer ? options_.tokenizer : tokenizer_for(*model_);
   const Hparams& hp = model_->hparams();
 
-  impl_->backend = ggml_backend_cpu_init();
-  if (!impl_->backend) throw Error(ErrorCode::kInternal, "cannot start the ggml CPU backend");
-  ggml_backend_cpu_set_n_threads(impl_->backend, options_.n_threads);
+  // The session computes where the model's weights are (CPU, or a GPU in a CUDA build).
+  ggml_backend_dev_t device = model_->backend() ? ggml_backend_get_device(model_->backend()) : nullptr;
+  impl_->backend = device ? ggml_backend_dev_init(device, nullptr) : ggml_backend_cpu_init();
+  if (!impl_->backend) {
+    throw Error(ErrorCode::kInternal,
+                std::string("cannot start the ggml backend ") + (device ? ggml_backend_dev_name(device) : "CPU"));
+  }
+  if (ggml_backend_is_cpu(impl_->backend)) ggml_backend_cpu_set_n_threads(impl_->backend, options_.n_threads);
   impl_->graph_meta.resize(ggml_tensor_overhead() * detail::kMaxGraphNodes +
                            ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
 
@@ -128,6 +166,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(impl_->backend);
   impl_->encoder_alloc = ggml_gallocr_new(buft);
   impl_->decoder_alloc = ggml_gallocr_new(buft);
+  impl_->reorder_alloc = ggml_gallocr_new(buft);
 }
 
 Session::~Session() = default;
@@ -139,7 +178,7 @@ int Session::max_samples() const { return model_->hparams().n_audio_ctx * 2 * fe
 void Session::set_n_threads(int n_threads) {
   if (n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 1, got " + std::to_string(n_threads));
   options_.n_threads = n_threads;
-  ggml_backend_cpu_set_n_threads(impl_->backend, n_threads);
+  if (ggml_backend_is_cpu(impl_->backend)) ggml_backend_cpu_set_n_threads(impl_->backend, n_threads);
 }
 
 const features::Mel& Session::last_mel() const { return impl_->mel; }
@@ -192,6 +231,7 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
   detail::EncoderGraph g =
       detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx, options_.flash_attention);
+  impl_->check_supported(graph, "encoder");
   if (!ggml_gallocr_alloc_graph(impl_->encoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the encoder compute buffer");
   }
@@ -228,8 +268,18 @@ void Session::reset(int n_sequences) {
   spec.logits_positions = {0};
   spec.want_attention = true;
   detail::build_decoder(guard.ctx, graph, *model_, impl_->state, spec);
+  impl_->check_supported(graph, "decoder");
   if (!ggml_gallocr_reserve(impl_->decoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot reserve the decoder compute buffer");
+  }
+  if (n_sequences > 1) {  // beams reorder the cache after every step: reserve for the full context
+    ContextGuard reorder_guard{impl_->new_graph_context()};
+    ggml_cgraph* reorder = ggml_new_graph_custom(reorder_guard.ctx, detail::kMaxGraphNodes, false);
+    impl_->build_reorder(reorder_guard.ctx, reorder, hp, n_sequences, hp.n_text_ctx);
+    impl_->check_supported(reorder, "KV-cache reorder");
+    if (!ggml_gallocr_reserve(impl_->reorder_alloc, reorder)) {
+      throw Error(ErrorCode::kInternal, "cannot reserve the KV-cache reorder buffer");
+    }
   }
   impl_->reserved_sequences = n_sequences;
   impl_->reserved_audio_ctx = n_audio_ctx_;
@@ -257,34 +307,18 @@ void Session::reorder(std::span<const int> source) {
     identity = identity && source[i] == i;
   }
   if (identity || n_past_ == 0) return;
-  const Hparams& hp = model_->hparams();
-  const size_t n_state = hp.n_text_state;
-  const size_t n_ctx = hp.n_text_ctx;
-  const size_t block = n_ctx * n_state;  // elements per (layer, sequence)
-  const size_t cap = impl_->state.n_sequences_capacity;
-  const size_t used = static_cast<size_t>(n_past_);
-  auto* k = static_cast<ggml_fp16_t*>(impl_->state.self_k->data);
-  auto* v = static_cast<ggml_fp16_t*>(impl_->state.self_v->data);
-  // Only the first n_past positions matter: K rows [0, n_past), V columns [0, n_past).
-  std::vector<ggml_fp16_t> saved_k(n_sequences_ * used * n_state), saved_v(n_sequences_ * used * n_state);
-  for (int il = 0; il < hp.n_text_layer; ++il) {
-    const size_t layer = il * cap * block;
-    for (int s = 0; s < n_sequences_; ++s) {
-      std::memcpy(&saved_k[s * used * n_state], k + layer + s * block, used * n_state * sizeof(ggml_fp16_t));
-      for (size_t d = 0; d < n_state; ++d) {
-        std::memcpy(&saved_v[(s * n_state + d) * used], v + layer + s * block + d * n_ctx, used * sizeof(ggml_fp16_t));
-      }
-    }
-    for (int s = 0; s < n_sequences_; ++s) {
-      if (source[s] == s) continue;
-      const size_t from = source[s];
-      std::memcpy(k + layer + s * block, &saved_k[from * used * n_state], used * n_state * sizeof(ggml_fp16_t));
-      for (size_t d = 0; d < n_state; ++d) {
-        std::memcpy(v + layer + s * block + d * n_ctx, &saved_v[(from * n_state + d) * used],
-                    used * sizeof(ggml_fp16_t));
-      }
-    }
+  const int64_t n_state = model_->hparams().n_text_state;
+  ContextGuard guard{impl_->new_graph_context()};
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
+  ggml_tensor* sources = impl_->build_reorder(guard.ctx, graph, model_->hparams(), n_sequences_, n_past_);
+  if (!ggml_gallocr_alloc_graph(impl_->reorder_alloc, graph)) {
+    throw Error(ErrorCode::kInternal, "cannot allocate the KV-cache reorder buffer");
   }
+  std::vector<int32_t> ids;
+  ids.reserve(static_cast<size_t>(n_sequences_) * n_state);
+  for (int64_t d = 0; d < n_state; ++d) ids.insert(ids.end(), source.begin(), source.end());
+  ggml_backend_tensor_set(sources, ids.data(), 0, ids.size() * sizeof(int32_t));
+  impl_->compute(graph);
 }
 
 DecodeResult Session::decode(const DecodeRequest& request) {
@@ -396,18 +430,21 @@ std::vector<float> Session::detect_language() {
   }
   if (!impl_->encoded) throw Error(ErrorCode::kInvalidArgument, "detect_language() called before encode()");
   // The step writes position 0 of sequence 0's cache: save it and put it back so
-  // the caller's cache is left as it was.
+  // the caller's cache is left as it was (K: one row of n_state; V: one column).
   const Hparams& hp = model_->hparams();
   const size_t n_state = hp.n_text_state;
-  const size_t n_ctx = hp.n_text_ctx;
-  const size_t layer_stride = impl_->state.n_sequences_capacity * n_ctx * n_state;
-  auto* k = static_cast<ggml_fp16_t*>(impl_->state.self_k->data);
-  auto* v = static_cast<ggml_fp16_t*>(impl_->state.self_v->data);
-  std::vector<ggml_fp16_t> saved_k(hp.n_text_layer * n_state), saved_v(hp.n_text_layer * n_state);
-  for (int il = 0; il < hp.n_text_layer; ++il) {
-    std::memcpy(&saved_k[il * n_state], k + il * layer_stride, n_state * sizeof(ggml_fp16_t));
-    for (size_t d = 0; d < n_state; ++d) saved_v[il * n_state + d] = v[il * layer_stride + d * n_ctx];
-  }
+  const size_t es = ggml_element_size(impl_->state.self_k);
+  const size_t layer_bytes = impl_->state.n_sequences_capacity * static_cast<size_t>(hp.n_text_ctx) * n_state * es;
+  std::vector<uint8_t> saved_k(hp.n_text_layer * n_state * es), saved_v(hp.n_text_layer * n_state * es);
+  auto each_position_zero = [&](auto&& copy_k, auto&& copy_v) {
+    for (int il = 0; il < hp.n_text_layer; ++il) {
+      copy_k(&saved_k[il * n_state * es], il * layer_bytes, n_state * es);
+      for (size_t d = 0; d < n_state; ++d)
+        copy_v(&saved_v[(il * n_state + d) * es], il * layer_bytes + d * hp.n_text_ctx * es, es);
+    }
+  };
+  each_position_zero([&](void* to, size_t at, size_t n) { ggml_backend_tensor_get(impl_->state.self_k, to, at, n); },
+                     [&](void* to, size_t at, size_t n) { ggml_backend_tensor_get(impl_->state.self_v, to, at, n); });
   const int saved_sequences = n_sequences_;
   const int saved_past = n_past_;
   n_sequences_ = 1;
@@ -425,10 +462,9 @@ std::vector<float> Session::detect_language() {
   }
   n_sequences_ = saved_sequences;
   n_past_ = saved_past;
-  for (int il = 0; il < hp.n_text_layer; ++il) {
-    std::memcpy(k + il * layer_stride, &saved_k[il * n_state], n_state * sizeof(ggml_fp16_t));
-    for (size_t d = 0; d < n_state; ++d) v[il * layer_stride + d * n_ctx] = saved_v[il * n_state + d];
-  }
+  each_position_zero(
+      [&](void* from, size_t at, size_t n) { ggml_backend_tensor_set(impl_->state.self_k, from, at, n); },
+      [&](void* from, size_t at, size_t n) { ggml_backend_tensor_set(impl_->state.self_v, from, at, n); });
   return language_probabilities(std::span<const float>(result.logits.data(), hp.n_vocab), *tokenizer_);
 }
 
