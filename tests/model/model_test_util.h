@@ -1,5 +1,6 @@
-// Helpers for the model tests: random models written to a per-test temporary
-// folder, and an independent parser of the tensor records of a legacy ggml file
+// Helpers for the model tests (and the end-to-end tests of other parts, which
+// include it as "../model/model_test_util.h"): random models written to a
+// per-test temporary folder, and an independent parser of the tensor records of a legacy ggml file
 // (so tests can corrupt specific fields).
 #pragma once
 
@@ -9,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/whisper/model.h"
 #include "model/whisper/model_format.h"
 #include "model/whisper/model_writer.h"
 
@@ -59,6 +62,31 @@ inline RandomModelSpec small_spec(const std::string& template_size = "tiny.en", 
   spec.weight_type = type;
   spec.seed = seed;
   return spec;
+}
+
+// A model for running the whole pipeline in seconds: tiny.en's full contexts and
+// real GPT-2 vocabulary, 64-wide, 2 heads, 1 audio + 2 text layers, f32 weights.
+inline RandomModelSpec pipeline_spec(uint64_t seed) {
+  RandomModelSpec spec;
+  spec.template_path = template_path("tiny.en");
+  spec.hparams = read_file_header(spec.template_path).hparams;
+  spec.hparams.n_audio_state = 64;
+  spec.hparams.n_audio_head = 2;
+  spec.hparams.n_audio_layer = 1;
+  spec.hparams.n_text_state = 64;
+  spec.hparams.n_text_head = 2;
+  spec.hparams.n_text_layer = 2;
+  spec.weight_type = GGML_TYPE_F32;
+  spec.seed = seed;
+  spec.vocab_tiktoken = shared_dir() / "models" / "whisper-gpt2.tiktoken";
+  return spec;
+}
+
+// Writes the model to a temporary folder (named after `tag`) and loads it; the file is gone on return.
+inline std::shared_ptr<const Model> load_random_model(const RandomModelSpec& spec, const std::string& tag) {
+  TempDir dir(tag);
+  write_random_model(spec, dir / "model.bin");
+  return Model::load(dir / "model.bin");
 }
 
 inline std::vector<char> read_bytes(const std::filesystem::path& path) {

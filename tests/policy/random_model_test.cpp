@@ -13,12 +13,11 @@
 #include <filesystem>
 #include <thread>
 
+#include "../model/model_test_util.h"
 #include "audio/audio.h"
 #include "cli/transcribe.h"
 #include "common/error.h"
 #include "model/whisper/model.h"
-#include "model/whisper/model_format.h"
-#include "model/whisper/model_writer.h"
 
 namespace earshot::cli {
 namespace {
@@ -26,26 +25,8 @@ namespace {
 const std::string kShared = EARSHOT_SHARED_DIR;
 
 std::shared_ptr<const whisper::Model> random_model() {
-  static std::shared_ptr<const whisper::Model> model = [] {
-    whisper::RandomModelSpec spec;
-    spec.template_path = kShared + "/models/for-tests-ggml-tiny.en.bin";
-    spec.hparams = whisper::read_file_header(spec.template_path).hparams;
-    spec.hparams.n_audio_state = 64;
-    spec.hparams.n_audio_head = 2;
-    spec.hparams.n_audio_layer = 1;
-    spec.hparams.n_text_state = 64;
-    spec.hparams.n_text_head = 2;
-    spec.hparams.n_text_layer = 2;
-    spec.weight_type = GGML_TYPE_F32;
-    spec.seed = 7;
-    spec.vocab_tiktoken = kShared + "/models/whisper-gpt2.tiktoken";
-    const auto path =
-        std::filesystem::temp_directory_path() / ("earshot-policy-random-" + std::to_string(::getpid()) + ".bin");
-    whisper::write_random_model(spec, path);
-    auto m = whisper::Model::load(path);
-    std::filesystem::remove(path);
-    return m;
-  }();
+  static const std::shared_ptr<const whisper::Model> model =
+      whisper::testing::load_random_model(whisper::testing::pipeline_spec(/*seed=*/7), "policy-random");
   return model;
 }
 

@@ -10,10 +10,9 @@
 #include <fstream>
 #include <future>
 
+#include "../model/model_test_util.h"
 #include "audio/audio.h"
 #include "model/whisper/model.h"
-#include "model/whisper/model_format.h"
-#include "model/whisper/model_writer.h"
 #include "model/whisper/session.h"
 #include "policy/alignatt/alignatt_processor.h"
 #include "server/timed_decoder.h"
@@ -26,26 +25,6 @@ namespace {
 
 using nlohmann::json;
 const std::string kShared = EARSHOT_SHARED_DIR;
-
-std::shared_ptr<const whisper::Model> random_model() {
-  whisper::RandomModelSpec spec;
-  spec.template_path = kShared + "/models/for-tests-ggml-tiny.en.bin";
-  spec.hparams = whisper::read_file_header(spec.template_path).hparams;
-  spec.hparams.n_audio_state = 64;
-  spec.hparams.n_audio_head = 2;
-  spec.hparams.n_audio_layer = 1;
-  spec.hparams.n_text_state = 64;
-  spec.hparams.n_text_head = 2;
-  spec.hparams.n_text_layer = 2;
-  spec.weight_type = GGML_TYPE_F32;
-  spec.seed = 11;
-  spec.vocab_tiktoken = kShared + "/models/whisper-gpt2.tiktoken";
-  auto path = std::filesystem::temp_directory_path() / ("earshot-server-e2e-" + std::to_string(::getpid()) + ".bin");
-  whisper::write_random_model(spec, path);
-  auto model = whisper::Model::load(path);
-  std::filesystem::remove(path);
-  return model;
-}
 
 std::vector<uint8_t> jfk_webm() {
   auto out = std::filesystem::temp_directory_path() / ("earshot-e2e-" + std::to_string(::getpid()) + ".webm");
@@ -61,7 +40,7 @@ std::vector<uint8_t> jfk_webm() {
 class EndToEnd : public ServerFixture {
  protected:
   void SetUp() override {
-    model_ = random_model();
+    model_ = whisper::testing::load_random_model(whisper::testing::pipeline_spec(/*seed=*/11), "server-e2e");
     vad_ = vad::VadModel::load(kShared + "/models/silero-v6.2.0-ggml.bin");
     counters_ = std::make_shared<server::ModelCounters>();
     hooks_.make_processor = [this](const std::string& language) -> std::unique_ptr<OnlineProcessor> {
