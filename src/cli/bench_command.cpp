@@ -29,6 +29,7 @@
 #include "bench/trace_io.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/policy_options.h"
 #include "common/error.h"
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
@@ -117,6 +118,7 @@ struct BenchSettings {
   bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
   whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
   int beams = 1;
+  policy::AlignAttConfig alignatt;  // the other AlignAtt settings (--frame-threshold ...)
   bool baseline_no_fallback = false;
 };
 
@@ -129,7 +131,7 @@ bench::StreamHandle make_policy_stream(const std::shared_ptr<const whisper::Mode
   auto decoder = std::make_unique<bench::TimedAsrDecoder>(std::make_unique<whisper::Session>(model, so), stats);
   bench::StreamHandle h;
   if (policy == "alignatt") {
-    policy::AlignAttConfig config;
+    policy::AlignAttConfig config = s.alignatt;
     config.language = s.language;
     config.beams = s.beams;
     config.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
@@ -320,6 +322,7 @@ int run_bench(const CommandArgs& argv) {
       .option("json", "write every number as JSON to this file")
       .option("markdown", "write a Markdown summary to this file")
       .option("plot", "write an SVG plot of the delay distributions to this file");
+  declare_alignatt_options(args);
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -347,6 +350,7 @@ int run_bench(const CommandArgs& argv) {
     throw Error(ErrorCode::kInvalidArgument, "--encoder-input must be full or audio");
   s.encoder_input = encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
   s.beams = static_cast<int>(args.get_int("beams"));
+  s.alignatt = read_alignatt_options(args);
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 
   std::vector<std::string> policies, baselines;

@@ -9,6 +9,7 @@
 #include "audio/audio.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/policy_options.h"
 #include "common/error.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/download.h"
@@ -130,14 +131,9 @@ int run_serve(const CommandArgs& argv) {
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
-      .option("frame-threshold", "AlignAtt border: frames from the end of the audio", "25")
-      .option("beams", "beam search width (1 = greedy)", "1")
-      .option("audio-max-len", "seconds of audio the policy keeps", "30")
-      .option("audio-min-len", "seconds of audio before a pass returns words", "0")
-      .option("init-prompt", "text that starts the scrolled context", "")
-      .option("static-init-prompt", "text always kept in the context", "")
-      .option("max-context-tokens", "cap on the text context (-1 = the model's)", "-1")
-      .option("target-language", "translation target (translation is not available in this build)", "")
+      .option("beams", "beam search width (1 = greedy)", "1");
+  declare_alignatt_options(args);
+  args.option("target-language", "translation target (translation is not available in this build)", "")
       .option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
       .option("api-token", "require this token (else $EARSHOT_API_TOKEN; empty = no auth)", "")
@@ -195,17 +191,11 @@ int run_serve(const CommandArgs& argv) {
   if (args.has("target-language") && !args.get("target-language").empty())
     std::fprintf(stderr, "earshot serve: --target-language ignored: this build has no translation\n");
 
-  policy::AlignAttConfig policy_config;
-  policy_config.frame_threshold = static_cast<int>(args.get_int("frame-threshold"));
-  policy_config.beams = static_cast<int>(args.get_int("beams"));
-  policy_config.audio_max_len = args.get_double("audio-max-len");
-  policy_config.audio_min_len = args.get_double("audio-min-len");
-  policy_config.init_prompt = args.get("init-prompt");
-  policy_config.static_init_prompt = args.get("static-init-prompt");
-  policy_config.max_context_tokens = static_cast<int>(args.get_int("max-context-tokens"));
-  policy_config.long_silence = config.stream.pause_segmentation_seconds;
-  policy_config.language = config.default_language;
-  policy_config.validate();
+  policy::AlignAttConfig serve_settings;
+  serve_settings.beams = static_cast<int>(args.get_int("beams"));
+  serve_settings.long_silence = config.stream.pause_segmentation_seconds;
+  serve_settings.language = config.default_language;
+  const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(serve_settings));
   const int threads = static_cast<int>(args.get_int("threads"));
   if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
 

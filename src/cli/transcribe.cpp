@@ -71,7 +71,7 @@ std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::M
   session_options.n_threads = options.threads;
   auto session = std::make_unique<whisper::Session>(std::move(model), session_options);
   if (options.policy == "alignatt") {
-    policy::AlignAttConfig config;
+    policy::AlignAttConfig config = options.alignatt;
     config.language = options.language;
     config.beams = options.beams;
     config.never_fire = options.never_fire;

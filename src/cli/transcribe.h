@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/whisper/model.h"
+#include "policy/alignatt/alignatt_config.h"
 #include "policy/online_processor.h"
 
 namespace earshot::cli {
@@ -21,6 +22,9 @@ struct TranscribeOptions {
   int threads = 4;
   bool never_fire = false;
   double nonspeech_prob = 0.5;
+  // The rest of the AlignAtt settings; the fields above override its language, beams,
+  // never_fire, nonspeech_prob and on_warning.
+  policy::AlignAttConfig alignatt;
   // Policy warnings (loop guards, dropped fragments); nullptr prints them to stderr.
   std::function<void(const std::string&)> on_warning;
 };

@@ -1,0 +1,18 @@
+// The AlignAtt settings offered by every command that runs the policy (serve,
+// transcribe, bench), declared and read in one place so their names, defaults
+// and help texts agree: --frame-threshold, --audio-max-len, --audio-min-len,
+// --init-prompt, --static-init-prompt, --max-context-tokens.
+#pragma once
+
+#include "cli/args.h"
+#include "policy/alignatt/alignatt_config.h"
+
+namespace earshot::cli {
+
+void declare_alignatt_options(Args& args);
+
+// `config` with those options applied, validated (AlignAttConfig::validate) so a bad
+// value fails before any model work. Throws earshot::Error(kInvalidArgument).
+policy::AlignAttConfig read_alignatt_options(const Args& args, policy::AlignAttConfig config = {});
+
+}  // namespace earshot::cli
