@@ -10,10 +10,12 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -51,6 +53,34 @@ void shutdown_stream(PlainStream& stream) {
 void shutdown_stream(TlsStream& stream) {
   beast::error_code ec;
   beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+// --ssl-certfile/--ssl-keyfile into `tls`. Throws Error(kInvalidArgument) naming the file
+// that is missing, unreadable, not PEM, or a key that does not belong to the certificate.
+void load_tls_files(ssl::context& tls, const std::string& certfile, const std::string& keyfile) {
+  // OpenSSL 3 reports a missing file as a bare "asio.ssl error": say why ourselves.
+  for (const auto& [what, path] : {std::pair{"certificate", &certfile}, std::pair{"key", &keyfile}}) {
+    if (std::FILE* file = std::fopen(path->c_str(), "rb"))
+      std::fclose(file);
+    else
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string("cannot read TLS ") + what + " '" + *path + "': " + std::strerror(errno));
+  }
+  // The key first: loading the certificate then drops a key that does not belong to it,
+  // whatever its type, and the check below catches both kinds of mismatch alike.
+  beast::error_code ec;
+  tls.use_private_key_file(keyfile, ssl::context::pem, ec);
+  if (ec)
+    throw Error(ErrorCode::kInvalidArgument,
+                "cannot load TLS key '" + keyfile + "': not a usable PEM private key (OpenSSL: " + ec.message() + ")");
+  tls.use_certificate_chain_file(certfile, ec);
+  if (ec)
+    throw Error(ErrorCode::kInvalidArgument, "cannot load TLS certificate '" + certfile +
+                                                 "': not a usable PEM certificate chain (OpenSSL: " + ec.message() +
+                                                 ")");
+  if (SSL_CTX_check_private_key(tls.native_handle()) != 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "TLS key '" + keyfile + "' does not match the certificate '" + certfile + "'");
 }
 
 // A live /asr connection, as the server sees it for shutdown.
@@ -478,17 +508,7 @@ void Server::start() {
     if (config.ssl_certfile.empty() || config.ssl_keyfile.empty())
       throw Error(ErrorCode::kInvalidArgument, "TLS needs both --ssl-certfile and --ssl-keyfile");
     impl_->tls.emplace(ssl::context::tls_server);
-    try {
-      impl_->tls->use_certificate_chain_file(config.ssl_certfile);
-    } catch (const std::exception& e) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "cannot load TLS certificate '" + config.ssl_certfile + "': " + e.what());
-    }
-    try {
-      impl_->tls->use_private_key_file(config.ssl_keyfile, ssl::context::pem);
-    } catch (const std::exception& e) {
-      throw Error(ErrorCode::kInvalidArgument, "cannot load TLS key '" + config.ssl_keyfile + "': " + e.what());
-    }
+    load_tls_files(*impl_->tls, config.ssl_certfile, config.ssl_keyfile);
   }
   beast::error_code ec;
   auto address = net::ip::make_address(config.host, ec);
