@@ -10,12 +10,14 @@
 #include <random>
 
 #include "common/error.h"
+#include "error_of.h"
 #include "model/registry.h"
 #include "test_http_server.h"
 
 namespace earshot::models {
 namespace {
 
+using earshot::testing::error_of;
 using earshot::testing::TestHttpServer;
 
 std::string read_file(const std::filesystem::path& p) {
@@ -56,16 +58,6 @@ class DownloadTest : public ::testing::Test {
   std::string content_;
   ModelInfo model_;
 };
-
-Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no earshot::Error thrown";
-  return Error(ErrorCode::kInternal, "");
-}
 
 TEST_F(DownloadTest, FullDownloadLandsInTheCacheVerified) {
   uint64_t last_done = 0;

@@ -8,9 +8,12 @@
 #include <set>
 
 #include "common/error.h"
+#include "error_of.h"
 
 namespace earshot::models {
 namespace {
+
+using earshot::testing::error_of;
 
 class EnvGuard {
  public:
@@ -28,16 +31,6 @@ class EnvGuard {
   const char* name_;
   std::optional<std::string> old_;
 };
-
-Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no earshot::Error thrown";
-  return Error(ErrorCode::kInternal, "");
-}
 
 TEST(Registry, ListsEveryModelOfWhisperCppsDownloadScript) {
   std::set<std::string> names;
