@@ -94,25 +94,35 @@ struct Session::Impl {
 
   // KV-cache reorder as a graph on the session's backend (the cache never leaves
   // the device): sequence s's first n_past positions become those of sequence
-  // sources[s]. Returns the input: I32 [n_sequences, n_state], the source list
-  // repeated per channel, because V is read as rows of n_past positions, one
-  // per (sequence, channel).
-  ggml_tensor* build_reorder(ggml_context* ctx, ggml_cgraph* graph, const Hparams& hp, int n_sequences,
-                             int n_past) const {
+  // source[s]. Every moved sequence is first copied out whole, then written back,
+  // so swaps and fan-outs never read a sequence already overwritten (nodes run in
+  // graph order). Same-type copies of contiguous rows: memcpy speed.
+  void build_reorder(ggml_context* ctx, ggml_cgraph* graph, const Hparams& hp, std::span<const int> source,
+                     int n_past) const {
     const int64_t n_state = hp.n_text_state;
     const size_t es = ggml_element_size(state.self_k);
     const size_t block = static_cast<size_t>(hp.n_text_ctx) * n_state * es;  // one (layer, sequence)
-    ggml_tensor* sources = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, n_sequences, n_state);
-    ggml_set_input(sources);
-    ggml_tensor* k_sources = ggml_view_1d(ctx, sources, n_sequences, 0);
-    for (int il = 0; il < hp.n_text_layer; ++il) {
-      const size_t layer = il * state.n_sequences_capacity * block;
-      ggml_tensor* k = ggml_view_2d(ctx, state.self_k, n_past * n_state, n_sequences, block, layer);
-      ggml_build_forward_expand(graph, ggml_cpy(ctx, ggml_get_rows(ctx, k, k_sources), k));
-      ggml_tensor* v = ggml_view_3d(ctx, state.self_v, n_past, n_sequences, n_state, block, hp.n_text_ctx * es, layer);
-      ggml_build_forward_expand(graph, ggml_cpy(ctx, ggml_get_rows(ctx, v, sources), v));
+    const size_t layer = state.n_sequences_capacity * block;
+    // One node per sequence and tensor, all layers at once: few nodes, few thread barriers.
+    auto k_of = [&](int s) {  // per layer: n_past * n_state
+      return ggml_view_2d(ctx, state.self_k, n_past * n_state, hp.n_text_layer, layer, s * block);
+    };
+    auto v_of = [&](int s) {  // per layer: n_state rows of n_past positions
+      return ggml_view_3d(ctx, state.self_v, n_past, n_state, hp.n_text_layer, hp.n_text_ctx * es, layer, s * block);
+    };
+    std::vector<std::pair<ggml_tensor*, ggml_tensor*>> write_back;  // (copy, destination)
+    for (int s = 0; s < static_cast<int>(source.size()); ++s) {
+      if (source[s] == s) continue;
+      ggml_tensor* k = ggml_cpy(ctx, k_of(source[s]),
+                                ggml_new_tensor_2d(ctx, state.self_k->type, n_past * n_state, hp.n_text_layer));
+      ggml_tensor* v =
+          ggml_cpy(ctx, v_of(source[s]), ggml_new_tensor_3d(ctx, state.self_v->type, n_past, n_state, hp.n_text_layer));
+      ggml_build_forward_expand(graph, k);
+      ggml_build_forward_expand(graph, v);
+      write_back.emplace_back(k, k_of(s));
+      write_back.emplace_back(v, v_of(s));
     }
-    return sources;
+    for (auto [copy, destination] : write_back) ggml_build_forward_expand(graph, ggml_cpy(ctx, copy, destination));
   }
 
   void allocate_self_cache(const Hparams& hp, int n_sequences) {
@@ -275,7 +285,9 @@ void Session::reset(int n_sequences) {
   if (n_sequences > 1) {  // beams reorder the cache after every step: reserve for the full context
     ContextGuard reorder_guard{impl_->new_graph_context()};
     ggml_cgraph* reorder = ggml_new_graph_custom(reorder_guard.ctx, detail::kMaxGraphNodes, false);
-    impl_->build_reorder(reorder_guard.ctx, reorder, hp, n_sequences, hp.n_text_ctx);
+    std::vector<int> rotate(n_sequences);  // every sequence moved: the largest reorder
+    for (int i = 0; i < n_sequences; ++i) rotate[i] = (i + 1) % n_sequences;
+    impl_->build_reorder(reorder_guard.ctx, reorder, hp, rotate, hp.n_text_ctx);
     impl_->check_supported(reorder, "KV-cache reorder");
     if (!ggml_gallocr_reserve(impl_->reorder_alloc, reorder)) {
       throw Error(ErrorCode::kInternal, "cannot reserve the KV-cache reorder buffer");
@@ -307,17 +319,12 @@ void Session::reorder(std::span<const int> source) {
     identity = identity && source[i] == i;
   }
   if (identity || n_past_ == 0) return;
-  const int64_t n_state = model_->hparams().n_text_state;
   ContextGuard guard{impl_->new_graph_context()};
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
-  ggml_tensor* sources = impl_->build_reorder(guard.ctx, graph, model_->hparams(), n_sequences_, n_past_);
+  impl_->build_reorder(guard.ctx, graph, model_->hparams(), source, n_past_);
   if (!ggml_gallocr_alloc_graph(impl_->reorder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the KV-cache reorder buffer");
   }
-  std::vector<int32_t> ids;
-  ids.reserve(static_cast<size_t>(n_sequences_) * n_state);
-  for (int64_t d = 0; d < n_state; ++d) ids.insert(ids.end(), source.begin(), source.end());
-  ggml_backend_tensor_set(sources, ids.data(), 0, ids.size() * sizeof(int32_t));
   impl_->compute(graph);
 }
 
