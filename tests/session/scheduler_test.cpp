@@ -11,11 +11,8 @@
 namespace earshot::session {
 namespace {
 
-using testing::concat;
-using testing::FakeProcessor;
-using testing::FakeVad;
-using testing::silence;
-using testing::tone;
+// The fakes and audio builders of fakes.h.
+using namespace earshot::testing;
 
 std::string text_of(const Snapshot& snap) {
   std::string out;
