@@ -29,6 +29,7 @@
 #include "bench/trace_io.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "common/error.h"
 #include "model/whisper/model.h"
@@ -323,6 +324,7 @@ int run_bench(const CommandArgs& argv) {
       .option("markdown", "write a Markdown summary to this file")
       .option("plot", "write an SVG plot of the delay distributions to this file");
   declare_alignatt_options(args);
+  declare_model_options(args);
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -351,6 +353,7 @@ int run_bench(const CommandArgs& argv) {
   s.encoder_input = encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
   s.beams = static_cast<int>(args.get_int("beams"));
   s.alignatt = read_alignatt_options(args);
+  const whisper::LoadOptions load_options = read_model_options(args);  // a bad --device fails before any work
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 
   std::vector<std::string> policies, baselines;
@@ -405,7 +408,7 @@ int run_bench(const CommandArgs& argv) {
   for (const fs::path& model_file : models) {
     const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";
     if (!policies.empty()) {
-      const auto model = whisper::Model::load(model_file);
+      const auto model = whisper::Model::load(model_file, load_options);
       for (const std::string& p : policies) {
         SystemResult r = run_in_process(
             p + suffix, [&] { return make_policy_stream(model, p, s); }, audio, config.utterances, s);

@@ -39,7 +39,8 @@ constexpr Command kCommands[] = {
 };
 
 void print_usage() {
-  std::printf("earshot: real-time speech-to-text and translation server\n\nusage: earshot <command> [options]\n\ncommands:\n");
+  std::printf(
+      "earshot: real-time speech-to-text and translation server\n\nusage: earshot <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
   std::printf("\n`earshot <command> --help` describes each command's options.\n");
 }

@@ -9,6 +9,7 @@
 #include "audio/audio.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "common/error.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
@@ -133,6 +134,7 @@ int run_serve(const CommandArgs& argv) {
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
       .option("beams", "beam search width (1 = greedy)", "1");
   declare_alignatt_options(args);
+  declare_model_options(args);
   args.option("target-language", "translation target (translation is not available in this build)", "")
       .option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
@@ -196,6 +198,7 @@ int run_serve(const CommandArgs& argv) {
   serve_settings.long_silence = config.stream.pause_segmentation_seconds;
   serve_settings.language = config.default_language;
   const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(serve_settings));
+  const whisper::LoadOptions load_options = read_model_options(args);
   const int threads = static_cast<int>(args.get_int("threads"));
   if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
 
@@ -204,7 +207,7 @@ int run_serve(const CommandArgs& argv) {
       args.get_flag("no-vac") ? "" : vad_file(args.get("vad-model"), !args.get_flag("no-pull"));
   const std::filesystem::path model_path = model_file(args.get("model"), !args.get_flag("no-pull"));
   std::fprintf(stderr, "earshot serve: loading %s\n", model_path.string().c_str());
-  std::shared_ptr<const whisper::Model> model = whisper::Model::load(model_path);
+  std::shared_ptr<const whisper::Model> model = whisper::Model::load(model_path, load_options);
   const bool multilingual = model->hparams().is_multilingual();
   const int n_languages = model->hparams().n_languages();
   config.model_id = "whisper-" + (model->size_name().empty() ? model_path.stem().string() : model->size_name());

@@ -9,6 +9,7 @@
 #include "audio/audio.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
 #include "common/error.h"
@@ -71,6 +72,7 @@ int run_transcribe(const CommandArgs& argv) {
       .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
       .option("output", "write the transcript here instead of stdout", "");
   declare_alignatt_options(args);
+  declare_model_options(args);
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -87,11 +89,12 @@ int run_transcribe(const CommandArgs& argv) {
   options.threads = static_cast<int>(args.get_int("threads"));
   options.never_fire = args.get_flag("never-fire");
   options.alignatt = read_alignatt_options(args);
+  const whisper::LoadOptions load_options = read_model_options(args);
   const std::string format = args.get("format");
   if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   format_transcript({}, format, "");  // reject a bad --format before any work
 
-  const auto model = whisper::Model::load(model_path(args.get("model")));
+  const auto model = whisper::Model::load(model_path(args.get("model")), load_options);
   std::ofstream events;
   if (args.has("events")) {
     events.open(args.get("events"));

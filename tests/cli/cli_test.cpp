@@ -110,6 +110,21 @@ TEST_F(Cli, TranscribeErrorsNameWhatIsWrong) {
   EXPECT_NE(bad_model.err.find("truncated"), std::string::npos) << bad_model.err;
 }
 
+TEST_F(Cli, DeviceOptionNamesTheDevicesThereAre) {
+  const Outcome unknown = earshot(transcribe("--device NoSuchDevice9"));
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("--device NoSuchDevice9: no such device in this build (there are: CPU"), std::string::npos)
+      << unknown.err;
+  // auto falls back to the CPU when the build has no GPU: same words as --device cpu.
+  const Outcome cpu = earshot(transcribe("--format json --device cpu"));
+  ASSERT_EQ(cpu.status, 0) << cpu.err;
+  if (earshot("version").out.find("device CUDA") == std::string::npos) {
+    const Outcome automatic = earshot(transcribe("--format json --device auto"));
+    ASSERT_EQ(automatic.status, 0) << automatic.err;
+    EXPECT_EQ(automatic.out, cpu.out);
+  }
+}
+
 TEST_F(Cli, TranscribeFormatsAndEventsAgree) {
   const fs::path events = dir_ / "events.jsonl";
   const Outcome json_run = earshot(transcribe("--format json --events " + events.string()));

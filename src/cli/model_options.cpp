@@ -1,0 +1,40 @@
+#include "cli/model_options.h"
+
+#include <ggml-backend.h>
+
+#include <string>
+
+#include "common/error.h"
+
+namespace earshot::cli {
+
+void declare_model_options(Args& args) {
+  args.option("device",
+              "where the model runs: cpu, auto (a GPU when this build has one), or a device "
+              "from `earshot version` (e.g. CUDA0; GPU execution is new and not yet measured)",
+              "cpu");
+}
+
+whisper::LoadOptions read_model_options(const Args& args) {
+  whisper::LoadOptions options;
+  const std::string device = args.get("device");
+  if (device == "cpu" || device == "CPU") return options;
+  if (device == "auto") {
+    if (ggml_backend_dev_t gpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU)) {
+      options.backend = ggml_backend_dev_name(gpu);
+    }
+    return options;
+  }
+  if (ggml_backend_dev_by_name(device.c_str()) == nullptr) {
+    std::string known;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+      known += std::string(known.empty() ? "" : ", ") + ggml_backend_dev_name(ggml_backend_dev_get(i));
+    }
+    throw Error(ErrorCode::kInvalidArgument,
+                "--device " + device + ": no such device in this build (there are: " + known + ", or auto)");
+  }
+  options.backend = device;
+  return options;
+}
+
+}  // namespace earshot::cli
