@@ -54,6 +54,7 @@ struct Session::Impl {
   bool encoded = false;
   int reserved_sequences = 0;
   int reserved_audio_ctx = 0;
+  int checked_encoder_ctx = 0;  // encoder graph shape already checked by check_supported
 
   ~Impl() {
     ggml_gallocr_free(encoder_alloc);
@@ -241,7 +242,10 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
   detail::EncoderGraph g =
       detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx, options_.flash_attention);
-  impl_->check_supported(graph, "encoder");
+  if (impl_->checked_encoder_ctx != n_ctx) {
+    impl_->check_supported(graph, "encoder");
+    impl_->checked_encoder_ctx = n_ctx;
+  }
   if (!ggml_gallocr_alloc_graph(impl_->encoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the encoder compute buffer");
   }
@@ -443,15 +447,18 @@ std::vector<float> Session::detect_language() {
   const size_t es = ggml_element_size(impl_->state.self_k);
   const size_t layer_bytes = impl_->state.n_sequences_capacity * static_cast<size_t>(hp.n_text_ctx) * n_state * es;
   std::vector<uint8_t> saved_k(hp.n_text_layer * n_state * es), saved_v(hp.n_text_layer * n_state * es);
-  auto each_position_zero = [&](auto&& copy_k, auto&& copy_v) {
+  auto copy_position_zero = [&](bool restore) {
+    auto copy = [restore](ggml_tensor* cache, uint8_t* host, size_t at, size_t n) {
+      restore ? ggml_backend_tensor_set(cache, host, at, n) : ggml_backend_tensor_get(cache, host, at, n);
+    };
     for (int il = 0; il < hp.n_text_layer; ++il) {
-      copy_k(&saved_k[il * n_state * es], il * layer_bytes, n_state * es);
-      for (size_t d = 0; d < n_state; ++d)
-        copy_v(&saved_v[(il * n_state + d) * es], il * layer_bytes + d * hp.n_text_ctx * es, es);
+      copy(impl_->state.self_k, &saved_k[il * n_state * es], il * layer_bytes, n_state * es);
+      for (size_t d = 0; d < n_state; ++d) {
+        copy(impl_->state.self_v, &saved_v[(il * n_state + d) * es], il * layer_bytes + d * hp.n_text_ctx * es, es);
+      }
     }
   };
-  each_position_zero([&](void* to, size_t at, size_t n) { ggml_backend_tensor_get(impl_->state.self_k, to, at, n); },
-                     [&](void* to, size_t at, size_t n) { ggml_backend_tensor_get(impl_->state.self_v, to, at, n); });
+  copy_position_zero(/*restore=*/false);
   const int saved_sequences = n_sequences_;
   const int saved_past = n_past_;
   n_sequences_ = 1;
@@ -469,9 +476,7 @@ std::vector<float> Session::detect_language() {
   }
   n_sequences_ = saved_sequences;
   n_past_ = saved_past;
-  each_position_zero(
-      [&](void* from, size_t at, size_t n) { ggml_backend_tensor_set(impl_->state.self_k, from, at, n); },
-      [&](void* from, size_t at, size_t n) { ggml_backend_tensor_set(impl_->state.self_v, from, at, n); });
+  copy_position_zero(/*restore=*/true);
   return language_probabilities(std::span<const float>(result.logits.data(), hp.n_vocab), *tokenizer_);
 }
 
