@@ -136,7 +136,10 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
   void run(http::request<http::string_body> request) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-    ws_.read_message_max(impl_.core.config().max_message_bytes);
+    // The message limit is enforced by do_read, not Beast: Beast fails a frame over the limit at its
+    // header, sends 1009 and closes with the rest of the frame unread, so the peer's TCP stack resets
+    // the connection and the close frame can be lost. do_read closes politely and drains instead.
+    ws_.read_message_max(0);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "earshot"); }));
     target_ = std::string(request.target());
@@ -195,18 +198,27 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     close_after_writes(code, message);
   }
 
-  void do_read() { ws_.async_read(buffer_, beast::bind_front_handler(&WsSession::on_read, this->shared_from_this())); }
+  // Reads one message in pieces, never buffering more than one byte over --max-message-bytes.
+  void do_read() {
+    const size_t room = impl_.core.config().max_message_bytes + 1 - buffer_.size();
+    ws_.async_read_some(buffer_, room, beast::bind_front_handler(&WsSession::on_read, this->shared_from_this()));
+  }
 
-  void on_read(beast::error_code ec, size_t bytes) {
-    if (ec) {
-      // Normal close after ready_to_stop, an abrupt disconnect, or a frame over the limit
-      // (Beast then closes with 1009): either way this stream is over.
-      if (ec == websocket::error::message_too_big) log_line("closing a stream: message over --max-message-bytes");
-      return finish_connection();
-    }
+  void on_read(beast::error_code ec, size_t) {
+    // Normal close after ready_to_stop or an abrupt disconnect: either way this stream is over.
+    if (ec) return finish_connection();
     last_activity_ = std::chrono::steady_clock::now();
+    const size_t max_bytes = impl_.core.config().max_message_bytes;
+    if (buffer_.size() > max_bytes) {
+      log_line("closing a stream: message over --max-message-bytes");
+      buffer_.consume(buffer_.size());
+      finish_connection();
+      // Beast's close reads and discards the rest of the message until the peer's close frame.
+      return close_after_writes(websocket::close_code::too_big, "message over " + std::to_string(max_bytes) + " bytes");
+    }
+    if (!ws_.is_message_done()) return do_read();
     if (ws_.got_binary() && !ended_ && session_) {
-      if (bytes == 0) {
+      if (buffer_.size() == 0) {
         end_stream();
       } else {
         auto data = buffer_.cdata();
@@ -226,7 +238,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
   // End of stream (empty frame, idle timeout or server shutdown): flush the decoder and the model.
   void end_stream() {
-    if (ended_ || !session_) return;
+    if (ended_ || finished_ || !session_) return;
     ended_ = true;
     try {
       std::vector<float> tail = decoder_->finish();
