@@ -24,7 +24,7 @@ namespace ew = earshot::whisper;
 using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
-    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S]\n"
+    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts all|encoder|decoder]\n"
     "\n"
     "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
     "and libwhisper 1.9.1's (flash attention off and on) for: the encoder on a 30 s window\n"
@@ -33,13 +33,16 @@ const char* kUsage =
     "encoder on 5 s of audio with the audio-only (short input) option. Encoders are compared\n"
     "like for like (earshot's explicit-softmax encoder vs libwhisper fa=off, its flash encoder vs\n"
     "fa=on); earshot's decoder step against libwhisper's with flash attention off and on. Last\n"
-    "line: max_ratio=X, the worst ratio ours/libwhisper over those comparisons.\n";
+    "line: max_ratio=X, the worst ratio ours/libwhisper over those comparisons. --parts times only\n"
+    "the encoders or only the decoder steps (default all).\n";
 
 struct Args {
   std::string model;
   int threads = 4;
   int reps = 5;
   int steps = 16;
+  bool encoder = true;
+  bool decoder = true;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -50,6 +53,15 @@ Args parse_args(int argc, char** argv) {
                                     {"--threads", [&](const std::string& v) { args.threads = std::stoi(v); }},
                                     {"--reps", [&](const std::string& v) { args.reps = std::stoi(v); }},
                                     {"--steps", [&](const std::string& v) { args.steps = std::stoi(v); }},
+                                    {"--parts",
+                                     [&](const std::string& v) {
+                                       if (v != "all" && v != "encoder" && v != "decoder") {
+                                         throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
+                                                              "--parts must be all, encoder or decoder, not " + v);
+                                       }
+                                       args.encoder = v != "decoder";
+                                       args.decoder = v != "encoder";
+                                     }},
                                 });
   if (args.model.empty())
     throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
@@ -118,12 +130,14 @@ int run(const Args& args) {
   };
 
   for (int rep = 0; rep < args.reps; ++rep) {
-    times["encoder 30s fa=off ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));
-    times["encoder 30s fa=off whisper"].push_back(seconds_of([&] { wfa_off.encode(args.threads); }));
-    times["encoder 30s fa=on ours"].push_back(seconds_of([&] { ours_flash.encode_mel(mel30, 3000); }));
-    times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on.encode(args.threads); }));
-    times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
-    for (int kv : kv_lengths) {
+    if (args.encoder) {
+      times["encoder 30s fa=off ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));
+      times["encoder 30s fa=off whisper"].push_back(seconds_of([&] { wfa_off.encode(args.threads); }));
+      times["encoder 30s fa=on ours"].push_back(seconds_of([&] { ours_flash.encode_mel(mel30, 3000); }));
+      times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on.encode(args.threads); }));
+      times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
+    }
+    for (int kv : args.decoder ? kv_lengths : std::vector<int>{}) {
       const std::vector<int32_t> prompt = prompt_of(kv);
       const int32_t next = 1234;
       const std::string key = "decoder step kv=" + std::to_string(kv);
@@ -170,20 +184,22 @@ int run(const Args& args) {
                 ratio);
   };
   // Encoder: same attention algorithm on both sides (explicit softmax, or fused).
-  for (const char* fa : {"fa=off", "fa=on"}) {
+  for (const char* fa : args.encoder ? std::vector<const char*>{"fa=off", "fa=on"} : std::vector<const char*>{}) {
     const std::string key = std::string("encoder 30s ") + fa;
     row(key, median(times[key + " ours"]), median(times[key + " whisper"]));
   }
   // Decoder: ours has one implementation; libwhisper's with flash attention off and on.
-  for (int kv : kv_lengths) {
+  for (int kv : args.decoder ? kv_lengths : std::vector<int>{}) {
     const std::string key = "decoder step kv=" + std::to_string(kv);
     const double o = median(times[key + " ours"]);
     row(key + " vs whisper fa=off", o, median(times[key + " whisper fa=off"]));
     row(key + " vs whisper fa=on", o, median(times[key + " whisper fa=on"]));
   }
-  const double short5 = median(times["encoder 5s ours audio-only"]);
-  std::printf("%-24s ours %9.3f ms (%.3f of our 30 s encoder; libwhisper has no short-input encoder call)\n",
-              "encoder 5s audio-only", short5 * 1e3, short5 / median(times["encoder 30s fa=off ours"]));
+  if (args.encoder) {
+    const double short5 = median(times["encoder 5s ours audio-only"]);
+    std::printf("%-24s ours %9.3f ms (%.3f of our 30 s encoder; libwhisper has no short-input encoder call)\n",
+                "encoder 5s audio-only", short5 * 1e3, short5 / median(times["encoder 30s fa=off ours"]));
+  }
   std::printf("max_ratio=%.3f\n", max_ratio);
   return 0;
 }
