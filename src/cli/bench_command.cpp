@@ -119,6 +119,7 @@ struct BenchSettings {
   bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
   whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
   int beams = 1;
+  bool flash_attention = true;
   policy::AlignAttConfig alignatt;  // the other AlignAtt settings (--frame-threshold ...)
   bool baseline_no_fallback = false;
 };
@@ -128,6 +129,7 @@ bench::StreamHandle make_policy_stream(const std::shared_ptr<const whisper::Mode
   whisper::SessionOptions so;
   so.n_threads = s.threads;
   so.encoder_input = s.encoder_input;
+  so.flash_attention = s.flash_attention;
   auto stats = std::make_shared<bench::ComputeStats>();
   auto decoder = std::make_unique<bench::TimedAsrDecoder>(std::make_unique<whisper::Session>(model, so), stats);
   bench::StreamHandle h;
@@ -354,6 +356,7 @@ int run_bench(const CommandArgs& argv) {
   s.beams = static_cast<int>(args.get_int("beams"));
   s.alignatt = read_alignatt_options(args);
   const whisper::LoadOptions load_options = read_model_options(args);  // a bad --device fails before any work
+  s.flash_attention = read_flash_attention(args);
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 
   std::vector<std::string> policies, baselines;
@@ -413,7 +416,8 @@ int run_bench(const CommandArgs& argv) {
         SystemResult r = run_in_process(
             p + suffix, [&] { return make_policy_stream(model, p, s); }, audio, config.utterances, s);
         r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
-                   encoder_input + (p == "alignatt" ? ", beams " + std::to_string(s.beams) : "");
+                   encoder_input + (s.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
+                   (p == "alignatt" ? ", beams " + std::to_string(s.beams) : "");
         report.systems.push_back(std::move(r));
       }
     }

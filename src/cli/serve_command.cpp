@@ -201,6 +201,7 @@ int run_serve(const CommandArgs& argv) {
   const whisper::LoadOptions load_options = read_model_options(args);
   const int threads = static_cast<int>(args.get_int("threads"));
   if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  const bool flash_attention = read_flash_attention(args);
 
   // The VAD file is checked (and pulled) first: a missing one should not cost a model download or load.
   const std::filesystem::path vad_path =
@@ -225,9 +226,10 @@ int run_serve(const CommandArgs& argv) {
     std::string problem = hooks.check_language(config.default_language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, "--language: " + problem);
   }
-  hooks.make_processor = [model, counters, policy_config, threads](const std::string& language) {
+  hooks.make_processor = [model, counters, policy_config, threads, flash_attention](const std::string& language) {
     whisper::SessionOptions session_options;
     session_options.n_threads = threads;
+    session_options.flash_attention = flash_attention;
     auto decoder =
         std::make_unique<server::TimedDecoder>(std::make_unique<whisper::Session>(model, session_options), counters);
     policy::AlignAttConfig c = policy_config;

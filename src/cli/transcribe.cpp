@@ -69,6 +69,7 @@ std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::M
                                                 const TranscribeOptions& options) {
   whisper::SessionOptions session_options;
   session_options.n_threads = options.threads;
+  session_options.flash_attention = options.flash_attention;
   auto session = std::make_unique<whisper::Session>(std::move(model), session_options);
   if (options.policy == "alignatt") {
     policy::AlignAttConfig config = options.alignatt;

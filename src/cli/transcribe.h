@@ -20,6 +20,7 @@ struct TranscribeOptions {
   bool realtime = false;
   int beams = 1;
   int threads = 4;
+  bool flash_attention = true;  // the encoder's fused attention (whisper::SessionOptions)
   bool never_fire = false;
   double nonspeech_prob = 0.5;
   // The rest of the AlignAtt settings; the fields above override its language, beams,

@@ -90,6 +90,7 @@ int run_transcribe(const CommandArgs& argv) {
   options.never_fire = args.get_flag("never-fire");
   options.alignatt = read_alignatt_options(args);
   const whisper::LoadOptions load_options = read_model_options(args);
+  options.flash_attention = read_flash_attention(args);
   const std::string format = args.get("format");
   if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   format_transcript({}, format, "");  // reject a bad --format before any work

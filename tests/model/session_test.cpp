@@ -227,9 +227,12 @@ TEST_F(SessionTest, AudioOnlyInputEncodesTheAudioRoundedUpToTheBucket) {
 }
 
 TEST_F(SessionTest, FlashAttentionEncoderMatchesTheExplicitSoftmaxClosely) {
-  SessionOptions flash = options();
-  flash.flash_attention = true;
-  Session plain(model_, options()), fused(model_, flash);
+  SessionOptions explicit_softmax = options();
+  explicit_softmax.flash_attention = false;
+  Session plain(model_, explicit_softmax), fused(model_, options());
+  // Fused is the default, and the CPU has the op.
+  EXPECT_TRUE(fused.fused_attention());
+  EXPECT_FALSE(plain.fused_attention());
   const std::vector<float> audio = test_audio(16000);
   plain.encode(audio);
   fused.encode(audio);

@@ -101,6 +101,7 @@ int run(const Args& args) {
 
   ew::SessionOptions full_options;
   full_options.n_threads = args.threads;
+  full_options.flash_attention = false;
   ew::Session ours(model, full_options);
   ew::SessionOptions flash_options = full_options;
   flash_options.flash_attention = true;

@@ -128,6 +128,7 @@ int run(const Args& args) {
   const double prob_tolerance = quantised ? kQuantProbTolerance : kFloatProbTolerance;
   ew::SessionOptions options;
   options.n_threads = args.threads;
+  options.flash_attention = false;  // whisper.cpp's explicit-softmax encoder, as libwhisper here
   ew::Session ours(model, options);
   ours.encode(pcm);
   const ew::Tokenizer& tok = ours.tokenizer();

@@ -54,7 +54,8 @@ struct Session::Impl {
   bool encoded = false;
   int reserved_sequences = 0;
   int reserved_audio_ctx = 0;
-  int checked_encoder_ctx = 0;  // encoder graph shape already checked by check_supported
+  int checked_encoder_ctx = 0;   // encoder graph shape already checked by check_supported
+  bool fused_attention = false;  // options.flash_attention, where the backend has the fused op
 
   ~Impl() {
     ggml_gallocr_free(encoder_alloc);
@@ -91,6 +92,20 @@ struct Session::Impl {
                                                  what + " graph; load the model on the CPU");
       }
     }
+  }
+
+  // Whether the backend runs the encoder's fused attention (a CUDA build without its
+  // FlashAttention kernels does not): asked with the encoder's own shapes and types.
+  bool supports_fused_attention(const Hparams& hp) const {
+    ggml_init_params params{4 * ggml_tensor_overhead(), nullptr, true};
+    ggml_context* ctx = ggml_init(params);
+    if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for a graph context");
+    ContextGuard guard{ctx};
+    const int head_dim = hp.n_audio_state / hp.n_audio_head;
+    ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, hp.n_audio_ctx, hp.n_audio_head);
+    ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, head_dim, hp.n_audio_ctx, hp.n_audio_head);
+    ggml_tensor* v = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, head_dim, hp.n_audio_ctx, hp.n_audio_head);
+    return ggml_backend_supports_op(backend, ggml_flash_attn_ext(ctx, q, k, v, nullptr, 1.0f, 0.0f, 0.0f));
   }
 
   // KV-cache reorder as a graph on the session's backend (the cache never leaves
@@ -162,6 +177,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
                 std::string("cannot start the ggml backend ") + (device ? ggml_backend_dev_name(device) : "CPU"));
   }
   if (ggml_backend_is_cpu(impl_->backend)) ggml_backend_cpu_set_n_threads(impl_->backend, options_.n_threads);
+  impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
   impl_->graph_meta.resize(ggml_tensor_overhead() * detail::kMaxGraphNodes +
                            ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
 
@@ -185,6 +201,8 @@ Session::~Session() = default;
 int Session::n_text_ctx() const { return model_->hparams().n_text_ctx; }
 int Session::n_alignment_heads() const { return static_cast<int>(model_->alignment_heads().size()); }
 int Session::max_samples() const { return model_->hparams().n_audio_ctx * 2 * features::kHopLength; }
+
+bool Session::fused_attention() const { return impl_->fused_attention; }
 
 void Session::set_n_threads(int n_threads) {
   if (n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 1, got " + std::to_string(n_threads));
@@ -241,7 +259,7 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   ContextGuard guard{impl_->new_graph_context()};
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
   detail::EncoderGraph g =
-      detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx, options_.flash_attention);
+      detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx, impl_->fused_attention);
   if (impl_->checked_encoder_ctx != n_ctx) {
     impl_->check_supported(graph, "encoder");
     impl_->checked_encoder_ctx = n_ctx;

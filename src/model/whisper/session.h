@@ -34,9 +34,12 @@ struct SessionOptions {
   // kAudioOnly bucket in mel frames (100 = 1 s); keeps the number of distinct
   // graph shapes small.
   int audio_bucket_frames = 100;
-  // Fused (flash) attention in the encoder. Off = whisper.cpp's op order with an
-  // explicit softmax, bit-identical to libwhisper with flash attention off.
-  bool flash_attention = false;
+  // Fused (flash) attention in the encoder, as whisper.cpp does by default: about 40%
+  // less encoder time on the CPU; the logits move by rounding only (~1e-3). Off =
+  // whisper.cpp's op order with an explicit softmax, bit-identical to libwhisper with
+  // flash attention off (the parity tool's setting). A device without the fused op
+  // uses the explicit one.
+  bool flash_attention = true;
   // Tokenizer to share between sessions; built from the model's vocabulary when null.
   std::shared_ptr<const Tokenizer> tokenizer;
 };
@@ -73,6 +76,8 @@ class Session : public AsrDecoder {
 
   const Model& model() const { return *model_; }
   const SessionOptions& options() const { return options_; }
+  // Whether the encoder runs fused attention: options().flash_attention where the device has it.
+  bool fused_attention() const;
   void set_n_threads(int n_threads);
   // Encoder frames of the last encode (1500 for kFullWindow); 0 before encode.
   int n_audio_frames() const { return n_audio_ctx_; }
