@@ -125,6 +125,19 @@ TEST_F(Cli, DeviceOptionNamesTheDevicesThereAre) {
   }
 }
 
+TEST_F(Cli, FlashAttentionIsOnOrOff) {
+  const Outcome bad = earshot(transcribe("--flash-attention yes"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--flash-attention must be on or off, not 'yes'"), std::string::npos) << bad.err;
+  // Both encoders run; their words may differ only by rounding, so only success is asserted here
+  // (the numeric closeness is SessionTest.FlashAttentionEncoderMatchesTheExplicitSoftmaxClosely).
+  for (const char* value : {"on", "off"}) {
+    const Outcome run = earshot(transcribe(std::string("--format json --flash-attention ") + value));
+    EXPECT_EQ(run.status, 0) << value << ": " << run.err;
+    EXPECT_NE(run.out.find("\"words\""), std::string::npos) << run.out;
+  }
+}
+
 TEST_F(Cli, TranscribeFormatsAndEventsAgree) {
   const fs::path events = dir_ / "events.jsonl";
   const Outcome json_run = earshot(transcribe("--format json --events " + events.string()));
