@@ -74,14 +74,10 @@ std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::M
   if (options.policy == "alignatt") {
     policy::AlignAttConfig config = options.alignatt;
     config.language = options.language;
-    config.beams = options.beams;
-    config.never_fire = options.never_fire;
-    config.nonspeech_prob = options.nonspeech_prob;
-    config.on_warning = options.on_warning;
     return std::make_unique<policy::AlignAttProcessor>(std::move(session), std::move(config));
   }
   if (options.policy == "localagreement") {
-    if (options.beams != 1) {
+    if (options.alignatt.beams != 1) {
       throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
     }
     policy::LocalAgreementConfig config;

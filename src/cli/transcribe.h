@@ -15,19 +15,14 @@ namespace earshot::cli {
 
 struct TranscribeOptions {
   std::string policy = "alignatt";  // or "localagreement"
-  std::string language = "auto";
+  std::string language = "auto";    // both policies; overrides alignatt.language
   double chunk_seconds = 0.5;
   bool realtime = false;
-  int beams = 1;
   int threads = 4;
   bool flash_attention = true;  // the encoder's fused attention (whisper::SessionOptions)
-  bool never_fire = false;
-  double nonspeech_prob = 0.5;
-  // The rest of the AlignAtt settings; the fields above override its language, beams,
-  // never_fire, nonspeech_prob and on_warning.
+  // Every AlignAtt setting (beams, never_fire, on_warning for loop guards and dropped
+  // fragments...). LocalAgreement takes only the language, and refuses beams > 1.
   policy::AlignAttConfig alignatt;
-  // Policy warnings (loop guards, dropped fragments); nullptr prints them to stderr.
-  std::function<void(const std::string&)> on_warning;
 };
 
 struct Emission {

@@ -85,10 +85,11 @@ int run_transcribe(const CommandArgs& argv) {
   options.language = args.get("language");
   options.chunk_seconds = args.get_double("chunk");
   options.realtime = args.get_flag("realtime");
-  options.beams = static_cast<int>(args.get_int("beams"));
   options.threads = static_cast<int>(args.get_int("threads"));
-  options.never_fire = args.get_flag("never-fire");
-  options.alignatt = read_alignatt_options(args);
+  policy::AlignAttConfig alignatt;
+  alignatt.beams = static_cast<int>(args.get_int("beams"));
+  alignatt.never_fire = args.get_flag("never-fire");
+  options.alignatt = read_alignatt_options(args, std::move(alignatt));
   const whisper::LoadOptions load_options = read_model_options(args);
   options.flash_attention = read_flash_attention(args);
   const std::string format = args.get("format");
@@ -107,7 +108,7 @@ int run_transcribe(const CommandArgs& argv) {
     const double total = static_cast<double>(pcm.size()) / audio::kSampleRate;
     const bool on_terminal = isatty(fileno(stderr)) != 0;
     // A warning on a terminal clears the live line first; the next emission redraws it.
-    options.on_warning = [on_terminal](const std::string& message) {
+    options.alignatt.on_warning = [on_terminal](const std::string& message) {
       std::fprintf(stderr, "%searshot: %s\n", on_terminal ? "\r\033[K" : "", message.c_str());
     };
     auto processor = make_processor(model, options);

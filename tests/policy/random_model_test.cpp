@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(Policies, RandomModel, ::testing::Values("alignatt", "l
 
 TEST(RandomModelBeams, BeamSearchIsDeterministic) {
   TranscribeOptions o = options("alignatt");
-  o.beams = 3;
+  o.alignatt.beams = 3;
   const Transcript a = run(jfk(), o);
   const Transcript b = run(jfk(), o);
   ASSERT_FALSE(a.words.empty());
