@@ -15,8 +15,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TP="$ROOT/third_party"
 JOBS="${JOBS:-$(nproc)}"
-CUDA="${EARSHOT_CUDA:-OFF}"
-case "$CUDA" in ON|on|1|true) CUDA=ON; FLAVOR="-cuda" ;; *) CUDA=OFF; FLAVOR="" ;; esac
+source "$ROOT/scripts/common.sh"
+if earshot_cuda_enabled; then CUDA=ON; FLAVOR="-cuda"; else CUDA=OFF; FLAVOR=""; fi
 INSTALL="$TP/install$FLAVOR"
 
 # name@version  sha512 integrity (as the npm registry publishes it)
@@ -102,8 +102,8 @@ cuda_args() {
   if [ -z "$arch" ]; then
     if nvidia-smi -L >/dev/null 2>&1; then arch=native; else arch=90; fi
   fi
-  # FlashAttention kernels off: earshot's CUDA path does not use them yet, and they
-  # are most of ggml-cuda's compile time.
+  # FlashAttention kernels off: they are most of ggml-cuda's compile time; without
+  # them the session's encoder uses the explicit softmax on CUDA.
   echo "-DGGML_CUDA=ON -DCMAKE_CUDA_COMPILER=$nvcc -DCMAKE_CUDA_ARCHITECTURES=$arch -DGGML_CUDA_FA=OFF"
 }
 

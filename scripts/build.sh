@@ -6,6 +6,7 @@
 # EARSHOT_CUDA=ON in the environment: ggml with CUDA, build/<flavor>-cuda.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/common.sh"
 flavor="${1:-release}"; shift || true
 "$ROOT/scripts/bootstrap.sh"
 case "$flavor" in
@@ -16,7 +17,7 @@ case "$flavor" in
 esac
 dir="$ROOT/build/$flavor"
 # EARSHOT_CUDA=ON: ggml with its CUDA backend (bootstrapped into third_party/install-cuda).
-case "${EARSHOT_CUDA:-OFF}" in ON|on|1|true) args+=(-DEARSHOT_CUDA=ON); dir="$dir-cuda" ;; esac
+if earshot_cuda_enabled; then args+=(-DEARSHOT_CUDA=ON); dir="$dir-cuda"; fi
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # Paths relative to the checkout in ccache's hashes: another clone (CI) reuses the objects.
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
