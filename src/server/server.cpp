@@ -419,7 +419,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
         } catch (const std::exception& e) {
           response = openai_error(500, e.what(), "server_error");
         }
-        net::post(self->stream_.get_executor(), [self, response = std::move(response), origin] {
+        // The reference moves into the handler: this thread must hold none once the count
+        // drops, or ~Server could free the io_context before this thread's last release
+        // destroys the session's socket (ASan saw exactly that).
+        auto executor = self->stream_.get_executor();
+        net::post(executor, [self = std::move(self), response = std::move(response), origin] {
           self->write(response, origin);
           --self->impl_.blocking_in_flight;
         });
