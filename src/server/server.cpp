@@ -413,20 +413,24 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       ++impl_.blocking_in_flight;
       beast::get_lowest_layer(stream_).expires_never();
       std::thread([self = this->shared_from_this(), request = std::move(request), origin]() mutable {
+        std::atomic<int>& in_flight = self->impl_.blocking_in_flight;
         HttpResponse response;
         try {
           response = self->impl_.core.handle(request);
         } catch (const std::exception& e) {
           response = openai_error(500, e.what(), "server_error");
         }
-        // The reference moves into the handler: this thread must hold none once the count
-        // drops, or ~Server could free the io_context before this thread's last release
-        // destroys the session's socket (ASan saw exactly that).
-        auto executor = self->stream_.get_executor();
-        net::post(executor, [self = std::move(self), response = std::move(response), origin] {
-          self->write(response, origin);
-          --self->impl_.blocking_in_flight;
-        });
+        {
+          // The reference moves into the reply handler, and the executor copy (a strand)
+          // dies here: once the count drops, ~Server may free the io_context, so this
+          // thread must by then hold nothing of it (ASan caught both a late socket close
+          // and a late strand release).
+          auto executor = self->stream_.get_executor();
+          net::post(executor, [self = std::move(self), response = std::move(response), origin] {
+            self->write(response, origin);
+          });
+        }
+        --in_flight;
       }).detach();
       return;
     }
