@@ -120,7 +120,7 @@ int run(const Args& args) {
   const earshot::features::Mel mel5 = ours_short.last_mel();
 
   const int sot = ours.tokenizer().special().sot;
-  const std::vector<int> kv_lengths = {16, 64, 200};
+  const std::vector<int> kv_lengths = args.decoder ? std::vector<int>{16, 64, 200} : std::vector<int>{};
   std::map<std::string, std::vector<double>> times;
   // Prefill a KV cache of n tokens, then time one single-token step at n_past = n.
   auto prompt_of = [&](int n) {
@@ -138,7 +138,7 @@ int run(const Args& args) {
       times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on.encode(args.threads); }));
       times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
     }
-    for (int kv : args.decoder ? kv_lengths : std::vector<int>{}) {
+    for (int kv : kv_lengths) {
       const std::vector<int32_t> prompt = prompt_of(kv);
       const int32_t next = 1234;
       const std::string key = "decoder step kv=" + std::to_string(kv);
@@ -185,12 +185,14 @@ int run(const Args& args) {
                 ratio);
   };
   // Encoder: same attention algorithm on both sides (explicit softmax, or fused).
-  for (const char* fa : args.encoder ? std::vector<const char*>{"fa=off", "fa=on"} : std::vector<const char*>{}) {
-    const std::string key = std::string("encoder 30s ") + fa;
-    row(key, median(times[key + " ours"]), median(times[key + " whisper"]));
+  if (args.encoder) {
+    for (const char* fa : {"fa=off", "fa=on"}) {
+      const std::string key = std::string("encoder 30s ") + fa;
+      row(key, median(times[key + " ours"]), median(times[key + " whisper"]));
+    }
   }
   // Decoder: ours has one implementation; libwhisper's with flash attention off and on.
-  for (int kv : args.decoder ? kv_lengths : std::vector<int>{}) {
+  for (int kv : kv_lengths) {
     const std::string key = "decoder step kv=" + std::to_string(kv);
     const double o = median(times[key + " ours"]);
     row(key + " vs whisper fa=off", o, median(times[key + " whisper fa=off"]));

@@ -96,11 +96,9 @@ struct Session::Impl {
 
   // Whether the backend runs the encoder's fused attention (a CUDA build without its
   // FlashAttention kernels does not): asked with the encoder's own shapes and types.
-  bool supports_fused_attention(const Hparams& hp) const {
-    ggml_init_params params{4 * ggml_tensor_overhead(), nullptr, true};
-    ggml_context* ctx = ggml_init(params);
-    if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for a graph context");
-    ContextGuard guard{ctx};
+  bool supports_fused_attention(const Hparams& hp) {
+    ContextGuard guard{new_graph_context()};
+    ggml_context* ctx = guard.ctx;
     const int head_dim = hp.n_audio_state / hp.n_audio_head;
     ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, hp.n_audio_ctx, hp.n_audio_head);
     ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, head_dim, hp.n_audio_ctx, hp.n_audio_head);
@@ -177,9 +175,9 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
                 std::string("cannot start the ggml backend ") + (device ? ggml_backend_dev_name(device) : "CPU"));
   }
   if (ggml_backend_is_cpu(impl_->backend)) ggml_backend_cpu_set_n_threads(impl_->backend, options_.n_threads);
-  impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
   impl_->graph_meta.resize(ggml_tensor_overhead() * detail::kMaxGraphNodes +
                            ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
+  impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
 
   ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};
   impl_->cross_ctx = ggml_init(params);
