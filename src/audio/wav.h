@@ -1,7 +1,11 @@
-// WAV (RIFF/WAVE) parsing, used by load_file. Exposed for tests.
+// WAV (RIFF/WAVE) reading without FFmpeg's container and codec libraries
+// (library earshot_audio_wav): the parser load_file uses, and a WAV-only file
+// reader for programs that must not depend on FFmpeg (the developer tools,
+// which run on machines without it).
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,5 +34,17 @@ PcmAudio parse_wav(std::span<const uint8_t> bytes, const std::string& name);
 
 // Averages the channels of interleaved samples into one.
 std::vector<float> downmix_to_mono(std::span<const float> interleaved, int channels);
+
+// parse_wav, downmix_to_mono and resample_to_16k: a whole WAV file as 16 kHz mono.
+std::vector<float> wav_to_16k_mono(std::span<const uint8_t> bytes, const std::string& name);
+
+// The whole file's bytes. Throws earshot::Error(kIo) naming the file: no such file,
+// a directory, cannot open, read error.
+std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path);
+
+// Reads a WAV file as 16 kHz mono. Throws like read_file_bytes and parse_wav:
+// kInvalidAudio when the file is empty or not a WAV file, kUnsupported for a WAV
+// whose encoding only FFmpeg decodes (A-law, ADPCM...; audio::load_file reads those).
+std::vector<float> load_wav_file(const std::filesystem::path& path);
 
 }  // namespace earshot::audio

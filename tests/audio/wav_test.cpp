@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -203,6 +206,48 @@ TEST(Wav, NonPcmEncodingsAreLeftToFfmpeg) {
   EXPECT_FALSE(wav_encoding_supported(alaw, "a.wav"));
   EXPECT_EQ(code_of([&] { parse_wav(alaw, "a.wav"); }), ErrorCode::kUnsupported);
   EXPECT_TRUE(wav_encoding_supported(make_wav({}, {0, 0}), "p.wav"));
+}
+
+// A file under gtest's temporary folder holding `bytes`.
+std::filesystem::path write_temp(const std::string& name, const Bytes& bytes) {
+  const std::filesystem::path path = std::filesystem::path(testing::TempDir()) / name;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  return path;
+}
+
+TEST(WavFile, ReadsAFileAsSixteenKilohertzMono) {
+  Bytes data;
+  for (int i = 0; i < 1600; ++i) {
+    put16(data, uint16_t(int16_t(i * 8)));  // left: a ramp
+    put16(data, 0);                         // right: silence
+  }
+  const std::vector<float> at16k = load_wav_file(write_temp("ramp16k.wav", make_wav({.channels = 2}, data)));
+  ASSERT_EQ(at16k.size(), 1600u);
+  for (int i = 0; i < 1600; ++i) ASSERT_EQ(at16k[i], 0.5f * float(i * 8) / 32768.0f) << i;
+  // 8 kHz input: resampled to twice as many samples.
+  const std::vector<float> at8k =
+      load_wav_file(write_temp("ramp8k.wav", make_wav({.channels = 2, .rate = 8000}, data)));
+  EXPECT_NEAR(double(at8k.size()), 3200.0, 2.0);
+}
+
+TEST(WavFile, ErrorsNameTheFileAndTheProblem) {
+  auto expect_error = [](const std::filesystem::path& path, ErrorCode code, const std::string& needle) {
+    std::string message;
+    EXPECT_EQ(code_of([&] { load_wav_file(path); }, &message), code) << message;
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  };
+  expect_error(std::filesystem::path(testing::TempDir()) / "no-such.wav", ErrorCode::kIo, "no such file");
+  expect_error(testing::TempDir(), ErrorCode::kIo, "is a directory");
+  expect_error(write_temp("empty.wav", {}), ErrorCode::kInvalidAudio, "empty");
+  expect_error(write_temp("tags.mp3", {'I', 'D', '3', 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}), ErrorCode::kInvalidAudio,
+               "not a WAV file");
+  expect_error(write_temp("alaw.wav", make_wav({.tag = 6, .bits = 8}, {0xD5, 0x55})), ErrorCode::kUnsupported,
+               "needs FFmpeg");
+  Bytes truncated = make_wav({}, {1, 2, 3, 4, 5, 6});
+  truncated.resize(30);
+  expect_error(write_temp("truncated.wav", truncated), ErrorCode::kInvalidAudio, "");
 }
 
 TEST(Downmix, AveragesChannels) {
