@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
     "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts all|encoder|decoder]\n"
+    "                           [--device cpu|NAME] [--control on|off]\n"
     "\n"
     "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
     "and libwhisper 1.9.1's (flash attention off and on) for: the encoder on a 30 s window\n"
@@ -34,13 +36,21 @@ const char* kUsage =
     "like for like (earshot's explicit-softmax encoder vs libwhisper fa=off, its flash encoder vs\n"
     "fa=on); earshot's decoder step against libwhisper's with flash attention off and on. Last\n"
     "line: max_ratio=X, the worst ratio ours/libwhisper over those comparisons. --parts times only\n"
-    "the encoders or only the decoder steps (default all).\n";
+    "the encoders or only the decoder steps (default all). Our step copies out the alignment\n"
+    "heads' cross-attention (as the streaming policies ask); a line per KV length also gives\n"
+    "it without, for what that costs (not compared). --device runs both engines on that\n"
+    "ggml GPU (CUDA0 in a CUDA build; default cpu); where it has no fused attention op, the\n"
+    "flash-attention contenders are left out (libwhisper would run that op on the CPU).\n"
+    "--control on adds a second libwhisper fa=off context on the same file, timed like the\n"
+    "others: its decoder-step ratio to the first (printed, not in max_ratio) is how far two\n"
+    "identical engines drift apart in this run, i.e. the noise floor of the ratios.\n";
 
 struct Args {
-  std::string model;
+  std::string model, device = "cpu";
   int threads = 4;
   int reps = 5;
   int steps = 16;
+  bool control = false;
   bool encoder = true;
   bool decoder = true;
 };
@@ -53,6 +63,15 @@ Args parse_args(int argc, char** argv) {
                                     {"--threads", [&](const std::string& v) { args.threads = std::stoi(v); }},
                                     {"--reps", [&](const std::string& v) { args.reps = std::stoi(v); }},
                                     {"--steps", [&](const std::string& v) { args.steps = std::stoi(v); }},
+                                    {"--device", [&](const std::string& v) { args.device = v; }},
+                                    {"--control",
+                                     [&](const std::string& v) {
+                                       if (v != "on" && v != "off") {
+                                         throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
+                                                              "--control must be on or off, not " + v);
+                                       }
+                                       args.control = v == "on";
+                                     }},
                                     {"--parts",
                                      [&](const std::string& v) {
                                        if (v != "all" && v != "encoder" && v != "decoder") {
@@ -85,12 +104,15 @@ using WhisperContext = earshot::tools::LibWhisperContext;
 
 int run(const Args& args) {
   earshot::tools::silence_libwhisper_log();
-  auto model = ew::Model::load(args.model);
+  const earshot::tools::EngineDevice device = earshot::tools::find_engine_device(args.device);
+  ew::LoadOptions load_options;
+  load_options.backend = device.backend;
+  auto model = ew::Model::load(args.model, load_options);
   const ew::Hparams& hp = model->hparams();
-  std::printf("model %s (%s): audio %dx%d text %dx%d n_vocab=%d type %s, threads %d, reps %d\n", args.model.c_str(),
-              model->size_name().empty() ? "custom" : model->size_name().c_str(), hp.n_audio_state, hp.n_audio_layer,
-              hp.n_text_state, hp.n_text_layer, hp.n_vocab, ggml_type_name(model->weight_type()), args.threads,
-              args.reps);
+  std::printf("model %s (%s): audio %dx%d text %dx%d n_vocab=%d type %s, device %s, threads %d, reps %d\n",
+              args.model.c_str(), model->size_name().empty() ? "custom" : model->size_name().c_str(), hp.n_audio_state,
+              hp.n_audio_layer, hp.n_text_state, hp.n_text_layer, hp.n_vocab, ggml_type_name(model->weight_type()),
+              device.backend.empty() ? "cpu" : device.backend.c_str(), args.threads, args.reps);
 
   // 30 s of low-level noise: speed does not depend on the content.
   std::mt19937 rng(1);
@@ -112,8 +134,21 @@ int run(const Args& args) {
   short_options.tokenizer = ours.tokenizer_ptr();
   ew::Session ours_short(model, short_options);
 
-  WhisperContext wfa_off(args.model, false), wfa_on(args.model, true);
-  for (WhisperContext* w : {&wfa_off, &wfa_on}) w->pcm_to_mel(pcm, args.threads);
+  // Without a fused attention op on the device (our CUDA build leaves ggml's kernels
+  // out) both engines would not run one: ours falls back to the explicit softmax,
+  // libwhisper's scheduler to the CPU for that op. Such rows would compare nothing.
+  const bool fused = ours_flash.fused_attention();
+  if (!fused)
+    std::printf("device %s has no fused attention op: flash-attention contenders left out\n", args.device.c_str());
+  WhisperContext wfa_off(args.model, false, device.whisper_gpu);
+  std::unique_ptr<WhisperContext> wfa_on;
+  if (fused) wfa_on = std::make_unique<WhisperContext>(args.model, true, device.whisper_gpu);
+  std::unique_ptr<WhisperContext> control;
+  if (args.control) control = std::make_unique<WhisperContext>(args.model, false, device.whisper_gpu);
+  std::vector<WhisperContext*> whispers = {&wfa_off};
+  if (wfa_on) whispers.push_back(wfa_on.get());
+  if (control) whispers.push_back(control.get());
+  for (WhisperContext* w : whispers) w->pcm_to_mel(pcm, args.threads);
   ours.encode(pcm);
   const earshot::features::Mel mel30 = ours.last_mel();
   ours_short.encode(pcm5);
@@ -134,8 +169,10 @@ int run(const Args& args) {
     if (args.encoder) {
       times["encoder 30s fa=off ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));
       times["encoder 30s fa=off whisper"].push_back(seconds_of([&] { wfa_off.encode(args.threads); }));
-      times["encoder 30s fa=on ours"].push_back(seconds_of([&] { ours_flash.encode_mel(mel30, 3000); }));
-      times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on.encode(args.threads); }));
+      if (wfa_on) {
+        times["encoder 30s fa=on ours"].push_back(seconds_of([&] { ours_flash.encode_mel(mel30, 3000); }));
+        times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on->encode(args.threads); }));
+      }
       times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
     }
     for (int kv : kv_lengths) {
@@ -153,7 +190,7 @@ int run(const Args& args) {
       // attention, and no logits for the (always suppressed) timestamp tokens.
       one.want_attention = true;
       one.vocabulary_limit = ours.tokenizer().special().timestamp_begin;
-      for (auto* w : {&wfa_off, &wfa_on}) {
+      for (WhisperContext* w : whispers) {
         if (whisper_decode(w->get(), prompt.data(), kv, 0, args.threads) != 0) {
           throw earshot::Error(earshot::ErrorCode::kInternal, "whisper_decode prefill failed");
         }
@@ -161,11 +198,20 @@ int run(const Args& args) {
       // A decoder runs many steps in a row: each contender runs S consecutive steps
       // (rewritten at the same position: rollback / n_past = kv), and contenders
       // alternate across repetitions so load drifts hit all of them alike.
+      earshot::DecodeRequest plain = one;  // what libwhisper computes: no attention copied out
+      plain.want_attention = false;
       for (int step = 0; step < args.steps; ++step) {
         ours.rollback(kv);
         times[key + " ours"].push_back(seconds_of([&] { ours.decode(one); }));
       }
-      for (auto [w, name] : {std::pair{&wfa_off, " whisper fa=off"}, std::pair{&wfa_on, " whisper fa=on"}}) {
+      for (int step = 0; step < args.steps; ++step) {
+        ours.rollback(kv);
+        times[key + " ours plain"].push_back(seconds_of([&] { ours.decode(plain); }));
+      }
+      for (WhisperContext* w : whispers) {
+        const std::string name = w == &wfa_off        ? " whisper fa=off"
+                                 : w == control.get() ? " whisper control"
+                                                      : " whisper fa=on";
         for (int step = 0; step < args.steps; ++step) {
           times[key + name].push_back(seconds_of([&] {
             if (whisper_decode(w->get(), &next, 1, kv, args.threads) != 0) {
@@ -188,6 +234,7 @@ int run(const Args& args) {
   if (args.encoder) {
     for (const char* fa : {"fa=off", "fa=on"}) {
       const std::string key = std::string("encoder 30s ") + fa;
+      if (times[key + " ours"].empty()) continue;
       row(key, median(times[key + " ours"]), median(times[key + " whisper"]));
     }
   }
@@ -196,7 +243,15 @@ int run(const Args& args) {
     const std::string key = "decoder step kv=" + std::to_string(kv);
     const double o = median(times[key + " ours"]);
     row(key + " vs whisper fa=off", o, median(times[key + " whisper fa=off"]));
-    row(key + " vs whisper fa=on", o, median(times[key + " whisper fa=on"]));
+    if (wfa_on) row(key + " vs whisper fa=on", o, median(times[key + " whisper fa=on"]));
+    std::printf("%-36s ours %9.3f ms  (without the alignment heads' attention; not in max_ratio)\n",
+                (key + " plain").c_str(), median(times[key + " ours plain"]) * 1e3);
+    if (control) {
+      const double c = median(times[key + " whisper control"]);
+      const double f = median(times[key + " whisper fa=off"]);
+      std::printf("%-36s libwhisper %9.3f ms vs %9.3f ms  control ratio %.3f (not in max_ratio)\n",
+                  (key + " control").c_str(), c * 1e3, f * 1e3, c / f);
+    }
   }
   if (args.encoder) {
     const double short5 = median(times["encoder 5s ours audio-only"]);

@@ -1,5 +1,5 @@
-// libwhisper 1.9.1, the test oracle, as the developer tools run it: on the CPU,
-// one context per model file and attention mode.
+// libwhisper 1.9.1, the test oracle, as the developer tools run it: one context
+// per model file and attention mode, on the CPU or on the same device as earshot.
 #pragma once
 
 #include <whisper.h>
@@ -9,6 +9,16 @@
 
 namespace earshot::tools {
 
+// One device for both engines of a tool (--device).
+struct EngineDevice {
+  std::string backend;   // earshot's whisper::LoadOptions::backend; empty = CPU
+  int whisper_gpu = -1;  // libwhisper's gpu_device: the index among ggml's GPU devices; -1 = CPU
+};
+
+// "cpu", or a ggml device name (CUDA0 in a CUDA build) that is a GPU. Throws
+// earshot::Error(kInvalidArgument) naming the GPUs this build has otherwise.
+EngineDevice find_engine_device(const std::string& name);
+
 // Silences libwhisper's log (and ggml's, which whisper_log_set routes too): its
 // chatter would bury the tool's numbers.
 void silence_libwhisper_log();
@@ -16,7 +26,8 @@ void silence_libwhisper_log();
 class LibWhisperContext {
  public:
   // Throws earshot::Error(kInvalidModel) when libwhisper cannot load the file.
-  LibWhisperContext(const std::string& model_path, bool flash_attention);
+  // whisper_gpu: EngineDevice::whisper_gpu (-1: the CPU alone).
+  LibWhisperContext(const std::string& model_path, bool flash_attention, int whisper_gpu = -1);
   ~LibWhisperContext();
   LibWhisperContext(const LibWhisperContext&) = delete;
   LibWhisperContext& operator=(const LibWhisperContext&) = delete;
