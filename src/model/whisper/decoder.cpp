@@ -25,11 +25,51 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   const int cap = state.n_sequences_capacity;
   const int64_t n_rows = static_cast<int64_t>(n_tokens) * n_seq;
 
+  const auto& heads = model.alignment_heads();
+  const int n_positions = static_cast<int>(spec.logits_positions.size());
+
+  // The integer inputs, laid out in g.index_values; views of g.indices pick them out.
   DecoderGraph g;
-  g.tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_rows);
-  ggml_set_input(g.tokens);
-  g.positions = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_rows);
-  ggml_set_input(g.positions);
+  std::vector<int32_t>& values = g.index_values;
+  if (spec.tokens.empty()) {
+    values.assign(n_rows, 0);
+  } else {
+    values = spec.tokens;
+  }
+  const size_t positions_at = values.size();
+  for (int s = 0; s < n_seq; ++s) {
+    for (int i = 0; i < n_tokens; ++i) values.push_back(spec.n_past + i);
+  }
+  // Projecting only the wanted positions: the vocabulary product dominates a step.
+  const bool some_positions = n_positions != n_tokens;
+  const size_t logit_rows_at = values.size();
+  if (some_positions) {
+    for (int s = 0; s < n_seq; ++s) {
+      for (int p : spec.logits_positions) values.push_back(s * n_tokens + p);
+    }
+  }
+  // Alignment heads grouped in runs of consecutive entries of the same layer, so
+  // one get_rows per run keeps the output in the model's head order.
+  struct HeadRun {
+    int layer;
+    size_t at;  // in values: [n_heads_of_run, n_seq]
+    int64_t n_heads;
+  };
+  std::vector<HeadRun> head_runs;
+  for (size_t i = 0; spec.want_attention && i < heads.size();) {
+    size_t end = i;
+    while (end < heads.size() && heads[end].layer == heads[i].layer) ++end;
+    head_runs.push_back({heads[i].layer, values.size(), static_cast<int64_t>(end - i)});
+    for (int s = 0; s < n_seq; ++s) {
+      for (size_t h = i; h < end; ++h) values.push_back(heads[h].head);
+    }
+    i = end;
+  }
+  g.indices = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, static_cast<int64_t>(values.size()));
+  ggml_set_input(g.indices);
+  auto indices_2d = [&](size_t at, int64_t ne0, int64_t ne1) {
+    return ggml_view_2d(ctx, g.indices, ne0, ne1, ne0 * sizeof(int32_t), at * sizeof(int32_t));
+  };
   if (n_tokens > 1) {
     g.mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, n_tokens);
     ggml_set_input(g.mask);
@@ -42,13 +82,9 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   const size_t es_cross = ggml_element_size(state.cross_k);
   const size_t self_block = static_cast<size_t>(n_text_ctx) * n_state * es_self;  // one (layer, sequence)
 
-  ggml_tensor* cur =
-      ggml_add(ctx, ggml_get_rows(ctx, w.token_emb, g.tokens), ggml_get_rows(ctx, w.dec_pos, g.positions));
+  ggml_tensor* cur = ggml_add(ctx, ggml_get_rows(ctx, w.token_emb, indices_2d(0, n_rows, 1)),
+                              ggml_get_rows(ctx, w.dec_pos, indices_2d(positions_at, n_rows, 1)));
   ggml_tensor* inp = cur;
-
-  // Alignment heads grouped in runs of consecutive entries of the same layer, so
-  // one get_rows per run keeps the output in the model's head order.
-  const auto& heads = model.alignment_heads();
   std::vector<ggml_tensor*> attention_parts;
 
   for (int il = 0; il < static_cast<int>(w.decoder.size()); ++il) {
@@ -90,24 +126,11 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
                                    head_dim * es_cross, layer_cross_offset);
     kq = ggml_mul_mat(ctx, Kc, Q);  // [n_audio, n_tokens, n_head, n_seq]
     kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
-    if (spec.want_attention) {
-      for (size_t i = 0; i < heads.size();) {
-        size_t end = i;
-        while (end < heads.size() && heads[end].layer == heads[i].layer) ++end;
-        if (heads[i].layer == il) {
-          ggml_tensor* rows = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, static_cast<int64_t>(end - i), n_seq);
-          ggml_set_input(rows);
-          std::vector<int> values;
-          for (int s = 0; s < n_seq; ++s) {
-            for (size_t h = i; h < end; ++h) values.push_back(heads[h].head);
-          }
-          g.head_rows.push_back(rows);
-          g.head_rows_values.push_back(std::move(values));
-          ggml_tensor* per_head = ggml_reshape_3d(ctx, kq, static_cast<int64_t>(n_audio) * n_tokens, n_head, n_seq);
-          attention_parts.push_back(ggml_get_rows(ctx, per_head, rows));  // [n_audio*n_tokens, run, n_seq]
-        }
-        i = end;
-      }
+    for (const HeadRun& run : head_runs) {
+      if (run.layer != il) continue;
+      ggml_tensor* per_head = ggml_reshape_3d(ctx, kq, static_cast<int64_t>(n_audio) * n_tokens, n_head, n_seq);
+      // [n_audio*n_tokens, run.n_heads, n_seq]
+      attention_parts.push_back(ggml_get_rows(ctx, per_head, indices_2d(run.at, run.n_heads, n_seq)));
     }
     ggml_tensor* Vc = ggml_view_3d(ctx, state.cross_v, n_audio, head_dim, n_head, n_audio * es_cross,
                                    static_cast<size_t>(n_audio) * head_dim * es_cross, layer_cross_offset);
@@ -125,13 +148,7 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   }
 
   cur = layer_norm(ctx, inp, w.dec_ln_w, w.dec_ln_b);
-  const int n_positions = static_cast<int>(spec.logits_positions.size());
-  if (n_positions != n_tokens) {
-    // Project only the wanted positions: the vocabulary product dominates a step.
-    g.logit_rows = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, static_cast<int64_t>(n_positions) * n_seq);
-    ggml_set_input(g.logit_rows);
-    cur = ggml_get_rows(ctx, cur, g.logit_rows);
-  }
+  if (some_positions) cur = ggml_get_rows(ctx, cur, indices_2d(logit_rows_at, int64_t(n_positions) * n_seq, 1));
   ggml_tensor* vocabulary = w.token_emb;
   if (spec.n_vocab_logits > 0 && spec.n_vocab_logits < w.token_emb->ne[1]) {
     vocabulary = ggml_view_2d(ctx, w.token_emb, w.token_emb->ne[0], spec.n_vocab_logits, w.token_emb->nb[1], 0);

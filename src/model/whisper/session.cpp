@@ -394,24 +394,16 @@ DecodeResult Session::decode(const DecodeRequest& request) {
     }
   }
 
+  spec.tokens.reserve(static_cast<size_t>(n_sequences_) * n_tokens);
+  for (const auto& seq : request.tokens) spec.tokens.insert(spec.tokens.end(), seq.begin(), seq.end());
+
   ContextGuard guard{impl_->new_graph_context()};
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
   detail::DecoderGraph g = detail::build_decoder(guard.ctx, graph, *model_, impl_->state, spec);
   if (!ggml_gallocr_alloc_graph(impl_->decoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the decoder compute buffer");
   }
-
-  const int n_seq = n_sequences_;
-  std::vector<int32_t> ids, positions;
-  ids.reserve(static_cast<size_t>(n_seq) * n_tokens);
-  for (const auto& seq : request.tokens) {
-    for (int i = 0; i < n_tokens; ++i) {
-      ids.push_back(seq[i]);
-      positions.push_back(n_past_ + i);
-    }
-  }
-  ggml_backend_tensor_set(g.tokens, ids.data(), 0, ids.size() * sizeof(int32_t));
-  ggml_backend_tensor_set(g.positions, positions.data(), 0, positions.size() * sizeof(int32_t));
+  ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
   if (g.mask) {
     const int n_kv = n_past_ + n_tokens;
     std::vector<float> mask(static_cast<size_t>(n_kv) * n_tokens, 0.0f);
@@ -421,17 +413,7 @@ DecodeResult Session::decode(const DecodeRequest& request) {
     ggml_backend_tensor_set(g.mask, mask.data(), 0, mask.size() * sizeof(float));
   }
   const int n_positions = static_cast<int>(spec.logits_positions.size());
-  if (g.logit_rows) {
-    std::vector<int32_t> rows;
-    for (int s = 0; s < n_seq; ++s) {
-      for (int p : spec.logits_positions) rows.push_back(s * n_tokens + p);
-    }
-    ggml_backend_tensor_set(g.logit_rows, rows.data(), 0, rows.size() * sizeof(int32_t));
-  }
-  for (size_t i = 0; i < g.head_rows.size(); ++i) {
-    ggml_backend_tensor_set(g.head_rows[i], g.head_rows_values[i].data(), 0,
-                            g.head_rows_values[i].size() * sizeof(int32_t));
-  }
+  const int n_seq = n_sequences_;
   impl_->compute(graph);
   n_past_ += n_tokens;
 
