@@ -70,7 +70,7 @@ model large-v3-turbo --template "$SHARED/models/for-tests-ggml-large.bin" --seed
   --n-audio-state 1280 --n-audio-head 20 --n-audio-layer 32 --n-text-state 1280 --n-text-head 20 --n-text-layer 4
 model large-v3 --template "$SHARED/models/for-tests-ggml-large.bin" --seed 4 "${v3_vocab[@]}"
 for m in tiny.en base.en large-v3-turbo large-v3; do
-  check "bench-$m" "$bench" --model "$MODELS/$m.bin" --device "$DEVICE" --reps "$REPS"
+  check "bench-$m" "$bench" --model "$MODELS/$m.bin" --device "$DEVICE" --reps "$REPS" --control on
 done
 
 echo "== summary ($DEVICE; logs in $LOG_DIR)"
