@@ -18,6 +18,10 @@ inline constexpr int kSampleRate = 16000;
 // file name and the reason.
 std::vector<float> load_file(const std::filesystem::path& path);
 
+// False in builds without FFmpeg (EARSHOT_FFMPEG=OFF): load_file then reads WAV
+// only and StreamDecoder::create() throws earshot::Error(kUnsupported).
+bool ffmpeg_available();
+
 // Converts interleaved s16le PCM at 16 kHz mono to floats.
 std::vector<float> pcm_s16le_to_float(std::span<const uint8_t> bytes);
 

@@ -251,6 +251,8 @@ class FfmpegStreamDecoder final : public StreamDecoder {
 
 }  // namespace
 
+bool ffmpeg_available() { return true; }
+
 std::unique_ptr<StreamDecoder> StreamDecoder::create() { return std::make_unique<FfmpegStreamDecoder>(); }
 
 }  // namespace earshot::audio

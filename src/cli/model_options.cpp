@@ -10,9 +10,9 @@ namespace earshot::cli {
 
 void declare_model_options(Args& args) {
   args.option("device",
-              "where the model runs: cpu, auto (a GPU when this build has one), or a device "
-              "from `earshot version` (e.g. CUDA0; GPU execution is new and not yet measured)",
-              "cpu");
+              "where the model runs: auto (the first GPU this build has, else the CPU), cpu, or a device "
+              "from `earshot version` (e.g. CUDA0)",
+              "auto");
   args.option("flash-attention",
               "fused attention in the encoder: on (about 40% faster on the CPU) or off (whisper.cpp's explicit "
               "softmax, bit-identical to libwhisper with flash attention off)",

@@ -1,6 +1,6 @@
 // Where and how the Whisper model runs, offered by every command that loads one
-// (serve, transcribe, bench): --device cpu | auto | a ggml device name (`earshot
-// version` lists them; CUDA0 in a CUDA build), --flash-attention on | off.
+// (serve, transcribe, bench): --device auto (default) | cpu | a ggml device name
+// (`earshot version` lists them; CUDA0 in a CUDA build), --flash-attention on | off.
 #pragma once
 
 #include "cli/args.h"

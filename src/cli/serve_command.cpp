@@ -166,6 +166,11 @@ int run_serve(const CommandArgs& argv) {
   if (port < 0 || port > 65535) throw Error(ErrorCode::kInvalidArgument, "--port must be 0..65535");
   config.port = static_cast<uint16_t>(port);
   config.pcm_input = args.get_flag("pcm-input");
+  if (!config.pcm_input && !audio::ffmpeg_available()) {
+    throw Error(ErrorCode::kUnsupported,
+                "this earshot was built without FFmpeg (EARSHOT_FFMPEG=OFF), which decodes the browser's "
+                "webm/opus stream: serve it with --pcm-input");
+  }
   config.default_language = args.get("language");
   config.api_token = args.get("api-token");
   if (config.api_token.empty())

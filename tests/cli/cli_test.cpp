@@ -79,6 +79,8 @@ TEST_F(Cli, VersionNamesGgmlAndTheCpuDevice) {
   EXPECT_EQ(r.out.rfind("earshot ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("(ggml 0.25.1)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\ndevice CPU: "), std::string::npos) << r.out;
+  // Tests build only with FFmpeg (EARSHOT_FFMPEG=OFF requires EARSHOT_BUILD_TESTS=OFF).
+  EXPECT_NE(r.out.find("\naudio: WAV, and every format FFmpeg decodes"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, NoCommandOrAnUnknownOneIsAUsageError) {
@@ -122,6 +124,9 @@ TEST_F(Cli, DeviceOptionNamesTheDevicesThereAre) {
     const Outcome automatic = earshot(transcribe("--format json --device auto"));
     ASSERT_EQ(automatic.status, 0) << automatic.err;
     EXPECT_EQ(automatic.out, cpu.out);
+    const Outcome by_default = earshot(transcribe("--format json"));  // --device auto
+    ASSERT_EQ(by_default.status, 0) << by_default.err;
+    EXPECT_EQ(by_default.out, cpu.out);
   }
 }
 
