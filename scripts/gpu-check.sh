@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# earshot's engine on a GPU, checked against libwhisper on the same GPU with
-# generated random-weight models: parity (earshot-parity --device) on the shapes
-# CTest checks on the CPU, then speed (earshot-bench-model --device) at tiny.en,
-# base.en, large-v3-turbo and large-v3 dimensions. Needs a CUDA build
-# (EARSHOT_CUDA=ON scripts/build.sh release) and a machine with the GPU.
+# earshot on a GPU, with generated random-weight models: the engine against
+# libwhisper on the same GPU (earshot-parity --device on the shapes CTest checks
+# on the CPU; earshot-bench-model --device at tiny.en, base.en, large-v3-turbo and
+# large-v3 dimensions), then the product on it: `earshot transcribe` with each
+# policy and beam search, and `earshot serve --pcm-input` with a streaming client
+# (scripts/ws-pcm-client.py). Needs a CUDA build (EARSHOT_CUDA=ON
+# scripts/build.sh release) and a machine with the GPU.
 #   scripts/gpu-check.sh [LOG_DIR]
-# Environment: DEVICE (default CUDA0), BIN (folder holding earshot-parity,
+# Environment: DEVICE (default CUDA0), BIN (folder holding earshot, earshot-parity,
 # earshot-bench-model and earshot-make-model; default: build/release-cuda's),
 # SHARED (default ../shared), MODELS (where models are generated; default a
-# temporary folder), REPS (bench repetitions, default 10).
+# temporary folder), REPS (bench repetitions, default 10), PARTS (default
+# "engine product").
 # Exit status: the number of failed checks.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,14 +19,17 @@ LOG_DIR="${1:-$ROOT/build/gpu-check}"
 DEVICE="${DEVICE:-CUDA0}"
 SHARED="${SHARED:-$ROOT/../shared}"
 REPS="${REPS:-10}"
+PARTS="${PARTS:-engine product}"
 MODELS="${MODELS:-$(mktemp -d)}"
 if [ -n "${BIN:-}" ]; then
   parity="$BIN/earshot-parity" bench="$BIN/earshot-bench-model" make_model="$BIN/earshot-make-model"
+  earshot="$BIN/earshot"
 else
   b="$ROOT/build/release-cuda/tools"
   parity="$b/parity/earshot-parity" bench="$b/bench_model/earshot-bench-model" make_model="$b/make_model/earshot-make-model"
+  earshot="$ROOT/build/release-cuda/src/cli/earshot"
 fi
-for tool in "$parity" "$bench" "$make_model"; do
+for tool in "$parity" "$bench" "$make_model" "$earshot"; do
   [ -x "$tool" ] || { echo "gpu-check: $tool not found (EARSHOT_CUDA=ON scripts/build.sh release, or BIN=...)" >&2; exit 2; }
 done
 mkdir -p "$LOG_DIR" "$MODELS"
@@ -52,6 +58,7 @@ audio="$SHARED/data/jfk.wav"
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
 
+if [[ " $PARTS " == *" engine "* ]]; then
 # Parity: the shapes of tests/model/CMakeLists.txt, both engines on DEVICE.
 model en_f16 "${tiny_en[@]}" --seed 11 --n-state 128 --n-head 2 --n-layer 2 --n-audio-ctx 750
 model multilingual_q8_0 "${tiny[@]}" --seed 12 --type q8_0 --n-state 256 --n-head 4 --n-layer 3 --n-audio-ctx 750
@@ -72,6 +79,43 @@ model large-v3 --template "$SHARED/models/for-tests-ggml-large.bin" --seed 4 "${
 for m in tiny.en base.en large-v3-turbo large-v3; do
   check "bench-$m" "$bench" --model "$MODELS/$m.bin" --device "$DEVICE" --reps "$REPS" --control on
 done
+fi
+
+# The product on the GPU: each policy, beam search, and the server with a client.
+transcribe() {  # transcribe NAME options...: jfk.wav with tiny.en dimensions, JSON transcript in LOG_DIR
+  local name="$1"; shift
+  check "transcribe-$name" "$earshot" transcribe "$audio" --model "$MODELS/tiny.en.bin" --format json \
+    --output "$LOG_DIR/transcript-$name.json" "$@"
+}
+if [[ " $PARTS " == *" product "* ]]; then
+  model tiny.en "${tiny_en[@]}" --seed 1
+  "$earshot" version
+  transcribe alignatt --device "$DEVICE"
+  transcribe alignatt-beams4 --device "$DEVICE" --beams 4
+  transcribe localagreement --device "$DEVICE" --policy localagreement
+  transcribe cpu-8-threads --device cpu --threads 8
+  # One model on the GPU shared by four sessions whose model work runs at once.
+  port=$((20000 + RANDOM % 20000))
+  "$earshot" serve --model "$MODELS/tiny.en.bin" --device "$DEVICE" --pcm-input --port "$port" --workers 4 \
+    --vad-model "$SHARED/models/silero-v6.2.0-ggml.bin" >"$LOG_DIR/serve.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 120); do grep -q "listening on" "$LOG_DIR/serve.log" && break; sleep 0.5; done
+  check serve-pcm-stream python3 "$ROOT/scripts/ws-pcm-client.py" "$audio" --url "ws://127.0.0.1:$port/asr"
+  four_streams() {
+    local pids=() rc=0
+    for i in 1 2 3 4; do
+      python3 "$ROOT/scripts/ws-pcm-client.py" "$audio" --url "ws://127.0.0.1:$port/asr" >"$LOG_DIR/stream-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for i in 0 1 2 3; do wait "${pids[$i]}" || rc=1; done
+    grep -h "ready_to_stop .* s after" "$LOG_DIR"/stream-*.log
+    return $rc
+  }
+  check serve-4-streams four_streams
+  kill "$server"
+  wait "$server" 2>/dev/null
+  cat "$LOG_DIR/serve.log"
+fi
 
 echo "== summary ($DEVICE; logs in $LOG_DIR)"
 printf '%s\n' "${summary[@]}"
