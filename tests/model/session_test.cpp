@@ -191,6 +191,42 @@ TEST_F(SessionTest, AlignmentHeadAttentionIsASoftmaxOverFramesForEveryToken) {
   }
 }
 
+TEST_F(SessionTest, ChosenAlignmentHeadsComeOutInTheirOrderForEverySequence) {
+  // The same file with three heads in a scrambled order, and with each head alone:
+  // the graphs compute the same numbers, so every (sequence, head) block of the
+  // three-head result equals the one-head result exactly.
+  const std::vector<AlignmentHead> chosen = {{1, 1}, {0, 0}, {1, 0}};
+  LoadOptions three;
+  three.alignment_heads = chosen;
+  auto run = [&](const LoadOptions& load) {
+    Session s(Model::load(*dir_ / "en.bin", load), options());
+    s.encode(test_audio(16000));
+    s.reset(2);
+    decode(s, {{sot(), 11, 12}, {sot(), 21, 22}});
+    return decode(s, {{13}, {23}});
+  };
+  const DecodeResult all = run(three);
+  ASSERT_EQ(all.n_heads, 3);
+  ASSERT_EQ(all.attention.size(), static_cast<size_t>(2 * 3 * all.n_frames));
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    LoadOptions one;
+    one.alignment_heads = {chosen[i]};
+    const DecodeResult alone = run(one);
+    ASSERT_EQ(alone.n_heads, 1);
+    for (int seq = 0; seq < 2; ++seq) {
+      const float* a = all.attention_at(seq, static_cast<int>(i), 0);
+      const float* b = alone.attention_at(seq, 0, 0);
+      EXPECT_EQ(std::vector<float>(a, a + all.n_frames), std::vector<float>(b, b + alone.n_frames))
+          << "head " << i << ", sequence " << seq;
+    }
+  }
+  // Different heads attend differently (the check above would pass vacuously otherwise).
+  EXPECT_NE(std::vector<float>(all.attention_at(0, 0, 0), all.attention_at(0, 0, 0) + all.n_frames),
+            std::vector<float>(all.attention_at(0, 2, 0), all.attention_at(0, 2, 0) + all.n_frames));
+  EXPECT_NE(std::vector<float>(all.attention_at(0, 0, 0), all.attention_at(0, 0, 0) + all.n_frames),
+            std::vector<float>(all.attention_at(1, 0, 0), all.attention_at(1, 0, 0) + all.n_frames));
+}
+
 TEST_F(SessionTest, AudioOnlyInputCoveringTheWindowEqualsTheFullWindow) {
   SessionOptions short_options = options();
   short_options.encoder_input = EncoderInput::kAudioOnly;

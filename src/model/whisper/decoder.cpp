@@ -2,7 +2,9 @@
 // n_sequences sequences (beams) at once: token + positional embedding, causal
 // self-attention over the per-sequence KV cache, cross-attention over the
 // precomputed encoder K/V, GELU MLP, final LN and logits against the token
-// embedding. The softmaxed cross-attention of the alignment heads is copied out.
+// embedding. The softmaxed cross-attention of the layers with alignment heads is
+// kept for the session to copy those heads out.
+#include <algorithm>
 #include <cmath>
 
 #include "model/whisper/graph.h"
@@ -48,28 +50,9 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
       for (int p : spec.logits_positions) values.push_back(s * n_tokens + p);
     }
   }
-  // Alignment heads grouped in runs of consecutive entries of the same layer, so
-  // one get_rows per run keeps the output in the model's head order.
-  struct HeadRun {
-    int layer;
-    size_t at;  // in values: [n_heads_of_run, n_seq]
-    int64_t n_heads;
-  };
-  std::vector<HeadRun> head_runs;
-  for (size_t i = 0; spec.want_attention && i < heads.size();) {
-    size_t end = i;
-    while (end < heads.size() && heads[end].layer == heads[i].layer) ++end;
-    head_runs.push_back({heads[i].layer, values.size(), static_cast<int64_t>(end - i)});
-    for (int s = 0; s < n_seq; ++s) {
-      for (size_t h = i; h < end; ++h) values.push_back(heads[h].head);
-    }
-    i = end;
-  }
   g.indices = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, static_cast<int64_t>(values.size()));
   ggml_set_input(g.indices);
-  auto indices_2d = [&](size_t at, int64_t ne0, int64_t ne1) {
-    return ggml_view_2d(ctx, g.indices, ne0, ne1, ne0 * sizeof(int32_t), at * sizeof(int32_t));
-  };
+  auto indices_view = [&](size_t at, int64_t n) { return ggml_view_1d(ctx, g.indices, n, at * sizeof(int32_t)); };
   if (n_tokens > 1) {
     g.mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, n_tokens);
     ggml_set_input(g.mask);
@@ -82,10 +65,10 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   const size_t es_cross = ggml_element_size(state.cross_k);
   const size_t self_block = static_cast<size_t>(n_text_ctx) * n_state * es_self;  // one (layer, sequence)
 
-  ggml_tensor* cur = ggml_add(ctx, ggml_get_rows(ctx, w.token_emb, indices_2d(0, n_rows, 1)),
-                              ggml_get_rows(ctx, w.dec_pos, indices_2d(positions_at, n_rows, 1)));
+  ggml_tensor* cur = ggml_add(ctx, ggml_get_rows(ctx, w.token_emb, indices_view(0, n_rows)),
+                              ggml_get_rows(ctx, w.dec_pos, indices_view(positions_at, n_rows)));
   ggml_tensor* inp = cur;
-  std::vector<ggml_tensor*> attention_parts;
+  g.cross_attention.assign(w.decoder.size(), nullptr);
 
   for (int il = 0; il < static_cast<int>(w.decoder.size()); ++il) {
     const DecoderLayer& layer = w.decoder[il];
@@ -126,11 +109,12 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
                                    head_dim * es_cross, layer_cross_offset);
     kq = ggml_mul_mat(ctx, Kc, Q);  // [n_audio, n_tokens, n_head, n_seq]
     kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
-    for (const HeadRun& run : head_runs) {
-      if (run.layer != il) continue;
-      ggml_tensor* per_head = ggml_reshape_3d(ctx, kq, static_cast<int64_t>(n_audio) * n_tokens, n_head, n_seq);
-      // [n_audio*n_tokens, run.n_heads, n_seq]
-      attention_parts.push_back(ggml_get_rows(ctx, per_head, indices_2d(run.at, run.n_heads, n_seq)));
+    if (spec.want_attention &&
+        std::any_of(heads.begin(), heads.end(), [il](const AlignmentHead& h) { return h.layer == il; })) {
+      // Kept as an output and read by the session: no nodes added to the step
+      // (each costs a thread barrier on the CPU, a kernel launch on a GPU).
+      ggml_set_output(kq);
+      g.cross_attention[il] = kq;
     }
     ggml_tensor* Vc = ggml_view_3d(ctx, state.cross_v, n_audio, head_dim, n_head, n_audio * es_cross,
                                    static_cast<size_t>(n_audio) * head_dim * es_cross, layer_cross_offset);
@@ -148,7 +132,7 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   }
 
   cur = layer_norm(ctx, inp, w.dec_ln_w, w.dec_ln_b);
-  if (some_positions) cur = ggml_get_rows(ctx, cur, indices_2d(logit_rows_at, int64_t(n_positions) * n_seq, 1));
+  if (some_positions) cur = ggml_get_rows(ctx, cur, indices_view(logit_rows_at, int64_t(n_positions) * n_seq));
   ggml_tensor* vocabulary = w.token_emb;
   if (spec.n_vocab_logits > 0 && spec.n_vocab_logits < w.token_emb->ne[1]) {
     vocabulary = ggml_view_2d(ctx, w.token_emb, w.token_emb->ne[0], spec.n_vocab_logits, w.token_emb->nb[1], 0);
@@ -157,13 +141,6 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   ggml_set_output(g.logits);
   ggml_build_forward_expand(graph, g.logits);
 
-  if (!attention_parts.empty()) {
-    ggml_tensor* attention = attention_parts[0];
-    for (size_t i = 1; i < attention_parts.size(); ++i) attention = ggml_concat(ctx, attention, attention_parts[i], 1);
-    g.attention = attention;
-    ggml_set_output(g.attention);
-    ggml_build_forward_expand(graph, g.attention);
-  }
   return g;
 }
 

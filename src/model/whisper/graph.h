@@ -53,14 +53,17 @@ struct DecoderGraphSpec {
 
 struct DecoderGraph {
   // Input I32 holding every integer the step reads, to be set to index_values:
-  // token ids, positions, the hidden-state rows to project, the alignment heads to
-  // copy out. One tensor is one upload per step: on a GPU one host-device
-  // synchronisation instead of up to six (measured: the step's gap to libwhisper).
+  // token ids, positions, the hidden-state rows to project. One tensor is one
+  // upload per step: on a GPU one host-device synchronisation instead of several
+  // (measured: the step's gap to libwhisper).
   ggml_tensor* indices = nullptr;
   std::vector<int32_t> index_values;
-  ggml_tensor* mask = nullptr;       // input F32 [n_kv, n_tokens] causal mask; null when n_tokens == 1
-  ggml_tensor* logits = nullptr;     // output [n_vocab, n_positions * n_sequences]
-  ggml_tensor* attention = nullptr;  // output [n_audio_ctx * n_tokens, n_alignment_heads, n_sequences] or null
+  ggml_tensor* mask = nullptr;    // input F32 [n_kv, n_tokens] causal mask; null when n_tokens == 1
+  ggml_tensor* logits = nullptr;  // output [n_vocab, n_positions * n_sequences]
+  // Per decoder layer: output [n_audio_ctx, n_tokens, n_head, n_sequences], the
+  // softmaxed cross-attention, where the layer has alignment heads and the spec
+  // wants attention; null otherwise.
+  std::vector<ggml_tensor*> cross_attention;
 };
 
 DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,

@@ -423,13 +423,28 @@ DecodeResult Session::decode(const DecodeRequest& request) {
   result.n_positions = n_positions;
   result.n_vocab = spec.n_vocab_logits;
   result.n_frames = n_audio_ctx_;
+  // Every read is queued on the backend and waited for once: on a GPU, one
+  // device-to-host synchronisation per step.
   result.logits.resize(static_cast<size_t>(n_seq) * n_positions * result.n_vocab);
-  ggml_backend_tensor_get(g.logits, result.logits.data(), 0, result.logits.size() * sizeof(float));
-  if (g.attention) {
-    result.n_heads = n_alignment_heads();
-    result.attention.resize(ggml_nelements(g.attention));
-    ggml_backend_tensor_get(g.attention, result.attention.data(), 0, result.attention.size() * sizeof(float));
+  ggml_backend_tensor_get_async(impl_->backend, g.logits, result.logits.data(), 0,
+                                result.logits.size() * sizeof(float));
+  if (spec.want_attention) {
+    // Each (sequence, head) of a layer's softmax output [n_frames, n_tokens, n_head,
+    // n_seq] is one contiguous block, copied to its place in the model's head order.
+    const auto& heads = model_->alignment_heads();
+    const size_t block = static_cast<size_t>(n_audio_ctx_) * n_tokens;
+    result.n_heads = static_cast<int>(heads.size());
+    result.attention.resize(block * heads.size() * n_seq);
+    for (int s = 0; s < n_seq; ++s) {
+      for (size_t i = 0; i < heads.size(); ++i) {
+        const size_t from = (static_cast<size_t>(s) * hp.n_text_head + heads[i].head) * block;
+        ggml_backend_tensor_get_async(impl_->backend, g.cross_attention[heads[i].layer],
+                                      result.attention.data() + (s * heads.size() + i) * block, from * sizeof(float),
+                                      block * sizeof(float));
+      }
+    }
   }
+  ggml_backend_synchronize(impl_->backend);
   return result;
 }
 
