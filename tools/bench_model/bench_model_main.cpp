@@ -42,8 +42,8 @@ const char* kUsage =
     "ggml GPU (CUDA0 in a CUDA build; default cpu); where it has no fused attention op, the\n"
     "flash-attention contenders are left out (libwhisper would run that op on the CPU).\n"
     "--control on adds a second libwhisper fa=off context on the same file, timed like the\n"
-    "others: its decoder-step ratio to the first (printed, not in max_ratio) is how far two\n"
-    "identical engines drift apart in this run, i.e. the noise floor of the ratios.\n";
+    "others: its encoder and decoder-step ratios to the first (printed, not in max_ratio) are\n"
+    "how far two identical engines drift apart in this run, i.e. the noise floor of the ratios.\n";
 
 struct Args {
   std::string model, device = "cpu";
@@ -169,6 +169,9 @@ int run(const Args& args) {
     if (args.encoder) {
       times["encoder 30s fa=off ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));
       times["encoder 30s fa=off whisper"].push_back(seconds_of([&] { wfa_off.encode(args.threads); }));
+      if (control) {
+        times["encoder 30s fa=off control"].push_back(seconds_of([&] { control->encode(args.threads); }));
+      }
       if (wfa_on) {
         times["encoder 30s fa=on ours"].push_back(seconds_of([&] { ours_flash.encode_mel(mel30, 3000); }));
         times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on->encode(args.threads); }));
@@ -238,6 +241,11 @@ int run(const Args& args) {
       const std::string key = std::string("encoder 30s ") + fa;
       if (times[key + " ours"].empty()) continue;
       row(key, median(times[key + " ours"]), median(times[key + " whisper"]));
+      if (!times[key + " control"].empty()) {
+        const double c = median(times[key + " control"]), f = median(times[key + " whisper"]);
+        std::printf("%-36s libwhisper %9.3f ms vs %9.3f ms  control ratio %.3f (not in max_ratio)\n",
+                    (key + " control").c_str(), c * 1e3, f * 1e3, c / f);
+      }
     }
   }
   // Decoder: ours has one implementation; libwhisper's with flash attention off and on.
