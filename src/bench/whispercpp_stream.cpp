@@ -17,7 +17,7 @@ class WhisperCppStream : public OnlineProcessor {
  public:
   explicit WhisperCppStream(const WhisperCppStreamOptions& o) : options_(o) {
     whisper_context_params cparams = whisper_context_default_params();
-    cparams.use_gpu = true;  // stream.cpp defaults
+    cparams.use_gpu = o.use_gpu;
     cparams.flash_attn = true;
     ctx_ = whisper_init_from_file_with_params(o.model_path.c_str(), cparams);
     if (!ctx_)

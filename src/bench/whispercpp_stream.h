@@ -38,6 +38,7 @@ struct WhisperCppStreamOptions {
   int length_ms = 10000;
   int keep_ms = 200;
   bool no_fallback = false;  // stream.cpp -nf: no temperature fallback (faster on random-weight models)
+  bool use_gpu = true;       // stream.cpp's default; false when earshot bench runs the model on the CPU
 };
 
 // Loads the model (libwhisper prints its own log to stderr); throws

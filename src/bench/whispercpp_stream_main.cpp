@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
       .option("step-ms", "stream.cpp --step", "3000")
       .option("length-ms", "stream.cpp --length", "10000")
       .option("keep-ms", "stream.cpp --keep", "200")
-      .flag("no-fallback", "stream.cpp -nf: no temperature fallback");
+      .flag("no-fallback", "stream.cpp -nf: no temperature fallback")
+      .flag("cpu", "libwhisper on the CPU only (earshot bench --device cpu); else its first GPU when it has one");
   try {
     args.parse(std::vector<std::string>(argv + 1, argv + argc));
     if (args.help_requested()) {
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     o.length_ms = static_cast<int>(args.get_int("length-ms"));
     o.keep_ms = static_cast<int>(args.get_int("keep-ms"));
     o.no_fallback = args.get_flag("no-fallback");
+    o.use_gpu = !args.get_flag("cpu");
     if (o.step_ms <= 0) throw Error(ErrorCode::kInvalidArgument, "--step-ms must be positive");
     bench::StreamOptions so;
     so.chunk_seconds = args.get_double("chunk");

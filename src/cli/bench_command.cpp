@@ -122,6 +122,7 @@ struct BenchSettings {
   bool flash_attention = true;
   policy::AlignAttConfig alignatt;  // the other AlignAtt settings (--frame-threshold ...)
   bool baseline_no_fallback = false;
+  bool on_cpu = false;  // --device resolved to the CPU: the baseline stays there too
 };
 
 bench::StreamHandle make_policy_stream(const std::shared_ptr<const whisper::Model>& model, const std::string& policy,
@@ -222,6 +223,7 @@ SystemResult run_baseline(const std::string& name, const fs::path& binary, const
                                    "--language",
                                    s.language == "auto" ? "auto" : s.language};
   if (s.baseline_no_fallback) argv.push_back("--no-fallback");
+  if (s.on_cpu) argv.push_back("--cpu");
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
@@ -356,6 +358,7 @@ int run_bench(const CommandArgs& argv) {
   s.beams = static_cast<int>(args.get_int("beams"));
   s.alignatt = read_alignatt_options(args);
   const whisper::LoadOptions load_options = read_model_options(args);  // a bad --device fails before any work
+  s.on_cpu = load_options.backend.empty();
   s.flash_attention = read_flash_attention(args);
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 
