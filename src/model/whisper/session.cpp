@@ -412,11 +412,11 @@ DecodeResult Session::decode(const DecodeRequest& request) {
     }
     ggml_backend_tensor_set(g.mask, mask.data(), 0, mask.size() * sizeof(float));
   }
-  const int n_positions = static_cast<int>(spec.logits_positions.size());
-  const int n_seq = n_sequences_;
   impl_->compute(graph);
   n_past_ += n_tokens;
 
+  const int n_positions = static_cast<int>(spec.logits_positions.size());
+  const int n_seq = n_sequences_;
   DecodeResult result;
   result.n_sequences = n_seq;
   result.n_tokens = n_tokens;
