@@ -55,6 +55,7 @@ tiny_en=(--template "$SHARED/models/for-tests-ggml-tiny.en.bin")
 tiny=(--template "$SHARED/models/for-tests-ggml-tiny.bin")
 v3_vocab=(--n-vocab 51866 --n-mels 128 --vocab-tiktoken "$SHARED/models/whisper-multilingual.tiktoken")
 audio="$SHARED/data/jfk.wav"
+tiny_en_dims_model=(tiny.en "${tiny_en[@]}" --seed 1)  # engine speed and the product checks
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
 
@@ -71,7 +72,7 @@ for m in en_f16 multilingual_q8_0 v3_mel128_f16 en_q5_0 tiny_en_dims; do
 done
 
 # Speed at real dimensions (random weights run at real speed).
-model tiny.en "${tiny_en[@]}" --seed 1
+model "${tiny_en_dims_model[@]}"
 model base.en --template "$SHARED/models/for-tests-ggml-base.en.bin" --seed 2
 model large-v3-turbo --template "$SHARED/models/for-tests-ggml-large.bin" --seed 3 "${v3_vocab[@]}" \
   --n-audio-state 1280 --n-audio-head 20 --n-audio-layer 32 --n-text-state 1280 --n-text-head 20 --n-text-layer 4
@@ -88,7 +89,7 @@ transcribe() {  # transcribe NAME options...: jfk.wav with tiny.en dimensions, J
     --output "$LOG_DIR/transcript-$name.json" "$@"
 }
 if [[ " $PARTS " == *" product "* ]]; then
-  model tiny.en "${tiny_en[@]}" --seed 1
+  model "${tiny_en_dims_model[@]}"
   "$earshot" version
   transcribe alignatt --device "$DEVICE"
   transcribe alignatt-beams4 --device "$DEVICE" --beams 4

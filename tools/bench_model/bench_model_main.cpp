@@ -112,7 +112,7 @@ int run(const Args& args) {
   std::printf("model %s (%s): audio %dx%d text %dx%d n_vocab=%d type %s, device %s, threads %d, reps %d\n",
               args.model.c_str(), model->size_name().empty() ? "custom" : model->size_name().c_str(), hp.n_audio_state,
               hp.n_audio_layer, hp.n_text_state, hp.n_text_layer, hp.n_vocab, ggml_type_name(model->weight_type()),
-              device.backend.empty() ? "cpu" : device.backend.c_str(), args.threads, args.reps);
+              device.name(), args.threads, args.reps);
 
   // 30 s of low-level noise: speed does not depend on the content.
   std::mt19937 rng(1);
@@ -138,8 +138,7 @@ int run(const Args& args) {
   // out) both engines would not run one: ours falls back to the explicit softmax,
   // libwhisper's scheduler to the CPU for that op. Such rows would compare nothing.
   const bool fused = ours_flash.fused_attention();
-  if (!fused)
-    std::printf("device %s has no fused attention op: flash-attention contenders left out\n", args.device.c_str());
+  if (!fused) std::printf("device %s has no fused attention op: flash-attention contenders left out\n", device.name());
   WhisperContext wfa_off(args.model, false, device.whisper_gpu);
   std::unique_ptr<WhisperContext> wfa_on;
   if (fused) wfa_on = std::make_unique<WhisperContext>(args.model, true, device.whisper_gpu);
@@ -235,17 +234,19 @@ int run(const Args& args) {
     std::printf("%-36s ours %9.3f ms  libwhisper %9.3f ms  ratio %.3f\n", label.c_str(), ours_s * 1e3, theirs_s * 1e3,
                 ratio);
   };
+  // The control context against the first libwhisper fa=off one: the run's noise floor.
+  auto control_row = [&](const std::string& label, const std::string& control_key, const std::string& first_key) {
+    const double c = median(times[control_key]), f = median(times[first_key]);
+    std::printf("%-36s libwhisper %9.3f ms vs %9.3f ms  control ratio %.3f (not in max_ratio)\n", label.c_str(),
+                c * 1e3, f * 1e3, c / f);
+  };
   // Encoder: same attention algorithm on both sides (explicit softmax, or fused).
   if (args.encoder) {
     for (const char* fa : {"fa=off", "fa=on"}) {
       const std::string key = std::string("encoder 30s ") + fa;
       if (times[key + " ours"].empty()) continue;
       row(key, median(times[key + " ours"]), median(times[key + " whisper"]));
-      if (!times[key + " control"].empty()) {
-        const double c = median(times[key + " control"]), f = median(times[key + " whisper"]);
-        std::printf("%-36s libwhisper %9.3f ms vs %9.3f ms  control ratio %.3f (not in max_ratio)\n",
-                    (key + " control").c_str(), c * 1e3, f * 1e3, c / f);
-      }
+      if (!times[key + " control"].empty()) control_row(key + " control", key + " control", key + " whisper");
     }
   }
   // Decoder: ours has one implementation; libwhisper's with flash attention off and on.
@@ -256,12 +257,7 @@ int run(const Args& args) {
     if (wfa_on) row(key + " vs whisper fa=on", o, median(times[key + " whisper fa=on"]));
     std::printf("%-36s ours %9.3f ms  (without the alignment heads' attention; not in max_ratio)\n",
                 (key + " plain").c_str(), median(times[key + " ours plain"]) * 1e3);
-    if (control) {
-      const double c = median(times[key + " whisper control"]);
-      const double f = median(times[key + " whisper fa=off"]);
-      std::printf("%-36s libwhisper %9.3f ms vs %9.3f ms  control ratio %.3f (not in max_ratio)\n",
-                  (key + " control").c_str(), c * 1e3, f * 1e3, c / f);
-    }
+    if (control) control_row(key + " control", key + " whisper control", key + " whisper fa=off");
   }
   if (args.encoder) {
     const double short5 = median(times["encoder 5s ours audio-only"]);

@@ -13,6 +13,7 @@ namespace earshot::tools {
 struct EngineDevice {
   std::string backend;   // earshot's whisper::LoadOptions::backend; empty = CPU
   int whisper_gpu = -1;  // libwhisper's gpu_device: the index among ggml's GPU devices; -1 = CPU
+  const char* name() const { return backend.empty() ? "cpu" : backend.c_str(); }
 };
 
 // "cpu", or a ggml device name (CUDA0 in a CUDA build) that is a GPU. Throws

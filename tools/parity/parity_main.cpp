@@ -131,7 +131,7 @@ int run(const Args& args) {
               hp.n_vocab, hp.n_mels, hp.n_audio_state, hp.n_audio_layer, hp.n_text_state, hp.n_text_layer,
               hp.n_audio_head, hp.n_text_head, ggml_type_name(model->weight_type()));
   std::printf("audio %s: %zu samples (%.2f s); device %s\n", args.audio.c_str(), pcm.size(), pcm.size() / 16000.0,
-              device.backend.empty() ? "cpu" : device.backend.c_str());
+              device.name());
 
   const bool quantised = ggml_is_quantized(model->weight_type());
   const bool gpu = !device.backend.empty();
