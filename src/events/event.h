@@ -1,0 +1,59 @@
+// What a stream session emits: transcript events on the audio clock, in order.
+// Stages (translation, diarization) consume and produce them; every wire
+// protocol (WhisperLiveKit's /asr, Deepgram's /v1/listen, the OpenAI file
+// endpoint, the CLI's renderings) is a projection of the same stream. Events
+// are append-only: a consumer that has seen event n never needs it again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "policy/online_processor.h"
+
+namespace earshot::events {
+
+// Newly committed words, in order; never retracted or repeated.
+struct WordsCommitted {
+  std::vector<Word> words;
+};
+
+// The whole uncommitted tail now (replaces the previous one; may be empty).
+struct ProvisionalChanged {
+  std::vector<Word> words;
+};
+
+// Voice activity on the audio clock (seconds since the stream started).
+struct SpeechStarted {
+  double at = 0;
+};
+struct SpeechEnded {
+  double at = 0;  // everything before it has been flushed through the model
+};
+
+// A pause of at least the session's pause-segmentation length. While it goes on
+// the same pause is re-emitted with a later end (same start); ongoing = false
+// once speech resumed or the stream ended.
+struct Pause {
+  double start = 0;
+  double end = 0;
+  bool ongoing = true;
+};
+
+struct LanguageDetected {
+  std::string language;  // a code ("en")
+};
+
+// The session failed; nothing follows but EndOfStream.
+struct StreamError {
+  std::string message;
+};
+
+// Everything the stream will ever produce has been emitted.
+struct EndOfStream {};
+
+using Event = std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected,
+                           StreamError, EndOfStream>;
+
+}  // namespace earshot::events
