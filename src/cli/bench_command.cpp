@@ -27,10 +27,10 @@
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/trace_io.h"
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
+#include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY

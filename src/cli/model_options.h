@@ -4,7 +4,7 @@
 // and the command's own --threads.
 #pragma once
 
-#include "cli/args.h"
+#include "common/command_line.h"
 #include "engine/model_spec.h"
 
 namespace earshot::cli {

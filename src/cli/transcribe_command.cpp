@@ -7,11 +7,11 @@
 #include <fstream>
 
 #include "audio/audio.h"
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
+#include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
