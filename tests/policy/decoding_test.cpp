@@ -69,13 +69,79 @@ TEST(Decoding, SuppressAndLogSoftmax) {
   EXPECT_EQ(row[2], kNone);
 }
 
-TEST(Alignment, MedianFilterReplicatesEdges) {
+TEST(Alignment, MedianFilterReflectsEdges) {
+  // Whisper's timing.median_filter pads by reflection: frame -1 reads frame 1.
   const std::vector<float> row = {5, 0, 0, 9, 0, 0, 0, 0};
-  // Frame 0 sees {5,5,5,5,0,0,9}: median 5. A lone spike is removed.
-  EXPECT_EQ(median_filtered_at(row, 0), 5);
+  // Frame 0 sees {9,0,0,5,0,0,9}: median 0 (edge replication would see 5 four times).
+  EXPECT_EQ(median_filtered_at(row, 0), 0);
   EXPECT_EQ(median_filtered_at(row, 3), 0);
-  // The last frame sees {9,0,0,0,0,0,0} with its edge replicated: 0.
+  // The last frame sees frames {4,5,6,7,6,5,4}: 0.
   EXPECT_EQ(median_filtered_at(row, 7), 0);
+  const std::vector<float> ramp = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(median_filtered_at(ramp, 0), 3);  // {4,3,2,1,2,3,4}
+  EXPECT_EQ(median_filtered_at(ramp, 7), 6);  // {5,6,7,8,7,6,5}
+  // A row no longer than half the width is left as it is, as Whisper does.
+  const std::vector<float> tiny = {3, 1, 2};
+  EXPECT_EQ(median_filtered_at(tiny, 0), 3);
+}
+
+TEST(Alignment, SpikeAtFrameZeroDoesNotWinOverTheAttendedPlateau) {
+  // One head, 4 tokens, 300 frames. Frame 0 is 0 in every earlier row and 1 in the
+  // newest (z = 1.73); the newest row's plateau at 235..241 was also attended by
+  // token 0 (z = 1). Replicated edges keep frame 0's z in 4 of 7 slots and pick
+  // frame 0 (the false rewind 235 -> 0); reflection filters the spike away.
+  const int tokens = 4, frames = 300;
+  std::vector<float> a(tokens * frames, 0.0f);
+  for (int f = 235; f < 242; ++f) a[0 * frames + f] = a[3 * frames + f] = 1.0f;
+  a[3 * frames + 0] = 1.0f;
+  EXPECT_EQ(most_attended_frames(a, 1, tokens, frames, frames)[3], 235);
+}
+
+TEST(Alignment, ExactTiesUseThePopulationStandardDeviationWithoutEpsilon) {
+  // Two columns with the same z-score at very different scales: frames 10..16 go
+  // 0 -> 2^-30, frames 30..36 go 0 -> 1. Both z = 1 exactly; the first frame wins
+  // (torch.argmax). An epsilon on the deviation would shrink the small one's z.
+  AlignmentAccumulator acc;
+  DecodeResult r;
+  r.n_sequences = 1;
+  r.n_heads = 1;
+  r.n_frames = 50;
+  r.n_tokens = 2;
+  r.attention.assign(2 * 50, 0.0f);
+  for (int f = 10; f < 17; ++f) r.attention[50 + f] = std::ldexp(1.0f, -30);
+  for (int f = 30; f < 37; ++f) r.attention[50 + f] = 1.0f;
+  acc.add(r);
+  const FrameChoice c = acc.most_attended(0, 50);
+  EXPECT_EQ(c.frame, 10);
+  EXPECT_EQ(c.margin, 0.0);
+}
+
+// Calls 0..3 attend frame 100, calls 4..18 frame 300, call 19 frames 100 and 200
+// alike. Over every call (SimulStreaming) frame 100 is old news and 200 wins;
+// over the last 16 (WhisperLiveKit) both are new, tie, and 100 wins.
+int frame_after_twenty_calls(int window) {
+  AlignmentAccumulator acc(window);
+  DecodeResult r;
+  r.n_sequences = 1;
+  r.n_heads = 1;
+  r.n_frames = 400;
+  r.n_tokens = 1;
+  for (int call = 0; call < 20; ++call) {
+    r.attention.assign(400, 0.0f);
+    for (int k = 0; k < 7; ++k) {
+      if (call < 4 || call == 19) r.attention[100 + k] = 1.0f;
+      if (call == 19) r.attention[200 + k] = 1.0f;
+      if (call >= 4 && call < 19) r.attention[300 + k] = 1.0f;
+    }
+    acc.add(r);
+  }
+  return acc.most_attended_frame(0, 400);
+}
+
+TEST(Alignment, AttentionWindowAllCallsOrTheLastN) {
+  EXPECT_EQ(frame_after_twenty_calls(AlignmentAccumulator::kAllCalls), 200);
+  EXPECT_EQ(frame_after_twenty_calls(16), 100);
+  EXPECT_EQ(frame_after_twenty_calls(20), 200);  // a window as long as the pass is the whole pass
 }
 
 TEST(Alignment, ZNormalisedArgmaxFindsTheRowPlateau) {

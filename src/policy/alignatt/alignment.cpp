@@ -9,26 +9,51 @@
 namespace earshot::policy {
 
 namespace {
-constexpr double kStdEpsilon = 1e-8;
+// z-score of one value. A column equal in every row has no spread: the reference
+// divides 0 by 0 (NaN); here it scores 0, as it carries no information.
+float z_score(double value, double mean, double stdev) {
+  return stdev > 0 ? static_cast<float>((value - mean) / stdev) : 0.0f;
+}
 
 // Mean over heads of the median-filtered z-scores; argmax over [0, content_len).
 // Only the cropped frames are filtered: the ones after the crop are never read.
-int argmax_of_heads(const std::vector<std::vector<float>>& z_per_head, int n_frames, int content_len) {
+FrameChoice argmax_of_heads(const std::vector<std::vector<float>>& z_per_head, int n_frames, int content_len) {
   const int crop = std::clamp(content_len, 1, n_frames);
   std::vector<double> mean(crop, 0.0);
   for (const auto& z : z_per_head) {
     for (int f = 0; f < crop; ++f) mean[f] += median_filtered_at(z, f);
   }
-  return static_cast<int>(std::max_element(mean.begin(), mean.end()) - mean.begin());
+  const double heads = std::max<size_t>(1, z_per_head.size());
+  FrameChoice best;
+  double top = -INFINITY, second = -INFINITY;
+  for (int f = 0; f < crop; ++f) {
+    const double v = mean[f] / heads;
+    if (v > top) {  // strict: the first of equal frames wins
+      second = top;
+      top = v;
+      best.frame = f;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  best.margin = crop > 1 ? top - second : 0.0;
+  return best;
 }
 }  // namespace
 
 float median_filtered_at(std::span<const float> row, int frame) {
   const int n = static_cast<int>(row.size());
+  constexpr int kHalf = kMedianFilterWidth / 2;
+  if (n <= kHalf) return row[frame];
   std::array<float, kMedianFilterWidth> w;
-  for (int k = 0; k < kMedianFilterWidth; ++k) w[k] = row[std::clamp(frame - kMedianFilterWidth / 2 + k, 0, n - 1)];
-  std::nth_element(w.begin(), w.begin() + kMedianFilterWidth / 2, w.end());
-  return w[kMedianFilterWidth / 2];
+  for (int k = 0; k < kMedianFilterWidth; ++k) {
+    int i = frame - kHalf + k;
+    if (i < 0) i = -i;                // reflect about frame 0
+    if (i >= n) i = 2 * (n - 1) - i;  // and about the last frame
+    w[k] = row[i];
+  }
+  std::nth_element(w.begin(), w.begin() + kHalf, w.end());
+  return w[kHalf];
 }
 
 void AlignmentAccumulator::reset() {
@@ -36,13 +61,14 @@ void AlignmentAccumulator::reset() {
   total_sum_.clear();
   total_sum_squares_.clear();
   total_rows_ = 0;
+  calls_ = 0;
   last_row_.clear();
   n_sequences_ = n_heads_ = n_frames_ = 0;
 }
 
 void AlignmentAccumulator::add(const DecodeResult& r) {
   if (r.attention.empty() || r.n_heads == 0 || r.n_tokens == 0) return;
-  if (!blocks_.empty() && (r.n_sequences != n_sequences_ || r.n_heads != n_heads_ || r.n_frames != n_frames_)) {
+  if (calls_ > 0 && (r.n_sequences != n_sequences_ || r.n_heads != n_heads_ || r.n_frames != n_frames_)) {
     throw Error(ErrorCode::kInternal, "alignment attention changed shape within a pass");
   }
   n_sequences_ = r.n_sequences;
@@ -76,6 +102,8 @@ void AlignmentAccumulator::add(const DecodeResult& r) {
     total_sum_squares_[i] += block.sum_squares[i];
   }
   total_rows_ += block.rows;
+  ++calls_;
+  if (window_ == kAllCalls) return;  // nothing is ever dropped: the totals suffice
   blocks_.push_back(std::move(block));
   while (static_cast<int>(blocks_.size()) > window_) {
     const Block& old = blocks_.front();
@@ -89,7 +117,7 @@ void AlignmentAccumulator::add(const DecodeResult& r) {
 }
 
 void AlignmentAccumulator::reorder(std::span<const int> source) {
-  if (blocks_.empty()) return;
+  if (calls_ == 0) return;
   const size_t per_sequence = static_cast<size_t>(n_heads_) * n_frames_;
   auto permute = [&](auto& values) {
     auto copy = values;
@@ -106,8 +134,8 @@ void AlignmentAccumulator::reorder(std::span<const int> source) {
   permute(total_sum_squares_);
 }
 
-int AlignmentAccumulator::most_attended_frame(int sequence, int content_len) const {
-  if (blocks_.empty()) return 0;
+FrameChoice AlignmentAccumulator::most_attended(int sequence, int content_len) const {
+  if (calls_ == 0) return {};
   const double rows = total_rows_;
   // Frames beyond crop + half the filter width never reach the result.
   const int needed = std::min(n_frames_, std::clamp(content_len, 1, n_frames_) + kMedianFilterWidth / 2);
@@ -117,7 +145,7 @@ int AlignmentAccumulator::most_attended_frame(int sequence, int content_len) con
     for (int f = 0; f < needed; ++f) {
       const double mean = total_sum_[base + f] / rows;
       const double variance = std::max(0.0, total_sum_squares_[base + f] / rows - mean * mean);
-      z[h][f] = static_cast<float>((last_row_[base + f] - mean) / (std::sqrt(variance) + kStdEpsilon));
+      z[h][f] = z_score(last_row_[base + f], mean, std::sqrt(variance));
     }
   }
   return argmax_of_heads(z, needed, content_len);
@@ -151,10 +179,10 @@ std::vector<int> most_attended_frames(std::span<const float> attention, int n_he
     for (int h = 0; h < n_heads; ++h) {
       const float* row = attention.data() + (static_cast<size_t>(h) * n_tokens + t) * n_frames;
       for (int f = 0; f < n_frames; ++f) {
-        z[h][f] = static_cast<float>((row[f] - mean[h * n_frames + f]) / (stdev[h * n_frames + f] + kStdEpsilon));
+        z[h][f] = z_score(row[f], mean[h * n_frames + f], stdev[h * n_frames + f]);
       }
     }
-    frames[t] = argmax_of_heads(z, n_frames, content_len);
+    frames[t] = argmax_of_heads(z, n_frames, content_len).frame;
   }
   return frames;
 }

@@ -1,8 +1,10 @@
 // Alignment-head attention as AlignAtt reads it: the cross-attention rows of the
-// alignment heads from the recent decoder calls, each head z-normalised over the
-// token axis, median-filtered (width 7) over frames, averaged over heads and
-// cropped to the frames that hold audio; the argmax of a row is the frame that
-// token attends to.
+// alignment heads from the pass's decoder calls (all of them, as SimulStreaming,
+// or the last N, as WhisperLiveKit), each head z-normalised over the token axis
+// (population standard deviation, no epsilon), median-filtered (width 7, edges
+// reflected as Whisper's timing.median_filter) over frames, averaged over heads
+// and cropped to the frames that hold audio; the argmax of a row is the frame
+// that token attends to.
 #pragma once
 
 #include <deque>
@@ -15,20 +17,30 @@ namespace earshot::policy {
 
 inline constexpr int kMedianFilterWidth = 7;
 
+// Where a row attends: the best frame and how far its score is above the
+// runner-up (0 for an exact tie, which the first frame wins as torch.argmax does).
+struct FrameChoice {
+  int frame = 0;
+  double margin = 0;
+};
+
 // Keeps, per sequence, running column statistics of the last `window` decoder
-// calls (the seed keeps 16) and the newest row, which is all the z-normalisation
-// of the newest row needs.
+// calls (kAllCalls: every call of the pass) and the newest row, which is all
+// the z-normalisation of the newest row needs. The cost of a step does not
+// depend on the window; only a finite window keeps per-call sums to drop.
 class AlignmentAccumulator {
  public:
-  explicit AlignmentAccumulator(int window = 16) : window_(window) {}
+  static constexpr int kAllCalls = 0;
+  explicit AlignmentAccumulator(int window = kAllCalls) : window_(window) {}
   void reset();
   // Adds the attention of one decode call (all sequences).
   void add(const DecodeResult& result);
   // Sequence i continues from sequence source[i].
   void reorder(std::span<const int> source);
   // The frame the newest row of `sequence` attends to most, among [0, content_len).
-  int most_attended_frame(int sequence, int content_len) const;
-  bool empty() const { return blocks_.empty(); }
+  int most_attended_frame(int sequence, int content_len) const { return most_attended(sequence, content_len).frame; }
+  FrameChoice most_attended(int sequence, int content_len) const;
+  bool empty() const { return calls_ == 0; }
 
  private:
   struct Block {
@@ -42,6 +54,7 @@ class AlignmentAccumulator {
   // Sums over the blocks in the window, kept as blocks come and go.
   std::vector<double> total_sum_, total_sum_squares_;
   int total_rows_ = 0;
+  int calls_ = 0;
 };
 
 // Offline form over a whole decode: attention [head][token][frame] of one
@@ -50,7 +63,9 @@ std::vector<int> most_attended_frames(std::span<const float> attention, int n_he
                                       int content_len);
 
 // The median filter the alignment applies, at one frame: the median of the
-// kMedianFilterWidth frames around `frame`, edges replicated.
+// kMedianFilterWidth frames around `frame`, the row padded by reflection at
+// both ends (F.pad mode="reflect": frame -1 reads frame 1). A row of at most
+// half the width is returned unfiltered, as Whisper does.
 float median_filtered_at(std::span<const float> row, int frame);
 
 }  // namespace earshot::policy
