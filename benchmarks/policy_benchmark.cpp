@@ -15,25 +15,44 @@ namespace {
 
 using namespace earshot;
 
-// args: alignment heads, decoder calls in the window (the first carries a 40-token prompt).
-void BM_MostAttendedFrame(benchmark::State& state) {
+// One decoder step of a long pass: add the step's attention, read the newest
+// token's frame. args: alignment heads, decoder calls already in the pass (the
+// first carries a 40-token prompt), window (0 = every call, SimulStreaming; 16 =
+// WhisperLiveKit).
+void BM_AlignmentStep(benchmark::State& state) {
   const int heads = static_cast<int>(state.range(0)), calls = static_cast<int>(state.range(1));
+  const int window = static_cast<int>(state.range(2));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  policy::AlignmentAccumulator acc(16);
-  for (int c = 0; c < calls; ++c) {
+  policy::AlignmentAccumulator acc(window);
+  auto call = [&](int tokens) {
     DecodeResult r;
     r.n_sequences = 1;
     r.n_heads = heads;
-    r.n_tokens = c == 0 ? 40 : 1;
+    r.n_tokens = tokens;
     r.n_frames = 1500;
-    r.attention.resize(static_cast<size_t>(heads) * r.n_tokens * 1500);
+    r.attention.resize(static_cast<size_t>(heads) * tokens * 1500);
     for (float& v : r.attention) v = u(rng);
-    acc.add(r);
+    return r;
+  };
+  for (int c = 0; c < calls; ++c) acc.add(call(c == 0 ? 40 : 1));
+  // Fresh rows each step (a repeated row would make the window's spread 0, a fast path).
+  std::vector<DecodeResult> steps;
+  for (int i = 0; i < 64; ++i) steps.push_back(call(1));
+  size_t next = 0;
+  for (auto _ : state) {
+    acc.add(steps[next++ % steps.size()]);
+    benchmark::DoNotOptimize(acc.most_attended(0, 1000));
   }
-  for (auto _ : state) benchmark::DoNotOptimize(acc.most_attended_frame(0, 1000));
 }
-BENCHMARK(BM_MostAttendedFrame)->Args({6, 16})->Args({8, 16})->Args({20, 16})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AlignmentStep)
+    ->Args({6, 16, 16})
+    ->Args({6, 16, 0})
+    ->Args({6, 400, 16})
+    ->Args({6, 400, 0})
+    ->Args({20, 400, 16})
+    ->Args({20, 400, 0})
+    ->Unit(benchmark::kMicrosecond);
 
 // args: beams. One step over a 51865-token vocabulary.
 void BM_BeamStep(benchmark::State& state) {

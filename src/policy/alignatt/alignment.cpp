@@ -74,36 +74,42 @@ void AlignmentAccumulator::add(const DecodeResult& r) {
   n_sequences_ = r.n_sequences;
   n_heads_ = r.n_heads;
   n_frames_ = r.n_frames;
-  Block block;
-  block.rows = r.n_tokens;
   const size_t plane = static_cast<size_t>(n_sequences_) * n_heads_ * n_frames_;
-  block.sum.assign(plane, 0.0);
-  block.sum_squares.assign(plane, 0.0);
-  last_row_.assign(plane, 0.0f);
+  if (calls_ == 0) {
+    total_sum_.assign(plane, 0.0);
+    total_sum_squares_.assign(plane, 0.0);
+  }
+  // Over every call nothing is ever dropped: the rows go straight into the totals.
+  Block block;
+  const bool windowed = window_ != kAllCalls;
+  if (windowed) {
+    block.sum.assign(plane, 0.0);
+    block.sum_squares.assign(plane, 0.0);
+  }
+  std::vector<double>& sum = windowed ? block.sum : total_sum_;
+  std::vector<double>& sum_squares = windowed ? block.sum_squares : total_sum_squares_;
+  block.rows = r.n_tokens;
+  last_row_.resize(plane);
   for (int s = 0; s < n_sequences_; ++s) {
     for (int h = 0; h < n_heads_; ++h) {
       const size_t base = (static_cast<size_t>(s) * n_heads_ + h) * n_frames_;
       for (int t = 0; t < r.n_tokens; ++t) {
         const float* row = r.attention_at(s, h, t);
         for (int f = 0; f < n_frames_; ++f) {
-          block.sum[base + f] += row[f];
-          block.sum_squares[base + f] += static_cast<double>(row[f]) * row[f];
+          sum[base + f] += row[f];
+          sum_squares[base + f] += static_cast<double>(row[f]) * row[f];
         }
       }
       std::copy_n(r.attention_at(s, h, r.n_tokens - 1), n_frames_, last_row_.begin() + base);
     }
   }
-  if (total_rows_ == 0) {
-    total_sum_.assign(plane, 0.0);
-    total_sum_squares_.assign(plane, 0.0);
-  }
+  total_rows_ += block.rows;
+  ++calls_;
+  if (!windowed) return;
   for (size_t i = 0; i < plane; ++i) {
     total_sum_[i] += block.sum[i];
     total_sum_squares_[i] += block.sum_squares[i];
   }
-  total_rows_ += block.rows;
-  ++calls_;
-  if (window_ == kAllCalls) return;  // nothing is ever dropped: the totals suffice
   blocks_.push_back(std::move(block));
   while (static_cast<int>(blocks_.size()) > window_) {
     const Block& old = blocks_.front();
