@@ -246,9 +246,11 @@ TEST_F(AlignAtt, SuppressedTokensAreNeverChosen) {
 }
 
 TEST_F(AlignAtt, OnlyTheFirstStepAsksForTimestampLogits) {
-  // Timestamps are always suppressed, so later steps skip their rows; the first
-  // step keeps the whole vocabulary for the no-speech probability at SOT.
-  Rig rig(t, passes({{{one, 10}, {two, 20}}}));
+  // With timestamps suppressed, later steps skip their rows; the first step
+  // keeps the whole vocabulary for the no-speech probability at SOT.
+  AlignAttConfig c;
+  c.suppress_timestamps = true;
+  Rig rig(t, passes({{{one, 10}, {two, 20}}}), c);
   rig.feed(1.0);
   expect_words(rig.run(), {{" one", 0.2, 0.4}, {" two", 0.4, 0.5}});
   const int whole = t->n_vocab(), timestamps = t->special().timestamp_begin;

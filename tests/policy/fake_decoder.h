@@ -66,7 +66,10 @@ class FakeDecoder : public AsrDecoder {
   int encode(std::span<const float> pcm) override {
     ++passes_;
     encoded_samples.push_back(pcm.size());
-    return std::min<int>(static_cast<int>(pcm.size() / 320), kFrames);
+    // round_half_frame_up: as earshot's Whisper session counts (mel frames + 1) / 2.
+    const int frames =
+        round_half_frame_up ? static_cast<int>((pcm.size() / 160 + 1) / 2) : static_cast<int>(pcm.size() / 320);
+    return std::min<int>(frames, kFrames);
   }
   void reset(int n_sequences) override {
     histories_.assign(n_sequences, {});
@@ -132,6 +135,7 @@ class FakeDecoder : public AsrDecoder {
   std::vector<int> vocabulary_limits;         // logits per position returned by every decode call
   std::vector<size_t> encoded_samples;
   float no_speech_logit = -30.0f;
+  bool round_half_frame_up = false;
   int detected_language_index = 0;
   int language_detections = 0;
   int passes() const { return passes_; }

@@ -30,7 +30,8 @@ void AlignAttConfig::validate() const {
   require(max_pending_utf8_tokens >= 0, "max_pending_utf8_tokens must be >= 0");
   require(min_token_budget >= 1, "min_token_budget must be >= 1");
   require(tokens_per_second_budget > 0, "tokens_per_second_budget must be > 0");
-  require(attention_window >= 1, "attention_window must be >= 1, got " + std::to_string(attention_window));
+  require(attention_window >= 0,
+          "attention_window must be >= 1 or 0 (all decoder calls), got " + std::to_string(attention_window));
   require(stale_margin >= 0, "stale_margin must be >= 0");
   require(long_silence > 0, "long_silence must be > 0 s");
 }

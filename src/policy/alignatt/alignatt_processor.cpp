@@ -31,7 +31,7 @@ AlignAttProcessor::AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignA
       text_(asr_ ? asr_->text()
                  : throw Error(ErrorCode::kInvalidArgument, "AlignAttProcessor needs a decoder, got none")),
       config_(std::move(config)),
-      alignment_(config_.attention_window) {
+      alignment_(config_.attention_window == 0 ? AlignmentAccumulator::kAllCalls : config_.attention_window) {
   check_language(text_, config_.language, config_.task);
   max_context_tokens_ = config_.max_context_tokens < 0 ? asr_->n_text_ctx() : config_.max_context_tokens;
   static_tokens_ = text_.encode(config_.static_init_prompt);
@@ -41,7 +41,10 @@ AlignAttProcessor::AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignA
                                                  " tokens; at most half the text context (" +
                                                  std::to_string(asr_->n_text_ctx() / 2) + ") fits");
   }
-  suppress_tokens_ = text_.suppressed_tokens();
+  // SimulStreaming leaves timestamps choosable; suppress_timestamps opts in.
+  for (int32_t id : text_.suppressed_tokens()) {
+    if (config_.suppress_timestamps || id < text_.text_vocabulary_end()) suppress_tokens_.push_back(id);
+  }
   suppress_tokens_.insert(suppress_tokens_.end(), config_.suppress_tokens.begin(), config_.suppress_tokens.end());
   blank_tokens_ = text_.blank_tokens();
   if (config_.beams == 1) {
@@ -70,6 +73,8 @@ void AlignAttProcessor::reset_all() {
   speaker_ = -1;
   committed_.clear();
   last_committed_end_ = -1e300;
+  stale_until_.reset();
+  passes_ = 0;
   reset_segment();
 }
 
@@ -174,22 +179,28 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
   const int budget =
       std::max(config_.min_token_budget, static_cast<int>(buffered_seconds() * config_.tokens_per_second_budget));
   const int threshold = is_last ? config_.last_frame_threshold : config_.frame_threshold;
-  int produced = 0;
+  const bool tracing = static_cast<bool>(config_.on_trace);
+  int steps = 0;  // tokens chosen so far, per sequence
   bool first = true;
   auto keep = [&](const Sequence& s, size_t count) {
     for (size_t i = 0; i < count && i < s.tokens.size(); ++i) {
       pass.tokens.push_back({s.tokens[i], frame_time(s.frames[i]), s.logprobs[i]});
     }
   };
+  auto keep_all = [&](StopReason reason) {
+    keep(token_decoder_->sequences()[0], token_decoder_->sequences()[0].tokens.size());
+    pass.stop = reason;
+  };
   while (true) {
-    const int appended = first ? static_cast<int>(prompt.size()) : 1;
-    if (asr_->n_past() + appended > asr_->n_text_ctx()) {  // text context full: keep what we have
-      keep(token_decoder_->sequences()[0], token_decoder_->sequences()[0].tokens.size());
+    // As the reference: decode while prompt + chosen tokens are fewer than the text context.
+    if (static_cast<int>(prompt.size()) + steps >= asr_->n_text_ctx()) {
+      keep_all(StopReason::kContextLimit);
       break;
     }
-    if (++produced > budget) {
-      warn("pass discarded: over the token budget of " + std::to_string(budget) + " tokens for " +
-           std::to_string(buffered_seconds()) + " s of audio (repetition loop?)");
+    if (config_.token_budget_guard && steps >= budget) {
+      warn("pass stopped at the token budget of " + std::to_string(budget) + " tokens for " +
+           std::to_string(buffered_seconds()) + " s of audio (repetition loop?); its tokens are kept");
+      keep_all(StopReason::kTokenBudget);
       break;
     }
     DecodeRequest request;
@@ -199,9 +210,9 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
       request.logits_positions = {sot_index, static_cast<int>(prompt.size()) - 1};
     } else {
       for (const Sequence& s : token_decoder_->sequences()) request.tokens.push_back({s.tokens.back()});
-      // Timestamps are suppressed: skip their logits. The first step needs the whole
+      // Suppressed timestamps: skip their logits. The first step needs the whole
       // vocabulary, for the no-speech probability at SOT.
-      request.vocabulary_limit = text_.text_vocabulary_end();
+      if (config_.suppress_timestamps) request.vocabulary_limit = text_.text_vocabulary_end();
     }
     const DecodeResult result = asr_->decode(request);
     const int n_vocab = result.n_vocab;
@@ -210,17 +221,22 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
     if (first && config_.nonspeech_prob < 1.0 && text_.no_speech_token() >= 0) {
       std::vector<float> at_sot(result.logits_at(0, 0), result.logits_at(0, 0) + n_vocab);
       log_softmax(at_sot);
-      if (std::exp(at_sot[text_.no_speech_token()]) > config_.nonspeech_prob) break;
+      if (std::exp(at_sot[text_.no_speech_token()]) > config_.nonspeech_prob) {
+        pass.stop = StopReason::kNoSpeech;
+        break;
+      }
     }
     std::vector<float> logprobs(static_cast<size_t>(n) * n_vocab);
     std::vector<int> frames(n);
+    std::vector<FrameChoice> choices(n);
     for (int s = 0; s < n; ++s) {
       std::span<float> row(logprobs.data() + static_cast<size_t>(s) * n_vocab, n_vocab);
       std::copy_n(result.logits_at(s, position), n_vocab, row.begin());
       if (first) suppress(row, blank_tokens_);
       suppress(row, suppress_tokens_);
       log_softmax(row);
-      frames[s] = alignment_.most_attended_frame(s, content_len);
+      choices[s] = alignment_.most_attended(s, content_len);
+      frames[s] = choices[s].frame;
     }
     const DecoderStep step = token_decoder_->update(logprobs, n_vocab, frames);
     if (n > 1) {
@@ -228,10 +244,38 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
       alignment_.reorder(step.source);
     }
     first = false;
+    ++steps;
+    if (tracing) {
+      const int source = step.source.empty() ? 0 : step.source[0];
+      PassTrace::Token t;
+      const Sequence& top = token_decoder_->sequences()[0];
+      t.id = step.completed && n == 1 ? text_.end_token() : top.tokens.back();
+      t.text = text_.decode(std::span<const int32_t>(&t.id, 1));
+      t.frame = choices[source].frame;
+      t.frame_margin = choices[source].margin;
+      if (n == 1) {  // greedy: how far the chosen token is above the runner-up
+        std::span<const float> row(logprobs.data(), n_vocab);
+        float best = -INFINITY, second = -INFINITY;
+        for (float v : row) {
+          if (v > best) {
+            second = best;
+            best = v;
+          } else if (v > second) {
+            second = v;
+          }
+        }
+        t.logprob = best;
+        t.logit_margin = std::isfinite(second) ? best - second : 0.0;
+      } else {
+        t.logprob = top.logprobs.empty() ? 0.0f : top.logprobs.back();
+      }
+      pass.decoded.push_back(std::move(t));
+    }
     if (step.completed) {
       const Sequence best = token_decoder_->best();
       pass.step_times.push_back(frame_time(best.frames.empty() ? 0 : best.frames.back()));
       keep(best, best.tokens.size());
+      pass.stop = StopReason::kEndOfText;
       break;
     }
     const Sequence& top = token_decoder_->sequences()[0];
@@ -243,6 +287,7 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
         last_attend_frame_ = frame;  // a jump right after a special token is the start of speech, not a rewind
       } else {
         last_attend_frame_ = -config_.rewind_threshold;
+        pass.stop = StopReason::kRewind;
         break;  // discard the pass
       }
     } else {
@@ -250,6 +295,7 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
     }
     if (content_len - frame <= threshold) {
       keep(top, top.tokens.size() - 1);
+      pass.stop = StopReason::kBorder;
       break;
     }
   }
@@ -281,7 +327,8 @@ std::vector<Word> AlignAttProcessor::to_words(const std::vector<TimedToken>& tok
   return words;
 }
 
-std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_tokens, bool is_last) {
+std::vector<Word> AlignAttProcessor::commit(const Pass& pass, bool is_last, PassTrace& trace) {
+  const std::vector<TimedToken>& new_tokens = pass.tokens;
   std::vector<TimedToken> combined = pending_;
   const size_t n_pending = pending_.size();
   combined.insert(combined.end(), new_tokens.begin(), new_tokens.end());
@@ -304,11 +351,14 @@ std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_t
     n_emit = split.size() - 1;
   }
   committed_blocks_.emplace_back();
-  for (size_t i = n_pending; i < commit_end; ++i) committed_blocks_.back().push_back(combined[i].token);
+  std::vector<int32_t>& block = committed_blocks_.back();
+  for (size_t i = n_pending; i < commit_end; ++i) block.push_back(combined[i].token);
 
   const std::vector<Word> timed = to_words(combined, /*keep_incomplete=*/true);
   std::vector<Word> fresh;
   std::vector<TimedToken> next_pending;
+  size_t stale_tokens = 0;  // leading tokens of this pass's block dropped as stale
+  size_t stale_words = 0;
   for (size_t i = 0; i < n_emit && i < timed.size(); ++i) {
     const size_t n_tokens = ranges[i].second - ranges[i].first;
     if (!is_valid_utf8(timed[i].text)) {
@@ -320,19 +370,37 @@ std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_t
       }
       continue;
     }
-    if (timed[i].end <= last_committed_end_ + config_.stale_margin) continue;  // stale: already covered
+    // Stale guard: audio already transcribed before a reset coming back. Only a
+    // leading run of this pass's own words goes, from the output and the block alike.
+    if (config_.stale_guard && stale_until_ && fresh.empty() && ranges[i].first == n_pending + stale_tokens &&
+        timed[i].end <= *stale_until_ + config_.stale_margin) {
+      stale_tokens = std::min(ranges[i].second, commit_end) - n_pending;
+      ++stale_words;
+      continue;
+    }
     fresh.push_back(timed[i]);
   }
+  if (stale_tokens > 0) {
+    block.erase(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(std::min(stale_tokens, block.size())));
+    trace.guards.push_back("stale: dropped " + std::to_string(stale_words) + " leading words ending before " +
+                           std::to_string(*stale_until_) + " s");
+  }
+  if (!fresh.empty()) stale_until_.reset();
   pending_ = std::move(next_pending);
   provisional_.clear();
   for (size_t i = n_emit; i < timed.size(); ++i) {
     if (is_valid_utf8(timed[i].text)) provisional_.push_back(timed[i]);
   }
 
-  const size_t cut = config_.repetition_guard ? repetition_cut(fresh) : fresh.size();
+  // Repetition guard: only a pass that ran into the budget or the context limit,
+  // where the reference would commit the loop whole.
+  const bool ran_out = pass.stop == StopReason::kTokenBudget || pass.stop == StopReason::kContextLimit;
+  const size_t cut = config_.repetition_guard && ran_out ? repetition_cut(fresh) : fresh.size();
   const bool looping = cut < fresh.size();
   if (looping) {
     warn("repetition loop detected; segment reset after " + std::to_string(cut) + " new words");
+    trace.guards.push_back("repetition: kept " + std::to_string(cut) + " of " + std::to_string(fresh.size()) +
+                           " new words, segment reset");
     fresh.resize(cut);
   }
   // Attention frames need not be monotonic: keep committed times ordered and inside the audio.
@@ -344,11 +412,14 @@ std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_t
     committed_.push_back(w);
     last_committed_end_ = std::max(last_committed_end_, w.end);
   }
+  trace.committed = block;
+  for (const Word& w : fresh) trace.words.push_back(w.text);
   if (looping) {
     // Restart from the end of the last good word with a clean context.
     const double keep_from = committed_.empty() ? buffer_start_time_ : committed_.back().end;
     trim_front(keep_from - buffer_start_time_);
     reset_segment();
+    if (!committed_.empty()) stale_until_ = last_committed_end_;
   }
   return fresh;
 }
@@ -375,7 +446,10 @@ ProcessResult AlignAttProcessor::process(bool is_last) {
   pcm.reserve(buffered_samples_);
   for (const auto& c : chunks_) pcm.insert(pcm.end(), c.begin(), c.end());
   if (pcm.size() > static_cast<size_t>(asr_->max_samples())) pcm.resize(asr_->max_samples());
-  const int content_len = asr_->encode(pcm);
+  // Content frames as the reference counts them: whole frames of audio, a half
+  // frame at the end rounds down (Whisper: int(mel frames / 2)).
+  const int whole_frames = static_cast<int>(static_cast<double>(pcm.size()) * asr_->frames_per_second() / kSampleRate);
+  const int content_len = std::min(asr_->encode(pcm), whole_frames);
 
   bool detecting = language_.empty();
   if (detecting) {
@@ -389,16 +463,30 @@ ProcessResult AlignAttProcessor::process(bool is_last) {
   trim_context();
   int sot_index = 0;
   const std::vector<int32_t> prompt = build_prompt(!detecting, sot_index);
+  PassTrace trace;
+  trace.index = passes_++;
+  trace.is_last = is_last;
+  trace.language = language_;
+  trace.buffer_start = buffer_start_time_;
+  trace.buffer_end = buffer_start_time_ + buffered_seconds();
+  trace.content_frames = content_len;
   const Pass pass = decode_pass(prompt, sot_index, content_len, is_last);
   asr_->reset(1);  // the pass's cache is of no further use; keep the memory small
+  if (config_.on_trace) {
+    trace.sot_index = sot_index;
+    trace.prompt = prompt;
+    trace.tokens = pass.decoded;
+    trace.stop = pass.stop;
+  }
 
   if (detecting) {
     // Words before the language is known are shown, never committed.
     provisional_ = to_words(pass.tokens, /*keep_incomplete=*/false);
     if (!first_timestamp_ && pass.step_times.size() >= 2) first_timestamp_ = pass.step_times.front();
-    return out;
+  } else {
+    out.committed = commit(pass, is_last, trace);
   }
-  out.committed = commit(pass.tokens, is_last);
+  if (config_.on_trace) config_.on_trace(to_json(trace));
   return out;
 }
 
@@ -411,14 +499,18 @@ void AlignAttProcessor::end_silence(double duration, double offset) {
     buffered_samples_ = 0;
     buffer_start_time_ = offset;
     reset_segment();
+    if (!committed_.empty()) stale_until_ = last_committed_end_;
   }
   stream_end_ = std::max(stream_end_, offset);
 }
 
 void AlignAttProcessor::warmup() {
   const std::vector<float> second(kSampleRate, 0.0f);
+  auto trace = std::move(config_.on_trace);  // a warm-up pass is no pass of the stream
+  config_.on_trace = nullptr;
   insert_audio(second, 1.0);
   process(/*is_last=*/true);
+  config_.on_trace = std::move(trace);
   reset_all();
 }
 

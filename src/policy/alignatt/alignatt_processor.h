@@ -13,6 +13,7 @@
 #include "model/asr_decoder.h"
 #include "policy/alignatt/alignatt_config.h"
 #include "policy/alignatt/alignment.h"
+#include "policy/alignatt/pass_trace.h"
 #include "policy/decoding/token_decoder.h"
 #include "policy/processor_base.h"
 
@@ -43,6 +44,8 @@ class AlignAttProcessor : public ProcessorBase {
   struct Pass {
     std::vector<TimedToken> tokens;  // kept new tokens
     std::vector<double> step_times;  // time of every step's top token, kept or not
+    StopReason stop = StopReason::kEndOfText;
+    std::vector<PassTrace::Token> decoded;  // every step's top token, when tracing
   };
 
   void reset_all();
@@ -52,7 +55,7 @@ class AlignAttProcessor : public ProcessorBase {
   void trim_context();
   std::vector<int32_t> build_prompt(bool with_language, int& sot_index) const;
   Pass decode_pass(const std::vector<int32_t>& prompt, int sot_index, int content_len, bool is_last);
-  std::vector<Word> commit(const std::vector<TimedToken>& new_tokens, bool is_last);
+  std::vector<Word> commit(const Pass& pass, bool is_last, PassTrace& trace);
   std::vector<Word> to_words(const std::vector<TimedToken>& tokens, bool keep_incomplete) const;
   size_t repetition_cut(const std::vector<Word>& fresh) const;
   double frame_time(int frame) const;
@@ -78,6 +81,8 @@ class AlignAttProcessor : public ProcessorBase {
   int last_attend_frame_ = 0;
   std::optional<double> first_timestamp_;
   double last_committed_end_ = -1e300;
+  std::optional<double> stale_until_;  // stale guard armed by a segment reset: the last end before it
+  long passes_ = 0;
 };
 
 }  // namespace earshot::policy
