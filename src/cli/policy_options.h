@@ -1,7 +1,8 @@
 // The AlignAtt settings offered by every command that runs the policy (serve,
 // transcribe, bench), declared and read in one place so their names, defaults
 // and help texts agree: --frame-threshold, --audio-max-len, --audio-min-len,
-// --init-prompt, --static-init-prompt, --max-context-tokens.
+// --init-prompt, --static-init-prompt, --max-context-tokens, --attention-window,
+// --nonspeech-prob, --guards.
 #pragma once
 
 #include "common/command_line.h"

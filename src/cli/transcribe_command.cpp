@@ -67,6 +67,7 @@ int run_transcribe(const CommandArgs& argv) {
       .flag("realtime", "feed audio no faster than real time")
       .option("format", "final transcript format: txt, json, srt or vtt", "txt")
       .option("events", "write one JSON line per emission to this file", "")
+      .option("trace", "alignatt: write one JSON line per policy pass to this file (README: per-pass trace)", "")
       .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
       .option("threads", "CPU threads for the model", default_thread_count())
       .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
@@ -88,6 +89,13 @@ int run_transcribe(const CommandArgs& argv) {
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");
+  std::ofstream trace;
+  if (args.has("trace")) {
+    trace.open(args.get("trace"));
+    if (!trace) throw Error(ErrorCode::kIo, "cannot write --trace file '" + args.get("trace") + "'");
+    // Every file's stream writes here in turn; each starts again at pass 0.
+    alignatt.on_trace = [&trace](const std::string& line) { trace << line << "\n"; };
+  }
   spec.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
   engine::StreamRequest request;
   request.policy = args.get("policy");
@@ -100,6 +108,9 @@ int run_transcribe(const CommandArgs& argv) {
   request.policy = engine->resolve_policy(request.policy);
   if (request.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
     throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
+  }
+  if (request.policy != "alignatt" && trace.is_open()) {
+    throw Error(ErrorCode::kInvalidArgument, "--trace applies to --policy alignatt only");
   }
   std::ofstream events;
   if (args.has("events")) {
@@ -123,6 +134,9 @@ int run_transcribe(const CommandArgs& argv) {
     });
     live.done();
     output += format_transcript(t, format, file);
+  }
+  if (trace.is_open() && !trace.flush()) {
+    throw Error(ErrorCode::kIo, "cannot write --trace file '" + args.get("trace") + "'");
   }
   if (args.has("output")) {
     std::ofstream out(args.get("output"));

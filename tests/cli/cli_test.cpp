@@ -143,6 +143,29 @@ TEST_F(Cli, FlashAttentionIsOnOrOff) {
   }
 }
 
+TEST_F(Cli, TraceWritesOnePassPerLineAndGuardsAndWindowAreChecked) {
+  const fs::path trace = dir_ / "passes.jsonl";
+  const Outcome run =
+      earshot(transcribe("--policy alignatt --guards off --attention-window all --trace " + trace.string()));
+  ASSERT_EQ(run.status, 0) << run.err;
+  // jfk.wav is 11 s, fed in 1 s chunks: one pass per chunk and one at the end.
+  const std::string text = read_text(trace);
+  size_t lines = 0;
+  for (size_t at = 0; (at = text.find("{\"pass\":" + std::to_string(lines) + ",", at)) != std::string::npos; ++at) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 11u) << text.substr(0, 400);
+  EXPECT_NE(text.find("\"stop\":\""), std::string::npos);
+  const Outcome bad_guards = earshot(transcribe("--guards maybe"));
+  EXPECT_EQ(bad_guards.status, 2);
+  EXPECT_NE(bad_guards.err.find("--guards must be on or off"), std::string::npos) << bad_guards.err;
+  const Outcome bad_window = earshot(transcribe("--attention-window 0"));
+  EXPECT_EQ(bad_window.status, 2);
+  EXPECT_NE(bad_window.err.find("--attention-window must be all or a count >= 1"), std::string::npos) << bad_window.err;
+  const Outcome window = earshot(transcribe("--attention-window 16 --format json"));
+  EXPECT_EQ(window.status, 0) << window.err;
+}
+
 TEST_F(Cli, TranscribeFormatsAndEventsAgree) {
   const fs::path events = dir_ / "events.jsonl";
   const Outcome json_run = earshot(transcribe("--format json --events " + events.string()));
