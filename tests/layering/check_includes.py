@@ -5,6 +5,7 @@ Data flows one way (README, Architecture): audio -> features -> model -> policy
 -> engine -> events -> stages -> session -> protocol -> server/cli. Each part
 has a rank; a file may include its own part and parts of a lower rank only.
 A part not listed here is an error too, so a new folder gets a place on purpose.
+And no part above model/ but engine/ and cli/ names a model family.
 """
 import pathlib
 import re
@@ -29,6 +30,11 @@ RANKS = {
 # Parts of one rank (audio and features, model and vad, server and bench) must not
 # include each other either: the check below is >=, not >.
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.MULTILINE)
+# Model families are reached through the engine boundary only: above model/, just
+# engine/ (which wires them) and cli/ (which fills their options) name one.
+FAMILIES = ("whisper", "fastconformer", "transducer", "qwen3asr")
+FAMILY_INCLUDE = re.compile(r'^\s*#\s*include\s+"model/(' + "|".join(FAMILIES) + r')/', re.MULTILINE)
+MAY_NAME_A_FAMILY = ("model", "engine", "cli")
 
 
 def main(src: pathlib.Path) -> int:
@@ -40,7 +46,11 @@ def main(src: pathlib.Path) -> int:
         if part not in RANKS:
             problems.append(f"{path}: part '{part}' has no rank in {__file__}")
             continue
-        for included in INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if part not in MAY_NAME_A_FAMILY:
+            for family in FAMILY_INCLUDE.findall(text):
+                problems.append(f"{path}: {part} includes model/{family}/ (families are behind engine/)")
+        for included in INCLUDE.findall(text):
             if included == part or included not in RANKS:
                 continue
             if RANKS[included] >= RANKS[part]:
