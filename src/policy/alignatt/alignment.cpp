@@ -9,25 +9,32 @@
 namespace earshot::policy {
 
 namespace {
-// z-score of one value. A column equal in every row has no spread: the reference
-// divides 0 by 0 (NaN); here it scores 0, as it carries no information.
-float z_score(double value, double mean, double stdev) {
-  return stdev > 0 ? static_cast<float>((value - mean) / stdev) : 0.0f;
+// z-score of one value in the reference's float32 arithmetic: the statistics
+// (accumulated in double, as torch.std_mean does on the CPU) rounded to float,
+// then (x - mean) / std in float. Exact ties then break as they do there.
+// A column equal in every row has no spread: the reference divides 0 by 0
+// (NaN); here it scores 0, as it carries no information.
+float z_score(float value, double mean, double stdev) {
+  if (!(stdev > 0)) return 0.0f;
+  const float centred = value - static_cast<float>(mean);
+  return centred / static_cast<float>(stdev);
 }
 
-// Mean over heads of the median-filtered z-scores; argmax over [0, content_len).
-// Only the cropped frames are filtered: the ones after the crop are never read.
+// Mean over heads of the median-filtered z-scores (summed in float in head
+// order, then divided, as torch's mean over a few heads); argmax over
+// [0, content_len). Only the cropped frames are filtered: the ones after the
+// crop are never read.
 FrameChoice argmax_of_heads(const std::vector<std::vector<float>>& z_per_head, int n_frames, int content_len) {
   const int crop = std::clamp(content_len, 1, n_frames);
-  std::vector<double> mean(crop, 0.0);
+  std::vector<float> mean(crop, 0.0f);
   for (const auto& z : z_per_head) {
     for (int f = 0; f < crop; ++f) mean[f] += median_filtered_at(z, f);
   }
-  const double heads = std::max<size_t>(1, z_per_head.size());
+  const auto heads = static_cast<float>(std::max<size_t>(1, z_per_head.size()));
   FrameChoice best;
-  double top = -INFINITY, second = -INFINITY;
+  float top = -INFINITY, second = -INFINITY;
   for (int f = 0; f < crop; ++f) {
-    const double v = mean[f] / heads;
+    const float v = mean[f] / heads;
     if (v > top) {  // strict: the first of equal frames wins
       second = top;
       top = v;
@@ -36,7 +43,7 @@ FrameChoice argmax_of_heads(const std::vector<std::vector<float>>& z_per_head, i
       second = v;
     }
   }
-  best.margin = crop > 1 ? top - second : 0.0;
+  best.margin = crop > 1 ? static_cast<double>(top) - second : 0.0;
   return best;
 }
 }  // namespace

@@ -1,7 +1,8 @@
 // Alignment-head attention as AlignAtt reads it: the cross-attention rows of the
 // alignment heads from the pass's decoder calls (all of them, as SimulStreaming,
 // or the last N, as WhisperLiveKit), each head z-normalised over the token axis
-// (population standard deviation, no epsilon), median-filtered (width 7, edges
+// (population standard deviation, no epsilon, in the reference's float32
+// arithmetic), median-filtered (width 7, edges
 // reflected as Whisper's timing.median_filter) over frames, averaged over heads
 // and cropped to the frames that hold audio; the argmax of a row is the frame
 // that token attends to.
