@@ -80,6 +80,7 @@ void KvCache::reserve(int n_sequences) {
   }
   if (n_sequences <= capacity_) return;
   allocate(n_sequences);
+  if (capacity_ == 1) return;  // nothing to reorder: no temporaries to reserve
   // The largest reorder (every sequence moved, full length), checked against the
   // device and reserved once: no allocation in the middle of a stream.
   std::vector<Move> rotate;
