@@ -103,6 +103,12 @@ std::string describe_file_start(std::span<const uint8_t> head, uint64_t file_siz
   return "unrecognised binary data starting " + bytes;
 }
 
+ModelFileKind classify_file_start(std::span<const uint8_t> head) {
+  if (starts_with(head, "GGUF")) return ModelFileKind::kGguf;
+  if (u32_at(head, 0) != kGgmlMagic || head.size() < 8) return ModelFileKind::kOther;
+  return looks_like_vad(head) ? ModelFileKind::kGgmlVad : ModelFileKind::kGgmlWhisper;
+}
+
 ModelFileProbe probe_model_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, "cannot open model file " + path.string() + ": " + std::strerror(errno));
@@ -123,9 +129,7 @@ ModelFileProbe probe_model_file(const std::filesystem::path& path) {
                                                     : "a GGUF model (architecture '" + file.architecture() + "')";
     return probe;
   }
-  if (u32_at(head, 0) == kGgmlMagic && head.size() >= 8) {
-    probe.kind = looks_like_vad(head) ? ModelFileKind::kGgmlVad : ModelFileKind::kGgmlWhisper;
-  }
+  probe.kind = classify_file_start(head);
   probe.description = describe_file_start(head, size);
   return probe;
 }

@@ -45,6 +45,10 @@ struct ModelFileProbe {
 // is an answer, not an error.
 ModelFileProbe probe_model_file(const std::filesystem::path& path);
 
+// The kind from the first bytes alone (kProbeBytes of them suffice): a GGUF file
+// is kGguf here without its metadata being read.
+ModelFileKind classify_file_start(std::span<const uint8_t> head);
+
 // What bytes starting a file look like, as a phrase for error messages ("an
 // empty file", "a legacy ggml model (magic 0x67676d6c)", "a .nemo/tar archive",
 // "a text file starting with 'Not Found'", "unrecognised binary data starting

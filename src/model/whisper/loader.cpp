@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "features/mel.h"
 #include "model/runtime/device.h"
+#include "model/runtime/model_file.h"
 #include "model/runtime/weights.h"
 #include "model/whisper/model.h"
 #include "model/whisper/model_format.h"
@@ -102,6 +103,15 @@ class FileReader {
     }
     offset_ = offset;
   }
+  // Up to n bytes from the start of the file, for describing what it is; the read position is kept.
+  std::vector<uint8_t> head(uint64_t n) {
+    const uint64_t at = offset_;
+    std::vector<uint8_t> bytes(std::min(n, size_));
+    seek(0);
+    read(bytes.data(), bytes.size(), "the start of the file");
+    seek(at);
+    return bytes;
+  }
   void skip(uint64_t n, std::string_view what) {
     if (n > remaining()) truncated(what, n);
     seek(offset_ + n);
@@ -138,8 +148,15 @@ FileHeader parse_header(FileReader& reader, const std::filesystem::path& path) {
     char text[64];
     std::snprintf(text, sizeof(text), "bad magic 0x%08x, expected 0x%08x ('ggml')", magic, kGgmlFileMagic);
     std::string message = text;
-    if (magic == 0x46554747) message += "; this is a GGUF file, earshot reads whisper.cpp's legacy ggml .bin files";
+    if (magic == 0x46554747) {
+      message += "; this is a GGUF file, earshot reads whisper.cpp's legacy ggml .bin files";
+    } else {
+      message += "; the file is " + runtime::describe_file_start(reader.head(runtime::kProbeBytes), reader.size());
+    }
     invalid_model(path, message);
+  }
+  if (runtime::classify_file_start(reader.head(runtime::kProbeBytes)) == runtime::ModelFileKind::kGgmlVad) {
+    invalid_model(path, "this is whisper.cpp's Silero VAD model file, not a Whisper model");
   }
 
   Hparams& h = header.hparams;

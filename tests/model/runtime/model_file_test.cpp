@@ -59,7 +59,9 @@ TEST_F(Probe, GgufWithAndWithoutArchitecture) {
     ADD_FAILURE() << "a truncated GGUF probed fine";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
-    EXPECT_NE(std::string(e.what()).find("truncated at tensor blk.1.conv.weight: expected 384 bytes, got 348"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("truncated at tensor blk.1.conv.weight: expected 384 bytes, got 348"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -93,6 +95,11 @@ TEST_F(Probe, EverythingElseIsNamed) {
             "a legacy llama.cpp ggml file (magic 0x67676a74), older than GGUF: re-convert the model");
   EXPECT_EQ(other(probe_bytes({0x12, 0x34, 0x00, 0xff, 0x01})), "unrecognised binary data starting 12 34 00 ff 01");
   EXPECT_THROW(probe_model_file(dir_ / "absent.bin"), Error);
+  // From bytes alone: a GGUF header is enough to say GGUF, however broken the rest.
+  EXPECT_EQ(classify_file_start(std::vector<uint8_t>{'G', 'G', 'U', 'F'}), ModelFileKind::kGguf);
+  EXPECT_EQ(classify_file_start(std::vector<uint8_t>{'l', 'm', 'g', 'g', 0x18, 0xcb, 0, 0}),
+            ModelFileKind::kGgmlWhisper);
+  EXPECT_EQ(classify_file_start(std::vector<uint8_t>{'l', 'm', 'g', 'g'}), ModelFileKind::kOther);
 }
 
 }  // namespace
