@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "gguf_test_util.h"
+#include "model/runtime/weights.h"
 
 namespace earshot::runtime {
 namespace {
@@ -389,7 +390,7 @@ TEST_F(CorruptGguf, DuplicatesAndEmptyKeys) {
 
 // Deterministic fuzzing of a small GGUF: truncations everywhere in the metadata
 // and at every tensor, byte flips in the header and the tables. Every outcome is
-// an opened file or an earshot::Error; a file cut before its last tensor's data ends never opens.
+// an opened file whose weights load or an earshot::Error; a truncated file never opens.
 TEST(GgufFuzz, TruncationsAndByteFlipsNeverCrash) {
   TempDir dir("fuzz");
   const auto path = dir / "fuzz.gguf";
@@ -405,13 +406,17 @@ TEST(GgufFuzz, TruncationsAndByteFlipsNeverCrash) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   };
-  int opened = 0, rejected = 0;
+  int opened = 0, rejected = 0, loaded = 0;
   auto try_open = [&](const std::string& what) {
     try {
       const GgufFile file = GgufFile::open(path);
       for (const GgufTensor& t : file.tensors()) EXPECT_LE(t.offset + t.n_bytes, file.file_size()) << what;
       file.find_string("general.architecture");  // may throw a typed error when the type was flipped
       ++opened;
+      // The weights of an opened file load, or fail with a typed error (a flipped name or shape).
+      const auto placements = place_gguf_tensors(file, testing::toy_tensors());
+      ModelWeights::load(ByteSource::file(path), placements, nullptr, file.label());
+      ++loaded;
     } catch (const Error& e) {
       EXPECT_TRUE(e.code() == ErrorCode::kInvalidModel || e.code() == ErrorCode::kIo) << what << ": " << e.what();
       ++rejected;
@@ -455,8 +460,9 @@ TEST(GgufFuzz, TruncationsAndByteFlipsNeverCrash) {
       file.flush();
     }
   }
-  EXPECT_GT(opened, 0);                                    // flips in tensor data and string contents are harmless
-  EXPECT_GE(rejected, static_cast<int>(cuts.size()) + 8);  // magic and version flips at least
+  // Flips in tensor data and string contents are harmless; magic and version flips at least are caught.
+  EXPECT_GT(loaded, 0);
+  EXPECT_GE(rejected, static_cast<int>(cuts.size()) + 8);
 }
 
 }  // namespace
