@@ -369,6 +369,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
     t.offset = scanned.data_offset + gguf_get_tensor_offset(file.ctx_.get(), id);
     t.n_bytes = gguf_get_tensor_size(file.ctx_.get(), id);
     if (t.n_bytes != scanned.tensors[i].n_bytes) invalid(path, "ggml sizes tensor " + t.name + " differently");
+    file.tensor_index_.emplace(t.name, file.tensors_.size());
     file.tensors_.push_back(std::move(t));
   }
   const int64_t arch = gguf_find_key(file.ctx_.get(), kArchitectureKey);
@@ -407,10 +408,8 @@ std::vector<std::string> GgufFile::keys() const {
 }
 
 const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
-  for (const GgufTensor& t : tensors_) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  const auto found = tensor_index_.find(std::string(name));
+  return found == tensor_index_.end() ? nullptr : &tensors_[found->second];
 }
 
 int64_t GgufFile::key_id(std::string_view key, MetaType expected, bool array, bool required) const {
@@ -423,7 +422,9 @@ int64_t GgufFile::key_id(std::string_view key, MetaType expected, bool array, bo
   const auto type = static_cast<MetaType>(gguf_get_kv_type(ctx_.get(), id));
   const auto element = type == MetaType::kArray ? static_cast<MetaType>(gguf_get_arr_type(ctx_.get(), id)) : type;
   const auto describe = [](bool is_array, MetaType t) {
-    return is_array ? "an array of " + std::string(meta_type_name(t)) : "a " + std::string(meta_type_name(t));
+    const std::string name(meta_type_name(t));
+    if (is_array) return "an array of " + name;
+    return (name[0] == 'i' || name[0] == 'f' ? "an " : "a ") + name;  // "an i32", "an f32", "a u32"
   };
   if ((type == MetaType::kArray) != array || element != expected) {
     fail("key '" + k + "' is " + describe(type == MetaType::kArray, element) + ", expected " +

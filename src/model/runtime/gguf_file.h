@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 struct gguf_context;
@@ -123,6 +124,7 @@ class GgufFile {
   uint32_t alignment_ = 32;
   std::string architecture_;
   std::vector<GgufTensor> tensors_;
+  std::unordered_map<std::string, size_t> tensor_index_;  // LLM files hold hundreds of tensors
   std::unique_ptr<gguf_context, GgufContextDeleter> ctx_;
 };
 

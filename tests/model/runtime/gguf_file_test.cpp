@@ -354,7 +354,7 @@ TEST_F(CorruptGguf, MissingAndMistypedKeysNameKeyFileAndArchitecture) {
   EXPECT_EQ(error_message([&] { file.get_u32("toy.context_length"); }, ErrorCode::kInvalidModel),
             where + "required key 'toy.context_length' is missing");
   EXPECT_EQ(error_message([&] { file.get<int32_t>("toy.block_count"); }, ErrorCode::kInvalidModel),
-            where + "key 'toy.block_count' is a u32, expected a i32");
+            where + "key 'toy.block_count' is a u32, expected an i32");
   EXPECT_EQ(error_message([&] { file.find_string("toy.embedding_length"); }, ErrorCode::kInvalidModel),
             where + "key 'toy.embedding_length' is a u32, expected a string");
   EXPECT_EQ(error_message([&] { file.get_array<std::string>("general.name"); }, ErrorCode::kInvalidModel),
