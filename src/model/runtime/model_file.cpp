@@ -110,13 +110,15 @@ ModelFileKind classify_file_start(std::span<const uint8_t> head) {
 }
 
 ModelFileProbe probe_model_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw Error(ErrorCode::kIo, "model " + path.string() + " is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, "cannot open model file " + path.string() + ": " + std::strerror(errno));
   std::vector<uint8_t> head(kProbeBytes);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
   if (in.bad()) throw Error(ErrorCode::kIo, "cannot read model file " + path.string());
   head.resize(static_cast<size_t>(in.gcount()));
-  std::error_code error;
   uint64_t size = std::filesystem::file_size(path, error);
   if (error) size = head.size();
 
@@ -126,7 +128,7 @@ ModelFileProbe probe_model_file(const std::filesystem::path& path) {
     probe.kind = ModelFileKind::kGguf;
     probe.architecture = file.architecture();
     probe.description = file.architecture().empty() ? "a GGUF file without " + std::string(kArchitectureKey)
-                                                    : "a GGUF model (architecture '" + file.architecture() + "')";
+                                                    : "a GGUF file of architecture '" + file.architecture() + "'";
     return probe;
   }
   probe.kind = classify_file_start(head);

@@ -33,14 +33,14 @@ struct ModelFileProbe {
   ModelFileKind kind = ModelFileKind::kOther;
   // general.architecture of a GGUF file ("" when it has none, and for the other kinds).
   std::string architecture;
-  // For messages: "a GGUF model (architecture 'qwen3')", "a safetensors file
+  // For messages: "a GGUF file of architecture 'qwen3'", "a safetensors file
   // (Hugging Face weights; earshot reads GGUF: convert it)", "an HTML page (a
   // failed or redirected download?)", ...
   std::string description;
 };
 
 // Reads the first bytes of `path` (and for GGUF the metadata, through GgufFile).
-// Throws earshot::Error(kIo) when the file cannot be read, and GgufFile's
+// Throws earshot::Error(kIo) when the file cannot be read (or is a directory), and GgufFile's
 // kInvalidModel errors for a GGUF file that cannot be read; every other content
 // is an answer, not an error.
 ModelFileProbe probe_model_file(const std::filesystem::path& path);

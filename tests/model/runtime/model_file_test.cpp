@@ -43,7 +43,7 @@ TEST_F(Probe, GgufWithAndWithoutArchitecture) {
   const ModelFileProbe toy = probe_model_file(dir_ / "toy.gguf");
   EXPECT_EQ(toy.kind, ModelFileKind::kGguf);
   EXPECT_EQ(toy.architecture, "toy");
-  EXPECT_EQ(toy.description, "a GGUF model (architecture 'toy')");
+  EXPECT_EQ(toy.description, "a GGUF file of architecture 'toy'");
   GgufWriter writer;
   writer.set<uint32_t>("x", 1);
   writer.write(dir_ / "bare.gguf");
@@ -95,6 +95,7 @@ TEST_F(Probe, EverythingElseIsNamed) {
             "a legacy llama.cpp ggml file (magic 0x67676a74), older than GGUF: re-convert the model");
   EXPECT_EQ(other(probe_bytes({0x12, 0x34, 0x00, 0xff, 0x01})), "unrecognised binary data starting 12 34 00 ff 01");
   EXPECT_THROW(probe_model_file(dir_ / "absent.bin"), Error);
+  EXPECT_THROW(probe_model_file(dir_.path()), Error);
   // From bytes alone: a GGUF header is enough to say GGUF, however broken the rest.
   EXPECT_EQ(classify_file_start(std::vector<uint8_t>{'G', 'G', 'U', 'F'}), ModelFileKind::kGguf);
   EXPECT_EQ(classify_file_start(std::vector<uint8_t>{'l', 'm', 'g', 'g', 0x18, 0xcb, 0, 0}),
