@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <exception>
 
 #include "common/error.h"
@@ -39,16 +38,6 @@ double StreamStatus::lag_policy() const {
   return round_tenth(processed_seconds - committed_until);
 }
 
-std::string format_protocol_time(double seconds) {
-  long centis = std::lround(std::max(0.0, seconds) * 100.0);
-  long hours = centis / 360000;
-  long minutes = centis / 6000 % 60;
-  long secs = centis / 100 % 60;
-  char text[48];
-  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld.%02ld", hours, minutes, secs, centis % 100);
-  return text;
-}
-
 struct StreamSession::State {
   // Shared with the network side (guarded by mutex_).
   std::vector<float> pending;
@@ -62,9 +51,6 @@ struct StreamSession::State {
   std::string error;
   double first_audio_wall = -1;
   uint64_t version = 0;
-  std::vector<Line> lines;
-  std::vector<Word> words;
-  std::string buffer;
   double provisional_end = 0;
   double committed_end = 0;
   SessionStats stats;
@@ -76,11 +62,9 @@ struct StreamSession::State {
   // Worker-only (one step at a time).
   bool in_speech = true;
   int64_t silence_start = 0;
-  int open_line = -1;          // text line receiving words, -1 = next word opens one
-  int live_silence_line = -1;  // silence line of the pause in progress
-  int64_t vad_offset = 0;      // stream sample of the VAD's sample 0 (skipped gaps shift it)
-  std::vector<float> held;     // audio the VAD has not decided on yet
-  int64_t held_start = 0;      // stream sample of held[0]
+  int64_t vad_offset = 0;   // stream sample of the VAD's sample 0 (skipped gaps shift it)
+  std::vector<float> held;  // audio the VAD has not decided on yet
+  int64_t held_start = 0;   // stream sample of held[0]
   bool fed_since_process = false;
   uint64_t passes = 0;
   std::vector<Word> provisional;  // the tail of the last ProvisionalChanged
@@ -254,17 +238,6 @@ SessionStats StreamSession::stats() const {
   return state_->stats;
 }
 
-Snapshot StreamSession::snapshot() const {
-  std::lock_guard lock(mutex_);
-  const State& s = *state_;
-  Snapshot snap;
-  snap.lines = s.lines;
-  snap.words = s.words;
-  snap.buffer_transcription = s.buffer;
-  status_locked(snap);
-  return snap;
-}
-
 void StreamSession::step() {
   try {
     run_step();
@@ -377,7 +350,8 @@ void StreamSession::run_step() {
     s.provisional = provisional;
     emit(events::ProvisionalChanged{provisional});
   }
-  // A pause that has lasted long enough shows as a silence line while it goes on.
+  // A pause that has lasted long enough is emitted while it goes on (a live
+  // silence line), again whenever its decided end moves.
   const int64_t threshold = static_cast<int64_t>(options_.pause_segmentation_seconds * kSampleRate);
   const int64_t silence_end = s.held_start;
   const bool long_pause = !s.in_speech && silence_end - s.silence_start >= threshold;
@@ -393,20 +367,8 @@ void StreamSession::run_step() {
   s.stats.model_seconds += model_seconds;
   s.stats.audio_seconds += to_seconds(chunk_end - chunk_start);
   s.processed_samples = s.held_start;
-  s.buffer.clear();
   s.provisional_end = 0;
-  for (const Word& w : provisional) {
-    s.buffer += w.text;
-    s.provisional_end = std::max(s.provisional_end, w.end);
-  }
-  if (long_pause) {
-    if (s.live_silence_line < 0) {
-      s.lines.push_back(Line{-2, "", to_seconds(s.silence_start), to_seconds(silence_end), "", ""});
-      s.live_silence_line = static_cast<int>(s.lines.size()) - 1;
-      s.open_line = -1;
-    }
-    s.lines[static_cast<size_t>(s.live_silence_line)].end = to_seconds(silence_end);
-  }
+  for (const Word& w : provisional) s.provisional_end = std::max(s.provisional_end, w.end);
   append_locked(out);
   if (last) s.finished = true;
   ++s.version;
@@ -437,30 +399,8 @@ void StreamSession::commit(const std::vector<Word>& words) {
   out.insert(out.end(), std::make_move_iterator(staged.begin()), std::make_move_iterator(staged.end()));
   std::lock_guard lock(mutex_);
   State& s = *state_;
-  for (const Word& w : words) {
-    int speaker = w.speaker > 0 ? w.speaker : 1;
-    if (s.open_line >= 0 && s.lines[static_cast<size_t>(s.open_line)].speaker != speaker) s.open_line = -1;
-    if (s.open_line < 0) {
-      Line line;
-      line.speaker = speaker;
-      line.start = w.start;
-      line.end = w.end;
-      s.lines.push_back(std::move(line));
-      s.open_line = static_cast<int>(s.lines.size()) - 1;
-    }
-    Line& line = s.lines[static_cast<size_t>(s.open_line)];
-    line.text += w.text;
-    line.end = std::max(line.end, w.end);
-    const std::string& lang = w.language.empty() ? language : w.language;
-    if (!lang.empty()) line.detected_language = lang;
-    s.committed_end = std::max(s.committed_end, w.end);
-    if (options_.keep_words) {
-      s.words.push_back(w);
-      if (s.words.back().language.empty()) s.words.back().language = language;
-    }
-  }
+  for (const Word& w : words) s.committed_end = std::max(s.committed_end, w.end);
   append_locked(out);
-  ++s.version;
 }
 
 void StreamSession::begin_silence(int64_t at_sample) {
@@ -473,7 +413,6 @@ void StreamSession::begin_silence(int64_t at_sample) {
   std::lock_guard lock(mutex_);
   state_->in_speech = false;
   state_->silence_start = at_sample;
-  state_->live_silence_line = -1;
   state_->pause_emitted_end = -1;
   append_locked(out);
 }
@@ -489,18 +428,8 @@ void StreamSession::end_silence(int64_t at_sample) {
   out.insert(out.end(), std::make_move_iterator(started.begin()), std::make_move_iterator(started.end()));
   std::lock_guard lock(mutex_);
   s.in_speech = true;
-  if (duration >= options_.pause_segmentation_seconds) {
-    if (s.live_silence_line < 0) {
-      s.lines.push_back(Line{-2, "", to_seconds(s.silence_start), to_seconds(at_sample), "", ""});
-      s.live_silence_line = static_cast<int>(s.lines.size()) - 1;
-    }
-    s.lines[static_cast<size_t>(s.live_silence_line)].end = to_seconds(at_sample);
-    s.open_line = -1;
-  }
-  s.live_silence_line = -1;
   s.pause_emitted_end = -1;
   append_locked(out);
-  ++s.version;
 }
 
 void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample) {

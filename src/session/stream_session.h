@@ -26,7 +26,7 @@ namespace earshot::session {
 inline constexpr int kSampleRate = 16000;
 
 struct StreamOptions {
-  // Pauses at least this long become silence lines (speaker -2) and end the line.
+  // Pauses at least this long are Pause events (silence lines of the protocols).
   double pause_segmentation_seconds = 5.0;
   // A step waits for at least this much new audio (unless the stream ended).
   double min_step_seconds = 0.1;
@@ -37,17 +37,6 @@ struct StreamOptions {
   // audio is skipped (treated as a gap) so memory stays bounded. 0 = unbounded
   // (whole-file transcription, where the upload limit bounds it).
   double max_pending_seconds = 60.0;
-  // Keep every committed word in snapshots (file transcription needs word times).
-  bool keep_words = false;
-};
-
-struct Line {
-  int speaker = 1;  // 1-based; -2 = silence line
-  std::string text;
-  double start = 0;
-  double end = 0;
-  std::string detected_language;
-  std::string translation;
 };
 
 // The live figures of a stream at one moment (what a protocol's lag fields need).
@@ -66,14 +55,6 @@ struct StreamStatus {
   double lag_transcription() const;
   double lag_processing() const;
   double lag_policy() const;
-};
-
-struct Snapshot : StreamStatus {
-  std::vector<Line> lines;  // every line so far, in order
-  std::vector<Word> words;  // committed words, only with StreamOptions::keep_words
-  std::string buffer_transcription;
-  std::string buffer_diarization;
-  std::string buffer_translation;
 };
 
 // Events of the log from index `next - events.size()` to `next` (exclusive), and
@@ -132,8 +113,6 @@ class StreamSession {
   // (a file transcription reads it once at the end).
   void release_until(uint64_t cursor);
   StreamStatus status() const;
-
-  Snapshot snapshot() const;
   uint64_t version() const;
   bool done() const;  // finished or failed
   SessionStats stats() const;
@@ -163,8 +142,5 @@ class StreamSession {
   mutable std::mutex mutex_;
   std::unique_ptr<State> state_;
 };
-
-// "H:MM:SS.cc" as the WhisperLiveKit protocol writes times.
-std::string format_protocol_time(double seconds);
 
 }  // namespace earshot::session
