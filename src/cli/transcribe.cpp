@@ -6,35 +6,9 @@
 
 #include "common/error.h"
 #include "common/json_text.h"
-#include "model/whisper/session.h"
-#include "policy/alignatt/alignatt_processor.h"
-#include "policy/localagreement/local_agreement_processor.h"
 #include "protocol/transcript.h"
 
 namespace earshot::cli {
-
-std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::Model> model,
-                                                const TranscribeOptions& options) {
-  whisper::SessionOptions session_options;
-  session_options.n_threads = options.threads;
-  session_options.flash_attention = options.flash_attention;
-  auto session = std::make_unique<whisper::Session>(std::move(model), session_options);
-  if (options.policy == "alignatt") {
-    policy::AlignAttConfig config = options.alignatt;
-    config.language = options.language;
-    return std::make_unique<policy::AlignAttProcessor>(std::move(session), std::move(config));
-  }
-  if (options.policy == "localagreement") {
-    if (options.alignatt.beams != 1) {
-      throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-    }
-    policy::LocalAgreementConfig config;
-    config.language = options.language;
-    return std::make_unique<policy::LocalAgreementProcessor>(std::move(session), std::move(config));
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              "unknown --policy '" + options.policy + "' (use alignatt or localagreement)");
-}
 
 Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
                       const std::function<void(const Emission&)>& on_emission) {
