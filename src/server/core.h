@@ -108,12 +108,4 @@ struct FormPart {
 // Throws Error(kInvalidArgument) naming what is wrong.
 std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body);
 
-// Transcript renderings shared by the endpoint and the CLI.
-struct Segment {
-  double start = 0, end = 0;
-  std::string text;
-};
-std::string format_srt(const std::vector<Segment>& segments);
-std::string format_vtt(const std::vector<Segment>& segments);
-
 }  // namespace earshot::server

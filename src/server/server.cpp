@@ -23,9 +23,10 @@
 #include <utility>
 
 #include "common/error.h"
+#include "protocol/target.h"
+#include "protocol/wlk/projection.h"
 #include "server/core.h"
 #include "server/pcm_decoder.h"
-#include "server/protocol.h"
 
 namespace earshot::server {
 
@@ -37,6 +38,15 @@ namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+// /asr speaks WhisperLiveKit's protocol: a projection of the session's events.
+using protocol::parse_target;
+using protocol::Target;
+using protocol::wlk::config_message;
+using protocol::wlk::error_message;
+using protocol::wlk::parse_stream_params;
+using protocol::wlk::ready_to_stop_message;
+using protocol::wlk::StreamParams;
+using protocol::wlk::UpdateEncoder;
 
 namespace {
 
@@ -271,7 +281,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     }
     if (final_sent_ && shutting_down_)
       return close_after_writes(websocket::close_code::going_away, "server shutting down");
-    session::Snapshot snap = session_->snapshot();
+    protocol::wlk::Snapshot snap = projection_.pull(*session_);
     if (!snap.error.empty()) {
       if (auto message = encoder_->next(snap, true)) send(message->dump());
       std::string reason = snap.error.substr(0, 120);  // close reasons are limited to 123 bytes
@@ -346,6 +356,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   std::shared_ptr<session::StreamSession> session_;
   std::unique_ptr<audio::StreamDecoder> decoder_;
   std::optional<UpdateEncoder> encoder_;
+  protocol::wlk::Projection projection_;  // the session's events as lines and buffers
   std::deque<std::string> queue_;
   bool writing_ = false;
   std::optional<uint16_t> close_code_;

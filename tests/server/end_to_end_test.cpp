@@ -86,7 +86,7 @@ class EndToEnd : public ServerFixture {
     s.push_audio(pcm);
     s.end_of_stream();
     while (s.has_work()) s.step();
-    return server::full_update(s.snapshot());
+    return protocol::wlk::full_update(protocol::wlk::snapshot_of(s));
   }
 
   std::shared_ptr<const engine::Engine> engine_;
