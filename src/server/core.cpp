@@ -48,6 +48,18 @@ Core::Core(ServerConfig config, ServerHooks hooks)
   if (!hooks_.make_processor) throw Error(ErrorCode::kInternal, "server needs a processor factory");
 }
 
+SessionSlot& SessionSlot::operator=(SessionSlot&& other) noexcept {
+  if (this != &other) {
+    if (core_) core_->release_slot();
+    core_ = std::exchange(other.core_, nullptr);
+  }
+  return *this;
+}
+
+SessionSlot::~SessionSlot() {
+  if (core_) core_->release_slot();
+}
+
 bool Core::acquire_slot() {
   size_t current = active_.load();
   while (current < static_cast<size_t>(std::max(0, config_.max_sessions))) {
@@ -71,6 +83,8 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
   auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad),
                                                           file ? config_.file : config_.stream);
   std::lock_guard lock(mutex_);
+  // Checked where fail_all() reads the list: a session is either failed by it or never opened.
+  if (stopped_) throw Error(ErrorCode::kIo, "server stopped");
   (file ? totals_.sessions_total_file : totals_.sessions_total_ws)++;
   live_.push_back(session);
   return session;
@@ -109,10 +123,12 @@ void Core::fail_all(const std::string& message) {
   std::vector<std::shared_ptr<session::StreamSession>> live;
   {
     std::lock_guard lock(mutex_);
+    stopped_ = true;
     for (const auto& w : live_)
       if (auto p = w.lock()) live.push_back(p);
   }
   for (auto& s : live) s->fail(message);
+  scheduler_.wake_waiters();
 }
 
 void Core::count_http_request() {
@@ -142,9 +158,14 @@ bool Core::is_blocking_route(const HttpRequest& request) const {
 }
 
 HttpResponse Core::handle(const HttpRequest& request) {
+  SessionSlot slot;
+  if (std::optional<HttpResponse> refusal = admit(request, slot)) return std::move(*refusal);
+  return slot ? run(request, std::move(slot)) : route(request);
+}
+
+std::optional<HttpResponse> Core::admit(const HttpRequest& request, SessionSlot& slot) {
   count_http_request();
-  const Target target = parse_target(request.target);
-  const std::string& path = target.path;
+  const std::string path = parse_target(request.target).path;
   if (request.method == "OPTIONS") {
     HttpResponse r;
     r.status = 204;
@@ -157,6 +178,29 @@ HttpResponse Core::handle(const HttpRequest& request) {
     r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
   }
+  if (path == "/v1/audio/transcriptions" && request.method != "POST")
+    return openai_error(405, "use POST with multipart/form-data for " + path);
+  if (!is_blocking_route(request)) return std::nullopt;
+  // The slot before the body is parsed or decoded: a full server refuses at once, cheaply.
+  if (!acquire_slot()) {
+    HttpResponse r = openai_error(
+        429, "server busy: " + std::to_string(config_.max_sessions) + " sessions running (--max-sessions); retry later",
+        "rate_limit_error");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+  slot = SessionSlot(this);
+  return std::nullopt;
+}
+
+HttpResponse Core::run(const HttpRequest& request, SessionSlot slot) {
+  (void)slot;  // held until the transcription is over
+  return transcribe(request);
+}
+
+HttpResponse Core::route(const HttpRequest& request) {
+  const Target target = parse_target(request.target);
+  const std::string& path = target.path;
   if (path == "/" || path == "/index.html") {
     if (request.method != "GET" && request.method != "HEAD") return openai_error(405, "use GET for " + path);
     HttpResponse r;
@@ -176,10 +220,6 @@ HttpResponse Core::handle(const HttpRequest& request) {
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = metrics_text();
     return r;
-  }
-  if (path == "/v1/audio/transcriptions") {
-    if (request.method != "POST") return openai_error(405, "use POST with multipart/form-data for " + path);
-    return transcribe(request);
   }
   return openai_error(404, "no route for " + request.method + " " + path);
 }

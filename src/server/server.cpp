@@ -26,6 +26,7 @@
 #include "server/core.h"
 #include "server/pcm_decoder.h"
 #include "server/protocol.h"
+#include "server/worker_pool.h"
 
 namespace earshot::server {
 
@@ -93,7 +94,10 @@ class StreamConnection {
 }  // namespace
 
 struct Server::Impl {
-  Impl(ServerConfig config, ServerHooks hooks) : core(std::move(config), std::move(hooks)), acceptor(ioc) {}
+  Impl(ServerConfig config, ServerHooks hooks)
+      : core(std::move(config), std::move(hooks)),
+        acceptor(ioc),
+        blocking(static_cast<size_t>(std::max(1, core.config().max_sessions))) {}
 
   Core core;
   net::io_context ioc;
@@ -102,7 +106,8 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   uint16_t port = 0;
   std::atomic<bool> shutting_down{false};
-  std::atomic<int> blocking_in_flight{0};
+  // After the io_context: jobs hold connections, which must die before it.
+  WorkerPool blocking;
   std::mutex mutex;
   std::vector<std::weak_ptr<StreamConnection>> streams;
 
@@ -408,40 +413,46 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     }
     request.body = std::move(req.body());
     std::string origin = request.header("origin");
-    if (impl_.core.is_blocking_route(request)) {
-      // Model work for a whole file: off the I/O threads, answered on this connection's strand.
-      ++impl_.blocking_in_flight;
-      beast::get_lowest_layer(stream_).expires_never();
-      std::thread([self = this->shared_from_this(), request = std::move(request), origin]() mutable {
-        std::atomic<int>& in_flight = self->impl_.blocking_in_flight;
-        HttpResponse response;
-        try {
-          response = self->impl_.core.handle(request);
-        } catch (const std::exception& e) {
-          response = openai_error(500, e.what(), "server_error");
-        }
-        {
-          // The reference moves into the reply handler, and the executor copy (a strand)
-          // dies here: once the count drops, ~Server may free the io_context, so this
-          // thread must by then hold nothing of it (ASan caught both a late socket close
-          // and a late strand release).
-          auto executor = self->stream_.get_executor();
-          net::post(executor, [self = std::move(self), response = std::move(response), origin] {
-            self->write(response, origin);
-          });
-        }
-        --in_flight;
-      }).detach();
-      return;
-    }
+    Core& core = impl_.core;
     HttpResponse response;
     try {
-      response = impl_.core.handle(request);
+      SessionSlot slot;
+      if (std::optional<HttpResponse> refusal = core.admit(request, slot)) {
+        response = std::move(*refusal);
+      } else if (slot && impl_.shutting_down) {
+        response = openai_error(503, "server shutting down", "server_error");
+        response.headers.emplace_back("Retry-After", "5");
+      } else if (slot) {
+        return run_blocking(std::move(request), std::move(slot), std::move(origin));
+      } else {
+        response = core.route(request);
+      }
     } catch (const std::exception& e) {
       response = openai_error(500, e.what(), "server_error");
     }
     if (request.method == "HEAD") response.body.clear();
     write(response, origin);
+  }
+
+  // Model work for a whole file: on the bounded pool, answered on this connection's strand.
+  void run_blocking(HttpRequest request, SessionSlot slot, std::string origin) {
+    beast::get_lowest_layer(stream_).expires_never();
+    auto job = [self = this->shared_from_this(), request = std::move(request), slot = std::move(slot),
+                origin]() mutable {
+      HttpResponse response;
+      try {
+        response = self->impl_.core.run(request, std::move(slot));
+      } catch (const std::exception& e) {
+        response = openai_error(500, e.what(), "server_error");
+      }
+      auto executor = self->stream_.get_executor();
+      net::post(executor,
+                [self = std::move(self), response = std::move(response), origin] { self->write(response, origin); });
+    };
+    // std::function needs a copyable callable: the move-only job rides in a shared_ptr.
+    auto shared = std::make_shared<decltype(job)>(std::move(job));
+    if (!impl_.blocking.post([shared] { (*shared)(); }))
+      write(openai_error(503, "server shutting down", "server_error"), origin);
   }
 
   void write(const HttpResponse& r, beast::string_view origin) {
@@ -513,13 +524,9 @@ Server::Server(ServerConfig config, ServerHooks hooks)
 
 Server::~Server() {
   impl_->core.fail_all("server stopped");
+  // Transcriptions end once their sessions failed; joined so none outlives the server.
+  impl_->blocking.stop();
   impl_->stop_threads();
-  // Transcription threads end once their sessions failed; wait so none outlives the server.
-  while (impl_->blocking_in_flight > 0) {
-    impl_->ioc.restart();
-    impl_->ioc.poll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
 }
 
 void Server::start() {
@@ -580,14 +587,14 @@ void Server::shutdown() {
   live.clear();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().shutdown_grace_seconds);
-  while ((impl_->live_streams() > 0 || impl_->blocking_in_flight > 0) && std::chrono::steady_clock::now() < deadline)
+  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (impl_->live_streams() > 0 || impl_->blocking_in_flight > 0)
+  if (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0)
     log_line("shutdown grace time over; ending the sessions still running");
   impl_->core.fail_all("server stopped");
   // Let the connections flush their last messages before the loop stops.
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while ((impl_->live_streams() > 0 || impl_->blocking_in_flight > 0) &&
+  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) &&
          std::chrono::steady_clock::now() < flush_deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   impl_->stop_threads();

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "model/timed_decoder.h"
-#include "server/server.h"
+#include "server/config.h"
 
 namespace earshot::server {
 
