@@ -80,6 +80,9 @@ class Core {
 
   // Creates a stream session; throws Error(kInvalidArgument) for a bad language.
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file);
+  // The same with options of the caller's (a protocol that needs word times or short pauses).
+  std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
+                                                       const session::StreamOptions& options);
   // Folds a finished session's counters into the totals and forgets it.
   void close_session(const std::shared_ptr<session::StreamSession>& session);
 
@@ -128,6 +131,7 @@ class Core {
 
  private:
   HttpResponse transcribe(const HttpRequest& request);
+  HttpResponse listen(const HttpRequest& request);  // POST /v1/listen (listen.cpp)
 
   ServerConfig config_;
   ServerHooks hooks_;

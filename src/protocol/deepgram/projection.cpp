@@ -53,12 +53,23 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
   for (const events::Event& event : events) {
     if (ended_) break;
     if (auto* e = std::get_if<events::WordsCommitted>(&event)) {
+      if (e->words.empty()) continue;
+      // Events can arrive in batches covering seconds of audio: gaps are judged on
+      // the audio clock, here the start of the next word.
+      const double next = e->words.front().start;
+      if (options_.utterance_end_ms && !pending_.empty() &&
+          next - pending_.back().end >= *options_.utterance_end_ms / 1000.0 && !endpoint_at_)
+        emit_final(out, false, false, 0);
+      check_utterance_end(out, next);
       pending_.insert(pending_.end(), e->words.begin(), e->words.end());
     } else if (auto* e = std::get_if<events::ProvisionalChanged>(&event)) {
       provisional_ = e->words;
       provisional_changed_ = true;
     } else if (auto* e = std::get_if<events::SpeechStarted>(&event)) {
-      endpoint_at_.reset();  // speech resumed before the endpoint was confirmed
+      // Speech resumed: the pause before it was an endpoint if it lasted `endpointing` ms.
+      if (endpoint_at_ && e->at >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)
+        emit_final(out, true, false, *endpoint_at_);
+      endpoint_at_.reset();
       if (options_.vad_events) out.push_back(speech_started_message(e->at));
     } else if (auto* e = std::get_if<events::SpeechEnded>(&event)) {
       if (options_.endpointing_ms) endpoint_at_ = e->at;
