@@ -111,7 +111,10 @@ TEST(DeepgramProjection, InterimsAreReplacedAndNotRepeated) {
 TEST(DeepgramProjection, SpeechFinalWaitsForEndpointingOnTheAudioClock) {
   Projection p(options(true, 300), StreamInfo{});
   std::vector<events::Event> end = {events::WordsCommitted{{word(" yes", 1.0, 1.5)}}, events::SpeechEnded{1.6}};
-  EXPECT_TRUE(of_type(p.on_events(end, 1.8), "Results").empty()) << "held until 300 ms of silence were processed";
+  std::vector<json> held = of_type(p.on_events(end, 1.8), "Results");
+  ASSERT_EQ(held.size(), 1u) << "held until 300 ms of silence were processed, shown as an interim";
+  EXPECT_EQ(held[0]["is_final"], false);
+  EXPECT_EQ(words_of(held[0]), std::vector<std::string>{"yes"});
   auto later = p.on_events({}, 1.95);
   ASSERT_EQ(later.size(), 1u);
   EXPECT_EQ(later[0]["is_final"], true);
@@ -121,7 +124,7 @@ TEST(DeepgramProjection, SpeechFinalWaitsForEndpointingOnTheAudioClock) {
 
   // Speech resumes before the endpoint is confirmed: a plain final, no speech_final.
   Projection q(options(true, 300), StreamInfo{});
-  q.on_events(end, 1.7);
+  ASSERT_EQ(q.on_events(end, 1.7).size(), 1u);  // the interim
   auto resumed = q.on_events(std::vector<events::Event>{events::SpeechStarted{1.8}}, 1.85);
   ASSERT_EQ(resumed.size(), 1u);
   EXPECT_EQ(resumed[0]["is_final"], true);
@@ -198,6 +201,47 @@ TEST(DeepgramProjection, FinalizeErrorAndEndOfStream) {
   ASSERT_EQ(last.size(), 1u);
   EXPECT_EQ(last[0]["speech_final"], true);
   EXPECT_TRUE(w.ended());
+}
+
+TEST(DeepgramProjection, BatchedEventsJudgeEndpointsAndGapsOnTheirOwnClock) {
+  // Seconds of audio in one batch (a session that fell behind): the pause is still an
+  // endpoint and a word gap, judged on the events' times, not on the batch's end.
+  Projection p(options(true, 300, 1000), StreamInfo{});
+  std::vector<events::Event> batch = {
+      events::SpeechStarted{0.1}, events::WordsCommitted{{word(" a", 0.2, 0.9)}}, events::SpeechEnded{1.0},
+      events::SpeechStarted{3.0}, events::WordsCommitted{{word(" b", 3.1, 3.5)}}, events::EndOfStream{}};
+  auto m = p.on_events(batch, 3.6);
+  std::vector<json> results = of_type(m, "Results");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["speech_final"], true);
+  EXPECT_EQ(words_of(results[0]), std::vector<std::string>{"a"});
+  EXPECT_DOUBLE_EQ(results[0]["start"].get<double>() + results[0]["duration"].get<double>(), 1.0);
+  EXPECT_EQ(words_of(results[1]), std::vector<std::string>{"b"});
+  std::vector<json> ends = of_type(m, "UtteranceEnd");
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_DOUBLE_EQ(ends[0]["last_word_end"], 0.9);
+  // UtteranceEnd comes before the words that ended the gap.
+  auto at = [&](const std::string& type, size_t nth) {
+    size_t seen = 0;
+    for (size_t i = 0; i < m.size(); ++i)
+      if (m[i]["type"] == type && seen++ == nth) return i;
+    return m.size();
+  };
+  EXPECT_LT(at("UtteranceEnd", 0), at("Results", 1));
+}
+
+TEST(DeepgramProjection, LateWordsNeverReachIntoASentWindow) {
+  Projection p(options(true, 10), StreamInfo{});
+  p.on_events(std::vector<events::Event>{events::SpeechEnded{2.0}}, 2.5);  // an empty speech_final up to 2.0
+  auto late = p.on_events(
+      std::vector<events::Event>{events::WordsCommitted{{word(" x", 1.5, 1.8), word(" y", 1.9, 2.4)}}}, 2.6);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_DOUBLE_EQ(late[0]["start"], 2.0);
+  const json& words = late[0]["channel"]["alternatives"][0]["words"];
+  EXPECT_DOUBLE_EQ(words[0]["start"], 2.0);
+  EXPECT_DOUBLE_EQ(words[0]["end"], 2.0);
+  EXPECT_DOUBLE_EQ(words[1]["start"], 2.0);
+  EXPECT_DOUBLE_EQ(words[1]["end"], 2.4);
 }
 
 }  // namespace

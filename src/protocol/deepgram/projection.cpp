@@ -26,6 +26,13 @@ void Projection::emit_final(std::vector<nlohmann::json>& out, bool speech_final,
   r.duration = end - r.start;
   r.words = std::move(pending_);
   pending_.clear();
+  // Windows tile the audio and never reopen: a word the session commits late for audio
+  // already declared final (an endpoint passed while it was still provisional) is
+  // clamped to the window's start rather than reaching back into a sent window.
+  for (Word& w : r.words) {
+    w.start = std::max(w.start, r.start);
+    w.end = std::max(w.end, w.start);
+  }
   if (!r.words.empty()) anchor_ = r.words.back().end;
   final_until_ = end;
   out.push_back(results_message(r, options_, info_));
@@ -64,7 +71,6 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
       pending_.insert(pending_.end(), e->words.begin(), e->words.end());
     } else if (auto* e = std::get_if<events::ProvisionalChanged>(&event)) {
       provisional_ = e->words;
-      provisional_changed_ = true;
     } else if (auto* e = std::get_if<events::SpeechStarted>(&event)) {
       // Speech resumed: the pause before it was an endpoint if it lasted `endpointing` ms.
       if (endpoint_at_ && e->at >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)
@@ -88,16 +94,18 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
     emit_final(out, false, false, 0);
   }
   if (end_of_stream && !pending_.empty()) emit_final(out, false, false, 0);
-  if (options_.interim_results && provisional_changed_ && !provisional_.empty() &&
-      !same_words(provisional_, last_interim_)) {
+  // The interim: what the client has not had as final yet, committed words held for
+  // an endpoint included (the final that follows repeats them, as Deepgram's does).
+  std::vector<Word> tail = pending_;
+  tail.insert(tail.end(), provisional_.begin(), provisional_.end());
+  if (options_.interim_results && !tail.empty() && !same_words(tail, last_interim_)) {
     Results r;
     r.start = final_until_;
-    r.duration = std::max(0.0, provisional_.back().end - final_until_);
-    r.words = provisional_;
+    r.duration = std::max(0.0, tail.back().end - final_until_);
+    r.words = tail;
     out.push_back(results_message(r, options_, info_));
-    last_interim_ = provisional_;
+    last_interim_ = std::move(tail);
   }
-  provisional_changed_ = false;
   check_utterance_end(out, processed_seconds);
   if (end_of_stream) ended_ = true;
   return out;

@@ -1,10 +1,10 @@
 // A stream session's events as Deepgram's live messages. Committed words become
 // final Results, each word sent as final exactly once, in windows that tile the
 // audio; the provisional tail becomes interim Results (interim_results=true),
-// replaced by the next; a VAD endpoint (SpeechEnded) marks the final that closes
-// it speech_final once `endpointing` ms of silence passed on the audio clock;
-// UtteranceEnd comes from a word-gap detector anchored on the last finalized
-// word. Pure code: the server's adapter feeds it events and the audio clock.
+// replaced by the next (committed words held for an endpoint show there too); a VAD endpoint (SpeechEnded) marks the
+// final that closes it speech_final once `endpointing` ms of silence passed on the audio clock; UtteranceEnd comes from
+// a word-gap detector anchored on the last finalized word. Pure code: the server's adapter feeds it events and the
+// audio clock.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -43,7 +43,6 @@ class Projection {
   std::vector<Word> pending_;      // committed, not yet sent as final
   std::vector<Word> provisional_;  // the latest tail
   std::vector<Word> last_interim_;
-  bool provisional_changed_ = false;
   double final_until_ = 0;             // end of the last final window
   std::optional<double> endpoint_at_;  // SpeechEnded waiting for `endpointing` ms of audio
   std::optional<double> anchor_;       // end of the last finalized word, UtteranceEnd not yet sent
