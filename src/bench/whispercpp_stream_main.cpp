@@ -14,14 +14,13 @@
 #include "bench/runner.h"
 #include "bench/trace_io.h"
 #include "bench/whispercpp_stream.h"
-#include "cli/args.h"
+#include "common/command_line.h"
 #include "common/error.h"
 
 int main(int argc, char** argv) {
   using namespace earshot;
-  cli::Args args(
-      "earshot-whispercpp-stream",
-      "earshot-whispercpp-stream --model M --audio SAMPLES --out TRACE [options] (started by earshot bench)");
+  Args args("earshot-whispercpp-stream",
+            "earshot-whispercpp-stream --model M --audio SAMPLES --out TRACE [options] (started by earshot bench)");
   args.option("model", "ggml Whisper model file for libwhisper")
       .option("audio", "float32 samples written by earshot bench")
       .option("out", "where to write the run trace")

@@ -23,19 +23,16 @@
 #include "audio/audio.h"
 #include "bench/dataset.h"
 #include "bench/metrics.h"
+#include "bench/pass_stats.h"
 #include "bench/report.h"
 #include "bench/runner.h"
-#include "bench/timed_decoder.h"
 #include "bench/trace_io.h"
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
+#include "common/command_line.h"
 #include "common/error.h"
-#include "model/whisper/model.h"
-#include "model/whisper/session.h"
-#include "policy/alignatt/alignatt_processor.h"
-#include "policy/localagreement/local_agreement_processor.h"
+#include "engine/families.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
 #endif
@@ -117,34 +114,21 @@ struct BenchSettings {
   int threads = 4;
   std::string language;
   bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
-  whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
-  int beams = 1;
-  bool flash_attention = true;
-  policy::AlignAttConfig alignatt;  // the other AlignAtt settings (--frame-threshold ...)
+  engine::ModelSpec model;  // runtime, encoder input, beams and the other AlignAtt settings; path per model
   bool baseline_no_fallback = false;
   bool on_cpu = false;  // --device resolved to the CPU: the baseline stays there too
 };
 
-bench::StreamHandle make_policy_stream(const std::shared_ptr<const whisper::Model>& model, const std::string& policy,
+bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::string& policy,
                                        const BenchSettings& s) {
-  whisper::SessionOptions so;
-  so.n_threads = s.threads;
-  so.encoder_input = s.encoder_input;
-  so.flash_attention = s.flash_attention;
   auto stats = std::make_shared<bench::ComputeStats>();
-  auto decoder = std::make_unique<bench::TimedAsrDecoder>(std::make_unique<whisper::Session>(model, so), stats);
+  engine::StreamRequest request;
+  request.policy = policy;
+  request.language = s.language;
+  request.on_pass = bench::count_passes(stats);
+  request.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
   bench::StreamHandle h;
-  if (policy == "alignatt") {
-    policy::AlignAttConfig config = s.alignatt;
-    config.language = s.language;
-    config.beams = s.beams;
-    config.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
-    h.processor = std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
-  } else {
-    policy::LocalAgreementConfig config;
-    config.language = s.language;
-    h.processor = std::make_unique<policy::LocalAgreementProcessor>(std::move(decoder), std::move(config));
-  }
+  h.processor = engine.open_stream(request);
   h.stats = [stats] { return *stats; };
   return h;
 }
@@ -354,12 +338,13 @@ int run_bench(const CommandArgs& argv) {
   const std::string encoder_input = args.get("encoder-input");
   if (encoder_input != "full" && encoder_input != "audio")
     throw Error(ErrorCode::kInvalidArgument, "--encoder-input must be full or audio");
-  s.encoder_input = encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
-  s.beams = static_cast<int>(args.get_int("beams"));
-  s.alignatt = read_alignatt_options(args);
-  const whisper::LoadOptions load_options = read_model_options(args);  // a bad --device fails before any work
-  s.on_cpu = load_options.backend.empty();
-  s.flash_attention = read_flash_attention(args);
+  s.model.whisper.encoder_input =
+      encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
+  policy::AlignAttConfig alignatt;
+  alignatt.beams = static_cast<int>(args.get_int("beams"));
+  s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
+  s.model.runtime = read_runtime_options(args);  // a bad --device fails before any work
+  s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 
   std::vector<std::string> policies, baselines;
@@ -414,13 +399,17 @@ int run_bench(const CommandArgs& argv) {
   for (const fs::path& model_file : models) {
     const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";
     if (!policies.empty()) {
-      const auto model = whisper::Model::load(model_file, load_options);
+      engine::ModelSpec spec = s.model;
+      spec.path = model_file;
+      const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
       for (const std::string& p : policies) {
+        engine->resolve_policy(p);  // a policy this model lacks fails before the run
         SystemResult r = run_in_process(
-            p + suffix, [&] { return make_policy_stream(model, p, s); }, audio, config.utterances, s);
+            p + suffix, [&] { return open_policy_stream(*engine, p, s); }, audio, config.utterances, s);
         r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
-                   encoder_input + (s.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
-                   (p == "alignatt" ? ", beams " + std::to_string(s.beams) : "");
+                   encoder_input +
+                   (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
+                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "");
         report.systems.push_back(std::move(r));
       }
     }

@@ -19,6 +19,8 @@ void declare_model_options(Args& args) {
               "on");
 }
 
+namespace {
+
 bool read_flash_attention(const Args& args) {
   const std::string value = args.get("flash-attention");
   if (value == "on") return true;
@@ -26,15 +28,13 @@ bool read_flash_attention(const Args& args) {
   throw Error(ErrorCode::kInvalidArgument, "--flash-attention must be on or off, not '" + value + "'");
 }
 
-whisper::LoadOptions read_model_options(const Args& args) {
-  whisper::LoadOptions options;
+// The ggml device name for --device ("" = the CPU).
+std::string read_device(const Args& args) {
   const std::string device = args.get("device");
-  if (device == "cpu" || device == "CPU") return options;
+  if (device == "cpu" || device == "CPU") return "";
   if (device == "auto") {
-    if (ggml_backend_dev_t gpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU)) {
-      options.backend = ggml_backend_dev_name(gpu);
-    }
-    return options;
+    ggml_backend_dev_t gpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU);
+    return gpu ? ggml_backend_dev_name(gpu) : "";
   }
   if (ggml_backend_dev_by_name(device.c_str()) == nullptr) {
     std::string known;
@@ -44,7 +44,17 @@ whisper::LoadOptions read_model_options(const Args& args) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--device " + device + ": no such device in this build (there are: " + known + ", or auto)");
   }
-  options.backend = device;
+  return device;
+}
+
+}  // namespace
+
+engine::RuntimeOptions read_runtime_options(const Args& args) {
+  engine::RuntimeOptions options;
+  options.device = read_device(args);
+  options.flash_attention = read_flash_attention(args);
+  options.threads = static_cast<int>(args.get_int("threads"));
+  if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   return options;
 }
 

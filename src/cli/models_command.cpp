@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "common/command_line.h"
 #include "model/registry.h"
 
 namespace earshot::cli {

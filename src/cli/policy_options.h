@@ -4,7 +4,7 @@
 // --init-prompt, --static-init-prompt, --max-context-tokens.
 #pragma once
 
-#include "cli/args.h"
+#include "common/command_line.h"
 #include "policy/alignatt/alignatt_config.h"
 
 namespace earshot::cli {

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "common/command_line.h"
 #include "common/error.h"
 #include "model/download.h"
 #include "model/registry.h"

@@ -7,22 +7,20 @@
 #include <sstream>
 
 #include "audio/audio.h"
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
+#include "cli/serve.h"
+#include "common/command_line.h"
 #include "common/error.h"
+#include "engine/families.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/download.h"
 #include "model/registry.h"
 #endif
-#include "model/whisper/model.h"
-#include "model/whisper/session.h"
-#include "model/whisper/tokenizer.h"
 #include "policy/alignatt/alignatt_config.h"
-#include "policy/alignatt/alignatt_processor.h"
+#include "server/model_counters.h"
 #include "server/server.h"
-#include "server/timed_decoder.h"
 #include "session/silero_vad.h"
 #include "vad/vad.h"
 
@@ -124,11 +122,12 @@ std::vector<std::string> split_commas(const std::string& text) {
 
 }  // namespace
 
-int run_serve(const CommandArgs& argv) {
+std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   Args args("serve", "earshot serve [options]");
   args.option("host", "address to listen on (0.0.0.0 exposes the server to the network)", "127.0.0.1")
       .option("port", "TCP port", "8000")
-      .option("model", "model name (pulled into the cache when absent) or a ggml .bin path", "base.en")
+      .option("model", "model name (pulled into the cache when absent) or a model file path", "base.en")
+      .option("policy", "streaming policy of every stream: alignatt or localagreement (what the model offers)", "")
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
@@ -157,7 +156,7 @@ int run_serve(const CommandArgs& argv) {
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
-    return 0;
+    return std::nullopt;
   }
 
   server::ServerConfig config;
@@ -203,44 +202,38 @@ int run_serve(const CommandArgs& argv) {
   serve_settings.long_silence = config.stream.pause_segmentation_seconds;
   serve_settings.language = config.default_language;
   const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(serve_settings));
-  const whisper::LoadOptions load_options = read_model_options(args);
-  const int threads = static_cast<int>(args.get_int("threads"));
-  if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
-  const bool flash_attention = read_flash_attention(args);
+  engine::ModelSpec spec;
+  spec.runtime = read_runtime_options(args);
+  spec.policies.alignatt = policy_config;
+  spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 
   // The VAD file is checked (and pulled) first: a missing one should not cost a model download or load.
   const std::filesystem::path vad_path =
       args.get_flag("no-vac") ? "" : vad_file(args.get("vad-model"), !args.get_flag("no-pull"));
   const std::filesystem::path model_path = model_file(args.get("model"), !args.get_flag("no-pull"));
   std::fprintf(stderr, "earshot serve: loading %s\n", model_path.string().c_str());
-  std::shared_ptr<const whisper::Model> model = whisper::Model::load(model_path, load_options);
-  const bool multilingual = model->hparams().is_multilingual();
-  const int n_languages = model->hparams().n_languages();
-  config.model_id = "whisper-" + (model->size_name().empty() ? model_path.stem().string() : model->size_name());
+  spec.path = model_path;
+  const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
+  config.model_id = engine->capabilities().model_name;
 
   auto counters = std::make_shared<server::ModelCounters>();
   server::ServerHooks hooks;
-  hooks.check_language = [multilingual, n_languages](const std::string& language) -> std::string {
-    if (!multilingual) return language == "en" ? "" : "this model is English-only: use language=en or auto";
-    auto all = whisper::languages();
-    for (int i = 0; i < n_languages && i < static_cast<int>(all.size()); ++i)
-      if (all[static_cast<size_t>(i)].code == language) return "";
-    return "unknown language code '" + language + "'";
-  };
+  hooks.check_language = [engine](const std::string& language) { return engine->language_problem(language); };
   if (config.default_language != "auto") {
     std::string problem = hooks.check_language(config.default_language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, "--language: " + problem);
   }
-  hooks.make_processor = [model, counters, policy_config, threads, flash_attention](const std::string& language) {
-    whisper::SessionOptions session_options;
-    session_options.n_threads = threads;
-    session_options.flash_attention = flash_attention;
-    auto decoder =
-        std::make_unique<server::TimedDecoder>(std::make_unique<whisper::Session>(model, session_options), counters);
-    policy::AlignAttConfig c = policy_config;
-    c.language = language;
-    c.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
-    return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(c));
+  engine::StreamRequest defaults;
+  defaults.policy = engine->resolve_policy(args.get("policy"));
+  if (defaults.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
+    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
+  }
+  defaults.on_pass = server::count_passes(counters);
+  defaults.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
+  hooks.make_processor = [engine, defaults](const std::string& language) {
+    engine::StreamRequest request = defaults;
+    request.language = language;
+    return engine->open_stream(request);
   };
   hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
   hooks.model_times = [counters] { return counters->times(); };
@@ -255,8 +248,14 @@ int run_serve(const CommandArgs& argv) {
   } else {
     hooks.make_processor(config.default_language)->warmup();
   }
+  return ServeSetup{std::move(config), std::move(hooks)};
+}
 
-  server::Server server(config, hooks);
+int run_serve(const CommandArgs& argv) {
+  std::optional<ServeSetup> setup = prepare_serve(argv);
+  if (!setup) return 0;
+  const server::ServerConfig& config = setup->config;
+  server::Server server(config, setup->hooks);
   server.start();
   std::fprintf(stderr, "earshot serve: listening on %s (WebSocket %s/asr)%s\n", server.url().c_str(),
                server.url().replace(0, 4, "ws").c_str(), config.api_token.empty() ? "" : ", API token required");

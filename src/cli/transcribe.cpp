@@ -1,92 +1,14 @@
 #include "cli/transcribe.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <thread>
 
 #include "common/error.h"
 #include "common/json_text.h"
-#include "model/whisper/session.h"
-#include "policy/alignatt/alignatt_processor.h"
-#include "policy/localagreement/local_agreement_processor.h"
+#include "protocol/transcript.h"
 
 namespace earshot::cli {
-
-namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
-
-std::string words_json(const std::vector<Word>& words) {
-  std::string out = "[";
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (i) out += ",";
-    out += "{\"text\":" + json_quote(words[i].text) + ",\"start\":" + number(words[i].start) +
-           ",\"end\":" + number(words[i].end) + "}";
-  }
-  return out + "]";
-}
-
-std::string clock(double seconds, char decimal_mark) {
-  const auto ms = static_cast<long long>(std::llround(std::max(0.0, seconds) * 1000));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60,
-                decimal_mark, ms % 1000);
-  return buf;
-}
-
-// Subtitle cues: a sentence end, 42 characters or 7 seconds close a cue.
-std::vector<std::vector<Word>> cues(const std::vector<Word>& words) {
-  std::vector<std::vector<Word>> out;
-  std::vector<Word> cue;
-  size_t chars = 0;
-  for (const Word& w : words) {
-    if (!cue.empty() && (chars + w.text.size() > 42 || w.end - cue.front().start > 7.0)) {
-      out.push_back(std::move(cue));
-      cue.clear();
-      chars = 0;
-    }
-    cue.push_back(w);
-    chars += w.text.size();
-    const char last = w.text.empty() ? ' ' : w.text.back();
-    if (last == '.' || last == '?' || last == '!') {
-      out.push_back(std::move(cue));
-      cue.clear();
-      chars = 0;
-    }
-  }
-  if (!cue.empty()) out.push_back(std::move(cue));
-  return out;
-}
-
-}  // namespace
-
-std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::Model> model,
-                                                const TranscribeOptions& options) {
-  whisper::SessionOptions session_options;
-  session_options.n_threads = options.threads;
-  session_options.flash_attention = options.flash_attention;
-  auto session = std::make_unique<whisper::Session>(std::move(model), session_options);
-  if (options.policy == "alignatt") {
-    policy::AlignAttConfig config = options.alignatt;
-    config.language = options.language;
-    return std::make_unique<policy::AlignAttProcessor>(std::move(session), std::move(config));
-  }
-  if (options.policy == "localagreement") {
-    if (options.alignatt.beams != 1) {
-      throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-    }
-    policy::LocalAgreementConfig config;
-    config.language = options.language;
-    return std::make_unique<policy::LocalAgreementProcessor>(std::move(session), std::move(config));
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              "unknown --policy '" + options.policy + "' (use alignatt or localagreement)");
-}
 
 Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
                       const std::function<void(const Emission&)>& on_emission) {
@@ -131,28 +53,19 @@ std::string words_text(const std::vector<Word>& words) {
 }
 
 std::string emission_json(const Emission& e) {
-  return "{\"emission_time\":" + number(e.emission_time) + ",\"audio_time\":" + number(e.audio_time) +
-         ",\"committed\":" + words_json(e.committed) + ",\"provisional\":" + json_quote(words_text(e.provisional)) +
-         "}";
+  char times[96];
+  std::snprintf(times, sizeof times, "{\"emission_time\":%.3f,\"audio_time\":%.3f", e.emission_time, e.audio_time);
+  return times + std::string(",\"committed\":") + protocol::words_json(e.committed) +
+         ",\"provisional\":" + json_quote(words_text(e.provisional)) + "}";
 }
 
 std::string format_transcript(const Transcript& t, const std::string& format, const std::string& file_name) {
-  if (format == "txt") return words_text(t.words) + "\n";
-  if (format == "json") {
-    return "{\"file\":" + json_quote(file_name) + ",\"language\":" + json_quote(t.language) +
-           ",\"text\":" + json_quote(words_text(t.words)) + ",\"words\":" + words_json(t.words) + "}\n";
-  }
-  if (format == "srt" || format == "vtt") {
-    const bool srt = format == "srt";
-    std::string out = srt ? "" : "WEBVTT\n\n";
-    int index = 1;
-    for (const auto& cue : cues(t.words)) {
-      if (srt) out += std::to_string(index++) + "\n";
-      out += clock(cue.front().start, srt ? ',' : '.') + " --> " + clock(cue.back().end, srt ? ',' : '.') + "\n";
-      out += words_text(cue) + "\n\n";
-    }
-    return out;
-  }
+  if (format == "txt") return protocol::transcript_text(t.words) + "\n";
+  if (format == "json") return protocol::transcript_json(t.words, t.language, file_name);
+  // The CLI has no session (no pauses from a VAD): the rule's word-gap threshold
+  // is the session's default pause length.
+  if (format == "srt") return protocol::format_srt(protocol::segments(t.words));
+  if (format == "vtt") return protocol::format_vtt(protocol::segments(t.words));
   throw Error(ErrorCode::kInvalidArgument, "unknown --format '" + format + "' (use txt, json, srt or vtt)");
 }
 

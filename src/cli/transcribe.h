@@ -7,22 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "model/whisper/model.h"
-#include "policy/alignatt/alignatt_config.h"
 #include "policy/online_processor.h"
 
 namespace earshot::cli {
 
+// How a file is fed to a stream (the stream itself comes from engine::Engine::open_stream).
 struct TranscribeOptions {
-  std::string policy = "alignatt";  // or "localagreement"
-  std::string language = "auto";    // both policies; overrides alignatt.language
   double chunk_seconds = 0.5;
   bool realtime = false;
-  int threads = 4;
-  bool flash_attention = true;  // the encoder's fused attention (whisper::SessionOptions)
-  // Every AlignAtt setting (beams, never_fire, on_warning for loop guards and dropped
-  // fragments...). LocalAgreement takes only the language, and refuses beams > 1.
-  policy::AlignAttConfig alignatt;
 };
 
 struct Emission {
@@ -37,10 +29,6 @@ struct Transcript {
   std::vector<Emission> emissions;
   std::string language;
 };
-
-// One online processor for `options.policy` over a new session of `model`.
-std::unique_ptr<OnlineProcessor> make_processor(std::shared_ptr<const whisper::Model> model,
-                                                const TranscribeOptions& options);
 
 // Feeds `pcm` (16 kHz mono) in chunks, processing after each, then finishes.
 // on_emission sees every emission as it happens (live display, events file).

@@ -7,13 +7,13 @@
 #include <fstream>
 
 #include "audio/audio.h"
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
+#include "common/command_line.h"
 #include "common/error.h"
-#include "model/whisper/model.h"
+#include "engine/families.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
 #endif
@@ -62,7 +62,7 @@ int run_transcribe(const CommandArgs& argv) {
   Args args("transcribe", "earshot transcribe FILE... [options]");
   args.option("model", "model file (or a name known to `earshot pull`)", "")
       .option("language", "language code, or auto to detect", "auto")
-      .option("policy", "streaming policy: alignatt or localagreement", "alignatt")
+      .option("policy", "streaming policy: alignatt or localagreement (what the model offers; default its first)", "")
       .option("chunk", "seconds of audio fed per step", "0.5")
       .flag("realtime", "feed audio no faster than real time")
       .option("format", "final transcript format: txt, json, srt or vtt", "txt")
@@ -79,24 +79,28 @@ int run_transcribe(const CommandArgs& argv) {
     return 0;
   }
   if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
-  if (!args.has("model")) throw Error(ErrorCode::kInvalidArgument, "--model is required (a ggml Whisper .bin file)");
+  if (!args.has("model")) throw Error(ErrorCode::kInvalidArgument, "--model is required (a model file or name)");
   TranscribeOptions options;
-  options.policy = args.get("policy");
-  options.language = args.get("language");
   options.chunk_seconds = args.get_double("chunk");
   options.realtime = args.get_flag("realtime");
-  options.threads = static_cast<int>(args.get_int("threads"));
+  engine::ModelSpec spec;
+  spec.runtime = read_runtime_options(args);
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");
-  options.alignatt = read_alignatt_options(args, std::move(alignatt));
-  const whisper::LoadOptions load_options = read_model_options(args);
-  options.flash_attention = read_flash_attention(args);
+  spec.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
+  engine::StreamRequest request;
+  request.policy = args.get("policy");
+  request.language = args.get("language");
   const std::string format = args.get("format");
-  if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   format_transcript({}, format, "");  // reject a bad --format before any work
 
-  const auto model = whisper::Model::load(model_path(args.get("model")), load_options);
+  spec.path = model_path(args.get("model"));
+  const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
+  request.policy = engine->resolve_policy(request.policy);
+  if (request.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
+    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
+  }
   std::ofstream events;
   if (args.has("events")) {
     events.open(args.get("events"));
@@ -108,10 +112,10 @@ int run_transcribe(const CommandArgs& argv) {
     const double total = static_cast<double>(pcm.size()) / audio::kSampleRate;
     const bool on_terminal = isatty(fileno(stderr)) != 0;
     // A warning on a terminal clears the live line first; the next emission redraws it.
-    options.alignatt.on_warning = [on_terminal](const std::string& message) {
+    request.on_warning = [on_terminal](const std::string& message) {
       std::fprintf(stderr, "%searshot: %s\n", on_terminal ? "\r\033[K" : "", message.c_str());
     };
-    auto processor = make_processor(model, options);
+    auto processor = engine->open_stream(request);
     LiveLine live(on_terminal);
     const Transcript t = transcribe(*processor, pcm, options, [&](const Emission& e) {
       live.update(e, total);

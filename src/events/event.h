@@ -14,7 +14,8 @@
 
 namespace earshot::events {
 
-// Newly committed words, in order; never retracted or repeated.
+// Newly committed words, in order; never retracted or repeated. A session fills
+// each word's language from the processor when the word has none.
 struct WordsCommitted {
   std::vector<Word> words;
 };
@@ -50,10 +51,16 @@ struct StreamError {
   std::string message;
 };
 
+// The client asked for a flush (StreamSession::finalize): every word of the
+// audio before `at` has been committed (the words of that flush precede this).
+struct Finalized {
+  double at = 0;
+};
+
 // Everything the stream will ever produce has been emitted.
 struct EndOfStream {};
 
 using Event = std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected,
-                           StreamError, EndOfStream>;
+                           StreamError, Finalized, EndOfStream>;
 
 }  // namespace earshot::events

@@ -1,5 +1,5 @@
 // What streaming policies need from an attention encoder-decoder ASR model, for
-// one stream. The Whisper engine implements it (model/whisper/session.h); tests
+// one stream, in model-neutral terms. The Whisper engine implements it (model/whisper/session.h); tests
 // implement it with scripted doubles. The model behind it is shared and
 // immutable; an AsrDecoder holds the per-stream state (encoder output, cross
 // K/V, self-attention KV cache) and is used by one thread at a time.
@@ -9,11 +9,9 @@
 #include <span>
 #include <vector>
 
-namespace earshot {
+#include "model/asr_text.h"
 
-namespace whisper {
-class Tokenizer;
-}
+namespace earshot {
 
 struct DecodeRequest {
   // tokens[s] is appended to sequence s; every sequence gets the same count.
@@ -54,11 +52,12 @@ class AsrDecoder {
  public:
   virtual ~AsrDecoder() = default;
 
-  virtual const whisper::Tokenizer& tokenizer() const = 0;
+  // The model's vocabulary and prompt conventions (shared, immutable).
+  virtual const AsrText& text() const = 0;
   virtual int n_text_ctx() const = 0;
   virtual int n_alignment_heads() const = 0;
-  // Encoder frames per second of audio (50 for Whisper).
-  virtual int frames_per_second() const = 0;
+  // Encoder frames per second of audio (50 for Whisper, 12.5 for Qwen3-ASR).
+  virtual double frames_per_second() const = 0;
   // Longest audio one encoder pass takes, in samples at 16 kHz (30 s for Whisper).
   virtual int max_samples() const = 0;
 
@@ -80,8 +79,8 @@ class AsrDecoder {
   // all sequences). Throws kInvalidArgument beyond n_text_ctx.
   virtual DecodeResult decode(const DecodeRequest& request) = 0;
 
-  // Language probabilities (index = language id in Whisper's order) from one
-  // decoder step on <|startoftranscript|> over the last encoded audio.
+  // Language probabilities (index i = the language text().language_code(i)) from
+  // one decoder step at the start of a transcription over the last encoded audio.
   // Leaves the self-attention cache as it was. Multilingual models only.
   virtual std::vector<float> detect_language() = 0;
 };

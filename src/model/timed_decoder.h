@@ -1,9 +1,9 @@
 // An AsrDecoder decorator that forwards every call to another and reports the
-// wall time of each model pass to a callback: encode() as an encoder pass,
-// decode() and detect_language() as decoder passes. The bench (per-stream
-// ComputeStats) and the server (/metrics counters shared by every session)
-// subclass it with their own bookkeeping, so neither touches the policies or
-// the engine. A pass that throws is reported too: its time was spent.
+// wall time of each model pass (model_pass.h): encode() as an encoder pass,
+// decode() and detect_language() as decoder passes. An engine installs it when
+// a stream asks for pass reports (the bench's per-stream ComputeStats, the
+// server's /metrics counters), so neither touches the policies. A pass that
+// throws is reported too: its time was spent.
 #pragma once
 
 #include <chrono>
@@ -11,21 +11,22 @@
 #include <memory>
 
 #include "model/asr_decoder.h"
+#include "model/model_pass.h"
 
 namespace earshot {
 
 class TimedDecoder : public AsrDecoder {
  public:
-  enum class Pass { kEncoder, kDecoder };
-  using Report = std::function<void(Pass pass, std::chrono::nanoseconds elapsed)>;
+  using Pass = ModelPass;
+  using Report = PassReport;
 
   TimedDecoder(std::unique_ptr<AsrDecoder> inner, Report report)
       : inner_(std::move(inner)), report_(std::move(report)) {}
 
-  const whisper::Tokenizer& tokenizer() const override { return inner_->tokenizer(); }
+  const AsrText& text() const override { return inner_->text(); }
   int n_text_ctx() const override { return inner_->n_text_ctx(); }
   int n_alignment_heads() const override { return inner_->n_alignment_heads(); }
-  int frames_per_second() const override { return inner_->frames_per_second(); }
+  double frames_per_second() const override { return inner_->frames_per_second(); }
   int max_samples() const override { return inner_->max_samples(); }
   int encode(std::span<const float> pcm) override {
     Timer t(report_, Pass::kEncoder);

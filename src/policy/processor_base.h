@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/asr_decoder.h"
-#include "model/whisper/tokenizer.h"
+#include "model/asr_text.h"
 #include "policy/online_processor.h"
 
 namespace earshot::policy {
@@ -27,9 +27,9 @@ class ProcessorBase : public OnlineProcessor {
   static constexpr int kSampleRate = 16000;
 
  protected:
-  // Throws earshot::Error(kInvalidArgument) unless the model behind `tokenizer` can run
+  // Throws earshot::Error(kInvalidArgument) unless the model behind `text` can run
   // `task` in `language` (a code or "auto").
-  static void check_language(const whisper::Tokenizer& tokenizer, const std::string& language, whisper::Task task);
+  static void check_language(const AsrText& text, const std::string& language, Task task);
   // The code of the most probable language of the audio `asr` encoded last; throws
   // earshot::Error(kInternal) when detection returns no probabilities.
   static std::string most_likely_language(AsrDecoder& asr);

@@ -7,11 +7,14 @@
 
 #include "common/error.h"
 #include "protocol/deepgram/messages.h"
+#include "protocol/target.h"
 #include "server/deepgram_adapter.h"
-#include "server/protocol.h"
 #include "server/web_page.h"
 
 namespace earshot::server {
+
+using protocol::parse_target;
+using protocol::Target;
 
 namespace {
 
@@ -48,9 +51,8 @@ HttpResponse openai_error(int status, const std::string& message, const std::str
 
 Core::Core(ServerConfig config, ServerHooks hooks)
     : config_(std::move(config)), hooks_(std::move(hooks)), scheduler_(config_.workers) {
-  // A file is bounded by the upload limit; none of it may be skipped, and words need their times.
+  // A file is bounded by the upload limit; none of it may be skipped.
   config_.file.max_pending_seconds = 0;
-  config_.file.keep_words = true;
   if (!hooks_.make_processor) throw Error(ErrorCode::kInternal, "server needs a processor factory");
 }
 
@@ -103,13 +105,13 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
 void Core::close_session(const std::shared_ptr<session::StreamSession>& session) {
   if (!session) return;
   session::SessionStats stats = session->stats();
-  session::Snapshot snap = session->snapshot();
+  session::StreamStatus status = session->status();
   std::lock_guard lock(mutex_);
   totals_.passes += stats.passes;
   totals_.model_seconds += stats.model_seconds;
   totals_.audio_seconds += stats.audio_seconds;
-  totals_.skipped_seconds += snap.skipped_seconds;
-  if (!snap.error.empty()) ++totals_.session_errors;
+  totals_.skipped_seconds += status.skipped_seconds;
+  if (!status.error.empty()) ++totals_.session_errors;
   live_.erase(std::remove_if(live_.begin(), live_.end(),
                              [&](const std::weak_ptr<session::StreamSession>& w) {
                                auto p = w.lock();
@@ -259,13 +261,13 @@ std::string Core::metrics_text() const {
   size_t streams = 0;
   for (const auto& s : live) {
     session::SessionStats stats = s->stats();
-    session::Snapshot snap = s->snapshot();
+    session::StreamStatus status = s->status();
     t.passes += stats.passes;
     t.model_seconds += stats.model_seconds;
     t.audio_seconds += stats.audio_seconds;
-    t.skipped_seconds += snap.skipped_seconds;
-    max_lag = std::max(max_lag, snap.lag_transcription());
-    sum_lag += snap.lag_transcription();
+    t.skipped_seconds += status.skipped_seconds;
+    max_lag = std::max(max_lag, status.lag_transcription());
+    sum_lag += status.lag_transcription();
     ++streams;
   }
   std::ostringstream out;

@@ -117,7 +117,7 @@ class Core {
   // Runs a whole file through a new session and waits (no polling) until it is done,
   // failed, or transcription_timeout_seconds passed. The session is closed on return.
   struct FileResult {
-    session::Snapshot snapshot;
+    session::EventBatch batch;
     bool timed_out = false;
   };
   FileResult transcribe_samples(const std::shared_ptr<session::StreamSession>& session,
@@ -155,13 +155,5 @@ struct FormPart {
 };
 // Throws Error(kInvalidArgument) naming what is wrong.
 std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body);
-
-// Transcript renderings shared by the endpoint and the CLI.
-struct Segment {
-  double start = 0, end = 0;
-  std::string text;
-};
-std::string format_srt(const std::vector<Segment>& segments);
-std::string format_vtt(const std::vector<Segment>& segments);
 
 }  // namespace earshot::server

@@ -11,7 +11,6 @@
 #include "protocol/deepgram/projection.h"
 #include "server/core.h"
 #include "server/pcm_decoder.h"
-#include "server/snapshot_events.h"
 
 namespace earshot::server {
 
@@ -157,12 +156,8 @@ class DeepgramProtocol : public StreamProtocol {
   }
 
   Outgoing start() override {
-    // Word times for the finals, and every VAD pause as a boundary (the snapshot bridge reads them).
-    session::StreamOptions stream = core_.config().stream;
-    stream.keep_words = true;
-    stream.pause_segmentation_seconds = 0.05;
     try {
-      session_ = core_.open_session(language_, false, stream);
+      session_ = core_.open_session(language_, false);
     } catch (const std::exception& e) {
       return refusal(e.what(), kClosePolicy);
     }
@@ -176,11 +171,10 @@ class DeepgramProtocol : public StreamProtocol {
       switch (deepgram::parse_client_message(text)) {
         case deepgram::ClientMessage::kKeepAlive: break;
         case deepgram::ClientMessage::kFinalize:
-          // What is committed goes out now, marked from_finalize. The provisional tail is
-          // flushed once the session can flush without ending (StreamSession::finalize).
+          // The session flushes now; its Finalized event makes the from_finalize final.
           if (!ended_) {
-            send_all(out, tick_messages());
-            send_all(out, projection_->on_finalized(session_->snapshot().processed_seconds));
+            session_->finalize();
+            core_.scheduler().notify(session_);
           }
           break;
         case deepgram::ClientMessage::kCloseStream: end_stream(); break;
@@ -228,12 +222,11 @@ class DeepgramProtocol : public StreamProtocol {
     if (projection_->ended()) {
       final_sent_ = true;
       out.finished_now = true;
-      session::Snapshot snap = session_->snapshot();
-      if (!snap.error.empty()) {
-        out.close_with(snap.error.rfind("invalid audio", 0) == 0 ? kClosePolicy : kCloseFailed,
-                       snap.error.substr(0, 120));
+      if (!status_.error.empty()) {
+        out.close_with(status_.error.rfind("invalid audio", 0) == 0 ? kClosePolicy : kCloseFailed,
+                       status_.error.substr(0, 120));
       } else {
-        out.send(deepgram::metadata_message(projection_->info(), snap.received_seconds, sha_.hex()).dump());
+        out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
         out.close_with(kCloseNormal, "");
       }
     }
@@ -251,10 +244,13 @@ class DeepgramProtocol : public StreamProtocol {
   }
 
  private:
+  // The session's new events, released from its log (this connection is its only reader).
   std::vector<nlohmann::json> tick_messages() {
-    session::Snapshot snap = session_->snapshot();
-    std::vector<events::Event> events = bridge_.next(snap);
-    return projection_->on_events(events, snap.processed_seconds);
+    session::EventBatch batch = session_->events_since(cursor_);
+    cursor_ = batch.next;
+    session_->release_until(cursor_);
+    status_ = batch.status;
+    return projection_->on_events(batch.events, batch.status.processed_seconds);
   }
   static void send_all(Outgoing& out, const std::vector<nlohmann::json>& messages) {
     for (const nlohmann::json& m : messages) out.send(m.dump());
@@ -266,7 +262,8 @@ class DeepgramProtocol : public StreamProtocol {
   std::unique_ptr<audio::StreamDecoder> decoder_;
   std::shared_ptr<session::StreamSession> session_;
   std::optional<deepgram::Projection> projection_;
-  SnapshotEvents bridge_;
+  uint64_t cursor_ = 0;
+  session::StreamStatus status_;
   deepgram_support::Sha256 sha_;
   bool ended_ = false;
   bool final_sent_ = false;

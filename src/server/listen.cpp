@@ -5,13 +5,16 @@
 
 #include "common/error.h"
 #include "protocol/deepgram/messages.h"
+#include "protocol/target.h"
 #include "server/core.h"
 #include "server/deepgram_adapter.h"
-#include "server/protocol.h"
 
 namespace earshot::server {
 
 namespace {
+
+using protocol::parse_target;
+using protocol::Target;
 
 HttpResponse deepgram_error(int status, const std::string& code, const std::string& message,
                             const std::string& request_id) {
@@ -67,18 +70,22 @@ HttpResponse Core::listen(const HttpRequest& request) {
                           "transcription took longer than " +
                               std::to_string(static_cast<int>(config_.transcription_timeout_seconds)) + " s",
                           info.request_id);
-  const session::Snapshot& snap = result.snapshot;
-  if (!snap.error.empty())
-    return deepgram_error(500, "Internal Server Error", "transcription failed: " + snap.error, info.request_id);
+  const session::EventBatch& batch = result.batch;
+  if (!batch.status.error.empty())
+    return deepgram_error(500, "Internal Server Error", "transcription failed: " + batch.status.error, info.request_id);
+  std::vector<Word> words;
+  for (const events::Event& e : batch.events)
+    if (const auto* committed = std::get_if<events::WordsCommitted>(&e))
+      words.insert(words.end(), committed->words.begin(), committed->words.end());
   std::string detected;
   if (language == "auto")
-    for (const Word& w : snap.words)
+    for (const Word& w : words)
       if (!w.language.empty()) detected = w.language;
   deepgram_support::Sha256 sha;
   sha.update(request.body.data(), request.body.size());
   const double duration = static_cast<double>(audio.samples.size()) / session::kSampleRate;
   HttpResponse r;
-  r.body = deepgram::prerecorded_response(snap.words, duration, detected, options, info, sha.hex()).dump();
+  r.body = deepgram::prerecorded_response(words, duration, detected, options, info, sha.hex()).dump();
   return r;
 }
 

@@ -23,8 +23,9 @@
 #include <utility>
 
 #include "common/error.h"
+#include "protocol/target.h"
+#include "protocol/wlk/projection.h"
 #include "server/core.h"
-#include "server/protocol.h"
 #include "server/stream_protocol.h"
 #include "server/worker_pool.h"
 
@@ -38,6 +39,7 @@ namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using protocol::parse_target;
 
 namespace {
 

@@ -14,11 +14,12 @@
 #include <string_view>
 #include <vector>
 
-#include "server/protocol.h"
+#include "protocol/target.h"
 
 namespace earshot::server {
 
 class Core;
+using protocol::Target;
 
 // What the transport should do next: send these text messages, then maybe close.
 struct Outgoing {

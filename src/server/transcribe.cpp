@@ -2,11 +2,10 @@
 // through the same session pipeline (VAD, policy, lines) as live streams.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "protocol/transcript.h"
 #include "server/core.h"
 
 namespace earshot::server {
@@ -42,16 +41,6 @@ std::string header_param(const std::string& header, const std::string& key) {
   }
   return "";
 }
-
-std::string clock_time(double seconds, char separator) {
-  long millis = std::lround(std::max(0.0, seconds) * 1000.0);
-  char text[40];
-  std::snprintf(text, sizeof text, "%02ld:%02ld:%02ld%c%03ld", millis / 3600000, millis / 60000 % 60,
-                millis / 1000 % 60, separator, millis % 1000);
-  return text;
-}
-
-double round_ms(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
 
 }  // namespace
 
@@ -102,22 +91,6 @@ std::vector<FormPart> parse_multipart(const std::string& content_type, const std
   return parts;
 }
 
-std::string format_srt(const std::vector<Segment>& segments) {
-  std::string out;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    out += std::to_string(i + 1) + "\n" + clock_time(segments[i].start, ',') + " --> " +
-           clock_time(segments[i].end, ',') + "\n" + trim(segments[i].text) + "\n\n";
-  }
-  return out;
-}
-
-std::string format_vtt(const std::vector<Segment>& segments) {
-  std::string out = "WEBVTT\n\n";
-  for (const Segment& s : segments)
-    out += clock_time(s.start, '.') + " --> " + clock_time(s.end, '.') + "\n" + trim(s.text) + "\n\n";
-  return out;
-}
-
 Core::UploadAudio Core::decode_upload(const std::string& bytes, audio::StreamDecoder& decoder) const {
   // In pieces, so an over-long file is refused after decoding just past the limit.
   constexpr size_t kPiece = 256 * 1024;
@@ -158,7 +131,8 @@ Core::FileResult Core::transcribe_samples(const std::shared_ptr<session::StreamS
     session->fail("transcription timed out");
     result.timed_out = true;
   }
-  result.snapshot = session->snapshot();
+  // The session's whole log: nothing else reads it, and the upload limit bounds it.
+  result.batch = session->events_since(0);
   close_session(session);
   return result;
 }
@@ -207,50 +181,32 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   if (result.timed_out)
     return openai_error(408, "transcription took longer than " +
                                  std::to_string(static_cast<int>(config_.transcription_timeout_seconds)) + " s");
-  const session::Snapshot& snap = result.snapshot;
-  if (!snap.error.empty()) return openai_error(500, "transcription failed: " + snap.error, "server_error");
+  const session::EventBatch& batch = result.batch;
+  if (!batch.status.error.empty())
+    return openai_error(500, "transcription failed: " + batch.status.error, "server_error");
 
   const double duration = static_cast<double>(samples.size()) / session::kSampleRate;
-  std::vector<Segment> segments;
-  std::string text;
-  for (const session::Line& line : snap.lines) {
-    if (line.speaker == -2 || line.text.empty()) continue;
-    segments.push_back({line.start, line.end, line.text});
-    text += line.text;
-  }
-  text = trim(text);
+  std::vector<Word> words;
+  for (const events::Event& e : batch.events)
+    if (const auto* committed = std::get_if<events::WordsCommitted>(&e))
+      words.insert(words.end(), committed->words.begin(), committed->words.end());
+  const std::vector<protocol::Segment> segments =
+      protocol::segments(words, {.pause_seconds = config_.file.pause_segmentation_seconds});
   HttpResponse r;
   if (response_format == "text") {
     r.content_type = "text/plain; charset=utf-8";
-    r.body = text + "\n";
+    r.body = protocol::transcript_text(words) + "\n";
   } else if (response_format == "srt") {
     r.content_type = "application/x-subrip; charset=utf-8";
-    r.body = format_srt(segments);
+    r.body = protocol::format_srt(segments);
   } else if (response_format == "vtt") {
     r.content_type = "text/vtt; charset=utf-8";
-    r.body = format_vtt(segments);
+    r.body = protocol::format_vtt(segments);
   } else {
-    nlohmann::json j = {{"text", text},
-                        {"usage", {{"type", "duration"}, {"seconds", static_cast<int>(std::ceil(duration))}}}};
-    if (response_format == "verbose_json") {
-      std::string detected = language;
-      for (const Word& w : snap.words)
-        if (!w.language.empty()) detected = w.language;
-      nlohmann::json words = nlohmann::json::array(), segs = nlohmann::json::array();
-      for (const Word& w : snap.words)
-        words.push_back({{"word", trim(w.text)}, {"start", round_ms(w.start)}, {"end", round_ms(w.end)}});
-      for (size_t i = 0; i < segments.size(); ++i)
-        segs.push_back({{"id", i},
-                        {"start", round_ms(segments[i].start)},
-                        {"end", round_ms(segments[i].end)},
-                        {"text", segments[i].text}});
-      j["task"] = "transcribe";
-      j["language"] = detected;
-      j["duration"] = round_ms(duration);
-      j["words"] = std::move(words);
-      j["segments"] = std::move(segs);
-    }
-    r.body = j.dump();
+    std::string detected = language;
+    for (const Word& w : words)
+      if (!w.language.empty()) detected = w.language;
+    r.body = protocol::openai_json(words, segments, duration, detected, response_format == "verbose_json");
   }
   return r;
 }

@@ -3,12 +3,20 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "protocol/wlk/projection.h"
 #include "server/core.h"
 #include "server/pcm_decoder.h"
 
 namespace earshot::server {
 
 namespace {
+
+using protocol::wlk::config_message;
+using protocol::wlk::error_message;
+using protocol::wlk::parse_stream_params;
+using protocol::wlk::ready_to_stop_message;
+using protocol::wlk::StreamParams;
+using protocol::wlk::UpdateEncoder;
 
 // Close codes of the protocol.
 constexpr uint16_t kCloseBadRequest = 4400;
@@ -99,7 +107,7 @@ class WlkProtocol : public StreamProtocol {
 
   Outgoing on_tick() override {
     Outgoing out;
-    session::Snapshot snap = session_->snapshot();
+    protocol::wlk::Snapshot snap = projection_.pull(*session_);
     if (!snap.error.empty()) {
       if (auto message = encoder_->next(snap, true)) out.send(message->dump());
       out.close_with(kCloseBadRequest, snap.error.substr(0, 120));  // close reasons are limited to 123 bytes
@@ -132,6 +140,7 @@ class WlkProtocol : public StreamProtocol {
   std::shared_ptr<session::StreamSession> session_;
   std::unique_ptr<audio::StreamDecoder> decoder_;
   std::optional<UpdateEncoder> encoder_;
+  protocol::wlk::Projection projection_;  // the session's events as lines and buffers
   bool ended_ = false;
   bool final_sent_ = false;
   bool closed_ = false;

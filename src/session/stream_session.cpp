@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <exception>
 
 #include "common/error.h"
@@ -20,26 +19,23 @@ double steady_now() {
 
 double to_seconds(int64_t samples) { return static_cast<double>(samples) / kSampleRate; }
 
+bool same_words(const std::vector<Word>& a, const std::vector<Word>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Word& x, const Word& y) {
+    return x.text == y.text && x.start == y.start && x.end == y.end && x.probability == y.probability &&
+           x.language == y.language && x.speaker == y.speaker;
+  });
+}
+
 }  // namespace
 
-double Snapshot::lag_transcription() const {
+double StreamStatus::lag_transcription() const {
   if (finished) return 0;
   return round_tenth(wall_seconds_since_first_audio - transcribed_until);
 }
-double Snapshot::lag_processing() const { return round_tenth(received_seconds - processed_seconds); }
-double Snapshot::lag_policy() const {
+double StreamStatus::lag_processing() const { return round_tenth(received_seconds - processed_seconds); }
+double StreamStatus::lag_policy() const {
   if (finished) return 0;
   return round_tenth(processed_seconds - committed_until);
-}
-
-std::string format_protocol_time(double seconds) {
-  long centis = std::lround(std::max(0.0, seconds) * 100.0);
-  long hours = centis / 360000;
-  long minutes = centis / 6000 % 60;
-  long secs = centis / 100 % 60;
-  char text[48];
-  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld.%02ld", hours, minutes, secs, centis % 100);
-  return text;
 }
 
 struct StreamSession::State {
@@ -55,33 +51,38 @@ struct StreamSession::State {
   std::string error;
   double first_audio_wall = -1;
   uint64_t version = 0;
-  std::vector<Line> lines;
-  std::vector<Word> words;
-  std::string buffer;
   double provisional_end = 0;
   double committed_end = 0;
   SessionStats stats;
+  bool finalize_requested = false;
+  std::deque<events::Event> log;
+  uint64_t log_base = 0;    // index of log.front() since the stream started
+  bool log_closed = false;  // EndOfStream is in the log
 
   // Worker-only (one step at a time).
   bool in_speech = true;
   int64_t silence_start = 0;
-  int open_line = -1;          // text line receiving words, -1 = next word opens one
-  int live_silence_line = -1;  // silence line of the pause in progress
-  int64_t vad_offset = 0;      // stream sample of the VAD's sample 0 (skipped gaps shift it)
-  std::vector<float> held;     // audio the VAD has not decided on yet
-  int64_t held_start = 0;      // stream sample of held[0]
+  int64_t vad_offset = 0;   // stream sample of the VAD's sample 0 (skipped gaps shift it)
+  std::vector<float> held;  // audio the VAD has not decided on yet
+  int64_t held_start = 0;   // stream sample of held[0]
   bool fed_since_process = false;
   uint64_t passes = 0;
+  std::vector<Word> provisional;  // the tail of the last ProvisionalChanged
+  std::string language;           // of the last LanguageDetected
+  double pause_emitted_end = -1;  // end of the ongoing Pause last emitted, -1 = none
 };
 
 StreamSession::StreamSession(std::unique_ptr<OnlineProcessor> processor, std::unique_ptr<VoiceActivityDetector> vad,
-                             StreamOptions options, Clock clock)
+                             StreamOptions options, Clock clock, std::vector<std::unique_ptr<stages::Stage>> stages)
     : processor_(std::move(processor)),
       vad_(std::move(vad)),
       options_(options),
       clock_(clock ? std::move(clock) : Clock(steady_now)),
+      stages_(std::move(stages)),
       state_(std::make_unique<State>()) {
   if (!processor_) throw Error(ErrorCode::kInternal, "StreamSession needs an online processor");
+  for (const auto& stage : stages_)
+    if (!stage) throw Error(ErrorCode::kInternal, "StreamSession got a null stage");
   // With a VAD the stream starts in silence: nothing reaches the model before speech.
   state_->in_speech = vad_ == nullptr;
 }
@@ -114,18 +115,111 @@ void StreamSession::end_of_stream() {
 }
 
 void StreamSession::fail(const std::string& message) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!state_->error.empty() || state_->finished) return;
+    state_->error = message;
+    state_->pending.clear();
+    ++state_->version;
+  }
+  // A stage that throws here still lets the error reach the log, unstaged.
+  std::vector<events::Event> out;
+  for (events::Event event : {events::Event(events::StreamError{message}), events::Event(events::EndOfStream{})}) {
+    try {
+      std::vector<events::Event> staged = run_chain(event);
+      out.insert(out.end(), staged.begin(), staged.end());
+    } catch (const std::exception&) {
+      out.push_back(std::move(event));
+    }
+  }
   std::lock_guard lock(mutex_);
-  if (!state_->error.empty() || state_->finished) return;
-  state_->error = message;
-  state_->pending.clear();
-  ++state_->version;
+  append_locked(out);
+  if (!state_->log_closed) {  // a stage held EndOfStream back: the log still ends
+    std::vector<events::Event> end{events::EndOfStream{}};
+    append_locked(end);
+  }
+}
+
+void StreamSession::finalize() {
+  std::lock_guard lock(mutex_);
+  State& s = *state_;
+  if (s.end_requested || s.finished || !s.error.empty()) return;
+  s.finalize_requested = true;
+  ++s.version;
+}
+
+std::vector<events::Event> StreamSession::run_chain(events::Event event) {
+  std::vector<events::Event> current{std::move(event)};
+  if (stages_.empty()) return current;
+  std::lock_guard chain_lock(chain_mutex_);
+  for (const auto& stage : stages_) {
+    std::vector<events::Event> next;
+    const std::function<void(events::Event)> emit = [&next](events::Event e) { next.push_back(std::move(e)); };
+    for (const events::Event& e : current) stage->consume(e, emit);
+    current = std::move(next);
+  }
+  return current;
+}
+
+void StreamSession::append_locked(std::vector<events::Event>& events) {
+  State& s = *state_;
+  for (events::Event& e : events) {
+    if (s.log_closed) break;
+    s.log_closed = std::holds_alternative<events::EndOfStream>(e);
+    s.log.push_back(std::move(e));
+  }
+  events.clear();
+  ++s.version;
+}
+
+EventBatch StreamSession::events_since(uint64_t cursor) const {
+  std::lock_guard lock(mutex_);
+  const State& s = *state_;
+  EventBatch batch;
+  const uint64_t from = std::max(cursor, s.log_base);
+  batch.next = s.log_base + s.log.size();
+  if (from < batch.next)
+    batch.events.assign(s.log.begin() + static_cast<std::ptrdiff_t>(from - s.log_base), s.log.end());
+  status_locked(batch.status);
+  return batch;
+}
+
+void StreamSession::release_until(uint64_t cursor) {
+  std::lock_guard lock(mutex_);
+  State& s = *state_;
+  while (s.log_base < cursor && !s.log.empty()) {
+    s.log.pop_front();
+    ++s.log_base;
+  }
+}
+
+StreamStatus StreamSession::status() const {
+  std::lock_guard lock(mutex_);
+  StreamStatus out;
+  status_locked(out);
+  return out;
+}
+
+void StreamSession::status_locked(StreamStatus& out) const {
+  const State& s = *state_;
+  out.received_seconds = to_seconds(s.received_samples);
+  out.processed_seconds = to_seconds(s.processed_samples);
+  out.skipped_seconds = to_seconds(s.skipped_samples);
+  // A pause the VAD has seen counts as covered: there is nothing in it to transcribe.
+  double covered = s.in_speech ? 0.0 : out.processed_seconds;
+  out.committed_until = std::max(s.committed_end, covered);
+  out.transcribed_until = std::max({s.committed_end, s.provisional_end, covered});
+  out.wall_seconds_since_first_audio = s.first_audio_wall < 0 ? 0 : clock_() - s.first_audio_wall;
+  out.finished = s.finished;
+  out.error = s.error;
+  out.version = s.version;
 }
 
 bool StreamSession::has_work() const {
   std::lock_guard lock(mutex_);
   const State& s = *state_;
   if (s.finished || !s.error.empty()) return false;
-  if (s.end_requested || s.pending_gap > 0) return true;
+  if (s.end_requested || s.pending_gap > 0 || s.finalize_requested) return true;
   return s.pending.size() >= static_cast<size_t>(std::max(1.0, options_.min_step_seconds * kSampleRate));
 }
 
@@ -144,27 +238,6 @@ SessionStats StreamSession::stats() const {
   return state_->stats;
 }
 
-Snapshot StreamSession::snapshot() const {
-  std::lock_guard lock(mutex_);
-  const State& s = *state_;
-  Snapshot snap;
-  snap.lines = s.lines;
-  snap.words = s.words;
-  snap.buffer_transcription = s.buffer;
-  snap.received_seconds = to_seconds(s.received_samples);
-  snap.processed_seconds = to_seconds(s.processed_samples);
-  snap.skipped_seconds = to_seconds(s.skipped_samples);
-  // A pause the VAD has seen counts as covered: there is nothing in it to transcribe.
-  double covered = s.in_speech ? 0.0 : snap.processed_seconds;
-  snap.committed_until = std::max(s.committed_end, covered);
-  snap.transcribed_until = std::max({s.committed_end, s.provisional_end, covered});
-  snap.wall_seconds_since_first_audio = s.first_audio_wall < 0 ? 0 : clock_() - s.first_audio_wall;
-  snap.finished = s.finished;
-  snap.error = s.error;
-  snap.version = s.version;
-  return snap;
-}
-
 void StreamSession::step() {
   try {
     run_step();
@@ -179,6 +252,7 @@ void StreamSession::run_step() {
   int64_t chunk_start = 0;
   int64_t gap = 0;
   bool last = false;
+  bool finalize = false;
   {
     std::lock_guard lock(mutex_);
     if (s.finished || !s.error.empty()) return;
@@ -193,6 +267,9 @@ void StreamSession::run_step() {
     chunk_start = s.consumed_samples;
     s.consumed_samples += static_cast<int64_t>(take);
     last = s.end_requested && s.pending.empty() && s.pending_gap == 0;
+    // A finalize waits for the step that takes the last audio received.
+    finalize = s.finalize_requested && s.pending.empty() && s.pending_gap == 0;
+    if (finalize) s.finalize_requested = false;
   }
   const double started = clock_();
   // Audio waits in `held` until the VAD has decided on it, then goes to the model
@@ -213,15 +290,15 @@ void StreamSession::run_step() {
   }
   const int64_t chunk_end = chunk_start + static_cast<int64_t>(chunk.size());
   held.insert(held.end(), chunk.begin(), chunk.end());
-  std::vector<VadEvent> events;
+  std::vector<VadEvent> vad_events;
   if (vad_) {
-    events = vad_->push(chunk);
+    vad_events = vad_->push(chunk);
     if (last) {
       std::vector<VadEvent> tail = vad_->finish();
-      events.insert(events.end(), tail.begin(), tail.end());
+      vad_events.insert(vad_events.end(), tail.begin(), tail.end());
     }
   }
-  for (const VadEvent& event : events) {
+  for (const VadEvent& event : vad_events) {
     const int64_t at = std::max(event.sample + s.vad_offset, s.held_start);
     release_until(at);
     if (event.kind == VadEvent::Kind::kSpeechStart && !s.in_speech) {
@@ -230,13 +307,26 @@ void StreamSession::run_step() {
       begin_silence(s.held_start);
     }
   }
-  release_until(last || !vad_ ? chunk_end : chunk_end - vad_->max_event_delay_samples());
+  // A finalize hands the model speech the VAD has not decided on yet: the client
+  // wants everything it sent; a pause keeps its undecided audio (it may hold the
+  // start of speech).
+  const bool release_all = last || !vad_ || (finalize && s.in_speech);
+  release_until(release_all ? chunk_end : chunk_end - vad_->max_event_delay_samples());
 
-  if (s.fed_since_process && !last) {
+  if (s.fed_since_process && !last && !finalize) {
     ProcessResult r = processor_->process(false);
     ++s.passes;
     commit(r.committed);
     s.fed_since_process = false;
+  }
+  if (finalize && !last && s.in_speech) {
+    // Last-pass semantics without ending the stream: a flush as at a pause, then
+    // speech resumes at once (no silence inserted, context kept).
+    ProcessResult r = processor_->start_silence();
+    ++s.passes;
+    commit(r.committed);
+    s.fed_since_process = false;
+    processor_->end_silence(0.0, to_seconds(s.held_start));
   }
   if (last) {
     ProcessResult r = processor_->finish();
@@ -247,28 +337,39 @@ void StreamSession::run_step() {
   double model_seconds = clock_() - started;
   std::vector<Word> provisional = processor_->provisional();
 
+  // The step's closing events: the tail, a pause still going on, the finalize
+  // and the end of the stream, staged before the lock, appended with the status
+  // they belong to.
+  std::vector<events::Event> out;
+  auto emit = [&](events::Event e) {
+    std::vector<events::Event> staged = run_chain(std::move(e));
+    out.insert(out.end(), std::make_move_iterator(staged.begin()), std::make_move_iterator(staged.end()));
+  };
+  note_language(out);
+  if (!same_words(provisional, s.provisional)) {
+    s.provisional = provisional;
+    emit(events::ProvisionalChanged{provisional});
+  }
+  // A pause that has lasted long enough is emitted while it goes on (a live
+  // silence line), again whenever its decided end moves.
+  const int64_t threshold = static_cast<int64_t>(options_.pause_segmentation_seconds * kSampleRate);
+  const int64_t silence_end = s.held_start;
+  const bool long_pause = !s.in_speech && silence_end - s.silence_start >= threshold;
+  if (long_pause && (to_seconds(silence_end) != s.pause_emitted_end || last)) {
+    s.pause_emitted_end = to_seconds(silence_end);
+    emit(events::Pause{to_seconds(s.silence_start), to_seconds(silence_end), !last});
+  }
+  if (finalize) emit(events::Finalized{to_seconds(s.held_start)});
+  if (last) emit(events::EndOfStream{});
+
   std::lock_guard lock(mutex_);
   s.stats.passes = s.passes;
   s.stats.model_seconds += model_seconds;
   s.stats.audio_seconds += to_seconds(chunk_end - chunk_start);
   s.processed_samples = s.held_start;
-  s.buffer.clear();
   s.provisional_end = 0;
-  for (const Word& w : provisional) {
-    s.buffer += w.text;
-    s.provisional_end = std::max(s.provisional_end, w.end);
-  }
-  // A pause that has lasted long enough shows as a silence line while it goes on.
-  const int64_t threshold = static_cast<int64_t>(options_.pause_segmentation_seconds * kSampleRate);
-  const int64_t silence_end = s.held_start;
-  if (!s.in_speech && silence_end - s.silence_start >= threshold) {
-    if (s.live_silence_line < 0) {
-      s.lines.push_back(Line{-2, "", to_seconds(s.silence_start), to_seconds(silence_end), "", ""});
-      s.live_silence_line = static_cast<int>(s.lines.size()) - 1;
-      s.open_line = -1;
-    }
-    s.lines[static_cast<size_t>(s.live_silence_line)].end = to_seconds(silence_end);
-  }
+  for (const Word& w : provisional) s.provisional_end = std::max(s.provisional_end, w.end);
+  append_locked(out);
   if (last) s.finished = true;
   ++s.version;
 }
@@ -278,34 +379,28 @@ void StreamSession::feed_speech(std::span<const float> samples, int64_t end_samp
   state_->fed_since_process = true;
 }
 
+void StreamSession::note_language(std::vector<events::Event>& out) {
+  std::string language = processor_->language();
+  if (language.empty() || language == state_->language) return;
+  state_->language = language;
+  std::vector<events::Event> staged = run_chain(events::LanguageDetected{std::move(language)});
+  out.insert(out.end(), std::make_move_iterator(staged.begin()), std::make_move_iterator(staged.end()));
+}
+
 void StreamSession::commit(const std::vector<Word>& words) {
   if (words.empty()) return;
   std::string language = processor_->language();
+  std::vector<events::Event> out;
+  note_language(out);
+  std::vector<Word> filled = words;
+  for (Word& w : filled)
+    if (w.language.empty()) w.language = language;
+  std::vector<events::Event> staged = run_chain(events::WordsCommitted{std::move(filled)});
+  out.insert(out.end(), std::make_move_iterator(staged.begin()), std::make_move_iterator(staged.end()));
   std::lock_guard lock(mutex_);
   State& s = *state_;
-  for (const Word& w : words) {
-    int speaker = w.speaker > 0 ? w.speaker : 1;
-    if (s.open_line >= 0 && s.lines[static_cast<size_t>(s.open_line)].speaker != speaker) s.open_line = -1;
-    if (s.open_line < 0) {
-      Line line;
-      line.speaker = speaker;
-      line.start = w.start;
-      line.end = w.end;
-      s.lines.push_back(std::move(line));
-      s.open_line = static_cast<int>(s.lines.size()) - 1;
-    }
-    Line& line = s.lines[static_cast<size_t>(s.open_line)];
-    line.text += w.text;
-    line.end = std::max(line.end, w.end);
-    const std::string& lang = w.language.empty() ? language : w.language;
-    if (!lang.empty()) line.detected_language = lang;
-    s.committed_end = std::max(s.committed_end, w.end);
-    if (options_.keep_words) {
-      s.words.push_back(w);
-      if (s.words.back().language.empty()) s.words.back().language = language;
-    }
-  }
-  ++s.version;
+  for (const Word& w : words) s.committed_end = std::max(s.committed_end, w.end);
+  append_locked(out);
 }
 
 void StreamSession::begin_silence(int64_t at_sample) {
@@ -314,28 +409,27 @@ void StreamSession::begin_silence(int64_t at_sample) {
   ++state_->passes;
   state_->fed_since_process = false;
   commit(r.committed);
+  std::vector<events::Event> out = run_chain(events::SpeechEnded{to_seconds(at_sample)});
   std::lock_guard lock(mutex_);
   state_->in_speech = false;
   state_->silence_start = at_sample;
-  state_->live_silence_line = -1;
+  state_->pause_emitted_end = -1;
+  append_locked(out);
 }
 
 void StreamSession::end_silence(int64_t at_sample) {
   State& s = *state_;
   const double duration = to_seconds(at_sample - s.silence_start);
   processor_->end_silence(duration, to_seconds(at_sample));
+  std::vector<events::Event> out;
+  if (duration >= options_.pause_segmentation_seconds)
+    out = run_chain(events::Pause{to_seconds(s.silence_start), to_seconds(at_sample), false});
+  std::vector<events::Event> started = run_chain(events::SpeechStarted{to_seconds(at_sample)});
+  out.insert(out.end(), std::make_move_iterator(started.begin()), std::make_move_iterator(started.end()));
   std::lock_guard lock(mutex_);
   s.in_speech = true;
-  if (duration >= options_.pause_segmentation_seconds) {
-    if (s.live_silence_line < 0) {
-      s.lines.push_back(Line{-2, "", to_seconds(s.silence_start), to_seconds(at_sample), "", ""});
-      s.live_silence_line = static_cast<int>(s.lines.size()) - 1;
-    }
-    s.lines[static_cast<size_t>(s.live_silence_line)].end = to_seconds(at_sample);
-    s.open_line = -1;
-  }
-  s.live_silence_line = -1;
-  ++s.version;
+  s.pause_emitted_end = -1;
+  append_locked(out);
 }
 
 void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample) {
@@ -343,6 +437,7 @@ void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample) {
   // The VAD never sees skipped audio: its sample 0 moves by the gap.
   s.vad_offset += to_sample - from_sample;
   if (!s.in_speech) return;  // a pause simply gets longer
+  // A gap inside speech is a pause: the model flushes before it and resumes after.
   begin_silence(from_sample);
   end_silence(to_sample);
 }

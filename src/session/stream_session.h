@@ -1,12 +1,14 @@
-// One audio stream turned into transcript lines: audio in -> VAD -> online
-// processor -> committed lines, provisional buffer, silence lines and lag
-// figures. The network side pushes audio and reads snapshots; the scheduler
-// runs step() (the model work) on its worker threads, never two at once for one
-// session.
+// One audio stream turned into transcript events: audio in -> VAD -> online
+// processor -> events (committed words, provisional tail, speech start/end,
+// pauses, language, errors, end of stream) -> the session's stages -> an
+// append-only event log, plus the live status figures (lag). The network side
+// pushes audio and reads events and status; the scheduler runs step() (the
+// model work) on its worker threads, never two at once for one session.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -14,15 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "events/event.h"
 #include "policy/online_processor.h"
 #include "session/voice_activity.h"
+#include "stages/stage.h"
 
 namespace earshot::session {
 
 inline constexpr int kSampleRate = 16000;
 
 struct StreamOptions {
-  // Pauses at least this long become silence lines (speaker -2) and end the line.
+  // Pauses at least this long are Pause events (silence lines of the protocols).
   double pause_segmentation_seconds = 5.0;
   // A step waits for at least this much new audio (unless the stream ended).
   double min_step_seconds = 0.1;
@@ -33,25 +37,10 @@ struct StreamOptions {
   // audio is skipped (treated as a gap) so memory stays bounded. 0 = unbounded
   // (whole-file transcription, where the upload limit bounds it).
   double max_pending_seconds = 60.0;
-  // Keep every committed word in snapshots (file transcription needs word times).
-  bool keep_words = false;
 };
 
-struct Line {
-  int speaker = 1;  // 1-based; -2 = silence line
-  std::string text;
-  double start = 0;
-  double end = 0;
-  std::string detected_language;
-  std::string translation;
-};
-
-struct Snapshot {
-  std::vector<Line> lines;  // every line so far, in order
-  std::vector<Word> words;  // committed words, only with StreamOptions::keep_words
-  std::string buffer_transcription;
-  std::string buffer_diarization;
-  std::string buffer_translation;
+// The live figures of a stream at one moment (what a protocol's lag fields need).
+struct StreamStatus {
   double received_seconds = 0;   // stream time of all audio received
   double processed_seconds = 0;  // stream time handed to the model / VAD
   double committed_until = 0;    // end of committed words (or covered silence)
@@ -68,6 +57,15 @@ struct Snapshot {
   double lag_policy() const;
 };
 
+// Events of the log from index `next - events.size()` to `next` (exclusive), and
+// the status at the same moment (taken under the same lock, so a status that says
+// finished comes with every event of the stream).
+struct EventBatch {
+  std::vector<events::Event> events;
+  uint64_t next = 0;  // the cursor to pass to the next events_since()
+  StreamStatus status;
+};
+
 // All model-side counters a session contributes to (for /metrics).
 struct SessionStats {
   uint64_t passes = 0;
@@ -79,9 +77,10 @@ class StreamSession {
  public:
   using Clock = std::function<double()>;  // seconds, monotonic
 
-  // vad may be null: every sample is speech (--no-vac).
+  // vad may be null: every sample is speech (--no-vac). Every event runs through
+  // `stages` in order before it reaches the log.
   StreamSession(std::unique_ptr<OnlineProcessor> processor, std::unique_ptr<VoiceActivityDetector> vad,
-                StreamOptions options, Clock clock = {});
+                StreamOptions options, Clock clock = {}, std::vector<std::unique_ptr<stages::Stage>> stages = {});
   ~StreamSession();
   StreamSession(const StreamSession&) = delete;
   StreamSession& operator=(const StreamSession&) = delete;
@@ -89,8 +88,13 @@ class StreamSession {
   // Network side. Audio after end_of_stream() or after a failure is ignored.
   void push_audio(std::span<const float> samples);
   void end_of_stream();
-  // Ends the session with an error (undecodable input...); the model is not run again.
+  // Ends the session with an error (undecodable input...); the model is not run
+  // again. Emits StreamError then EndOfStream.
   void fail(const std::string& message);
+  // The client asks for a flush now: the next step hands all audio received so
+  // far to the model and flushes it with last-pass semantics (as at a pause)
+  // without ending the stream, then emits Finalized.
+  void finalize();
 
   // Scheduler side.
   bool has_work() const;
@@ -99,7 +103,16 @@ class StreamSession {
   // session with an error.
   void step();
 
-  Snapshot snapshot() const;
+  // The event log from `cursor` on (0 = from the start; pass back `next`).
+  // Events before the oldest retained one (see release_until) are gone: the
+  // batch then starts at the oldest retained event.
+  EventBatch events_since(uint64_t cursor) const;
+  // Drops the events before `cursor`: memory stays bounded on long streams when
+  // the (single) reader releases what it has read. With several readers, pass
+  // the smallest cursor of them all. Without releases the log keeps everything
+  // (a file transcription reads it once at the end).
+  void release_until(uint64_t cursor);
+  StreamStatus status() const;
   uint64_t version() const;
   bool done() const;  // finished or failed
   SessionStats stats() const;
@@ -107,8 +120,15 @@ class StreamSession {
  private:
   struct State;
   void run_step();
+  // Runs `event` through the stages (serialised by chain_mutex_; not under mutex_).
+  std::vector<events::Event> run_chain(events::Event event);
+  // Appends to the log; mutex_ must be held. Nothing follows EndOfStream.
+  void append_locked(std::vector<events::Event>& events);
+  void status_locked(StreamStatus& out) const;
   void feed_speech(std::span<const float> samples, int64_t end_sample);
   void commit(const std::vector<Word>& words);
+  // LanguageDetected into `out` when the processor's language became known or changed.
+  void note_language(std::vector<events::Event>& out);
   void begin_silence(int64_t at_sample);
   void end_silence(int64_t at_sample);
   void skip_gap(int64_t from_sample, int64_t to_sample);
@@ -117,11 +137,10 @@ class StreamSession {
   std::unique_ptr<VoiceActivityDetector> vad_;
   StreamOptions options_;
   Clock clock_;
+  std::vector<std::unique_ptr<stages::Stage>> stages_;
+  std::mutex chain_mutex_;
   mutable std::mutex mutex_;
   std::unique_ptr<State> state_;
 };
-
-// "H:MM:SS.cc" as the WhisperLiveKit protocol writes times.
-std::string format_protocol_time(double seconds);
 
 }  // namespace earshot::session

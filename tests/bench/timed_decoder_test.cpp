@@ -1,7 +1,8 @@
-#include "bench/timed_decoder.h"
+#include "model/timed_decoder.h"
 
 #include <gtest/gtest.h>
 
+#include "bench/pass_stats.h"
 #include "common/error.h"
 
 namespace earshot::bench {
@@ -10,10 +11,10 @@ namespace {
 // Records what reaches it, so forwarding is checked along with the counting.
 class RecordingDecoder : public AsrDecoder {
  public:
-  const whisper::Tokenizer& tokenizer() const override { throw Error(ErrorCode::kInternal, "not needed"); }
+  const AsrText& text() const override { throw Error(ErrorCode::kInternal, "not needed"); }
   int n_text_ctx() const override { return 448; }
   int n_alignment_heads() const override { return 6; }
-  int frames_per_second() const override { return 50; }
+  double frames_per_second() const override { return 50; }
   int max_samples() const override { return 480000; }
   int encode(std::span<const float> pcm) override { return static_cast<int>(pcm.size() / 320); }
   void reset(int n) override { sequences = n; }
@@ -31,11 +32,11 @@ class RecordingDecoder : public AsrDecoder {
   size_t reordered = 0;
 };
 
-TEST(TimedAsrDecoder, CountsPassesAndDecoderCallsAndForwardsEverything) {
+TEST(PassStats, CountsPassesAndDecoderCallsOfATimedDecoderThatForwardsEverything) {
   auto stats = std::make_shared<ComputeStats>();
   auto inner = std::make_unique<RecordingDecoder>();
   RecordingDecoder* raw = inner.get();
-  TimedAsrDecoder d(std::move(inner), stats);
+  TimedDecoder d(std::move(inner), count_passes(stats));
   EXPECT_TRUE(stats->available);
   std::vector<float> pcm(16000);
   EXPECT_EQ(d.encode(pcm), 50);

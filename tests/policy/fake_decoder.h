@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "model/asr_decoder.h"
+#include "model/whisper/asr_text.h"
 #include "model/whisper/tokenizer.h"
 
 namespace earshot::policy::testing {
@@ -37,7 +38,7 @@ class FakeDecoder : public AsrDecoder {
   using Script = std::function<Reply(int pass, const std::vector<int32_t>& generated)>;
 
   FakeDecoder(std::shared_ptr<const whisper::Tokenizer> tokenizer, Script script, int n_text_ctx = 448)
-      : tokenizer_(std::move(tokenizer)), script_(std::move(script)), n_text_ctx_(n_text_ctx) {}
+      : tokenizer_(std::move(tokenizer)), text_(tokenizer_), script_(std::move(script)), n_text_ctx_(n_text_ctx) {}
 
   // A greedy script from a list of passes; past a pass's last step it answers EOT at end_frame.
   static Script from_passes(std::vector<std::vector<Step>> passes, int32_t eot) {
@@ -56,10 +57,10 @@ class FakeDecoder : public AsrDecoder {
     };
   }
 
-  const whisper::Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const AsrText& text() const override { return text_; }
   int n_text_ctx() const override { return n_text_ctx_; }
   int n_alignment_heads() const override { return kHeads; }
-  int frames_per_second() const override { return 50; }
+  double frames_per_second() const override { return 50; }
   int max_samples() const override { return 30 * 16000; }
 
   int encode(std::span<const float> pcm) override {
@@ -137,6 +138,7 @@ class FakeDecoder : public AsrDecoder {
 
  private:
   std::shared_ptr<const whisper::Tokenizer> tokenizer_;
+  whisper::WhisperText text_;
   Script script_;
   int n_text_ctx_;
   int passes_ = 0;

@@ -11,23 +11,33 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
-#include "../model/model_test_util.h"
+#include "../engine/engine_test_util.h"
 #include "audio/audio.h"
 #include "cli/transcribe.h"
 #include "common/error.h"
-#include "model/whisper/model.h"
 
 namespace earshot::cli {
 namespace {
 
 const std::string kShared = EARSHOT_SHARED_DIR;
 
-std::shared_ptr<const whisper::Model> random_model() {
-  static const std::shared_ptr<const whisper::Model> model =
-      whisper::testing::load_random_model(whisper::testing::pipeline_spec(/*seed=*/7), "policy-random");
-  return model;
+// The random model behind the engine, loaded once per beam width.
+std::shared_ptr<const engine::Engine> random_engine(int beams) {
+  static std::map<int, std::shared_ptr<const engine::Engine>> engines;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto& e = engines[beams];
+  if (!e) {
+    engine::ModelSpec spec;
+    spec.runtime.threads = 1;
+    spec.policies.alignatt.beams = beams;
+    e = engine::testing::load_random_engine(whisper::testing::pipeline_spec(/*seed=*/7), "policy-random", spec);
+  }
+  return e;
 }
 
 // The first 4 s of a file: long enough for several passes, short enough to run in seconds.
@@ -41,13 +51,24 @@ const std::vector<float>& jfk() {
   return pcm;
 }
 
-TranscribeOptions options(const std::string& policy) {
-  TranscribeOptions o;
+struct RunOptions {
+  TranscribeOptions feed;
+  std::string policy;
+  int beams = 1;
+};
+
+RunOptions options(const std::string& policy) {
+  RunOptions o;
   o.policy = policy;
-  o.language = "en";
-  o.chunk_seconds = 1.0;
-  o.threads = 1;
+  o.feed.chunk_seconds = 1.0;
   return o;
+}
+
+std::unique_ptr<OnlineProcessor> open_stream(const RunOptions& o) {
+  engine::StreamRequest request;
+  request.policy = o.policy;
+  request.language = "en";
+  return random_engine(o.beams)->open_stream(request);
 }
 
 Word word(const char* text, double start, double end) {
@@ -58,9 +79,9 @@ Word word(const char* text, double start, double end) {
   return w;
 }
 
-Transcript run(const std::vector<float>& pcm, const TranscribeOptions& o) {
-  auto p = make_processor(random_model(), o);
-  return transcribe(*p, pcm, o);
+Transcript run(const std::vector<float>& pcm, const RunOptions& o) {
+  auto p = open_stream(o);
+  return transcribe(*p, pcm, o.feed);
 }
 
 void expect_same(const std::vector<Word>& a, const std::vector<Word>& b) {
@@ -99,7 +120,7 @@ TEST_P(RandomModel, DeterministicOrderedAndAppendOnly) {
 TEST_P(RandomModel, SamePassScheduleGivesTheSameResultForAnyChunkSize) {
   const Transcript coarse = run(jfk(), options(GetParam()));
   // 0.1 s chunks, a pass after every tenth one: the passes see the same audio.
-  auto p = make_processor(random_model(), options(GetParam()));
+  auto p = open_stream(options(GetParam()));
   std::vector<Word> fine;
   const size_t chunk = 1600;
   for (size_t at = 0, i = 1; at < jfk().size(); at += chunk, ++i) {
@@ -132,8 +153,8 @@ TEST_P(RandomModel, ParallelSessionsOnOneModelMatchSequentialRuns) {
 INSTANTIATE_TEST_SUITE_P(Policies, RandomModel, ::testing::Values("alignatt", "localagreement"));
 
 TEST(RandomModelBeams, BeamSearchIsDeterministic) {
-  TranscribeOptions o = options("alignatt");
-  o.alignatt.beams = 3;
+  RunOptions o = options("alignatt");
+  o.beams = 3;
   const Transcript a = run(jfk(), o);
   const Transcript b = run(jfk(), o);
   ASSERT_FALSE(a.words.empty());

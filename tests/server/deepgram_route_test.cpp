@@ -32,18 +32,17 @@ std::vector<json> of_type(const std::vector<json>& messages, const std::string& 
   return out;
 }
 
-// Committed words of `samples` through a lone session with the live options the route uses.
+// Committed words of `samples` through a lone session with the same doubles and options.
 std::vector<std::string> committed_words(const std::vector<float>& samples) {
   auto hooks = fake_hooks();
-  session::StreamOptions options;
-  options.keep_words = true;
-  options.pause_segmentation_seconds = 0.05;
-  session::StreamSession s(hooks.make_processor("en"), hooks.make_vad(), options);
+  session::StreamSession s(hooks.make_processor("en"), hooks.make_vad(), session::StreamOptions{});
   s.push_audio(samples);
   s.end_of_stream();
   while (s.has_work()) s.step();
   std::vector<std::string> out;
-  for (const Word& w : s.snapshot().words) out.push_back(w.text.substr(1));
+  for (const events::Event& e : s.events_since(0).events)
+    if (const auto* committed = std::get_if<events::WordsCommitted>(&e))
+      for (const Word& w : committed->words) out.push_back(w.text.substr(1));
   return out;
 }
 

@@ -10,12 +10,9 @@
 #include <fstream>
 #include <future>
 
-#include "../model/model_test_util.h"
+#include "../engine/engine_test_util.h"
 #include "audio/audio.h"
-#include "model/whisper/model.h"
-#include "model/whisper/session.h"
-#include "policy/alignatt/alignatt_processor.h"
-#include "server/timed_decoder.h"
+#include "server/model_counters.h"
 #include "session/silero_vad.h"
 #include "test_support.h"
 #include "vad/vad.h"
@@ -40,18 +37,17 @@ std::vector<uint8_t> jfk_webm() {
 class EndToEnd : public ServerFixture {
  protected:
   void SetUp() override {
-    model_ = whisper::testing::load_random_model(whisper::testing::pipeline_spec(/*seed=*/11), "server-e2e");
+    engine::ModelSpec spec;
+    spec.runtime.threads = 1;
+    engine_ = engine::testing::load_random_engine(whisper::testing::pipeline_spec(/*seed=*/11), "server-e2e", spec);
     vad_ = vad::VadModel::load(kShared + "/models/silero-v6.2.0-ggml.bin");
     counters_ = std::make_shared<server::ModelCounters>();
     hooks_.make_processor = [this](const std::string& language) -> std::unique_ptr<OnlineProcessor> {
-      whisper::SessionOptions options;
-      options.n_threads = 1;
-      auto decoder =
-          std::make_unique<server::TimedDecoder>(std::make_unique<whisper::Session>(model_, options), counters_);
-      policy::AlignAttConfig config;
-      config.language = language;
-      config.on_warning = [](const std::string&) {};
-      return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
+      engine::StreamRequest request;
+      request.language = language;
+      request.on_pass = server::count_passes(counters_);
+      request.on_warning = [](const std::string&) {};
+      return engine_->open_stream(request);
     };
     hooks_.make_vad = session::silero_vad_factory(vad_);
     hooks_.make_decoder = [] { return audio::StreamDecoder::create(); };
@@ -90,10 +86,10 @@ class EndToEnd : public ServerFixture {
     s.push_audio(pcm);
     s.end_of_stream();
     while (s.has_work()) s.step();
-    return server::full_update(s.snapshot());
+    return protocol::wlk::full_update(protocol::wlk::snapshot_of(s));
   }
 
-  std::shared_ptr<const whisper::Model> model_;
+  std::shared_ptr<const engine::Engine> engine_;
   std::shared_ptr<const vad::VadModel> vad_;
   std::shared_ptr<server::ModelCounters> counters_;
   server::ServerHooks hooks_;

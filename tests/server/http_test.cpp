@@ -212,13 +212,5 @@ TEST(Multipart, ParsesFieldsAndFiles) {
   EXPECT_THROW(server::parse_multipart("multipart/form-data; boundary=B", "--B\r\nno end"), Error);
 }
 
-TEST(Subtitles, SrtAndVttTimes) {
-  std::vector<server::Segment> s = {{0.0, 2.5, " Hello."}, {3661.2, 3662.0, " Bye."}};
-  EXPECT_EQ(server::format_srt(s),
-            "1\n00:00:00,000 --> 00:00:02,500\nHello.\n\n2\n01:01:01,200 --> 01:01:02,000\nBye.\n\n");
-  EXPECT_EQ(server::format_vtt(s),
-            "WEBVTT\n\n00:00:00.000 --> 00:00:02.500\nHello.\n\n01:01:01.200 --> 01:01:02.000\nBye.\n\n");
-}
-
 }  // namespace
 }  // namespace earshot::testing

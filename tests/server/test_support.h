@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "../session/fakes.h"
+#include "protocol/wlk/projection.h"
 #include "server/pcm_decoder.h"
-#include "server/protocol.h"
 #include "server/server.h"
 
 namespace earshot::testing {
@@ -112,7 +112,7 @@ inline nlohmann::json lines_alone(const std::vector<float>& samples, const std::
   s.push_audio(samples);
   s.end_of_stream();
   while (s.has_work()) s.step();
-  return server::full_update(s.snapshot())["lines"];
+  return protocol::wlk::full_update(protocol::wlk::snapshot_of(s))["lines"];
 }
 
 // Applies diff-mode messages to rebuild the client's line list.

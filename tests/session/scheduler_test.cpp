@@ -7,12 +7,19 @@
 #include <mutex>
 
 #include "fakes.h"
+#include "protocol/wlk/projection.h"
 
 namespace earshot::session {
 namespace {
 
 // The fakes and audio builders of fakes.h.
 using namespace earshot::testing;
+
+// The lines these tests assert are WhisperLiveKit's projection of the session's events.
+using protocol::wlk::format_protocol_time;
+using protocol::wlk::Line;
+using protocol::wlk::Snapshot;
+Snapshot snapshot(const StreamSession& session) { return protocol::wlk::snapshot_of(session); }
 
 std::string text_of(const Snapshot& snap) {
   std::string out;
@@ -31,7 +38,7 @@ std::string run_alone(const std::vector<float>& audio) {
   session.push_audio(audio);
   session.end_of_stream();
   while (session.has_work()) session.step();
-  return text_of(session.snapshot());
+  return text_of(snapshot(session));
 }
 
 void wait_done(const std::vector<std::shared_ptr<StreamSession>>& sessions) {
@@ -68,7 +75,7 @@ TEST(Scheduler, ManySessionsAtOnceEachEqualToRunningAlone) {
   }
   wait_done(sessions);
   for (int i = 0; i < kSessions; ++i) {
-    Snapshot snap = sessions[static_cast<size_t>(i)]->snapshot();
+    Snapshot snap = snapshot(*sessions[static_cast<size_t>(i)]);
     EXPECT_TRUE(snap.finished);
     EXPECT_EQ(text_of(snap), run_alone(clips[static_cast<size_t>(i)])) << "session " << i;
     EXPECT_NE(text_of(snap), "");

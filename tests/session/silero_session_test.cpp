@@ -7,11 +7,16 @@
 
 #include "audio/audio.h"
 #include "fakes.h"
+#include "protocol/wlk/projection.h"
 #include "session/silero_vad.h"
 #include "session/stream_session.h"
 
 namespace earshot::session {
 namespace {
+
+// The lines asserted here are WhisperLiveKit's projection of the session's events.
+using protocol::wlk::format_protocol_time;
+using protocol::wlk::Line;
 
 std::string run(const std::shared_ptr<const vad::VadModel>& model, const std::vector<float>& audio, size_t piece,
                 unsigned seed, std::vector<std::pair<double, double>>* silences = nullptr) {
@@ -27,7 +32,7 @@ std::string run(const std::shared_ptr<const vad::VadModel>& model, const std::ve
   while (session.has_work()) session.step();
   if (silences) *silences = fake->silences_;
   std::string out;
-  for (const Line& l : session.snapshot().lines)
+  for (const Line& l : protocol::wlk::snapshot_of(session).lines)
     out += std::to_string(l.speaker) + l.text + "@" + format_protocol_time(l.start) + "-" +
            format_protocol_time(l.end) + "\n";
   return out;

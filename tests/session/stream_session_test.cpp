@@ -7,12 +7,19 @@
 #include <random>
 
 #include "fakes.h"
+#include "protocol/wlk/projection.h"
 
 namespace earshot::session {
 namespace {
 
 // The fakes and audio builders of fakes.h.
 using namespace earshot::testing;
+
+// The lines these tests assert are WhisperLiveKit's projection of the session's events.
+using protocol::wlk::format_protocol_time;
+using protocol::wlk::Line;
+using protocol::wlk::Snapshot;
+Snapshot snapshot(const StreamSession& session) { return protocol::wlk::snapshot_of(session); }
 
 struct Harness {
   FakeProcessor* processor = nullptr;
@@ -45,18 +52,10 @@ std::string describe(const std::vector<Line>& lines) {
   return out;
 }
 
-TEST(ProtocolTime, FormatsHoursMinutesSecondsCentiseconds) {
-  EXPECT_EQ(format_protocol_time(0), "0:00:00.00");
-  EXPECT_EQ(format_protocol_time(0.52), "0:00:00.52");
-  EXPECT_EQ(format_protocol_time(63.104), "0:01:03.10");
-  EXPECT_EQ(format_protocol_time(3600 + 59.999), "1:01:00.00");
-  EXPECT_EQ(format_protocol_time(-1), "0:00:00.00");
-}
-
 TEST(StreamSession, WithoutVadEveryWordGoesToOneLine) {
   Harness h(false);
   h.run(concat({tone(1.0, 0.1f), tone(1.2, 0.2f)}), 1600);
-  Snapshot snap = h.session->snapshot();
+  Snapshot snap = snapshot(*h.session);
   EXPECT_TRUE(snap.finished);
   EXPECT_EQ(describe(snap.lines), "1| w100 w100 w200 w200 p200|0:00:00.00|0:00:02.20|en\n");
   EXPECT_EQ(snap.buffer_transcription, "");
@@ -71,18 +70,18 @@ TEST(StreamSession, ProvisionalTailIsTheBuffer) {
   h.session->push_audio(tone(0.7, 0.1f));
   ASSERT_TRUE(h.session->has_work());
   h.session->step();
-  Snapshot snap = h.session->snapshot();
+  Snapshot snap = snapshot(*h.session);
   EXPECT_EQ(describe(snap.lines), "1| w100|0:00:00.00|0:00:00.50|en\n");
   EXPECT_EQ(snap.buffer_transcription, " ~");
   EXPECT_FALSE(snap.finished);
   // Wall clock 3 s after the first audio, transcribed (incl. provisional) up to 0.7 s.
   h.now += 3.0;
-  snap = h.session->snapshot();
+  snap = snapshot(*h.session);
   EXPECT_DOUBLE_EQ(snap.lag_transcription(), 2.3);
   EXPECT_DOUBLE_EQ(snap.lag_processing(), 0.0);
   EXPECT_DOUBLE_EQ(snap.lag_policy(), 0.2);
   h.session->push_audio(tone(0.3, 0.1f));
-  snap = h.session->snapshot();
+  snap = snapshot(*h.session);
   EXPECT_DOUBLE_EQ(snap.lag_processing(), 0.3);
 }
 
@@ -92,12 +91,12 @@ TEST(StreamSession, ResultsDoNotDependOnChunkingOrStepping) {
   for (bool vad : {false, true}) {
     Harness reference(vad);
     reference.run(audio, audio.size());
-    std::string expected = describe(reference.session->snapshot().lines);
+    std::string expected = describe(snapshot(*reference.session).lines);
     std::mt19937 rng(7);
     for (size_t piece : {1u, 160u, 512u, 1600u, 4001u, 16000u}) {
       Harness h(vad);
       h.run(audio, piece, rng() % 2 == 0);
-      EXPECT_EQ(describe(h.session->snapshot().lines), expected) << "vad=" << vad << " piece=" << piece;
+      EXPECT_EQ(describe(snapshot(*h.session).lines), expected) << "vad=" << vad << " piece=" << piece;
     }
   }
 }
@@ -107,7 +106,7 @@ TEST(StreamSession, LongPauseMakesSilenceLineAndNewLine) {
   h.run(concat({tone(1.0, 0.1f), silence(6.0), tone(1.0, 0.3f)}), 1600);
   // Speech ends with the last 512-sample window holding tone (16384 = 1.024 s);
   // it resumes at the window holding the tone's start (111616 = 6.976 s).
-  EXPECT_EQ(describe(h.session->snapshot().lines),
+  EXPECT_EQ(describe(snapshot(*h.session).lines),
             "1| w100 w100|0:00:00.00|0:00:01.00|en\n"
             "-2||0:00:01.02|0:00:06.98|\n"
             "1| w286 w300|0:00:06.98|0:00:07.98|en\n");
@@ -120,32 +119,32 @@ TEST(StreamSession, LongPauseMakesSilenceLineAndNewLine) {
 TEST(StreamSession, ShortPauseKeepsTheLine) {
   Harness h(true);
   h.run(concat({tone(1.0, 0.1f), silence(2.0), tone(1.0, 0.3f)}), 3200);
-  EXPECT_EQ(describe(h.session->snapshot().lines), "1| w100 w100 w286 w300|0:00:00.00|0:00:03.98|en\n");
+  EXPECT_EQ(describe(snapshot(*h.session).lines), "1| w100 w100 w286 w300|0:00:00.00|0:00:03.98|en\n");
 }
 
 TEST(StreamSession, OngoingLongPauseShowsAsSilenceLineAndEndsTheStream) {
   Harness h(true);
   h.session->push_audio(concat({tone(1.0, 0.1f), silence(4.0)}));
   h.session->step();
-  EXPECT_EQ(describe(h.session->snapshot().lines), "1| w100 w100|0:00:00.00|0:00:01.00|en\n");
+  EXPECT_EQ(describe(snapshot(*h.session).lines), "1| w100 w100|0:00:00.00|0:00:01.00|en\n");
   h.session->push_audio(silence(3.0));
   h.session->step();
   // Decided up to 8 s minus the VAD's decision delay (2048 samples).
-  EXPECT_EQ(describe(h.session->snapshot().lines),
+  EXPECT_EQ(describe(snapshot(*h.session).lines),
             "1| w100 w100|0:00:00.00|0:00:01.00|en\n-2||0:00:01.02|0:00:07.87|\n");
-  EXPECT_EQ(h.session->snapshot().lag_policy(), 0);  // a pause is nothing left to transcribe
+  EXPECT_EQ(snapshot(*h.session).lag_policy(), 0);  // a pause is nothing left to transcribe
   h.session->end_of_stream();
   h.session->step();
-  EXPECT_EQ(describe(h.session->snapshot().lines),
+  EXPECT_EQ(describe(snapshot(*h.session).lines),
             "1| w100 w100|0:00:00.00|0:00:01.00|en\n-2||0:00:01.02|0:00:08.00|\n");
-  EXPECT_TRUE(h.session->snapshot().finished);
+  EXPECT_TRUE(snapshot(*h.session).finished);
 }
 
 TEST(StreamSession, LeadingSilenceIsNotSentToTheModel) {
   Harness h(true);
   h.run(concat({silence(2.0), tone(1.0, 0.2f)}), 1600);
   // Speech starts at the window holding sample 32000 (window 62 starts at 31744).
-  EXPECT_EQ(describe(h.session->snapshot().lines), "1| w194 w200|0:00:01.98|0:00:02.98|en\n");
+  EXPECT_EQ(describe(snapshot(*h.session).lines), "1| w194 w200|0:00:01.98|0:00:02.98|en\n");
   EXPECT_EQ(h.processor->inserted(), 48000u - 31744u);
 }
 
@@ -169,7 +168,7 @@ TEST(StreamSession, StepSizeIsCapped) {
   h.session->step();
   EXPECT_EQ(h.processor->inserted(), 24000u);
   EXPECT_TRUE(h.session->has_work());
-  EXPECT_DOUBLE_EQ(h.session->snapshot().lag_processing(), 2.5);
+  EXPECT_DOUBLE_EQ(snapshot(*h.session).lag_processing(), 2.5);
 }
 
 TEST(StreamSession, WaitingAudioIsBoundedByTreatingTheOverflowAsAGap) {
@@ -181,7 +180,7 @@ TEST(StreamSession, WaitingAudioIsBoundedByTreatingTheOverflowAsAGap) {
   h.session->push_audio(tone(1.0, 0.3f));
   h.session->end_of_stream();
   while (h.session->has_work()) h.session->step();
-  Snapshot snap = h.session->snapshot();
+  Snapshot snap = snapshot(*h.session);
   EXPECT_DOUBLE_EQ(snap.skipped_seconds, 2.0);
   EXPECT_DOUBLE_EQ(snap.received_seconds, 3.0);
   // Only the newest second reached the model, at its true stream time.
@@ -193,7 +192,7 @@ TEST(StreamSession, ModelFailureEndsTheSessionWithAnError) {
   Harness h(false);
   h.session->push_audio(std::vector<float>(8000, 0.5f));
   h.session->step();
-  Snapshot snap = h.session->snapshot();
+  Snapshot snap = snapshot(*h.session);
   EXPECT_EQ(snap.error, "fake model refuses a window of constant 0.5");
   EXPECT_TRUE(h.session->done());
   EXPECT_FALSE(h.session->has_work());
@@ -206,7 +205,7 @@ TEST(StreamSession, FailFromOutsideStopsWork) {
   h.session->push_audio(tone(1.0, 0.1f));
   h.session->fail("invalid audio: not a webm stream");
   EXPECT_FALSE(h.session->has_work());
-  EXPECT_EQ(h.session->snapshot().error, "invalid audio: not a webm stream");
+  EXPECT_EQ(snapshot(*h.session).error, "invalid audio: not a webm stream");
 }
 
 TEST(StreamSession, EmptyStreamFinishesWithNoLines) {
@@ -214,7 +213,7 @@ TEST(StreamSession, EmptyStreamFinishesWithNoLines) {
   h.session->end_of_stream();
   ASSERT_TRUE(h.session->has_work());
   h.session->step();
-  Snapshot snap = h.session->snapshot();
+  Snapshot snap = snapshot(*h.session);
   EXPECT_TRUE(snap.finished);
   EXPECT_TRUE(snap.lines.empty());
 }

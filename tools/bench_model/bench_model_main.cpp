@@ -127,11 +127,11 @@ int run(const Args& args) {
   ew::Session ours(model, full_options);
   ew::SessionOptions flash_options = full_options;
   flash_options.flash_attention = true;
-  flash_options.tokenizer = ours.tokenizer_ptr();
+  flash_options.text = ours.text_ptr();
   ew::Session ours_flash(model, flash_options);
   ew::SessionOptions short_options = full_options;
   short_options.encoder_input = ew::EncoderInput::kAudioOnly;
-  short_options.tokenizer = ours.tokenizer_ptr();
+  short_options.text = ours.text_ptr();
   ew::Session ours_short(model, short_options);
 
   // Without a fused attention op on the device (our CUDA build leaves ggml's kernels

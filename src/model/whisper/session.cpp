@@ -20,15 +20,6 @@ namespace {
 // A beam search never needs more; the bound keeps a client from asking for absurd caches.
 constexpr int kMaxSequences = 64;
 
-std::shared_ptr<const Tokenizer> tokenizer_for(const Model& model) {
-  const Hparams& hp = model.hparams();
-  const size_t eot = hp.is_multilingual() ? 50257 : 50256;
-  const auto& vocab = model.vocabulary();
-  std::vector<std::string> text(vocab.begin(),
-                                vocab.begin() + static_cast<std::ptrdiff_t>(std::min(eot, vocab.size())));
-  return std::make_shared<const Tokenizer>(std::move(text), hp.n_vocab);
-}
-
 // Frees a ggml context when the graph of one call is done.
 struct ContextGuard {
   ggml_context* ctx;
@@ -164,7 +155,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     throw Error(ErrorCode::kInvalidArgument, "audio bucket must be a positive even number of mel frames, got " +
                                                  std::to_string(options_.audio_bucket_frames));
   }
-  tokenizer_ = options_.tokenizer ? options_.tokenizer : tokenizer_for(*model_);
+  text_ = options_.text ? options_.text : WhisperText::for_model(*model_);
   const Hparams& hp = model_->hparams();
 
   // The session computes where the model's weights are (CPU, or a GPU in a CUDA build).
@@ -449,7 +440,7 @@ DecodeResult Session::decode(const DecodeRequest& request) {
 }
 
 std::vector<float> Session::detect_language() {
-  if (!tokenizer_->is_multilingual()) {
+  if (!tokenizer().is_multilingual()) {
     throw Error(ErrorCode::kUnsupported, "language detection needs a multilingual model; this one is English-only");
   }
   if (!impl_->encoded) throw Error(ErrorCode::kInvalidArgument, "detect_language() called before encode()");
@@ -479,7 +470,7 @@ std::vector<float> Session::detect_language() {
   DecodeResult result;
   try {
     DecodeRequest request;
-    request.tokens = {{tokenizer_->special().sot}};
+    request.tokens = {{tokenizer().special().sot}};
     request.want_attention = false;
     result = decode(request);
   } catch (...) {
@@ -490,7 +481,7 @@ std::vector<float> Session::detect_language() {
   n_sequences_ = saved_sequences;
   n_past_ = saved_past;
   copy_position_zero(/*restore=*/true);
-  return language_probabilities(std::span<const float>(result.logits.data(), hp.n_vocab), *tokenizer_);
+  return language_probabilities(std::span<const float>(result.logits.data(), hp.n_vocab), tokenizer());
 }
 
 float no_speech_probability(std::span<const float> logits, const Tokenizer& tokenizer) {

@@ -12,6 +12,7 @@
 
 #include "features/mel.h"
 #include "model/asr_decoder.h"
+#include "model/whisper/asr_text.h"
 #include "model/whisper/model.h"
 #include "model/whisper/tokenizer.h"
 
@@ -40,8 +41,8 @@ struct SessionOptions {
   // softmax, bit-identical to libwhisper with flash attention off (the parity tool's
   // setting). A device without the fused op uses the explicit one.
   bool flash_attention = true;
-  // Tokenizer to share between sessions; built from the model's vocabulary when null.
-  std::shared_ptr<const Tokenizer> tokenizer;
+  // Vocabulary to share between sessions; built from the model's when null.
+  std::shared_ptr<const WhisperText> text;
 };
 
 class Session : public AsrDecoder {
@@ -52,11 +53,12 @@ class Session : public AsrDecoder {
   Session& operator=(const Session&) = delete;
 
   // AsrDecoder
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
-  std::shared_ptr<const Tokenizer> tokenizer_ptr() const { return tokenizer_; }
+  const AsrText& text() const override { return *text_; }
+  std::shared_ptr<const WhisperText> text_ptr() const { return text_; }
+  const Tokenizer& tokenizer() const { return text_->tokenizer(); }
   int n_text_ctx() const override;
   int n_alignment_heads() const override;
-  int frames_per_second() const override { return 50; }
+  double frames_per_second() const override { return 50; }
   int max_samples() const override;
   int encode(std::span<const float> pcm) override;
   void reset(int n_sequences) override;
@@ -87,7 +89,7 @@ class Session : public AsrDecoder {
   struct Impl;
   std::shared_ptr<const Model> model_;
   SessionOptions options_;
-  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<const WhisperText> text_;
   std::unique_ptr<Impl> impl_;
   int n_audio_ctx_ = 0;
   int n_sequences_ = 1;

@@ -12,9 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/asr_text.h"
+
 namespace earshot::whisper {
 
-enum class Task { kTranscribe, kTranslate };
+using Task = earshot::Task;
 
 struct SpecialTokens {
   int32_t eot = 0;
@@ -77,7 +79,7 @@ class Tokenizer {
   std::vector<int32_t> sot_sequence(std::string_view language, Task task) const;
 
   struct Word {
-    std::string text;               // bytes, leading space kept for space-delimited scripts
+    std::string text;  // bytes, leading space kept for space-delimited scripts
     std::vector<int32_t> tokens;
   };
   // Splits text tokens into words: a new word starts at a token beginning with a

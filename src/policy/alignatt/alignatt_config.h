@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "model/whisper/tokenizer.h"
+#include "model/asr_text.h"
 
 namespace earshot::policy {
 
 struct AlignAttConfig {
   std::string language = "auto";  // a code ("en") or "auto"
-  whisper::Task task = whisper::Task::kTranscribe;
+  Task task = Task::kTranscribe;
 
   int frame_threshold = 25;              // border: stop when the token attends within this many frames of the end
   int last_frame_threshold = 4;          // the same on the last pass of a segment

@@ -10,17 +10,16 @@
 namespace earshot::policy {
 
 namespace {
-// Tokenizer::split_to_words, made to cover every token: a trailing incomplete
+// AsrText::split_to_words, made to cover every token: a trailing incomplete
 // character the splitter leaves out becomes a last word of its own.
-std::vector<whisper::Tokenizer::Word> split_all(const whisper::Tokenizer& tokenizer, std::span<const int32_t> ids,
-                                                std::string_view language) {
-  auto words = tokenizer.split_to_words(ids, language);
+std::vector<AsrText::Unit> split_all(const AsrText& text, std::span<const int32_t> ids, std::string_view language) {
+  auto words = text.split_to_words(ids, language);
   size_t covered = 0;
   for (const auto& w : words) covered += w.tokens.size();
   if (covered < ids.size()) {
-    whisper::Tokenizer::Word tail;
+    AsrText::Unit tail;
     tail.tokens.assign(ids.begin() + static_cast<std::ptrdiff_t>(covered), ids.end());
-    tail.text = tokenizer.decode(tail.tokens);
+    tail.text = text.decode(tail.tokens);
     words.push_back(std::move(tail));
   }
   return words;
@@ -29,31 +28,26 @@ std::vector<whisper::Tokenizer::Word> split_all(const whisper::Tokenizer& tokeni
 
 AlignAttProcessor::AlignAttProcessor(std::unique_ptr<AsrDecoder> decoder, AlignAttConfig config)
     : asr_((config.validate(), std::move(decoder))),
-      tokenizer_(asr_ ? asr_->tokenizer()
-                      : throw Error(ErrorCode::kInvalidArgument, "AlignAttProcessor needs a decoder, got none")),
+      text_(asr_ ? asr_->text()
+                 : throw Error(ErrorCode::kInvalidArgument, "AlignAttProcessor needs a decoder, got none")),
       config_(std::move(config)),
       alignment_(config_.attention_window) {
-  const whisper::SpecialTokens& sp = tokenizer_.special();
-  check_language(tokenizer_, config_.language, config_.task);
+  check_language(text_, config_.language, config_.task);
   max_context_tokens_ = config_.max_context_tokens < 0 ? asr_->n_text_ctx() : config_.max_context_tokens;
-  static_tokens_ = tokenizer_.encode(config_.static_init_prompt);
-  init_tokens_ = tokenizer_.encode(config_.init_prompt);
+  static_tokens_ = text_.encode(config_.static_init_prompt);
+  init_tokens_ = text_.encode(config_.init_prompt);
   if (static_cast<int>(static_tokens_.size()) > asr_->n_text_ctx() / 2) {
     throw Error(ErrorCode::kInvalidArgument, "static_init_prompt is " + std::to_string(static_tokens_.size()) +
                                                  " tokens; at most half the text context (" +
                                                  std::to_string(asr_->n_text_ctx() / 2) + ") fits");
   }
-  suppress_tokens_ = {sp.transcribe, sp.translate, sp.sot, sp.sot_prev, sp.sot_lm, sp.no_timestamps, sp.no_speech};
-  for (int32_t i = 0; i < sp.n_languages; ++i) suppress_tokens_.push_back(sp.first_language + i);
-  // Timestamps mean nothing in no-timestamps mode and would split words oddly.
-  for (int32_t t = sp.timestamp_begin; t < tokenizer_.n_vocab(); ++t) suppress_tokens_.push_back(t);
+  suppress_tokens_ = text_.suppressed_tokens();
   suppress_tokens_.insert(suppress_tokens_.end(), config_.suppress_tokens.begin(), config_.suppress_tokens.end());
-  blank_tokens_ = tokenizer_.encode(" ");
-  blank_tokens_.push_back(sp.eot);
+  blank_tokens_ = text_.blank_tokens();
   if (config_.beams == 1) {
-    token_decoder_ = std::make_unique<GreedyDecoder>(sp.eot);
+    token_decoder_ = std::make_unique<GreedyDecoder>(text_.end_token());
   } else {
-    token_decoder_ = std::make_unique<BeamSearchDecoder>(sp.eot, config_.beams);
+    token_decoder_ = std::make_unique<BeamSearchDecoder>(text_.end_token(), config_.beams);
   }
   reset_all();
 }
@@ -71,7 +65,7 @@ void AlignAttProcessor::reset_all() {
   buffered_samples_ = 0;
   buffer_start_time_ = 0;
   stream_end_ = 0;
-  language_ = !tokenizer_.is_multilingual() ? "en" : (config_.language == "auto" ? "" : config_.language);
+  language_ = !text_.is_multilingual() ? "en" : (config_.language == "auto" ? "" : config_.language);
   first_timestamp_.reset();
   speaker_ = -1;
   committed_.clear();
@@ -146,12 +140,12 @@ void AlignAttProcessor::trim_front(double seconds) {
 void AlignAttProcessor::trim_context() {
   size_t forced = 0;
   for (const auto& b : committed_blocks_) forced += b.size();
-  const size_t sot_len = tokenizer_.sot_sequence(language_, config_.task).size() + 1;
+  const size_t sot_len = text_.start_sequence(language_, config_.task).size();
   auto context_len = static_cast<long>(static_tokens_.size() + context_.size());
   auto total = static_cast<long>(sot_len + forced) + context_len;
   const long limit = asr_->n_text_ctx() - 20;
   while (context_len > max_context_tokens_ || total > limit) {
-    const auto words = tokenizer_.split_to_words(context_, language_);
+    const auto words = text_.split_to_words(context_, language_);
     if (words.empty()) break;
     const size_t n = words.front().tokens.size();
     if (n == 0) break;
@@ -162,16 +156,10 @@ void AlignAttProcessor::trim_context() {
 }
 
 std::vector<int32_t> AlignAttProcessor::build_prompt(bool with_language, int& sot_index) const {
-  std::vector<int32_t> prompt;
-  if (!static_tokens_.empty() || !context_.empty()) {
-    prompt.push_back(tokenizer_.special().sot_prev);
-    prompt.insert(prompt.end(), static_tokens_.begin(), static_tokens_.end());
-    prompt.insert(prompt.end(), context_.begin(), context_.end());
-  }
+  std::vector<int32_t> prompt = text_.context_prompt(context_tokens());
   sot_index = static_cast<int>(prompt.size());
-  const auto sot = tokenizer_.sot_sequence(with_language ? language_ : "", config_.task);
-  prompt.insert(prompt.end(), sot.begin(), sot.end());
-  prompt.push_back(tokenizer_.special().no_timestamps);
+  const auto start = text_.start_sequence(with_language ? language_ : "", config_.task);
+  prompt.insert(prompt.end(), start.begin(), start.end());
   for (const auto& block : committed_blocks_) prompt.insert(prompt.end(), block.begin(), block.end());
   return prompt;
 }
@@ -213,16 +201,16 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
       for (const Sequence& s : token_decoder_->sequences()) request.tokens.push_back({s.tokens.back()});
       // Timestamps are suppressed: skip their logits. The first step needs the whole
       // vocabulary, for the no-speech probability at SOT.
-      request.vocabulary_limit = tokenizer_.special().timestamp_begin;
+      request.vocabulary_limit = text_.text_vocabulary_end();
     }
     const DecodeResult result = asr_->decode(request);
     const int n_vocab = result.n_vocab;
     alignment_.add(result);
     const int position = result.n_positions - 1;
-    if (first && config_.nonspeech_prob < 1.0) {
+    if (first && config_.nonspeech_prob < 1.0 && text_.no_speech_token() >= 0) {
       std::vector<float> at_sot(result.logits_at(0, 0), result.logits_at(0, 0) + n_vocab);
       log_softmax(at_sot);
-      if (std::exp(at_sot[tokenizer_.special().no_speech]) > config_.nonspeech_prob) break;
+      if (std::exp(at_sot[text_.no_speech_token()]) > config_.nonspeech_prob) break;
     }
     std::vector<float> logprobs(static_cast<size_t>(n) * n_vocab);
     std::vector<int> frames(n);
@@ -251,7 +239,7 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
     pass.step_times.push_back(frame_time(frame));
     if (!is_last && last_attend_frame_ - frame > config_.rewind_threshold) {
       const int32_t previous = top.tokens.size() >= 2 ? top.tokens[top.tokens.size() - 2] : prompt.back();
-      if (tokenizer_.is_special(previous)) {
+      if (text_.is_special(previous)) {
         last_attend_frame_ = frame;  // a jump right after a special token is the start of speech, not a rewind
       } else {
         last_attend_frame_ = -config_.rewind_threshold;
@@ -271,7 +259,7 @@ AlignAttProcessor::Pass AlignAttProcessor::decode_pass(const std::vector<int32_t
 std::vector<Word> AlignAttProcessor::to_words(const std::vector<TimedToken>& tokens, bool keep_incomplete) const {
   std::vector<int32_t> ids;
   for (const TimedToken& t : tokens) ids.push_back(t.token);
-  const auto split = split_all(tokenizer_, ids, language_);
+  const auto split = split_all(text_, ids, language_);
   std::vector<Word> words;
   size_t at = 0;
   for (const auto& w : split) {
@@ -299,7 +287,7 @@ std::vector<Word> AlignAttProcessor::commit(const std::vector<TimedToken>& new_t
   combined.insert(combined.end(), new_tokens.begin(), new_tokens.end());
   std::vector<int32_t> ids;
   for (const TimedToken& t : combined) ids.push_back(t.token);
-  const auto split = split_all(tokenizer_, ids, language_);
+  const auto split = split_all(text_, ids, language_);
 
   // Token range of each word within `combined`.
   std::vector<std::pair<size_t, size_t>> ranges;

@@ -59,7 +59,7 @@ class AlignAttProcessor : public ProcessorBase {
   void warn(const std::string& message) const;
 
   std::unique_ptr<AsrDecoder> asr_;
-  const whisper::Tokenizer& tokenizer_;
+  const AsrText& text_;
   AlignAttConfig config_;
   int max_context_tokens_;
   std::vector<int32_t> static_tokens_;

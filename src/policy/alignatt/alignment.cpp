@@ -11,39 +11,24 @@ namespace earshot::policy {
 namespace {
 constexpr double kStdEpsilon = 1e-8;
 
-// Median of the width-7 window (edges replicated) at frame i.
-float median7_at(const std::vector<float>& row, int i) {
-  const int n = static_cast<int>(row.size());
-  std::array<float, kMedianFilterWidth> w;
-  for (int k = 0; k < kMedianFilterWidth; ++k) w[k] = row[std::clamp(i - kMedianFilterWidth / 2 + k, 0, n - 1)];
-  std::nth_element(w.begin(), w.begin() + kMedianFilterWidth / 2, w.end());
-  return w[kMedianFilterWidth / 2];
-}
-
 // Mean over heads of the median-filtered z-scores; argmax over [0, content_len).
 // Only the cropped frames are filtered: the ones after the crop are never read.
 int argmax_of_heads(const std::vector<std::vector<float>>& z_per_head, int n_frames, int content_len) {
   const int crop = std::clamp(content_len, 1, n_frames);
   std::vector<double> mean(crop, 0.0);
   for (const auto& z : z_per_head) {
-    for (int f = 0; f < crop; ++f) mean[f] += median7_at(z, f);
+    for (int f = 0; f < crop; ++f) mean[f] += median_filtered_at(z, f);
   }
   return static_cast<int>(std::max_element(mean.begin(), mean.end()) - mean.begin());
 }
 }  // namespace
 
-std::vector<float> median_filter(std::span<const float> row, int width) {
+float median_filtered_at(std::span<const float> row, int frame) {
   const int n = static_cast<int>(row.size());
-  if (width <= 1 || n == 0) return {row.begin(), row.end()};
-  const int half = width / 2;
-  std::vector<float> out(n);
-  std::vector<float> window(width);
-  for (int i = 0; i < n; ++i) {
-    for (int k = 0; k < width; ++k) window[k] = row[std::clamp(i - half + k, 0, n - 1)];
-    std::nth_element(window.begin(), window.begin() + half, window.end());
-    out[i] = window[half];
-  }
-  return out;
+  std::array<float, kMedianFilterWidth> w;
+  for (int k = 0; k < kMedianFilterWidth; ++k) w[k] = row[std::clamp(frame - kMedianFilterWidth / 2 + k, 0, n - 1)];
+  std::nth_element(w.begin(), w.begin() + kMedianFilterWidth / 2, w.end());
+  return w[kMedianFilterWidth / 2];
 }
 
 void AlignmentAccumulator::reset() {

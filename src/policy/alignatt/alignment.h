@@ -49,7 +49,8 @@ class AlignmentAccumulator {
 std::vector<int> most_attended_frames(std::span<const float> attention, int n_heads, int n_tokens, int n_frames,
                                       int content_len);
 
-// Median of the window of width kMedianFilterWidth around each frame, edges replicated.
-std::vector<float> median_filter(std::span<const float> row, int width = kMedianFilterWidth);
+// The median filter the alignment applies, at one frame: the median of the
+// kMedianFilterWidth frames around `frame`, edges replicated.
+float median_filtered_at(std::span<const float> row, int frame);
 
 }  // namespace earshot::policy

@@ -38,11 +38,11 @@ void LocalAgreementConfig::validate() const {
 
 LocalAgreementProcessor::LocalAgreementProcessor(std::unique_ptr<AsrDecoder> decoder, LocalAgreementConfig config)
     : asr_((config.validate(), std::move(decoder))),
-      tokenizer_(asr_ ? asr_->tokenizer()
-                      : throw Error(ErrorCode::kInvalidArgument, "LocalAgreementProcessor needs a decoder, got none")),
+      text_(asr_ ? asr_->text()
+                 : throw Error(ErrorCode::kInvalidArgument, "LocalAgreementProcessor needs a decoder, got none")),
       config_(std::move(config)) {
-  check_language(tokenizer_, config_.language, config_.task);
-  if (!tokenizer_.is_multilingual()) {
+  check_language(text_, config_.language, config_.task);
+  if (!text_.is_multilingual()) {
     language_ = "en";
   } else if (config_.language != "auto") {
     language_ = config_.language;
@@ -67,7 +67,7 @@ std::vector<int32_t> LocalAgreementProcessor::prompt_tokens() const {
   }
   std::string text;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) text += *it;
-  return tokenizer_.encode(text);
+  return text_.encode(text);
 }
 
 std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>& prompt_tokens) {
@@ -75,32 +75,22 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
   std::vector<float> pcm(audio_.begin(), audio_.begin() + static_cast<std::ptrdiff_t>(
                                                               std::min<size_t>(audio_.size(), asr_->max_samples())));
   const int content_len = asr_->encode(pcm);
-  const whisper::SpecialTokens& sp = tokenizer_.special();
   std::string language = language_;
-  if (config_.language == "auto" && tokenizer_.is_multilingual()) {
+  if (config_.language == "auto" && text_.is_multilingual()) {
     language = most_likely_language(*asr_);
     language_ = language;
   }
-  std::vector<int32_t> prompt;
-  if (!prompt_tokens.empty()) {
-    prompt.push_back(sp.sot_prev);
-    // Leave room for the answer: the prompt takes at most half the context.
-    const size_t room = static_cast<size_t>(asr_->n_text_ctx() / 2);
-    const size_t skip = prompt_tokens.size() > room ? prompt_tokens.size() - room : 0;
-    prompt.insert(prompt.end(), prompt_tokens.begin() + static_cast<std::ptrdiff_t>(skip), prompt_tokens.end());
-  }
-  const auto sot = tokenizer_.sot_sequence(language, config_.task);
-  prompt.insert(prompt.end(), sot.begin(), sot.end());
-  prompt.push_back(sp.no_timestamps);
+  // Leave room for the answer: the prompt takes at most half the context.
+  const size_t room = static_cast<size_t>(asr_->n_text_ctx() / 2);
+  const size_t skip = prompt_tokens.size() > room ? prompt_tokens.size() - room : 0;
+  std::vector<int32_t> prompt = text_.context_prompt(std::span<const int32_t>(prompt_tokens).subspan(skip));
+  const auto start = text_.start_sequence(language, config_.task);
+  prompt.insert(prompt.end(), start.begin(), start.end());
 
-  std::vector<int32_t> suppressed = {sp.transcribe, sp.translate,     sp.sot,      sp.sot_prev,
-                                     sp.sot_lm,     sp.no_timestamps, sp.no_speech};
-  for (int32_t i = 0; i < sp.n_languages; ++i) suppressed.push_back(sp.first_language + i);
-  for (int32_t t = sp.timestamp_begin; t < tokenizer_.n_vocab(); ++t) suppressed.push_back(t);
-  std::vector<int32_t> blank = tokenizer_.encode(" ");
-  blank.push_back(sp.eot);
+  const std::vector<int32_t> suppressed = text_.suppressed_tokens();
+  const std::vector<int32_t> blank = text_.blank_tokens();
 
-  GreedyDecoder greedy(sp.eot);
+  GreedyDecoder greedy(text_.end_token());
   asr_->reset(1);
   const int budget =
       std::max(config_.min_token_budget, static_cast<int>(buffered_seconds() * config_.tokens_per_second_budget));
@@ -113,7 +103,7 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
     if (asr_->n_past() + appended > asr_->n_text_ctx()) break;
     DecodeRequest request;
     request.tokens = {first ? prompt : std::vector<int32_t>{greedy.sequences()[0].tokens.back()}};
-    request.vocabulary_limit = sp.timestamp_begin;  // timestamps are suppressed: skip their logits
+    request.vocabulary_limit = text_.text_vocabulary_end();  // the suppressed tail (timestamps): skip its logits
     const DecodeResult r = asr_->decode(request);
     const int n_vocab = r.n_vocab;
     n_heads = r.n_heads;
@@ -150,7 +140,7 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
   std::vector<Word> words;
   double floor = buffer_start_time_;  // attention frames need not be monotonic; word times are
   size_t at = 0;
-  for (const auto& w : tokenizer_.split_to_words(result.tokens, language)) {
+  for (const auto& w : text_.split_to_words(result.tokens, language)) {
     const size_t begin = at;
     at += w.tokens.size();
     if (!is_valid_utf8(w.text) || trimmed(w.text).empty()) continue;
@@ -287,7 +277,7 @@ void LocalAgreementProcessor::warmup() {
   audio_ = second;
   transcribe({});
   audio_.clear();
-  if (config_.language == "auto" && tokenizer_.is_multilingual()) language_.clear();
+  if (config_.language == "auto" && text_.is_multilingual()) language_.clear();
 }
 
 }  // namespace earshot::policy

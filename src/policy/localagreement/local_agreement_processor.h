@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "model/asr_decoder.h"
-#include "model/whisper/tokenizer.h"
+#include "model/asr_text.h"
 #include "policy/processor_base.h"
 
 namespace earshot::policy {
 
 struct LocalAgreementConfig {
   std::string language = "auto";  // a code or "auto" (detected on every pass)
-  whisper::Task task = whisper::Task::kTranscribe;
+  Task task = Task::kTranscribe;
   double buffer_trimming_sec = 15.0;    // cut the buffer at a committed sentence end beyond this
   double buffer_hard_limit_sec = 25.0;  // cut at the last committed word beyond this (the encoder sees 30 s)
   size_t prompt_chars = 200;            // committed text before the buffer given as prompt
@@ -50,7 +50,7 @@ class LocalAgreementProcessor : public ProcessorBase {
   void append_committed(std::vector<Word>& words);
 
   std::unique_ptr<AsrDecoder> asr_;
-  const whisper::Tokenizer& tokenizer_;
+  const AsrText& text_;
   LocalAgreementConfig config_;
 
   std::vector<float> audio_;

@@ -79,6 +79,8 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
       if (options_.vad_events) out.push_back(speech_started_message(e->at));
     } else if (auto* e = std::get_if<events::SpeechEnded>(&event)) {
       if (options_.endpointing_ms) endpoint_at_ = e->at;
+    } else if (auto* e = std::get_if<events::Finalized>(&event)) {
+      for (nlohmann::json& m : on_finalized(e->at)) out.push_back(std::move(m));
     } else if (auto* e = std::get_if<events::StreamError>(&event)) {
       out.push_back(error_message(e->message));
       ended_ = true;

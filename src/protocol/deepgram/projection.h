@@ -26,8 +26,8 @@ class Projection {
   // Messages for the events since the last call, in order. processed_seconds: the
   // stream time the session has run through VAD and model (the audio clock).
   std::vector<nlohmann::json> on_events(std::span<const events::Event> events, double processed_seconds);
-  // The session flushed for the client's Finalize up to `at`: a final with
-  // from_finalize (empty when nothing was pending).
+  // The session flushed for the client's Finalize up to `at` (events::Finalized,
+  // handled by on_events too): a final with from_finalize (empty when nothing was pending).
   std::vector<nlohmann::json> on_finalized(double at);
 
   bool ended() const { return ended_; }  // EndOfStream or StreamError seen

@@ -1,20 +1,31 @@
-// Message shapes of the protocol, without a network.
-#include "server/protocol.h"
-
+// Message shapes of WhisperLiveKit's protocol and request targets, without a network.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "protocol/target.h"
+#include "protocol/wlk/protocol.h"
 
-namespace earshot::server {
+namespace earshot::protocol::wlk {
 namespace {
 
 using nlohmann::json;
+using protocol::parse_target;
+using protocol::Target;
+using protocol::url_decode;
 
-session::Snapshot snapshot(std::vector<session::Line> lines, std::string buffer = "") {
-  session::Snapshot s;
+Snapshot snapshot(std::vector<Line> lines, std::string buffer = "") {
+  Snapshot s;
   s.lines = std::move(lines);
   s.buffer_transcription = std::move(buffer);
   return s;
+}
+
+TEST(ProtocolTime, FormatsHoursMinutesSecondsCentiseconds) {
+  EXPECT_EQ(format_protocol_time(0), "0:00:00.00");
+  EXPECT_EQ(format_protocol_time(0.52), "0:00:00.52");
+  EXPECT_EQ(format_protocol_time(63.104), "0:01:03.10");
+  EXPECT_EQ(format_protocol_time(3600 + 59.999), "1:01:00.00");
+  EXPECT_EQ(format_protocol_time(-1), "0:00:00.00");
 }
 
 TEST(Target, ParsesPathAndDecodesQuery) {
@@ -51,11 +62,11 @@ TEST(Messages, ConfigErrorReady) {
 }
 
 TEST(FullUpdate, ShapeStatusAndOptionalKeys) {
-  session::Snapshot s = snapshot({{1, " Hello", 0.52, 3.1, "en", ""},
-                                  {-2, "", 3.1, 9.4, "", ""},
-                                  {1, " I am fine.", 9.4, 11.02, "", "Je vais bien."},
-                                  {1, "", 12, 13, "", ""}},
-                                 " and you");
+  Snapshot s = snapshot({{1, " Hello", 0.52, 3.1, "en", ""},
+                         {-2, "", 3.1, 9.4, "", ""},
+                         {1, " I am fine.", 9.4, 11.02, "", "Je vais bien."},
+                         {1, "", 12, 13, "", ""}},
+                        " and you");
   s.received_seconds = 12.0;
   s.processed_seconds = 11.5;
   s.committed_until = 11.02;
@@ -70,7 +81,7 @@ TEST(FullUpdate, ShapeStatusAndOptionalKeys) {
     "remaining_time_transcription_policy":0.5,"remaining_time_diarization":0.0})"));
   EXPECT_EQ(full_update(snapshot({}))["status"], "no_audio_detected");
   EXPECT_EQ(full_update(snapshot({}, " hm"))["status"], "active_transcription");
-  session::Snapshot failed = snapshot({});
+  Snapshot failed = snapshot({});
   failed.error = "invalid audio: x";
   EXPECT_EQ(full_update(failed)["status"], "error");
   EXPECT_EQ(full_update(failed)["error"], "invalid audio: x");
@@ -78,7 +89,7 @@ TEST(FullUpdate, ShapeStatusAndOptionalKeys) {
 
 TEST(UpdateEncoder, FullModeSkipsUnchangedUnlessForced) {
   UpdateEncoder e(false);
-  session::Snapshot s = snapshot({{1, " a", 0, 1, "", ""}});
+  Snapshot s = snapshot({{1, " a", 0, 1, "", ""}});
   ASSERT_TRUE(e.next(s));
   EXPECT_FALSE(e.next(s));
   EXPECT_TRUE(e.next(s, true));
@@ -88,7 +99,7 @@ TEST(UpdateEncoder, FullModeSkipsUnchangedUnlessForced) {
 
 TEST(UpdateEncoder, DiffModeSnapshotThenDiffs) {
   UpdateEncoder e(true);
-  session::Line a{1, " a", 0, 1, "", ""}, b{1, " b", 1, 2, "", ""};
+  Line a{1, " a", 0, 1, "", ""}, b{1, " b", 1, 2, "", ""};
   json first = e.next(snapshot({a})).value();
   EXPECT_EQ(first["type"], "snapshot");
   EXPECT_EQ(first["seq"], 1);
@@ -117,7 +128,7 @@ TEST(UpdateEncoder, DiffModeSnapshotThenDiffs) {
 
 TEST(UpdateEncoder, DiffModePrunesLinesOlderThanRetention) {
   UpdateEncoder e(true, 300.0);
-  std::vector<session::Line> lines = {{1, " old", 0, 10, "", ""}, {1, " mid", 100, 200, "", ""}};
+  std::vector<Line> lines = {{1, " old", 0, 10, "", ""}, {1, " mid", 100, 200, "", ""}};
   e.next(snapshot(lines));
   lines.push_back({1, " new", 305, 320, "", ""});  // line " old" ended 310 s before the newest end
   json d = e.next(snapshot(lines)).value();
@@ -128,4 +139,4 @@ TEST(UpdateEncoder, DiffModePrunesLinesOlderThanRetention) {
 }
 
 }  // namespace
-}  // namespace earshot::server
+}  // namespace earshot::protocol::wlk

@@ -1,4 +1,4 @@
-#include "cli/args.h"
+#include "common/command_line.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 
-namespace earshot::cli {
+namespace earshot {
 namespace {
 Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
 }  // namespace
@@ -113,4 +113,4 @@ long Args::get_int(const std::string& name) const {
 
 bool Args::get_flag(const std::string& name) const { return spec(name).is_flag && has(name); }
 
-}  // namespace earshot::cli
+}  // namespace earshot

@@ -1,6 +1,7 @@
-// A small, strict command-line parser shared by every `earshot` subcommand:
-// `--name value`, `--name=value`, boolean `--flag`, positional arguments, and
-// a generated help text. Unknown options are errors, never silently ignored.
+// A small, strict command-line parser shared by every `earshot` subcommand and
+// the baseline binaries: `--name value`, `--name=value`, boolean `--flag`,
+// positional arguments, and a generated help text. Unknown options are errors,
+// never silently ignored.
 #pragma once
 
 #include <map>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace earshot::cli {
+namespace earshot {
 
 // Default for --threads: the machine's cores, at most 8 (ggml's threads spin while
 // waiting, so more threads than cores only slows a pass down).
@@ -55,4 +56,4 @@ class Args {
   bool help_ = false;
 };
 
-}  // namespace earshot::cli
+}  // namespace earshot

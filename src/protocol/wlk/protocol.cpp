@@ -1,22 +1,16 @@
-#include "server/protocol.h"
+#include "protocol/wlk/protocol.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "common/error.h"
 
-namespace earshot::server {
+namespace earshot::protocol::wlk {
 
 namespace {
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-const char* status_of(const session::Snapshot& snap) {
+const char* status_of(const Snapshot& snap) {
   if (!snap.error.empty()) return "error";
   if (snap.lines.empty() && snap.buffer_transcription.empty() && snap.buffer_diarization.empty())
     return "no_audio_detected";
@@ -24,7 +18,7 @@ const char* status_of(const session::Snapshot& snap) {
 }
 
 // Everything of an update except the lines: status, buffers, lag figures.
-nlohmann::json scalars(const session::Snapshot& snap) {
+nlohmann::json scalars(const Snapshot& snap) {
   nlohmann::json j;
   j["status"] = status_of(snap);
   if (!snap.error.empty()) j["error"] = snap.error;
@@ -40,40 +34,14 @@ nlohmann::json scalars(const session::Snapshot& snap) {
 
 }  // namespace
 
-std::string url_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '+') {
-      out += ' ';
-    } else if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-Target parse_target(std::string_view target) {
-  Target t;
-  size_t q = target.find('?');
-  t.path = url_decode(target.substr(0, q));
-  if (q == std::string_view::npos) return t;
-  std::string_view rest = target.substr(q + 1);
-  while (!rest.empty()) {
-    size_t amp = rest.find('&');
-    std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    if (pair.empty()) continue;
-    size_t eq = pair.find('=');
-    std::string key = url_decode(pair.substr(0, eq));
-    std::string value = eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1));
-    t.query[key] = value;  // the last occurrence wins, as in Starlette
-  }
-  return t;
+std::string format_protocol_time(double seconds) {
+  long centis = std::lround(std::max(0.0, seconds) * 100.0);
+  long hours = centis / 360000;
+  long minutes = centis / 6000 % 60;
+  long secs = centis / 100 % 60;
+  char text[48];
+  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld.%02ld", hours, minutes, secs, centis % 100);
+  return text;
 }
 
 StreamParams parse_stream_params(const std::map<std::string, std::string>& query, const std::string& default_language) {
@@ -104,21 +72,21 @@ nlohmann::json error_message(const std::string& message) { return {{"type", "err
 
 nlohmann::json ready_to_stop_message() { return {{"type", "ready_to_stop"}}; }
 
-nlohmann::json line_json(const session::Line& line) {
+nlohmann::json line_json(const Line& line) {
   nlohmann::json j;
   j["speaker"] = line.speaker;
   j["text"] = line.text;
-  j["start"] = session::format_protocol_time(line.start);
-  j["end"] = session::format_protocol_time(line.end);
+  j["start"] = format_protocol_time(line.start);
+  j["end"] = format_protocol_time(line.end);
   if (!line.translation.empty()) j["translation"] = line.translation;
   if (!line.detected_language.empty()) j["detected_language"] = line.detected_language;
   return j;
 }
 
-nlohmann::json full_update(const session::Snapshot& snap) {
+nlohmann::json full_update(const Snapshot& snap) {
   nlohmann::json j = scalars(snap);
   nlohmann::json lines = nlohmann::json::array();
-  for (const session::Line& line : snap.lines) {
+  for (const Line& line : snap.lines) {
     if (line.text.empty() && line.speaker != -2) continue;  // empty non-silence lines are dropped
     lines.push_back(line_json(line));
   }
@@ -126,7 +94,7 @@ nlohmann::json full_update(const session::Snapshot& snap) {
   return j;
 }
 
-std::optional<nlohmann::json> UpdateEncoder::next(const session::Snapshot& snap, bool force) {
+std::optional<nlohmann::json> UpdateEncoder::next(const Snapshot& snap, bool force) {
   if (diff_mode_) return next_diff(snap, force);
   nlohmann::json update = full_update(snap);
   std::string text = update.dump();
@@ -136,10 +104,10 @@ std::optional<nlohmann::json> UpdateEncoder::next(const session::Snapshot& snap,
   return update;
 }
 
-std::optional<nlohmann::json> UpdateEncoder::next_diff(const session::Snapshot& snap, bool force) {
+std::optional<nlohmann::json> UpdateEncoder::next_diff(const Snapshot& snap, bool force) {
   // Diff mode keeps only the lines of the last `retention_` seconds.
   double latest = 0;
-  for (const session::Line& line : snap.lines) latest = std::max(latest, line.end);
+  for (const Line& line : snap.lines) latest = std::max(latest, line.end);
   size_t first = first_retained_;
   while (first < snap.lines.size() && snap.lines[first].end < latest - retention_) ++first;
   std::vector<nlohmann::json> current;
@@ -188,4 +156,4 @@ std::optional<nlohmann::json> UpdateEncoder::next_diff(const session::Snapshot& 
   return message;
 }
 
-}  // namespace earshot::server
+}  // namespace earshot::protocol::wlk

@@ -1,6 +1,8 @@
 // The WhisperLiveKit wire protocol as data: query parameters of /asr, the
 // config message, full updates and the diff mode (snapshot/diff/seq). Pure
-// functions, no networking, so every message shape is testable on its own.
+// functions over a Snapshot (lines, buffers and the stream's status), which
+// wlk::Projection builds from a session's events. No networking, so every
+// message shape is testable on its own.
 #pragma once
 
 #include <cstdint>
@@ -8,20 +10,32 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "session/stream_session.h"
 
-namespace earshot::server {
+namespace earshot::protocol::wlk {
 
-// Splits "/asr?a=1&b=x%20y" into its path and decoded query parameters.
-struct Target {
-  std::string path;
-  std::map<std::string, std::string> query;
+// "H:MM:SS.cc" as the WhisperLiveKit protocol writes times.
+std::string format_protocol_time(double seconds);
+
+struct Line {
+  int speaker = 1;  // 1-based; -2 = silence line
+  std::string text;
+  double start = 0;
+  double end = 0;
+  std::string detected_language;
+  std::string translation;
 };
-Target parse_target(std::string_view target);
-std::string url_decode(std::string_view text);
+
+// What one update shows: every line so far, the buffers, and the status scalars
+// (with their lag figures).
+struct Snapshot : session::StreamStatus {
+  std::vector<Line> lines;
+  std::string buffer_transcription;
+  std::string buffer_diarization;
+  std::string buffer_translation;
+};
 
 struct StreamParams {
   std::string language;         // "auto" or a code
@@ -39,8 +53,8 @@ nlohmann::json error_message(const std::string& message);
 nlohmann::json ready_to_stop_message();
 
 // A full-mode update (no "type" key) with every line of the snapshot.
-nlohmann::json full_update(const session::Snapshot& snapshot);
-nlohmann::json line_json(const session::Line& line);
+nlohmann::json full_update(const Snapshot& snapshot);
+nlohmann::json line_json(const Line& line);
 
 // Produces the stream of update messages for one connection: full updates, or
 // in diff mode a snapshot first and then diffs. next() returns nothing when the
@@ -49,11 +63,11 @@ class UpdateEncoder {
  public:
   explicit UpdateEncoder(bool diff_mode, double diff_retention_seconds = 300.0)
       : diff_mode_(diff_mode), retention_(diff_retention_seconds) {}
-  std::optional<nlohmann::json> next(const session::Snapshot& snapshot, bool force = false);
+  std::optional<nlohmann::json> next(const Snapshot& snapshot, bool force = false);
   uint64_t seq() const { return seq_; }
 
  private:
-  std::optional<nlohmann::json> next_diff(const session::Snapshot& snapshot, bool force);
+  std::optional<nlohmann::json> next_diff(const Snapshot& snapshot, bool force);
 
   bool diff_mode_;
   double retention_;
@@ -64,4 +78,4 @@ class UpdateEncoder {
   nlohmann::json last_scalars_;       // status, buffers, lags of the last diff
 };
 
-}  // namespace earshot::server
+}  // namespace earshot::protocol::wlk

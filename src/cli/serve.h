@@ -1,0 +1,22 @@
+// `earshot serve` up to the moment the server starts: options parsed and checked,
+// model (through engine::load) and VAD loaded, a stream warmed up. run_serve()
+// then starts the server and waits for SIGINT/SIGTERM; tests start it themselves.
+#pragma once
+
+#include <optional>
+
+#include "cli/commands.h"
+#include "server/server.h"
+
+namespace earshot::cli {
+
+struct ServeSetup {
+  server::ServerConfig config;
+  server::ServerHooks hooks;
+};
+
+// nullopt when --help was asked for (and printed). Throws earshot::Error for bad
+// options, a missing model or VAD file, a language or policy the model lacks.
+std::optional<ServeSetup> prepare_serve(const CommandArgs& argv);
+
+}  // namespace earshot::cli

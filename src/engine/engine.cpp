@@ -1,0 +1,31 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace earshot::engine {
+
+std::string Engine::language_problem(const std::string& language) const {
+  const Capabilities& c = capabilities();
+  if (language == "auto") return "";
+  if (!c.multilingual) {
+    return language == "en" ? "" : "this model is English-only: use language=en or auto";
+  }
+  if (std::find(c.languages.begin(), c.languages.end(), language) != c.languages.end()) return "";
+  return "unknown language code '" + language + "'";
+}
+
+std::string Engine::resolve_policy(const std::string& policy) const {
+  const std::vector<std::string>& policies = capabilities().policies;
+  if (policies.empty()) throw Error(ErrorCode::kInternal, "engine " + capabilities().family + " offers no policy");
+  if (policy.empty()) return policies.front();
+  if (std::find(policies.begin(), policies.end(), policy) != policies.end()) return policy;
+  std::string known;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    known += (i == 0 ? "" : i + 1 == policies.size() ? " or " : ", ") + policies[i];
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown --policy '" + policy + "' (use " + known + ")");
+}
+
+}  // namespace earshot::engine

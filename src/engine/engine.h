@@ -1,0 +1,56 @@
+// The engine boundary: one loaded model of some family, what it can do, and the
+// one place where a model is wired to a streaming policy. An Engine is
+// immutable once loaded and shared by every thread; open_stream() returns the
+// per-stream state (an OnlineProcessor) that one stream owns. serve, transcribe,
+// bench and the tests get their processors only through here, so a new family
+// (a transducer, Qwen3-ASR) is an addition: a loader registered in
+// engine/families.h and an Engine subclass.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model_pass.h"
+#include "policy/online_processor.h"
+
+namespace earshot::engine {
+
+struct Capabilities {
+  std::string family;      // "whisper"
+  std::string model_name;  // what /health and /v1/models call it ("whisper-tiny.en")
+  bool multilingual = false;
+  std::vector<std::string> languages;  // codes the model takes ("en", ...)
+  bool translate_task = false;         // can translate speech to English itself
+  bool native_timestamps = false;      // words come with the model's own times (transducers)
+  bool needs_commit_policy = true;     // the hypothesis is revised: a policy decides what is final
+  int sample_rate = 16000;
+  double frames_per_second = 50;
+  std::vector<std::string> policies;  // streaming policies it runs; the first is the default
+};
+
+struct StreamRequest {
+  std::string language = "auto";                       // a code, or auto
+  std::string policy;                                  // one of Capabilities::policies; "" = the default
+  PassReport on_pass;                                  // optional: every model pass of this stream, timed
+  std::function<void(const std::string&)> on_warning;  // optional: per-pass warnings (loop guards...)
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const Capabilities& capabilities() const = 0;
+
+  // A new stream. Throws earshot::Error(kInvalidArgument) with a message for the
+  // client for a language or policy the model cannot do.
+  virtual std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const = 0;
+
+  // "" when `language` (a code or auto) is one this model takes, else why not.
+  std::string language_problem(const std::string& language) const;
+  // The policy a request names, resolved ("" = the default); throws kInvalidArgument
+  // naming the policies there are when the engine has no such one.
+  std::string resolve_policy(const std::string& policy) const;
+};
+
+}  // namespace earshot::engine

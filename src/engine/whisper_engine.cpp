@@ -1,0 +1,59 @@
+#include "engine/whisper_engine.h"
+
+#include "common/error.h"
+#include "model/timed_decoder.h"
+#include "model/whisper/session.h"
+#include "policy/alignatt/alignatt_processor.h"
+#include "policy/localagreement/local_agreement_processor.h"
+
+namespace earshot::engine {
+
+WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec)
+    : model_(std::move(model)), text_(whisper::WhisperText::for_model(*model_)), policies_(spec.policies) {
+  session_options_.n_threads = spec.runtime.threads;
+  session_options_.flash_attention = spec.runtime.flash_attention;
+  session_options_.encoder_input = spec.whisper.encoder_input;
+  session_options_.text = text_;
+  if (session_options_.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  // Settings errors surface at load, not at the first stream.
+  policies_.alignatt.validate();
+  policies_.localagreement.validate();
+
+  const whisper::Hparams& hp = model_->hparams();
+  capabilities_.family = "whisper";
+  capabilities_.model_name =
+      "whisper-" + (model_->size_name().empty() ? model_->path().stem().string() : model_->size_name());
+  capabilities_.multilingual = hp.is_multilingual();
+  if (capabilities_.multilingual) {
+    for (int i = 0; i < text_->n_languages(); ++i) capabilities_.languages.push_back(text_->language_code(i));
+  } else {
+    capabilities_.languages = {"en"};
+  }
+  capabilities_.translate_task = capabilities_.multilingual;
+  capabilities_.frames_per_second = 50;
+  capabilities_.policies = {"alignatt", "localagreement"};
+}
+
+std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest& request) const {
+  const std::string policy = resolve_policy(request.policy);
+  std::unique_ptr<AsrDecoder> decoder = std::make_unique<whisper::Session>(model_, session_options_);
+  if (request.on_pass) decoder = std::make_unique<TimedDecoder>(std::move(decoder), request.on_pass);
+  if (policy == "alignatt") {
+    policy::AlignAttConfig config = policies_.alignatt;
+    config.language = request.language;
+    if (request.on_warning) config.on_warning = request.on_warning;
+    return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
+  }
+  policy::LocalAgreementConfig config = policies_.localagreement;
+  config.language = request.language;
+  return std::make_unique<policy::LocalAgreementProcessor>(std::move(decoder), std::move(config));
+}
+
+std::shared_ptr<const Engine> load_whisper_engine(const ModelSpec& spec) {
+  whisper::LoadOptions load;
+  load.alignment_heads = spec.whisper.alignment_heads;
+  load.backend = spec.runtime.device;
+  return std::make_shared<WhisperEngine>(whisper::Model::load(spec.path, load), spec);
+}
+
+}  // namespace earshot::engine

@@ -1,0 +1,35 @@
+// The Whisper family behind the engine boundary: whisper.cpp's ggml .bin files,
+// earshot's own encoder/decoder graphs (model/whisper), with AlignAtt (default)
+// or LocalAgreement-2 over each stream's Session.
+#pragma once
+
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/model_spec.h"
+#include "model/whisper/asr_text.h"
+#include "model/whisper/model.h"
+
+namespace earshot::engine {
+
+class WhisperEngine : public Engine {
+ public:
+  WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec);
+
+  const Capabilities& capabilities() const override { return capabilities_; }
+  std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const override;
+
+  const whisper::Model& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const whisper::Model> model_;
+  std::shared_ptr<const whisper::WhisperText> text_;  // one vocabulary for every stream
+  whisper::SessionOptions session_options_;
+  PolicySettings policies_;
+  Capabilities capabilities_;
+};
+
+// Loads spec.path as a Whisper model (engine/families.cpp registers this).
+std::shared_ptr<const Engine> load_whisper_engine(const ModelSpec& spec);
+
+}  // namespace earshot::engine

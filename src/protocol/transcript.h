@@ -1,0 +1,50 @@
+// One renderer of finished transcripts for the CLI (`earshot transcribe
+// --format`) and the OpenAI endpoint: segments from committed words, plain
+// text, SRT, WebVTT and the JSON shapes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/online_processor.h"
+
+namespace earshot::protocol {
+
+struct Segment {
+  double start = 0, end = 0;
+  std::string text;  // the words' text as committed (leading spaces kept)
+};
+
+// Where segments end. One rule for subtitles and the OpenAI endpoint's segments
+// (the CLI used to cut cues at 42 characters or 7 s, the server at its lines):
+// a segment ends at a sentence end (. ? !), a speaker change, a pause of at
+// least `pause_seconds` between words (the session's silence lines have the same
+// threshold, so a line never spans one), or before a word that would take it
+// past `max_seconds`. No 42-character/7-second cap: OpenAI clients pair SRT/VTT
+// cues one to one with verbose_json segments, which are sentence-like spans up
+// to Whisper's 30 s window, and subtitle players wrap long cues themselves.
+struct SegmentRule {
+  double pause_seconds = 5.0;
+  double max_seconds = 30.0;
+};
+std::vector<Segment> segments(const std::vector<Word>& words, const SegmentRule& rule = {});
+
+// The words' text joined, without the outer whitespace.
+std::string transcript_text(const std::vector<Word>& words);
+
+// "1\n00:00:00,500 --> 00:00:01,250\nHello.\n\n" per segment (text trimmed).
+std::string format_srt(const std::vector<Segment>& segments);
+// "WEBVTT\n\n" then "00:00:00.500 --> 00:00:01.250\nHello.\n\n" per segment.
+std::string format_vtt(const std::vector<Segment>& segments);
+
+// [{"text":" Hello","start":0.500,"end":1.000},...] (times with 3 decimals).
+std::string words_json(const std::vector<Word>& words);
+// The CLI's --format json: {"file":...,"language":...,"text":...,"words":[...]}.
+std::string transcript_json(const std::vector<Word>& words, const std::string& language, const std::string& file_name);
+
+// OpenAI's response_format json ({"text","usage"}) or, verbose, verbose_json
+// (task, language, duration, words without their leading space, segments).
+std::string openai_json(const std::vector<Word>& words, const std::vector<Segment>& segments, double duration_seconds,
+                        const std::string& language, bool verbose);
+
+}  // namespace earshot::protocol

@@ -1,0 +1,40 @@
+// WhisperLiveKit's view of a stream: lines (text lines per speaker, silence
+// lines for long pauses), the provisional buffer and the status scalars, built
+// from the session's events. One Projection per connection; it keeps every
+// line, as the protocol's full mode sends them all.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "events/event.h"
+#include "protocol/wlk/protocol.h"
+#include "session/stream_session.h"
+
+namespace earshot::protocol::wlk {
+
+class Projection {
+ public:
+  // Lines: a word joins the open line unless its speaker differs (no speaker
+  // information counts as speaker 1); a Pause makes a silence line (speaker -2),
+  // updated while the pause goes on, and closes the open line.
+  void apply(const events::Event& event);
+  // The lines and buffer so far with `status`'s scalars.
+  Snapshot snapshot(const session::StreamStatus& status) const;
+  // Applies the session's new events and releases them from its log: the
+  // projection is then the log's only reader (the /asr connection).
+  Snapshot pull(session::StreamSession& session);
+
+ private:
+  std::vector<Line> lines_;
+  std::string buffer_;
+  int open_line_ = -1;     // text line receiving words, -1 = the next word opens one
+  int live_silence_ = -1;  // silence line of the pause going on
+  uint64_t cursor_ = 0;
+};
+
+// The projection of everything in the session's log, without releasing it.
+Snapshot snapshot_of(const session::StreamSession& session);
+
+}  // namespace earshot::protocol::wlk

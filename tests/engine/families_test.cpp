@@ -1,0 +1,125 @@
+// engine::load picks a family from the file; a family registered by a test is
+// loaded like a built-in one; unreadable files are named, not guessed at.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/error.h"
+#include "engine_test_util.h"
+#include "fake_family.h"
+
+namespace earshot::engine::testing {
+namespace {
+
+using whisper::testing::TempDir;
+
+std::string error_of(const std::function<void()>& f, ErrorCode* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(ProbeModelFile, TellsLegacyGgmlGgufAndOtherFilesApart) {
+  TempDir dir("probe");
+  whisper::write_random_model(whisper::testing::pipeline_spec(1), dir / "model.bin");
+  EXPECT_EQ(probe_model_file(dir / "model.bin").format, ModelFile::Format::kLegacyGgml);
+
+  write_gguf_with_architecture(dir / "llama.gguf", "llama");
+  const ModelFile gguf = probe_model_file(dir / "llama.gguf");
+  EXPECT_EQ(gguf.format, ModelFile::Format::kGguf);
+  EXPECT_EQ(gguf.architecture, "llama");
+  EXPECT_NE(gguf.description.find("architecture 'llama'"), std::string::npos) << gguf.description;
+
+  write_text(dir / "page.bin", "<!DOCTYPE html><html>rate limited</html>");
+  EXPECT_NE(probe_model_file(dir / "page.bin").description.find("HTML"), std::string::npos);
+  write_text(dir / "empty.bin", "");
+  EXPECT_EQ(probe_model_file(dir / "empty.bin").description, "an empty file");
+
+  ErrorCode code{};
+  EXPECT_NE(error_of([&] { probe_model_file(dir / "absent.bin"); }, &code).find("absent.bin"), std::string::npos);
+  EXPECT_EQ(code, ErrorCode::kIo);
+}
+
+TEST(EngineLoad, NamesWhatAFileIsWhenNoFamilyReadsIt) {
+  TempDir dir("unreadable");
+  write_gguf_with_architecture(dir / "llama.gguf", "llama");
+  ModelSpec spec;
+  spec.path = dir / "llama.gguf";
+  ErrorCode code{};
+  const std::string message = error_of([&] { load(spec); }, &code);
+  EXPECT_EQ(code, ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("llama.gguf is a GGUF file of architecture 'llama'"), std::string::npos) << message;
+  EXPECT_NE(message.find("families: whisper"), std::string::npos) << message;
+
+  write_text(dir / "page.bin", "<html>not found</html>");
+  spec.path = dir / "page.bin";
+  EXPECT_NE(error_of([&] { load(spec); }).find("an HTML page"), std::string::npos);
+}
+
+TEST(EngineLoad, AFamilyRegisteredByATestLoadsFromItsArchitecture) {
+  register_ticks_family();
+  TempDir dir("ticks");
+  write_gguf_with_architecture(dir / "ticks.gguf", kTicksArchitecture);
+  ModelSpec spec;
+  spec.path = dir / "ticks.gguf";
+  const std::shared_ptr<const Engine> engine = load(spec);
+  EXPECT_EQ(engine->capabilities().family, "ticks");
+  EXPECT_FALSE(engine->capabilities().needs_commit_policy);
+  EXPECT_DOUBLE_EQ(engine->capabilities().frames_per_second, 12.5);
+  const auto names = family_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "whisper"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "ticks"), names.end());
+
+  StreamRequest request;
+  int passes = 0;
+  request.on_pass = [&](ModelPass, std::chrono::nanoseconds) { ++passes; };
+  auto stream = engine->open_stream(request);
+  stream->insert_audio(std::vector<float>(16000, 0.1f), 1.0);
+  const ProcessResult r = stream->process();
+  ASSERT_EQ(r.committed.size(), 2u);
+  EXPECT_EQ(r.committed[1].text, " tick2");
+  EXPECT_EQ(passes, 1);
+
+  request.policy = "alignatt";
+  EXPECT_EQ(error_of([&] { engine->open_stream(request); }), "unknown --policy 'alignatt' (use native)");
+  request.policy = "";
+  request.language = "fr";
+  EXPECT_EQ(error_of([&] { engine->open_stream(request); }), "unknown language code 'fr'");
+}
+
+TEST(WhisperEngine, CapabilitiesLanguagesAndPoliciesOfAnEnglishModel) {
+  ModelSpec spec;
+  spec.runtime.threads = 1;
+  const auto engine = load_random_engine(whisper::testing::pipeline_spec(3), "whisper-engine", spec);
+  const Capabilities& c = engine->capabilities();
+  EXPECT_EQ(c.family, "whisper");
+  EXPECT_FALSE(c.multilingual);
+  EXPECT_EQ(c.languages, std::vector<std::string>{"en"});
+  EXPECT_EQ(c.policies, (std::vector<std::string>{"alignatt", "localagreement"}));
+  EXPECT_TRUE(c.needs_commit_policy);
+  EXPECT_DOUBLE_EQ(c.frames_per_second, 50);
+  EXPECT_EQ(engine->language_problem("auto"), "");
+  EXPECT_EQ(engine->language_problem("en"), "");
+  EXPECT_EQ(engine->language_problem("de"), "this model is English-only: use language=en or auto");
+  EXPECT_EQ(engine->resolve_policy(""), "alignatt");
+  EXPECT_EQ(error_of([&] { engine->resolve_policy("rolling"); }),
+            "unknown --policy 'rolling' (use alignatt or localagreement)");
+
+  StreamRequest request;
+  request.language = "de";
+  EXPECT_NE(error_of([&] { engine->open_stream(request); }).find("English-only"), std::string::npos);
+  for (const char* policy : {"alignatt", "localagreement"}) {
+    request.language = "en";
+    request.policy = policy;
+    EXPECT_EQ(engine->open_stream(request)->language(), "en") << policy;
+  }
+}
+
+}  // namespace
+}  // namespace earshot::engine::testing
