@@ -62,12 +62,13 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 if [[ " $PARTS " == *" engine "* ]]; then
 # Parity: the shapes of tests/model/CMakeLists.txt, both engines on DEVICE.
 model en_f16 "${tiny_en[@]}" --seed 11 --n-state 128 --n-head 2 --n-layer 2 --n-audio-ctx 750
+model en_f32 "${tiny_en[@]}" --seed 16 --type f32 --n-state 128 --n-head 2 --n-layer 2 --n-audio-ctx 750
 model multilingual_q8_0 "${tiny[@]}" --seed 12 --type q8_0 --n-state 256 --n-head 4 --n-layer 3 --n-audio-ctx 750
 model v3_mel128_f16 "${tiny[@]}" --seed 13 "${v3_vocab[@]}" --n-state 192 --n-head 3 --n-layer 2 --n-audio-ctx 750
 model en_q5_0 "${tiny_en[@]}" --seed 14 --type q5_0 --n-state 64 --n-head 2 --n-audio-layer 2 --n-text-layer 4 \
   --n-audio-ctx 750
 model tiny_en_dims "${tiny_en[@]}" --seed 15
-for m in en_f16 multilingual_q8_0 v3_mel128_f16 en_q5_0 tiny_en_dims; do
+for m in en_f16 en_f32 multilingual_q8_0 v3_mel128_f16 en_q5_0 tiny_en_dims; do
   check "parity-$m" "$parity" --model "$MODELS/$m.bin" --audio "$audio" --tokens 8 --device "$DEVICE"
 done
 

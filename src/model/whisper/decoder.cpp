@@ -19,12 +19,12 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   const int n_state = hp.n_text_state;
   const int n_head = hp.n_text_head;
   const int head_dim = n_state / n_head;
-  const int n_text_ctx = hp.n_text_ctx;
   const int n_seq = spec.n_sequences;
   const int n_tokens = spec.n_tokens;
   const int n_kv = spec.n_past + n_tokens;
   const int n_audio = spec.n_audio_ctx;
-  const int cap = state.n_sequences_capacity;
+  const int seq0 = spec.first_sequence;
+  const runtime::KvCache& kv = *state.self_kv;
   const int64_t n_rows = static_cast<int64_t>(n_tokens) * n_seq;
 
   const auto& heads = model.alignment_heads();
@@ -61,9 +61,7 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   // Same scaling as whisper.cpp: self-attention Q and K each by head_dim^-1/4;
   // cross K was pre-scaled by head_dim^-1/4 and the softmax applies the other factor.
   const float kq_scale = std::pow(static_cast<float>(head_dim), -0.25f);
-  const size_t es_self = ggml_element_size(state.self_k);
   const size_t es_cross = ggml_element_size(state.cross_k);
-  const size_t self_block = static_cast<size_t>(n_text_ctx) * n_state * es_self;  // one (layer, sequence)
 
   ggml_tensor* cur = ggml_add(ctx, ggml_get_rows(ctx, w.token_emb, indices_view(0, n_rows)),
                               ggml_get_rows(ctx, w.dec_pos, indices_view(positions_at, n_rows)));
@@ -72,7 +70,6 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
 
   for (int il = 0; il < static_cast<int>(w.decoder.size()); ++il) {
     const DecoderLayer& layer = w.decoder[il];
-    const size_t layer_self_offset = static_cast<size_t>(il) * cap * self_block;
 
     // Self-attention.
     cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
@@ -80,21 +77,17 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     ggml_tensor* k = ggml_scale(ctx, ggml_mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
     ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
     {
-      ggml_tensor* k_dst = ggml_view_3d(ctx, state.self_k, n_state, n_tokens, n_seq, n_state * es_self, self_block,
-                                        layer_self_offset + static_cast<size_t>(spec.n_past) * n_state * es_self);
-      ggml_tensor* v_dst = ggml_view_3d(ctx, state.self_v, n_tokens, n_state, n_seq, n_text_ctx * es_self, self_block,
-                                        layer_self_offset + static_cast<size_t>(spec.n_past) * es_self);
+      ggml_tensor* k_dst = kv.k_slot(ctx, il, spec.n_past, n_tokens, seq0, n_seq);
+      ggml_tensor* v_dst = kv.v_slot(ctx, il, spec.n_past, n_tokens, seq0, n_seq);
       ggml_tensor* v_t = ggml_permute(ctx, ggml_reshape_3d(ctx, v, n_state, n_tokens, n_seq), 1, 0, 2, 3);
       ggml_build_forward_expand(graph, ggml_cpy(ctx, ggml_reshape_3d(ctx, k, n_state, n_tokens, n_seq), k_dst));
       ggml_build_forward_expand(graph, ggml_cpy(ctx, v_t, v_dst));
     }
     ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, head_dim, n_head, n_tokens, n_seq), 0, 2, 1, 3);
-    ggml_tensor* K = ggml_view_4d(ctx, state.self_k, head_dim, n_kv, n_head, n_seq, n_state * es_self,
-                                  head_dim * es_self, self_block, layer_self_offset);
+    ggml_tensor* K = kv.k_heads(ctx, il, n_kv, n_head, seq0, n_seq);
     ggml_tensor* kq = ggml_mul_mat(ctx, K, Q);  // [n_kv, n_tokens, n_head, n_seq]
     kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f, 0.0f);
-    ggml_tensor* V = ggml_view_4d(ctx, state.self_v, n_kv, head_dim, n_head, n_seq, n_text_ctx * es_self,
-                                  n_text_ctx * head_dim * es_self, self_block, layer_self_offset);
+    ggml_tensor* V = kv.v_heads(ctx, il, n_kv, n_head, seq0, n_seq);
     ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_tokens, n_head, n_seq]
     cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_rows);
     cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);

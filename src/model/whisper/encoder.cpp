@@ -1,5 +1,5 @@
-// Whisper encoder graph: two 1-D convolutions (as im2col + matrix product so
-// that both f16 and f32 kernels work), the positional embedding, pre-LN
+// Whisper encoder graph: two 1-D convolutions (as im2col + matrix product, as
+// whisper.cpp's), the positional embedding, pre-LN
 // transformer blocks, ln_post, then every decoder layer's cross-attention K/V.
 #include <cmath>
 #include <string>
@@ -11,22 +11,17 @@
 namespace earshot::whisper::detail {
 namespace {
 
-// 1-D convolution, kernel size 3, padding 1, as whisper.cpp's conv_1d_ph but with the
-// im2col buffer in the kernel's own precision: ggml's conv_1d always builds an f16
-// im2col, which the CPU backend rejects for f32 kernels (libwhisper aborts on f32 files).
+// 1-D convolution, kernel size 3, padding 1, as whisper.cpp's conv_1d_ph (ggml_conv_1d):
+// the im2col buffer is f16 whatever the kernel's type, so an f32 kernel meets its input
+// rounded to f16 (and is itself rounded to f16 by the f16 x f32 product), as in libwhisper.
 ggml_tensor* conv1d_k3(ggml_context* ctx, ggml_tensor* kernel, ggml_tensor* input, int stride) {
-  ggml_type col_type;
-  if (kernel->type == GGML_TYPE_F16) {
-    col_type = GGML_TYPE_F16;
-  } else if (kernel->type == GGML_TYPE_F32) {
-    col_type = GGML_TYPE_F32;
-  } else {
+  if (kernel->type != GGML_TYPE_F16 && kernel->type != GGML_TYPE_F32) {
     throw Error(ErrorCode::kUnsupported, std::string("convolution kernel ") + ggml_get_name(kernel) + " has type " +
                                              ggml_type_name(kernel->type) +
                                              "; only f16 and f32 convolution kernels are supported");
   }
   // im2col: [in_channels * 3, out_len]
-  ggml_tensor* cols = ggml_im2col(ctx, kernel, input, stride, 0, 1, 0, 1, 0, false, col_type);
+  ggml_tensor* cols = ggml_im2col(ctx, kernel, input, stride, 0, 1, 0, 1, 0, false, GGML_TYPE_F16);
   ggml_tensor* out = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2]),
                                   ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1], kernel->ne[2]));
   return out;  // [out_len, out_channels]

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "model/runtime/kv_cache.h"
 #include "model/whisper/model.h"
 
 namespace earshot::whisper::detail {
@@ -14,17 +15,14 @@ namespace earshot::whisper::detail {
 // Graph nodes budget: the largest graphs (large-v3 decoder, 32 layers) stay far below.
 inline constexpr int kMaxGraphNodes = 16384;
 
-// Per-session persistent tensors (f16), laid out per decoder layer.
+// Per-session persistent state (f16): cross K/V laid out per decoder layer, and the self-attention cache.
 struct StateTensors {
   // Cross-attention keys, pre-scaled by head_dim^-1/4: per layer [n_state, n_audio_ctx].
   ggml_tensor* cross_k = nullptr;
   // Cross-attention values, transposed: per layer [n_audio_ctx, n_state].
   ggml_tensor* cross_v = nullptr;
-  // Self-attention keys (pre-scaled): per (layer, sequence) [n_state, n_text_ctx].
-  ggml_tensor* self_k = nullptr;
-  // Self-attention values, transposed: per (layer, sequence) [n_text_ctx, n_state].
-  ggml_tensor* self_v = nullptr;
-  int n_sequences_capacity = 0;
+  // Self-attention keys (pre-scaled) and values (transposed) of every sequence.
+  const runtime::KvCache* self_kv = nullptr;
 };
 
 struct EncoderGraph {
@@ -39,8 +37,9 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
 
 struct DecoderGraphSpec {
   int n_sequences = 1;
-  int n_tokens = 1;  // appended per sequence
-  int n_past = 0;    // tokens already in every sequence's cache
+  int first_sequence = 0;  // the graph runs sequences [first_sequence, first_sequence + n_sequences) of the cache
+  int n_tokens = 1;        // appended per sequence
+  int n_past = 0;          // tokens already in every sequence's cache
   int n_audio_ctx = 1500;
   // Positions (0..n_tokens-1) whose logits are computed, the same for every sequence.
   std::vector<int> logits_positions;

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "features/mel.h"
+#include "model/runtime/kv_cache.h"
 #include "model/whisper/graph.h"
 
 namespace earshot::whisper {
@@ -33,12 +34,14 @@ struct Session::Impl {
   // Cross K/V: fixed size (the full audio context); self KV: grows with the sequence count.
   ggml_context* cross_ctx = nullptr;
   ggml_backend_buffer_t cross_buf = nullptr;
-  ggml_context* self_ctx = nullptr;
-  ggml_backend_buffer_t self_buf = nullptr;
+  std::unique_ptr<runtime::KvCache> kv;
   detail::StateTensors state;
   ggml_gallocr_t encoder_alloc = nullptr;
   ggml_gallocr_t decoder_alloc = nullptr;
-  ggml_gallocr_t reorder_alloc = nullptr;
+  // Every sequence holds the same cache (true after reset, after a shared prompt and
+  // after a reorder from one source): a reorder is then a no-op, and tokens appended
+  // alike to all may be computed once (SessionOptions::share_prompt).
+  bool identical = true;
   std::vector<uint8_t> graph_meta;
   features::Mel mel;
   std::vector<float> mel_input;
@@ -51,9 +54,7 @@ struct Session::Impl {
   ~Impl() {
     ggml_gallocr_free(encoder_alloc);
     ggml_gallocr_free(decoder_alloc);
-    ggml_gallocr_free(reorder_alloc);
-    if (self_buf) ggml_backend_buffer_free(self_buf);
-    if (self_ctx) ggml_free(self_ctx);
+    kv.reset();  // before the backend it borrows
     if (cross_buf) ggml_backend_buffer_free(cross_buf);
     if (cross_ctx) ggml_free(cross_ctx);
     if (backend) ggml_backend_free(backend);
@@ -97,52 +98,7 @@ struct Session::Impl {
     return ggml_backend_supports_op(backend, ggml_flash_attn_ext(ctx, q, k, v, nullptr, 1.0f, 0.0f, 0.0f));
   }
 
-  // KV-cache reorder as a graph on the session's backend (the cache never leaves
-  // the device): sequence s's first n_past positions become those of sequence
-  // source[s]. Every moved sequence is first copied out whole, then written back,
-  // so swaps and fan-outs never read a sequence already overwritten (nodes run in
-  // graph order). Same-type copies of contiguous rows: memcpy speed.
-  void build_reorder(ggml_context* ctx, ggml_cgraph* graph, const Hparams& hp, std::span<const int> source,
-                     int n_past) const {
-    const int64_t n_state = hp.n_text_state;
-    const size_t es = ggml_element_size(state.self_k);
-    const size_t block = static_cast<size_t>(hp.n_text_ctx) * n_state * es;  // one (layer, sequence)
-    const size_t layer = state.n_sequences_capacity * block;
-    // One node per sequence and tensor, all layers at once: few nodes, few thread barriers.
-    auto k_of = [&](int s) {  // per layer: n_past * n_state
-      return ggml_view_2d(ctx, state.self_k, n_past * n_state, hp.n_text_layer, layer, s * block);
-    };
-    auto v_of = [&](int s) {  // per layer: n_state rows of n_past positions
-      return ggml_view_3d(ctx, state.self_v, n_past, n_state, hp.n_text_layer, hp.n_text_ctx * es, layer, s * block);
-    };
-    std::vector<std::pair<ggml_tensor*, ggml_tensor*>> write_back;  // (copy, destination)
-    for (int s = 0; s < static_cast<int>(source.size()); ++s) {
-      if (source[s] == s) continue;
-      ggml_tensor* k = ggml_cpy(ctx, k_of(source[s]),
-                                ggml_new_tensor_2d(ctx, state.self_k->type, n_past * n_state, hp.n_text_layer));
-      ggml_tensor* v =
-          ggml_cpy(ctx, v_of(source[s]), ggml_new_tensor_3d(ctx, state.self_v->type, n_past, n_state, hp.n_text_layer));
-      ggml_build_forward_expand(graph, k);
-      ggml_build_forward_expand(graph, v);
-      write_back.emplace_back(k, k_of(s));
-      write_back.emplace_back(v, v_of(s));
-    }
-    for (auto [copy, destination] : write_back) ggml_build_forward_expand(graph, ggml_cpy(ctx, copy, destination));
-  }
-
-  void allocate_self_cache(const Hparams& hp, int n_sequences) {
-    if (self_buf) ggml_backend_buffer_free(self_buf);
-    if (self_ctx) ggml_free(self_ctx);
-    ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};
-    self_ctx = ggml_init(params);
-    const int64_t n = static_cast<int64_t>(hp.n_text_layer) * n_sequences * hp.n_text_ctx * hp.n_text_state;
-    state.self_k = ggml_new_tensor_1d(self_ctx, GGML_TYPE_F16, n);
-    state.self_v = ggml_new_tensor_1d(self_ctx, GGML_TYPE_F16, n);
-    self_buf = ggml_backend_alloc_ctx_tensors(self_ctx, backend);
-    if (!self_buf) throw Error(ErrorCode::kInternal, "cannot allocate the self-attention KV cache");
-    ggml_backend_buffer_clear(self_buf, 0);
-    state.n_sequences_capacity = n_sequences;
-  }
+  DecodeResult step(const Model& model, const detail::DecoderGraphSpec& spec);
 };
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
@@ -177,12 +133,18 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   impl_->state.cross_v = ggml_new_tensor_1d(impl_->cross_ctx, GGML_TYPE_F16, n_cross);
   impl_->cross_buf = ggml_backend_alloc_ctx_tensors(impl_->cross_ctx, impl_->backend);
   if (!impl_->cross_buf) throw Error(ErrorCode::kInternal, "cannot allocate the cross-attention K/V");
-  impl_->allocate_self_cache(hp, 1);
+  runtime::KvCacheShape kv_shape;
+  kv_shape.n_layer = hp.n_text_layer;
+  kv_shape.n_embd = hp.n_text_state;
+  kv_shape.n_ctx = hp.n_text_ctx;
+  kv_shape.type = GGML_TYPE_F16;
+  kv_shape.n_scratch = 1;  // language detection's one position
+  impl_->kv = std::make_unique<runtime::KvCache>(impl_->backend, kv_shape, 1);
+  impl_->state.self_kv = impl_->kv.get();
 
   ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(impl_->backend);
   impl_->encoder_alloc = ggml_gallocr_new(buft);
   impl_->decoder_alloc = ggml_gallocr_new(buft);
-  impl_->reorder_alloc = ggml_gallocr_new(buft);
 }
 
 Session::~Session() = default;
@@ -262,6 +224,8 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   n_audio_ctx_ = n_ctx;
   impl_->encoded = true;
   n_past_ = 0;
+  impl_->kv->clear();
+  impl_->identical = true;
   if (impl_->reserved_audio_ctx != n_ctx || impl_->reserved_sequences != n_sequences_) reset(n_sequences_);
   return std::min(n_ctx, (content_frames + 1) / 2);
 }
@@ -272,7 +236,9 @@ void Session::reset(int n_sequences) {
                                                  ", got " + std::to_string(n_sequences));
   }
   const Hparams& hp = model_->hparams();
-  if (n_sequences > impl_->state.n_sequences_capacity) impl_->allocate_self_cache(hp, n_sequences);
+  impl_->kv->reserve(n_sequences);  // grows (and checks the device's copies) once per size
+  impl_->kv->clear();
+  impl_->identical = true;
   n_sequences_ = n_sequences;
   n_past_ = 0;
   if (!impl_->encoded) return;
@@ -293,17 +259,6 @@ void Session::reset(int n_sequences) {
   if (!ggml_gallocr_reserve(impl_->decoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot reserve the decoder compute buffer");
   }
-  if (n_sequences > 1) {  // beams reorder the cache after every step: reserve for the full context
-    ContextGuard reorder_guard{impl_->new_graph_context()};
-    ggml_cgraph* reorder = ggml_new_graph_custom(reorder_guard.ctx, detail::kMaxGraphNodes, false);
-    std::vector<int> rotate(n_sequences);  // every sequence moved: the largest reorder
-    for (int i = 0; i < n_sequences; ++i) rotate[i] = (i + 1) % n_sequences;
-    impl_->build_reorder(reorder_guard.ctx, reorder, hp, rotate, hp.n_text_ctx);
-    impl_->check_supported(reorder, "KV-cache reorder");
-    if (!ggml_gallocr_reserve(impl_->reorder_alloc, reorder)) {
-      throw Error(ErrorCode::kInternal, "cannot reserve the KV-cache reorder buffer");
-    }
-  }
   impl_->reserved_sequences = n_sequences;
   impl_->reserved_audio_ctx = n_audio_ctx_;
 }
@@ -313,6 +268,7 @@ void Session::rollback(int n_past) {
     throw Error(ErrorCode::kInvalidArgument,
                 "rollback to " + std::to_string(n_past) + " tokens, but the cache holds " + std::to_string(n_past_));
   }
+  for (int s = 0; s < n_sequences_; ++s) impl_->kv->remove_suffix(s, n_past);
   n_past_ = n_past;
 }
 
@@ -329,14 +285,10 @@ void Session::reorder(std::span<const int> source) {
     }
     identity = identity && source[i] == i;
   }
-  if (identity || n_past_ == 0) return;
-  ContextGuard guard{impl_->new_graph_context()};
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
-  impl_->build_reorder(guard.ctx, graph, model_->hparams(), source, n_past_);
-  if (!ggml_gallocr_alloc_graph(impl_->reorder_alloc, graph)) {
-    throw Error(ErrorCode::kInternal, "cannot allocate the KV-cache reorder buffer");
-  }
-  impl_->compute(graph);
+  // Identical sequences (a shared prompt, before the beams diverge) need no copies.
+  if (identity || n_past_ == 0 || impl_->identical) return;
+  impl_->kv->reorder(source);
+  impl_->identical = std::all_of(source.begin(), source.end(), [&](int s) { return s == source[0]; });
 }
 
 DecodeResult Session::decode(const DecodeRequest& request) {
@@ -385,57 +337,87 @@ DecodeResult Session::decode(const DecodeRequest& request) {
     }
   }
 
-  spec.tokens.reserve(static_cast<size_t>(n_sequences_) * n_tokens);
-  for (const auto& seq : request.tokens) spec.tokens.insert(spec.tokens.end(), seq.begin(), seq.end());
+  // The same tokens appended to identical sequences (AlignAtt's prompt with beams):
+  // computed once for sequence 0, whose cache and outputs are then copied to the others.
+  const bool share = options_.share_prompt && n_sequences_ > 1 && impl_->identical &&
+                     std::all_of(request.tokens.begin(), request.tokens.end(),
+                                 [&](const std::vector<int32_t>& seq) { return seq == request.tokens[0]; });
+  if (share) {
+    spec.n_sequences = 1;
+    spec.tokens = request.tokens[0];
+  } else {
+    spec.tokens.reserve(static_cast<size_t>(n_sequences_) * n_tokens);
+    for (const auto& seq : request.tokens) spec.tokens.insert(spec.tokens.end(), seq.begin(), seq.end());
+  }
+  DecodeResult result = impl_->step(*model_, spec);
+  n_past_ += n_tokens;
+  for (int s = 0; s < spec.n_sequences; ++s) impl_->kv->set_length(s, n_past_);
+  if (!share) {
+    impl_->identical = n_sequences_ == 1;
+    return result;
+  }
+  impl_->kv->reorder(std::vector<int>(n_sequences_, 0));
+  // Outputs are sequence-major: sequence 0's block, repeated.
+  auto repeat = [n = n_sequences_](std::vector<float>& v) {
+    const size_t block = v.size();
+    v.resize(block * n);
+    for (int s = 1; s < n; ++s) std::copy_n(v.begin(), block, v.begin() + static_cast<std::ptrdiff_t>(s * block));
+  };
+  repeat(result.logits);
+  repeat(result.attention);
+  result.n_sequences = n_sequences_;
+  return result;
+}
 
-  ContextGuard guard{impl_->new_graph_context()};
+DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphSpec& spec) {
+  const Hparams& hp = model.hparams();
+  const int n_tokens = spec.n_tokens;
+  ContextGuard guard{new_graph_context()};
   ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
-  detail::DecoderGraph g = detail::build_decoder(guard.ctx, graph, *model_, impl_->state, spec);
-  if (!ggml_gallocr_alloc_graph(impl_->decoder_alloc, graph)) {
+  detail::DecoderGraph g = detail::build_decoder(guard.ctx, graph, model, state, spec);
+  if (!ggml_gallocr_alloc_graph(decoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the decoder compute buffer");
   }
   ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
   if (g.mask) {
-    const int n_kv = n_past_ + n_tokens;
+    const int n_kv = spec.n_past + n_tokens;
     std::vector<float> mask(static_cast<size_t>(n_kv) * n_tokens, 0.0f);
     for (int i = 0; i < n_tokens; ++i) {
-      for (int j = n_past_ + i + 1; j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = -INFINITY;
+      for (int j = spec.n_past + i + 1; j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = -INFINITY;
     }
     ggml_backend_tensor_set(g.mask, mask.data(), 0, mask.size() * sizeof(float));
   }
-  impl_->compute(graph);
-  n_past_ += n_tokens;
+  compute(graph);
 
   const int n_positions = static_cast<int>(spec.logits_positions.size());
-  const int n_seq = n_sequences_;
+  const int n_seq = spec.n_sequences;
   DecodeResult result;
   result.n_sequences = n_seq;
   result.n_tokens = n_tokens;
   result.n_positions = n_positions;
   result.n_vocab = spec.n_vocab_logits;
-  result.n_frames = n_audio_ctx_;
+  result.n_frames = spec.n_audio_ctx;
   // Every read is queued on the backend and waited for once: on a GPU, one
   // device-to-host synchronisation per step.
   result.logits.resize(static_cast<size_t>(n_seq) * n_positions * result.n_vocab);
-  ggml_backend_tensor_get_async(impl_->backend, g.logits, result.logits.data(), 0,
-                                result.logits.size() * sizeof(float));
+  ggml_backend_tensor_get_async(backend, g.logits, result.logits.data(), 0, result.logits.size() * sizeof(float));
   if (spec.want_attention) {
     // Each (sequence, head) of a layer's softmax output [n_frames, n_tokens, n_head,
     // n_seq] is one contiguous block, copied to its place in the model's head order.
-    const auto& heads = model_->alignment_heads();
-    const size_t block = static_cast<size_t>(n_audio_ctx_) * n_tokens;
+    const auto& heads = model.alignment_heads();
+    const size_t block = static_cast<size_t>(spec.n_audio_ctx) * n_tokens;
     result.n_heads = static_cast<int>(heads.size());
     result.attention.resize(block * heads.size() * n_seq);
     for (int s = 0; s < n_seq; ++s) {
       for (size_t i = 0; i < heads.size(); ++i) {
         const size_t from = (static_cast<size_t>(s) * hp.n_text_head + heads[i].head) * block;
-        ggml_backend_tensor_get_async(impl_->backend, g.cross_attention[heads[i].layer],
+        ggml_backend_tensor_get_async(backend, g.cross_attention[heads[i].layer],
                                       result.attention.data() + (s * heads.size() + i) * block, from * sizeof(float),
                                       block * sizeof(float));
       }
     }
   }
-  ggml_backend_synchronize(impl_->backend);
+  ggml_backend_synchronize(backend);
   return result;
 }
 
@@ -444,43 +426,28 @@ std::vector<float> Session::detect_language() {
     throw Error(ErrorCode::kUnsupported, "language detection needs a multilingual model; this one is English-only");
   }
   if (!impl_->encoded) throw Error(ErrorCode::kInvalidArgument, "detect_language() called before encode()");
-  // The step writes position 0 of sequence 0's cache: save it and put it back so
-  // the caller's cache is left as it was (K: one row of n_state; V: one column).
   const Hparams& hp = model_->hparams();
-  const size_t n_state = hp.n_text_state;
-  const size_t es = ggml_element_size(impl_->state.self_k);
-  const size_t layer_bytes = impl_->state.n_sequences_capacity * static_cast<size_t>(hp.n_text_ctx) * n_state * es;
-  std::vector<uint8_t> saved_k(hp.n_text_layer * n_state * es), saved_v(hp.n_text_layer * n_state * es);
-  auto copy_position_zero = [&](bool restore) {
-    auto copy = [restore](ggml_tensor* cache, uint8_t* host, size_t at, size_t n) {
-      restore ? ggml_backend_tensor_set(cache, host, at, n) : ggml_backend_tensor_get(cache, host, at, n);
-    };
-    for (int il = 0; il < hp.n_text_layer; ++il) {
-      copy(impl_->state.self_k, &saved_k[il * n_state * es], il * layer_bytes, n_state * es);
-      for (size_t d = 0; d < n_state; ++d) {
-        copy(impl_->state.self_v, &saved_v[(il * n_state + d) * es], il * layer_bytes + d * hp.n_text_ctx * es, es);
-      }
-    }
-  };
-  copy_position_zero(/*restore=*/false);
-  const int saved_sequences = n_sequences_;
-  const int saved_past = n_past_;
-  n_sequences_ = 1;
-  n_past_ = 0;
+  detail::DecoderGraphSpec spec;
+  spec.n_sequences = 1;
+  spec.n_tokens = 1;
+  spec.n_past = 0;
+  spec.n_audio_ctx = n_audio_ctx_;
+  spec.logits_positions = {0};
+  spec.n_vocab_logits = hp.n_vocab;
+  spec.tokens = {tokenizer().special().sot};
+  // The step writes position 0 of sequence 0: saved to the scratch sequence and put
+  // back (copies on the backend), so the caller's cache is left as it was.
+  runtime::KvCache& kv = *impl_->kv;
+  const bool save = kv.length(0) > 0;
+  if (save) kv.save_to_scratch(0, 0, 1);
   DecodeResult result;
   try {
-    DecodeRequest request;
-    request.tokens = {{tokenizer().special().sot}};
-    request.want_attention = false;
-    result = decode(request);
+    result = impl_->step(*model_, spec);
   } catch (...) {
-    n_sequences_ = saved_sequences;
-    n_past_ = saved_past;
+    if (save) kv.restore_from_scratch(0, 0, 1);
     throw;
   }
-  n_sequences_ = saved_sequences;
-  n_past_ = saved_past;
-  copy_position_zero(/*restore=*/true);
+  if (save) kv.restore_from_scratch(0, 0, 1);
   return language_probabilities(std::span<const float>(result.logits.data(), hp.n_vocab), tokenizer());
 }
 

@@ -1,7 +1,8 @@
 // One stream's Whisper inference state on a shared, immutable Model: the
 // encoder output as per-layer cross-attention K/V (computed once per encode()
 // and reused by every decode() step), a self-attention KV cache for n parallel
-// sequences (beams) that can be rolled back and reordered, and its own compute
+// sequences (beams; runtime::KvCache) that can be rolled back and reordered and
+// shares a prompt decoded once, and its own compute
 // buffers, allocated once and reused. Used by one thread at a time; many
 // sessions may share one Model across threads.
 #pragma once
@@ -41,6 +42,14 @@ struct SessionOptions {
   // softmax, bit-identical to libwhisper with flash attention off (the parity tool's
   // setting). A device without the fused op uses the explicit one.
   bool flash_attention = true;
+  // Tokens appended alike to every sequence of identical caches (the prompt of a
+  // beam search) are computed for one sequence and its cache and outputs copied to
+  // the others: 2.7-5.7x faster first step of 4 beams (earshot_bench_model). The
+  // results equal computing every sequence bit for bit where the backend's matrix
+  // products give a row the same value whatever the batch width (ggml's x86 CPU
+  // kernels: tested on f32, f16, q8_0); elsewhere (ARM's, CUDA's) they may differ
+  // by rounding. false computes every sequence (for comparisons and benchmarks).
+  bool share_prompt = true;
   // Vocabulary to share between sessions; built from the model's when null.
   std::shared_ptr<const WhisperText> text;
 };
