@@ -180,10 +180,16 @@ TEST(DeepgramProjection, FinalizeErrorAndEndOfStream) {
   EXPECT_EQ(fin[0]["from_finalize"], true);
   EXPECT_EQ(fin[0]["is_final"], true);
   EXPECT_EQ(words_of(fin[0]), std::vector<std::string>{"a"});
+  // The session's Finalized event (StreamSession::finalize) takes the same path.
+  auto via_event = p.on_events(
+      std::vector<events::Event>{events::WordsCommitted{{word(" b", 0.8, 0.9)}}, events::Finalized{0.95}}, 0.95);
+  ASSERT_EQ(via_event.size(), 1u);
+  EXPECT_EQ(via_event[0]["from_finalize"], true);
+  EXPECT_EQ(words_of(via_event[0]), std::vector<std::string>{"b"});
   auto empty = p.on_finalized(1.0);
   ASSERT_EQ(empty.size(), 1u);
   EXPECT_TRUE(words_of(empty[0]).empty());
-  EXPECT_DOUBLE_EQ(empty[0]["start"], 0.8);
+  EXPECT_DOUBLE_EQ(empty[0]["start"], 0.95);
   EXPECT_TRUE(p.on_events({}, 2.0).empty()) << "the finalized words are never sent again";
 
   Projection e(options(), StreamInfo{});
