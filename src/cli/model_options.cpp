@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "model/runtime/device.h"
 
 namespace earshot::cli {
 
@@ -30,21 +31,8 @@ bool read_flash_attention(const Args& args) {
 
 // The ggml device name for --device ("" = the CPU).
 std::string read_device(const Args& args) {
-  const std::string device = args.get("device");
-  if (device == "cpu" || device == "CPU") return "";
-  if (device == "auto") {
-    ggml_backend_dev_t gpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU);
-    return gpu ? ggml_backend_dev_name(gpu) : "";
-  }
-  if (ggml_backend_dev_by_name(device.c_str()) == nullptr) {
-    std::string known;
-    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-      known += std::string(known.empty() ? "" : ", ") + ggml_backend_dev_name(ggml_backend_dev_get(i));
-    }
-    throw Error(ErrorCode::kInvalidArgument,
-                "--device " + device + ": no such device in this build (there are: " + known + ", or auto)");
-  }
-  return device;
+  ggml_backend_dev_t device = runtime::resolve_device(args.get("device"), "--device");
+  return runtime::is_cpu(device) ? "" : ggml_backend_dev_name(device);
 }
 
 }  // namespace

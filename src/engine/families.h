@@ -12,20 +12,14 @@
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
+#include "model/runtime/model_file.h"
 
 namespace earshot::engine {
 
-struct ModelFile {
-  enum class Format { kLegacyGgml, kGguf, kOther };
-  std::filesystem::path path;
-  Format format = Format::kOther;
-  std::string architecture;  // GGUF general.architecture ("" when absent or not GGUF)
-  std::string description;   // what the file looks like, for errors ("a GGUF file of architecture 'llama'")
-};
-
-// Reads just enough of the file to say what it is. Throws earshot::Error(kIo)
-// when it cannot be opened.
-ModelFile probe_model_file(const std::filesystem::path& path);
+// What a file is (kind, GGUF architecture, a description for errors): runtime::probe_model_file.
+using ModelFile = runtime::ModelFileProbe;
+using runtime::ModelFileKind;
+using runtime::probe_model_file;
 
 struct Family {
   std::string name;                               // "whisper"

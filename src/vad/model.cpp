@@ -11,12 +11,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "common/error.h"
-#include "ggml-alloc.h"
+#include "model/runtime/device.h"
+#include "model/runtime/weights.h"
 #include "vad/model_impl.h"
 
 namespace earshot::vad {
@@ -63,35 +63,37 @@ std::string shape_string(const int64_t* ne, int n) {
   return out.str();
 }
 
+// Header fields are read piecewise from the source (a file is never read whole);
+// tensor data is only skipped here and placed by the runtime afterwards.
 class Reader {
  public:
-  Reader(std::span<const uint8_t> bytes, std::string_view source) : bytes_(bytes), source_(source) {}
+  Reader(const runtime::ByteSource& source, std::string_view name) : source_(source), name_(name) {}
 
-  size_t remaining() const { return bytes_.size() - pos_; }
-  size_t position() const { return pos_; }
+  uint64_t remaining() const { return source_.size() - pos_; }
+  uint64_t position() const { return pos_; }
 
   int32_t i32(const std::string& what) {
     int32_t value;
     take(&value, sizeof(value), what);
     return value;
   }
-  void take(void* out, size_t n, const std::string& what) {
+  void take(void* out, uint64_t n, const std::string& what) {
     if (remaining() < n) {
       fail("truncated at " + what + ": expected " + std::to_string(n) + " bytes, got " + std::to_string(remaining()));
     }
-    std::memcpy(out, bytes_.data() + pos_, n);
+    source_.read(pos_, out, n);
     pos_ += n;
   }
-  void skip(size_t n) { pos_ += n; }
+  void skip(uint64_t n) { pos_ += n; }
 
   [[noreturn]] void fail(const std::string& message, ErrorCode code = ErrorCode::kInvalidModel) const {
-    throw Error(code, "VAD model file " + source_ + ": " + message);
+    throw Error(code, "VAD model file " + name_ + ": " + message);
   }
 
  private:
-  std::span<const uint8_t> bytes_;
-  std::string source_;
-  size_t pos_ = 0;
+  const runtime::ByteSource& source_;
+  std::string name_;
+  uint64_t pos_ = 0;
 };
 
 void expect_hparam(Reader& reader, const std::string& name, int32_t expected) {
@@ -105,10 +107,7 @@ void expect_hparam(Reader& reader, const std::string& name, int32_t expected) {
 
 }  // namespace
 
-VadModel::Impl::~Impl() {
-  if (buffer) ggml_backend_buffer_free(buffer);
-  if (ctx) ggml_free(ctx);
-}
+VadModel::Impl::~Impl() = default;
 
 VadModel::VadModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 VadModel::~VadModel() = default;
@@ -123,19 +122,25 @@ std::shared_ptr<const VadModel> VadModel::load(const std::filesystem::path& path
     throw Error(ErrorCode::kInvalidModel, "VAD model file " + path.string() + ": " + std::to_string(size) +
                                               " bytes is far too large for a Silero VAD model (~0.9 MB)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorCode::kIo, "cannot open VAD model file " + path.string() +
-                                    " (get it with whisper.cpp's models/download-vad-model.sh silero-v6.2.0)");
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(ErrorCode::kIo, "error reading VAD model file " + path.string());
-  return load_from_memory(bytes, path.string());
+  const runtime::ByteSource source = [&] {
+    try {
+      return runtime::ByteSource::file(path, "VAD model file");
+    } catch (const Error& e) {
+      throw Error(e.code(),
+                  std::string(e.what()) + " (get it with whisper.cpp's models/download-vad-model.sh silero-v6.2.0)");
+    }
+  }();
+  return load_from_source(source, path.string());
 }
 
 std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8_t> bytes,
                                                            std::string_view source_name) {
-  Reader reader(bytes, source_name);
+  return load_from_source(runtime::ByteSource::memory(bytes), source_name);
+}
+
+std::shared_ptr<const VadModel> VadModel::load_from_source(const runtime::ByteSource& source,
+                                                           std::string_view source_name) {
+  Reader reader(source, source_name);
   auto impl = std::make_unique<Impl>();
 
   uint32_t magic = 0;
@@ -176,7 +181,7 @@ std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8
   const std::vector<TensorSpec> specs = expected_tensors();
   std::map<std::string, size_t> spec_index;
   for (size_t i = 0; i < specs.size(); ++i) spec_index[specs[i].name] = i;
-  std::vector<size_t> data_offset(specs.size(), SIZE_MAX);
+  std::vector<uint64_t> data_offset(specs.size(), UINT64_MAX);
   std::string previous = "the header";
   while (reader.remaining() > 0) {
     const std::string where = "the tensor record after " + previous;
@@ -197,7 +202,7 @@ std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8
     const auto found = spec_index.find(name);
     if (found == spec_index.end()) reader.fail("unknown tensor '" + name + "'");
     const TensorSpec& spec = specs[found->second];
-    if (data_offset[found->second] != SIZE_MAX) reader.fail("tensor '" + name + "' appears twice");
+    if (data_offset[found->second] != UINT64_MAX) reader.fail("tensor '" + name + "' appears twice");
     const int64_t expected_ne[4] = {spec.ne[0], spec.ne[1], spec.ne[2], 1};
     if (!std::equal(ne, ne + 4, expected_ne)) {
       reader.fail("tensor '" + name + "' has shape " + shape_string(ne, n_dims) + ", expected " +
@@ -207,7 +212,7 @@ std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8
       reader.fail("tensor '" + name + "' has type " + type_name(type) + " (" + std::to_string(type) + "), expected " +
                   type_name(spec.type));
     }
-    const size_t n_bytes = static_cast<size_t>(ne[0] * ne[1] * ne[2] * ne[3]) * (type == kTypeF16 ? 2 : 4);
+    const uint64_t n_bytes = static_cast<uint64_t>(ne[0] * ne[1] * ne[2] * ne[3]) * (type == kTypeF16 ? 2 : 4);
     if (reader.remaining() < n_bytes) {
       reader.fail("truncated at tensor " + name + ": expected " + std::to_string(n_bytes) + " bytes, got " +
                   std::to_string(reader.remaining()));
@@ -218,22 +223,22 @@ std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8
   }
   std::string missing;
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (data_offset[i] == SIZE_MAX) missing += (missing.empty() ? "" : ", ") + specs[i].name;
+    if (data_offset[i] == UINT64_MAX) missing += (missing.empty() ? "" : ", ") + specs[i].name;
   }
   if (!missing.empty()) reader.fail("missing tensor(s): " + missing + " (file truncated or not a Silero VAD model)");
 
-  ggml_init_params params = {
-      /*.mem_size =*/specs.size() * ggml_tensor_overhead(),
-      /*.mem_buffer =*/nullptr,
-      /*.no_alloc =*/true,
-  };
-  impl->ctx = ggml_init(params);
-  if (!impl->ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the VAD model tensors");
-  std::vector<ggml_tensor*> tensors;
-  for (const TensorSpec& spec : specs) {
-    const ggml_type type = spec.type == kTypeF16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
-    ggml_tensor* t = ggml_new_tensor_3d(impl->ctx, type, spec.ne[0], spec.ne[1], spec.ne[2]);
-    ggml_set_name(t, spec.name.c_str());
+  // Silero always runs on the CPU (its window graph is far too small for a GPU to pay off).
+  std::vector<runtime::TensorPlacement> placements;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ggml_type type = specs[i].type == kTypeF16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    placements.push_back(
+        {{specs[i].name, type, 3, {specs[i].ne[0], specs[i].ne[1], specs[i].ne[2], 1}}, data_offset[i]});
+  }
+  impl->weights = runtime::ModelWeights::load(source, placements, runtime::cpu_device(),
+                                              "VAD model file " + std::string(source_name));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const TensorSpec& spec = specs[i];
+    ggml_tensor* t = impl->weights.tensor(i);
     if (spec.slot) {
       impl.get()->*spec.slot = t;
     } else if (spec.is_bias) {
@@ -241,12 +246,6 @@ std::shared_ptr<const VadModel> VadModel::load_from_memory(std::span<const uint8
     } else {
       impl->encoder_weight[spec.layer] = t;
     }
-    tensors.push_back(t);
-  }
-  impl->buffer = ggml_backend_alloc_ctx_tensors_from_buft(impl->ctx, ggml_backend_cpu_buffer_type());
-  if (!impl->buffer) throw Error(ErrorCode::kInternal, "cannot allocate the VAD model weights");
-  for (size_t i = 0; i < specs.size(); ++i) {
-    ggml_backend_tensor_set(tensors[i], bytes.data() + data_offset[i], 0, ggml_nbytes(tensors[i]));
   }
   return std::shared_ptr<const VadModel>(new VadModel(std::move(impl)));
 }

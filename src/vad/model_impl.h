@@ -6,6 +6,7 @@
 
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "model/runtime/weights.h"
 #include "vad/vad.h"
 
 namespace earshot::vad {
@@ -35,8 +36,7 @@ struct VadModel::Impl {
   ggml_tensor* final_weight = nullptr;                        // [128, 1] f16 (1x1 conv over 128 channels)
   ggml_tensor* final_bias = nullptr;                          // [1] f32
 
-  ggml_context* ctx = nullptr;             // tensor metadata
-  ggml_backend_buffer_t buffer = nullptr;  // tensor data (CPU)
+  runtime::ModelWeights weights;  // the tensors above, in one CPU buffer
 
   Impl() = default;
   Impl(const Impl&) = delete;

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "ggml-alloc.h"
-#include "ggml-cpu.h"
+#include "model/runtime/device.h"
 #include "vad/model_impl.h"
 
 namespace earshot::vad {
@@ -108,9 +108,7 @@ struct VadSession::State {
     context_len = options.context == WindowContext::kPreviousSamples ? kContextSamples : 0;
     window.assign(context_len + kWindowSamples, 0.0f);
 
-    backend = ggml_backend_cpu_init();
-    if (!backend) throw Error(ErrorCode::kInternal, "ggml_backend_cpu_init failed");
-    ggml_backend_cpu_set_n_threads(backend, options.n_threads);
+    backend = runtime::create_backend(runtime::cpu_device(), options.n_threads).release();
     ggml_init_params params = {
         /*.mem_size =*/ggml_tensor_overhead() * kGraphNodes + ggml_graph_overhead_custom(kGraphNodes, false),
         /*.mem_buffer =*/nullptr,

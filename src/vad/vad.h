@@ -20,6 +20,10 @@
 #include <string_view>
 #include <vector>
 
+namespace earshot::runtime {
+class ByteSource;
+}
+
 namespace earshot::vad {
 
 inline constexpr int kSampleRate = 16000;
@@ -53,6 +57,8 @@ class VadModel {
 
  private:
   explicit VadModel(std::unique_ptr<Impl> impl);
+  static std::shared_ptr<const VadModel> load_from_source(const runtime::ByteSource& source,
+                                                          std::string_view source_name);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -28,11 +28,11 @@ void write_text(const std::filesystem::path& path, const std::string& text) { st
 TEST(ProbeModelFile, TellsLegacyGgmlGgufAndOtherFilesApart) {
   TempDir dir("probe");
   whisper::write_random_model(whisper::testing::pipeline_spec(1), dir / "model.bin");
-  EXPECT_EQ(probe_model_file(dir / "model.bin").format, ModelFile::Format::kLegacyGgml);
+  EXPECT_EQ(probe_model_file(dir / "model.bin").kind, ModelFileKind::kGgmlWhisper);
 
   write_gguf_with_architecture(dir / "llama.gguf", "llama");
   const ModelFile gguf = probe_model_file(dir / "llama.gguf");
-  EXPECT_EQ(gguf.format, ModelFile::Format::kGguf);
+  EXPECT_EQ(gguf.kind, ModelFileKind::kGguf);
   EXPECT_EQ(gguf.architecture, "llama");
   EXPECT_NE(gguf.description.find("architecture 'llama'"), std::string::npos) << gguf.description;
 

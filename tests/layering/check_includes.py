@@ -16,7 +16,7 @@ RANKS = {
     "audio": 1,
     "features": 1,
     "model": 2,
-    "vad": 2,
+    "vad": 3,  # above model/: Silero loads through model/runtime (weights, devices)
     "policy": 3,
     "engine": 4,
     "events": 5,

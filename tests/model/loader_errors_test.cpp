@@ -94,6 +94,20 @@ TEST_F(CorruptModel, BadMagic) {
   EXPECT_MESSAGE(error_of(bytes), "this is a GGUF file");
 }
 
+TEST_F(CorruptModel, BadMagicSaysWhatTheFileIs) {
+  const std::string html = "<!DOCTYPE html>\n<html><body>Rate limited</body></html>";
+  EXPECT_MESSAGE(error_of(std::vector<char>(html.begin(), html.end())),
+                 "bad magic 0x4f44213c, expected 0x67676d6c ('ggml'); the file is an HTML page, not a model (a failed "
+                 "or redirected download?)");
+  std::vector<char> safetensors(64, ' ');
+  set_i32(safetensors, 0, 40);
+  set_i32(safetensors, 4, 0);
+  safetensors[8] = '{';
+  EXPECT_MESSAGE(error_of(safetensors), "; the file is a safetensors file (Hugging Face weights)");
+  EXPECT_MESSAGE(load_error(testing::shared_dir() / "models" / "silero-v6.2.0-ggml.bin"),
+                 "this is whisper.cpp's Silero VAD model file, not a Whisper model");
+}
+
 TEST_F(CorruptModel, TruncatedHeader) {
   const std::vector<char> bytes(good_.begin(), good_.begin() + 20);
   EXPECT_MESSAGE(error_of(bytes), "truncated at the hyper-parameters: expected 4 bytes, got 0");

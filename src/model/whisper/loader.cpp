@@ -1,10 +1,9 @@
 // Model::load for whisper.cpp's legacy ggml files. Two passes over the file:
 // the first reads every tensor record header and checks names, shapes, types
 // and that the data is really there (seeking over it), so that a corrupt or
-// truncated file fails before anything is allocated; the second reads the data
-// into one backend buffer.
+// truncated file fails before anything is allocated; the second streams the
+// data into one backend buffer through the runtime's shared weight placement.
 #include <ggml-backend.h>
-#include <ggml-cpu.h>
 #include <ggml.h>
 
 #include <algorithm>
@@ -16,6 +15,9 @@
 
 #include "common/error.h"
 #include "features/mel.h"
+#include "model/runtime/device.h"
+#include "model/runtime/model_file.h"
+#include "model/runtime/weights.h"
 #include "model/whisper/model.h"
 #include "model/whisper/model_format.h"
 
@@ -101,6 +103,15 @@ class FileReader {
     }
     offset_ = offset;
   }
+  // Up to n bytes from the start of the file, for describing what it is; the read position is kept.
+  std::vector<uint8_t> head(uint64_t n) {
+    const uint64_t at = offset_;
+    std::vector<uint8_t> bytes(std::min(n, size_));
+    seek(0);
+    read(bytes.data(), bytes.size(), "the start of the file");
+    seek(at);
+    return bytes;
+  }
   void skip(uint64_t n, std::string_view what) {
     if (n > remaining()) truncated(what, n);
     seek(offset_ + n);
@@ -137,8 +148,15 @@ FileHeader parse_header(FileReader& reader, const std::filesystem::path& path) {
     char text[64];
     std::snprintf(text, sizeof(text), "bad magic 0x%08x, expected 0x%08x ('ggml')", magic, kGgmlFileMagic);
     std::string message = text;
-    if (magic == 0x46554747) message += "; this is a GGUF file, earshot reads whisper.cpp's legacy ggml .bin files";
+    if (magic == 0x46554747) {
+      message += "; this is a GGUF file, earshot reads whisper.cpp's legacy ggml .bin files";
+    } else {
+      message += "; the file is " + runtime::describe_file_start(reader.head(runtime::kProbeBytes), reader.size());
+    }
     invalid_model(path, message);
+  }
+  if (runtime::classify_file_start(reader.head(runtime::kProbeBytes)) == runtime::ModelFileKind::kGgmlVad) {
+    invalid_model(path, "this is whisper.cpp's Silero VAD model file, not a Whisper model");
   }
 
   Hparams& h = header.hparams;
@@ -208,12 +226,6 @@ bool filters_usable(const MelFilters& filters, int n_mels) {
     any_positive |= v > 0.0f;
   }
   return any_positive;
-}
-
-std::string shape_string(int n_dims, const int64_t* ne) {
-  std::string s = "[";
-  for (int i = 0; i < n_dims; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
 }
 
 // The self-attention and MLP roles that encoder and decoder blocks both have; nullptr for any other role.
@@ -309,8 +321,7 @@ class ModelLoader {
     }
     const std::vector<TensorSpec> specs = model_tensor_specs(h, model->weight_type_);
     const std::vector<uint64_t> offsets = locate_tensors(reader, path, specs, h.ftype);
-    allocate(*model, specs, options);
-    read_data(reader, *model, specs, offsets);
+    place_weights(*model, path, specs, offsets, options);
 
     model->vocabulary_ = std::move(header.vocabulary);
     for (int32_t id = static_cast<int32_t>(model->vocabulary_.size()); id < h.n_vocab; ++id) {
@@ -370,8 +381,8 @@ class ModelLoader {
       const TensorSpec& spec = specs[it->second];
       if (offsets[it->second] != kNotFound) invalid_model(path, "duplicate tensor " + name);
       if (!std::equal(ne, ne + 4, spec.ne.begin())) {
-        invalid_model(path, "tensor " + name + " has shape " + shape_string(n_dims, ne) + ", expected " +
-                                shape_string(spec.n_dims, spec.ne.data()) + " for the header's dimensions");
+        invalid_model(path, "tensor " + name + " has shape " + runtime::shape_string(n_dims, ne) + ", expected " +
+                                runtime::shape_string(spec.n_dims, spec.ne.data()) + " for the header's dimensions");
       }
       if (ttype != spec.type) {
         const std::string got = ttype >= 0 && ttype < GGML_TYPE_COUNT
@@ -400,58 +411,21 @@ class ModelLoader {
     return offsets;
   }
 
-  static void allocate(Model& model, const std::vector<TensorSpec>& specs, const LoadOptions& options) {
-    ggml_init_params params = {};
-    params.mem_size = (specs.size() + 1) * ggml_tensor_overhead();
-    params.no_alloc = true;
-    model.ctx_ = ggml_init(params);
-    if (model.ctx_ == nullptr) throw Error(ErrorCode::kInternal, "cannot create the ggml context for the weights");
-
-    if (options.backend.empty() || options.backend == "cpu" || options.backend == "CPU") {
-      model.backend_ = ggml_backend_cpu_init();
-    } else {
-      model.backend_ = ggml_backend_init_by_name(options.backend.c_str(), nullptr);
+  // Pass 2: one buffer on the chosen device, the data streamed from the file.
+  static void place_weights(Model& model, const std::filesystem::path& path, const std::vector<TensorSpec>& specs,
+                            const std::vector<uint64_t>& offsets, const LoadOptions& options) {
+    ggml_backend_dev_t device = runtime::resolve_device(options.backend, "whisper::LoadOptions::backend");
+    model.backend_ = runtime::create_backend(device, GGML_DEFAULT_N_THREADS);
+    std::vector<runtime::TensorPlacement> placements;
+    placements.reserve(specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      placements.push_back({{specs[i].name, specs[i].type, specs[i].n_dims, specs[i].ne}, offsets[i]});
     }
-    if (model.backend_ == nullptr) {
-      throw Error(ErrorCode::kUnsupported, "ggml backend '" + options.backend + "' is not available in this build");
-    }
-
+    model.tensors_ =
+        runtime::ModelWeights::load(runtime::ByteSource::file(path), placements, device, "model file " + path.string());
     model.weights_.encoder.resize(model.hparams_.n_audio_layer);
     model.weights_.decoder.resize(model.hparams_.n_text_layer);
-    for (const TensorSpec& spec : specs) {
-      ggml_tensor* t = ggml_new_tensor(model.ctx_, spec.type, spec.n_dims, spec.ne.data());
-      ggml_set_name(t, spec.name.c_str());
-      *weight_slot(model.weights_, spec) = t;
-    }
-    model.buffer_ = ggml_backend_alloc_ctx_tensors(model.ctx_, model.backend_);
-    if (model.buffer_ == nullptr) {
-      throw Error(ErrorCode::kIo, "cannot allocate the weight buffer for " + model.path_.string());
-    }
-    ggml_backend_buffer_set_usage(model.buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-  }
-
-  // Pass 2: the data, straight into host memory, or staged in chunks for a device buffer.
-  static void read_data(FileReader& reader, Model& model, const std::vector<TensorSpec>& specs,
-                        const std::vector<uint64_t>& offsets) {
-    const bool host = ggml_backend_buffer_is_host(model.buffer_);
-    std::vector<char> staging;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      ggml_tensor* t = *weight_slot(model.weights_, specs[i]);
-      const uint64_t n = ggml_nbytes(t);
-      reader.seek(offsets[i]);
-      if (host) {
-        reader.read(t->data, n, "tensor " + specs[i].name);
-        continue;
-      }
-      constexpr uint64_t kChunk = 16u << 20;
-      staging.resize(std::min<uint64_t>(n, kChunk));
-      for (uint64_t done = 0; done < n;) {
-        const uint64_t len = std::min<uint64_t>(kChunk, n - done);
-        reader.read(staging.data(), len, "tensor " + specs[i].name);
-        ggml_backend_tensor_set(t, staging.data(), done, len);
-        done += len;
-      }
-    }
+    for (size_t i = 0; i < specs.size(); ++i) *weight_slot(model.weights_, specs[i]) = model.tensors_.tensor(i);
   }
 };
 
@@ -459,10 +433,6 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, cons
   return ModelLoader::load(path, options);
 }
 
-Model::~Model() {
-  if (buffer_ != nullptr) ggml_backend_buffer_free(buffer_);
-  if (backend_ != nullptr) ggml_backend_free(backend_);
-  if (ctx_ != nullptr) ggml_free(ctx_);
-}
+Model::~Model() = default;
 
 }  // namespace earshot::whisper

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ggml-backend.h>
+#include <ggml-cpp.h>
 #include <ggml.h>
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "model/runtime/weights.h"
 #include "model/whisper/alignment_heads.h"
 #include "model/whisper/hparams.h"
 
@@ -89,7 +91,8 @@ struct MelFilters {
 struct LoadOptions {
   // Alignment heads to use instead of the preset chosen from the dimensions.
   std::vector<AlignmentHead> alignment_heads;
-  // ggml backend to hold the weights on; empty = CPU.
+  // The ggml device to hold the weights on (runtime::resolve_device): empty or
+  // "cpu" = CPU, "auto" = the first GPU else the CPU, or a device name (CUDA0).
   std::string backend;
 };
 
@@ -112,7 +115,9 @@ class Model {
   const Weights& weights() const { return weights_; }
   const std::vector<AlignmentHead>& alignment_heads() const { return alignment_heads_; }
   ggml_type weight_type() const { return weight_type_; }
-  ggml_backend_t backend() const { return backend_; }
+  // A backend on the device holding the weights (sessions compute there).
+  ggml_backend_t backend() const { return backend_.get(); }
+  ggml_backend_dev_t device() const { return ggml_backend_get_device(backend_.get()); }
   // Size name guessed from the dimensions ("tiny.en", "large-v3", ...; "" when unknown).
   const std::string& size_name() const { return size_name_; }
   const std::filesystem::path& path() const { return path_; }
@@ -130,9 +135,8 @@ class Model {
   std::string size_name_;
   std::filesystem::path path_;
 
-  ggml_context* ctx_ = nullptr;           // tensor metadata
-  ggml_backend_t backend_ = nullptr;
-  ggml_backend_buffer_t buffer_ = nullptr;  // tensor data
+  ggml_backend_ptr backend_;
+  runtime::ModelWeights tensors_;  // every tensor of weights_, in one buffer
 };
 
 }  // namespace earshot::whisper

@@ -2,7 +2,6 @@
 
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
-#include <ggml-cpu.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 
 #include "common/error.h"
 #include "features/mel.h"
+#include "model/runtime/device.h"
 #include "model/runtime/kv_cache.h"
 #include "model/whisper/graph.h"
 
@@ -115,13 +115,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   const Hparams& hp = model_->hparams();
 
   // The session computes where the model's weights are (CPU, or a GPU in a CUDA build).
-  ggml_backend_dev_t device = model_->backend() ? ggml_backend_get_device(model_->backend()) : nullptr;
-  impl_->backend = device ? ggml_backend_dev_init(device, nullptr) : ggml_backend_cpu_init();
-  if (!impl_->backend) {
-    throw Error(ErrorCode::kInternal,
-                std::string("cannot start the ggml backend ") + (device ? ggml_backend_dev_name(device) : "CPU"));
-  }
-  if (ggml_backend_is_cpu(impl_->backend)) ggml_backend_cpu_set_n_threads(impl_->backend, options_.n_threads);
+  impl_->backend = runtime::create_backend(model_->device(), options_.n_threads).release();
   impl_->graph_meta.resize(ggml_tensor_overhead() * detail::kMaxGraphNodes +
                            ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
   impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
@@ -158,7 +152,7 @@ bool Session::fused_attention() const { return impl_->fused_attention; }
 void Session::set_n_threads(int n_threads) {
   if (n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 1, got " + std::to_string(n_threads));
   options_.n_threads = n_threads;
-  if (ggml_backend_is_cpu(impl_->backend)) ggml_backend_cpu_set_n_threads(impl_->backend, n_threads);
+  runtime::set_threads(impl_->backend, n_threads);
 }
 
 const features::Mel& Session::last_mel() const { return impl_->mel; }
