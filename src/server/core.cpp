@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "protocol/deepgram/messages.h"
 #include "protocol/target.h"
+#include "server/deepgram_adapter.h"
 #include "server/web_page.h"
 
 namespace earshot::server {
@@ -36,6 +38,10 @@ HttpResponse json_response(int status, const nlohmann::json& body) {
   return r;
 }
 
+HttpResponse deepgram_rest_error(int status, const std::string& code, const std::string& message) {
+  return json_response(status, deepgram::rest_error(code, message, ""));
+}
+
 }  // namespace
 
 HttpResponse openai_error(int status, const std::string& message, const std::string& type) {
@@ -48,6 +54,18 @@ Core::Core(ServerConfig config, ServerHooks hooks)
   // A file is bounded by the upload limit; none of it may be skipped.
   config_.file.max_pending_seconds = 0;
   if (!hooks_.make_processor) throw Error(ErrorCode::kInternal, "server needs a processor factory");
+}
+
+SessionSlot& SessionSlot::operator=(SessionSlot&& other) noexcept {
+  if (this != &other) {
+    if (core_) core_->release_slot();
+    core_ = std::exchange(other.core_, nullptr);
+  }
+  return *this;
+}
+
+SessionSlot::~SessionSlot() {
+  if (core_) core_->release_slot();
 }
 
 bool Core::acquire_slot() {
@@ -63,6 +81,11 @@ bool Core::acquire_slot() {
 void Core::release_slot() { --active_; }
 
 std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file) {
+  return open_session(language, file, file ? config_.file : config_.stream);
+}
+
+std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
+                                                           const session::StreamOptions& options) {
   if (hooks_.check_language && language != "auto") {
     std::string problem = hooks_.check_language(language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
@@ -70,9 +93,10 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
   std::unique_ptr<OnlineProcessor> processor = hooks_.make_processor(language);
   std::unique_ptr<session::VoiceActivityDetector> vad;
   if (hooks_.make_vad) vad = hooks_.make_vad();
-  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad),
-                                                          file ? config_.file : config_.stream);
+  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options);
   std::lock_guard lock(mutex_);
+  // Checked where fail_all() reads the list: a session is either failed by it or never opened.
+  if (stopped_) throw Error(ErrorCode::kIo, "server stopped");
   (file ? totals_.sessions_total_file : totals_.sessions_total_ws)++;
   live_.push_back(session);
   return session;
@@ -111,10 +135,12 @@ void Core::fail_all(const std::string& message) {
   std::vector<std::shared_ptr<session::StreamSession>> live;
   {
     std::lock_guard lock(mutex_);
+    stopped_ = true;
     for (const auto& w : live_)
       if (auto p = w.lock()) live.push_back(p);
   }
   for (auto& s : live) s->fail(message);
+  scheduler_.wake_waiters();
 }
 
 void Core::count_http_request() {
@@ -140,25 +166,65 @@ std::vector<std::pair<std::string, std::string>> Core::cors_headers(const std::s
 }
 
 bool Core::is_blocking_route(const HttpRequest& request) const {
-  return request.method == "POST" && parse_target(request.target).path == "/v1/audio/transcriptions";
+  if (request.method != "POST") return false;
+  const std::string path = parse_target(request.target).path;
+  return path == "/v1/audio/transcriptions" || path == "/v1/listen";
 }
 
 HttpResponse Core::handle(const HttpRequest& request) {
+  SessionSlot slot;
+  if (std::optional<HttpResponse> refusal = admit(request, slot)) return std::move(*refusal);
+  return slot ? run(request, std::move(slot)) : route(request);
+}
+
+std::optional<HttpResponse> Core::admit(const HttpRequest& request, SessionSlot& slot) {
   count_http_request();
-  const Target target = parse_target(request.target);
-  const std::string& path = target.path;
+  const std::string path = parse_target(request.target).path;
   if (request.method == "OPTIONS") {
     HttpResponse r;
     r.status = 204;
     r.content_type.clear();
     return r;
   }
+  const bool deepgram = path == "/v1/listen";
   const bool needs_token = path.rfind("/v1/", 0) == 0 || path == "/metrics";
-  if (needs_token && !token_ok(bearer_token(request.header("authorization")))) {
-    HttpResponse r = openai_error(401, "invalid or missing API token", "authentication_error");
-    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  // Deepgram's clients send "Authorization: Token <key>" (or the token query parameter).
+  const std::string token =
+      deepgram ? deepgram_support::token(parse_target(request.target).query, request.header("authorization"), "")
+               : bearer_token(request.header("authorization"));
+  if (needs_token && !token_ok(token)) {
+    HttpResponse r = deepgram ? deepgram_rest_error(401, "INVALID_AUTH", "invalid or missing API token")
+                              : openai_error(401, "invalid or missing API token", "authentication_error");
+    r.headers.emplace_back("WWW-Authenticate", deepgram ? "Token" : "Bearer");
     return r;
   }
+  if (path == "/v1/audio/transcriptions" && request.method != "POST")
+    return openai_error(405, "use POST with multipart/form-data for " + path);
+  if (deepgram && request.method != "POST")
+    return deepgram_rest_error(405, "Method Not Allowed",
+                               "use POST with the audio as the body, or a WebSocket upgrade, for " + path);
+  if (!is_blocking_route(request)) return std::nullopt;
+  // The slot before the body is parsed or decoded: a full server refuses at once, cheaply.
+  if (!acquire_slot()) {
+    const std::string busy =
+        "server busy: " + std::to_string(config_.max_sessions) + " sessions running (--max-sessions); retry later";
+    HttpResponse r =
+        deepgram ? deepgram_rest_error(429, "TOO_MANY_REQUESTS", busy) : openai_error(429, busy, "rate_limit_error");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+  slot = SessionSlot(this);
+  return std::nullopt;
+}
+
+HttpResponse Core::run(const HttpRequest& request, SessionSlot slot) {
+  (void)slot;  // held until the transcription is over
+  return parse_target(request.target).path == "/v1/listen" ? listen(request) : transcribe(request);
+}
+
+HttpResponse Core::route(const HttpRequest& request) {
+  const Target target = parse_target(request.target);
+  const std::string& path = target.path;
   if (path == "/" || path == "/index.html") {
     if (request.method != "GET" && request.method != "HEAD") return openai_error(405, "use GET for " + path);
     HttpResponse r;
@@ -178,10 +244,6 @@ HttpResponse Core::handle(const HttpRequest& request) {
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = metrics_text();
     return r;
-  }
-  if (path == "/v1/audio/transcriptions") {
-    if (request.method != "POST") return openai_error(405, "use POST with multipart/form-data for " + path);
-    return transcribe(request);
   }
   return openai_error(404, "no route for " + request.method + " " + path);
 }

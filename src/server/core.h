@@ -7,11 +7,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "server/server.h"
+#include "server/config.h"
 #include "session/scheduler.h"
 
 namespace earshot::server {
@@ -48,6 +49,22 @@ struct MetricTotals {
   uint64_t http_requests = 0;
 };
 
+class Core;
+
+// One of the --max-sessions slots, held for as long as the object lives (move-only).
+class SessionSlot {
+ public:
+  SessionSlot() = default;
+  explicit SessionSlot(Core* core) : core_(core) {}
+  SessionSlot(SessionSlot&& other) noexcept : core_(std::exchange(other.core_, nullptr)) {}
+  SessionSlot& operator=(SessionSlot&& other) noexcept;
+  ~SessionSlot();
+  explicit operator bool() const { return core_ != nullptr; }
+
+ private:
+  Core* core_ = nullptr;
+};
+
 class Core {
  public:
   Core(ServerConfig config, ServerHooks hooks);
@@ -63,6 +80,9 @@ class Core {
 
   // Creates a stream session; throws Error(kInvalidArgument) for a bad language.
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file);
+  // The same with options of the caller's (a protocol that needs word times or short pauses).
+  std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
+                                                       const session::StreamOptions& options);
   // Folds a finished session's counters into the totals and forgets it.
   void close_session(const std::shared_ptr<session::StreamSession>& session);
 
@@ -71,20 +91,47 @@ class Core {
   // Token from an "Authorization: Bearer x" header ("" when absent).
   static std::string bearer_token(const std::string& authorization);
 
-  // HTTP routes (blocking for transcriptions: call off the I/O threads).
+  // HTTP routes. handle() = admit() then run() or route(), all on the calling thread.
   HttpResponse handle(const HttpRequest& request);
+  // The cheap half, for the I/O thread: counts the request, answers OPTIONS, checks
+  // the token, and for a file transcription the method and a session slot, before
+  // anything is decoded. A refusal (401, 405, 429 with Retry-After) comes back at
+  // once; otherwise `slot` is filled for a blocking route and left empty for the rest.
+  std::optional<HttpResponse> admit(const HttpRequest& request, SessionSlot& slot);
+  // A blocking route (model work on a whole file) holding its slot: call off the I/O threads.
+  HttpResponse run(const HttpRequest& request, SessionSlot slot);
+  // Every other route (fast).
+  HttpResponse route(const HttpRequest& request);
   bool is_blocking_route(const HttpRequest& request) const;
   // CORS headers for a response to a request with this Origin ("" when none apply).
   std::vector<std::pair<std::string, std::string>> cors_headers(const std::string& origin) const;
 
+  // An uploaded file's audio through `decoder`, in pieces, stopping as soon as it
+  // passes max_audio_seconds (too_long then says so; samples are dropped). Decoder
+  // failures propagate as thrown.
+  struct UploadAudio {
+    std::vector<float> samples;
+    std::string too_long;
+  };
+  UploadAudio decode_upload(const std::string& bytes, audio::StreamDecoder& decoder) const;
+  // Runs a whole file through a new session and waits (no polling) until it is done,
+  // failed, or transcription_timeout_seconds passed. The session is closed on return.
+  struct FileResult {
+    session::EventBatch batch;
+    bool timed_out = false;
+  };
+  FileResult transcribe_samples(const std::shared_ptr<session::StreamSession>& session,
+                                const std::vector<float>& samples);
+
   std::string metrics_text() const;
-  // Ends every live session with an error (shutdown grace time ran out).
+  // Ends every live session with an error and refuses new ones (shutdown).
   void fail_all(const std::string& message);
   void count_http_request();
   void count_error();
 
  private:
   HttpResponse transcribe(const HttpRequest& request);
+  HttpResponse listen(const HttpRequest& request);  // POST /v1/listen (listen.cpp)
 
   ServerConfig config_;
   ServerHooks hooks_;
@@ -93,6 +140,7 @@ class Core {
   mutable std::mutex mutex_;
   MetricTotals totals_;
   std::vector<std::weak_ptr<session::StreamSession>> live_;
+  bool stopped_ = false;  // after fail_all(); under mutex_
 };
 
 // OpenAI-style error body: {"error":{"message":...,"type":...}}.

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "model/model_pass.h"
-#include "server/server.h"
+#include "server/config.h"
 
 namespace earshot::server {
 

@@ -1,5 +1,5 @@
-// Beast around the Core: listener (plain or TLS), HTTP sessions, and the /asr
-// WebSocket sessions of the WhisperLiveKit protocol.
+// Beast around the Core: listener (plain or TLS), HTTP sessions, and the
+// WebSocket transport under the protocol adapters (/asr, /v1/listen).
 #include "server/server.h"
 
 #include <atomic>
@@ -26,7 +26,8 @@
 #include "protocol/target.h"
 #include "protocol/wlk/projection.h"
 #include "server/core.h"
-#include "server/pcm_decoder.h"
+#include "server/stream_protocol.h"
+#include "server/worker_pool.h"
 
 namespace earshot::server {
 
@@ -38,23 +39,11 @@ namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-// /asr speaks WhisperLiveKit's protocol: a projection of the session's events.
 using protocol::parse_target;
-using protocol::Target;
-using protocol::wlk::config_message;
-using protocol::wlk::error_message;
-using protocol::wlk::parse_stream_params;
-using protocol::wlk::ready_to_stop_message;
-using protocol::wlk::StreamParams;
-using protocol::wlk::UpdateEncoder;
 
 namespace {
 
 void log_line(const std::string& text) { std::fprintf(stderr, "earshot serve: %s\n", text.c_str()); }
-
-// Close codes of the protocol.
-constexpr uint16_t kCloseBadRequest = 4400;
-constexpr uint16_t kCloseUnauthorized = 4401;
 
 void shutdown_stream(PlainStream& stream) {
   beast::error_code ec;
@@ -103,7 +92,10 @@ class StreamConnection {
 }  // namespace
 
 struct Server::Impl {
-  Impl(ServerConfig config, ServerHooks hooks) : core(std::move(config), std::move(hooks)), acceptor(ioc) {}
+  Impl(ServerConfig config, ServerHooks hooks)
+      : core(std::move(config), std::move(hooks)),
+        acceptor(ioc),
+        blocking(static_cast<size_t>(std::max(1, core.config().max_sessions))) {}
 
   Core core;
   net::io_context ioc;
@@ -112,7 +104,8 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   uint16_t port = 0;
   std::atomic<bool> shutting_down{false};
-  std::atomic<int> blocking_in_flight{0};
+  // After the io_context: jobs hold connections, which must die before it.
+  WorkerPool blocking;
   std::mutex mutex;
   std::vector<std::weak_ptr<StreamConnection>> streams;
 
@@ -137,10 +130,14 @@ struct Server::Impl {
 
 namespace {
 
+// The WebSocket transport: Beast, limits, the token check, a session slot, the
+// idle timeout, shutdown and the write queue. What the messages mean is the
+// protocol adapter's (stream_protocol.h).
 template <class Stream>
 class WsSession : public StreamConnection, public std::enable_shared_from_this<WsSession<Stream>> {
  public:
-  WsSession(Stream&& stream, Server::Impl& impl) : ws_(std::move(stream)), impl_(impl), timer_(ws_.get_executor()) {}
+  WsSession(Stream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol)
+      : ws_(std::move(stream)), impl_(impl), protocol_(std::move(protocol)), timer_(ws_.get_executor()) {}
 
   ~WsSession() override { finish_connection(); }
 
@@ -150,17 +147,22 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     // header, sends 1009 and closes with the rest of the frame unread, so the peer's TCP stack resets
     // the connection and the close frame can be lost. do_read closes politely and drains instead.
     ws_.read_message_max(0);
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "earshot"); }));
-    target_ = std::string(request.target());
-    authorization_ = std::string(request[http::field::authorization]);
+    upgrade_.target = parse_target(std::string(request.target()));
+    upgrade_.authorization = std::string(request[http::field::authorization]);
+    upgrade_.websocket_protocols = std::string(request[http::field::sec_websocket_protocol]);
+    // A browser authenticating with the subprotocol pair ("token", key) needs "token" echoed back.
+    const bool echo_token = upgrade_.websocket_protocols.rfind("token,", 0) == 0;
+    ws_.set_option(websocket::stream_base::decorator([echo_token](websocket::response_type& res) {
+      res.set(http::field::server, "earshot");
+      if (echo_token) res.set(http::field::sec_websocket_protocol, "token");
+    }));
     ws_.async_accept(request, beast::bind_front_handler(&WsSession::on_accept, this->shared_from_this()));
   }
 
   void begin_shutdown() override {
     net::post(ws_.get_executor(), [self = this->shared_from_this()] {
       self->shutting_down_ = true;
-      self->end_stream();
+      if (self->started_ && !self->finished_) self->protocol_->end_stream();
     });
   }
 
@@ -168,44 +170,30 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   void on_accept(beast::error_code ec) {
     if (ec) return;
     const Core& core = impl_.core;
-    Target target = parse_target(target_);
-    std::string token = target.query.count("token") ? target.query["token"] : Core::bearer_token(authorization_);
-    if (!core.token_ok(token)) return close_now(kCloseUnauthorized, "invalid or missing API token");
-    try {
-      params_ = parse_stream_params(target.query, core.config().default_language);
-    } catch (const Error& e) {
-      return refuse(e.what(), kCloseBadRequest);
-    }
-    if (!params_.target_language.empty() && !core.config().translation_available)
-      log_line("target_language=" + params_.target_language + " ignored: no translation configured");
-    if (!core.config().pcm_input && !core.hooks().make_decoder)
-      return refuse("this server cannot decode encoded audio; run it with --pcm-input and send s16le PCM",
-                    kCloseBadRequest);
-    if (impl_.shutting_down) return refuse("server shutting down", websocket::close_code::going_away);
+    if (!core.token_ok(protocol_->token(upgrade_))) return apply(protocol_->unauthorized());
+    if (std::optional<Outgoing> refused = protocol_->prepare(upgrade_)) return apply(*refused);
+    if (impl_.shutting_down)
+      return apply(protocol_->refusal("server shutting down", websocket::close_code::going_away));
     if (!impl_.core.acquire_slot()) {
-      return refuse("server busy: " + std::to_string(core.config().max_sessions) +
-                        " sessions already running (--max-sessions); try again later",
-                    websocket::close_code::try_again_later);
+      return apply(protocol_->refusal("server busy: " + std::to_string(core.config().max_sessions) +
+                                          " sessions already running (--max-sessions); try again later",
+                                      websocket::close_code::try_again_later));
     }
-    has_slot_ = true;
-    try {
-      session_ = impl_.core.open_session(params_.language, false);
-      decoder_ = core.config().pcm_input ? std::make_unique<PcmDecoder>() : core.hooks().make_decoder();
-    } catch (const std::exception& e) {
-      return refuse(e.what(), kCloseBadRequest);
-    }
-    encoder_.emplace(params_.diff_mode);
+    slot_ = SessionSlot(&impl_.core);
+    Outgoing first = protocol_->start();
+    const bool refused = first.close.has_value();
+    apply(first);
+    if (refused) return;
+    started_ = true;
     impl_.register_stream(this->shared_from_this());
     last_activity_ = std::chrono::steady_clock::now();
-    send(config_message(core.config().pcm_input, params_.diff_mode).dump());
     do_read();
     arm_timer();
   }
 
-  // Accepted, then told why not: an error message and a close code.
-  void refuse(const std::string& message, uint16_t code) {
-    send(error_message(message).dump());
-    close_after_writes(code, message);
+  void apply(const Outgoing& out) {
+    for (const std::string& m : out.messages) send(m);
+    if (out.close) close_after_writes(out.close->first, out.close->second);
   }
 
   // Reads one message in pieces, never buffering more than one byte over --max-message-bytes.
@@ -215,7 +203,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   }
 
   void on_read(beast::error_code ec, size_t) {
-    // Normal close after ready_to_stop or an abrupt disconnect: either way this stream is over.
+    // Normal close after the last result or an abrupt disconnect: either way this stream is over.
     if (ec) return finish_connection();
     last_activity_ = std::chrono::steady_clock::now();
     const size_t max_bytes = impl_.core.config().max_message_bytes;
@@ -227,37 +215,16 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
       return close_after_writes(websocket::close_code::too_big, "message over " + std::to_string(max_bytes) + " bytes");
     }
     if (!ws_.is_message_done()) return do_read();
-    if (ws_.got_binary() && !ended_ && session_) {
-      if (buffer_.size() == 0) {
-        end_stream();
+    if (started_ && !finished_) {
+      auto data = buffer_.cdata();
+      if (ws_.got_binary()) {
+        apply(protocol_->on_binary(std::span<const uint8_t>(static_cast<const uint8_t*>(data.data()), data.size())));
       } else {
-        auto data = buffer_.cdata();
-        std::span<const uint8_t> chunk(static_cast<const uint8_t*>(data.data()), data.size());
-        try {
-          std::vector<float> samples = decoder_->push(chunk);
-          session_->push_audio(samples);
-          impl_.core.scheduler().notify(session_);
-        } catch (const std::exception& e) {
-          session_->fail(std::string("invalid audio: ") + e.what());
-        }
+        apply(protocol_->on_text(std::string_view(static_cast<const char*>(data.data()), data.size())));
       }
     }
     buffer_.consume(buffer_.size());
     if (!closing_) do_read();
-  }
-
-  // End of stream (empty frame, idle timeout or server shutdown): flush the decoder and the model.
-  void end_stream() {
-    if (ended_ || finished_ || !session_) return;
-    ended_ = true;
-    try {
-      std::vector<float> tail = decoder_->finish();
-      session_->push_audio(tail);
-    } catch (const std::exception& e) {
-      session_->fail(std::string("invalid audio: ") + e.what());
-    }
-    session_->end_of_stream();
-    impl_.core.scheduler().notify(session_);
   }
 
   void arm_timer() {
@@ -267,35 +234,27 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   }
 
   void on_timer(beast::error_code ec) {
-    if (ec || closing_ || finished_) return;
+    if (ec || closing_ || finished_ || close_code_) return;
     const auto now = std::chrono::steady_clock::now();
     const double idle = std::chrono::duration<double>(now - last_activity_).count();
     if (idle > impl_.core.config().idle_timeout_seconds) {
-      if (final_sent_) return close_after_writes(websocket::close_code::normal, "done");
-      if (!ended_) {
+      if (protocol_->finished()) return close_after_writes(websocket::close_code::normal, "done");
+      if (!protocol_->ended()) {
         log_line("ending an idle stream (nothing received for " +
                  std::to_string(static_cast<int>(impl_.core.config().idle_timeout_seconds)) + " s)");
         idle_ended_ = true;
-        end_stream();
+        protocol_->end_stream();
       }
     }
-    if (final_sent_ && shutting_down_)
+    if (protocol_->finished() && shutting_down_)
       return close_after_writes(websocket::close_code::going_away, "server shutting down");
-    protocol::wlk::Snapshot snap = projection_.pull(*session_);
-    if (!snap.error.empty()) {
-      if (auto message = encoder_->next(snap, true)) send(message->dump());
-      std::string reason = snap.error.substr(0, 120);  // close reasons are limited to 123 bytes
-      return close_after_writes(kCloseBadRequest, reason);
-    }
-    if (snap.finished && !final_sent_) {
-      final_sent_ = true;
-      if (auto message = encoder_->next(snap, true)) send(message->dump());
-      send(ready_to_stop_message().dump());
+    Outgoing out = protocol_->on_tick();
+    apply(out);
+    if (out.close) return;
+    if (out.finished_now) {
       last_activity_ = now;  // the client now has idle_timeout to close
       if (shutting_down_) return close_after_writes(websocket::close_code::going_away, "server shutting down");
       if (idle_ended_) return close_after_writes(websocket::close_code::normal, "idle timeout");
-    } else if (!final_sent_) {
-      if (auto message = encoder_->next(snap)) send(message->dump());
     }
     arm_timer();
   }
@@ -331,41 +290,30 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     if (!writing_) do_write();
   }
 
-  void close_now(uint16_t code, const std::string& reason) { close_after_writes(code, reason); }
-
   // Releases the session and its slot; safe to call more than once.
   void finish_connection() {
     if (finished_) return;
     finished_ = true;
     beast::error_code ignored;
     timer_.cancel();
-    if (session_) {
-      if (!session_->done()) session_->fail("client disconnected");
-      impl_.core.close_session(session_);
-    }
-    if (has_slot_) impl_.core.release_slot();
-    has_slot_ = false;
+    protocol_->on_close();
+    slot_ = SessionSlot();
   }
 
   websocket::stream<Stream> ws_;
   Server::Impl& impl_;
+  std::unique_ptr<StreamProtocol> protocol_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
-  std::string target_, authorization_;
-  StreamParams params_;
-  std::shared_ptr<session::StreamSession> session_;
-  std::unique_ptr<audio::StreamDecoder> decoder_;
-  std::optional<UpdateEncoder> encoder_;
-  protocol::wlk::Projection projection_;  // the session's events as lines and buffers
+  UpgradeRequest upgrade_;
+  SessionSlot slot_;
   std::deque<std::string> queue_;
   bool writing_ = false;
   std::optional<uint16_t> close_code_;
   std::string close_reason_;
   bool closing_ = false;
   bool finished_ = false;
-  bool has_slot_ = false;
-  bool ended_ = false;
-  bool final_sent_ = false;
+  bool started_ = false;
   bool idle_ended_ = false;
   bool shutting_down_ = false;
   std::chrono::steady_clock::time_point last_activity_;
@@ -401,12 +349,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
     if (websocket::is_upgrade(req)) {
-      if (parse_target(std::string(req.target())).path != "/asr") {
+      std::unique_ptr<StreamProtocol> protocol =
+          make_stream_protocol(parse_target(std::string(req.target())).path, impl_.core);
+      if (!protocol) {
         keep_alive_ = false;
         return write(openai_error(404, "no WebSocket endpoint at " + std::string(req.target())), "");
       }
       beast::get_lowest_layer(stream_).expires_never();
-      std::make_shared<WsSession<Stream>>(std::move(stream_), impl_)->run(std::move(req));
+      std::make_shared<WsSession<Stream>>(std::move(stream_), impl_, std::move(protocol))->run(std::move(req));
       return;
     }
     HttpRequest request;
@@ -419,40 +369,46 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     }
     request.body = std::move(req.body());
     std::string origin = request.header("origin");
-    if (impl_.core.is_blocking_route(request)) {
-      // Model work for a whole file: off the I/O threads, answered on this connection's strand.
-      ++impl_.blocking_in_flight;
-      beast::get_lowest_layer(stream_).expires_never();
-      std::thread([self = this->shared_from_this(), request = std::move(request), origin]() mutable {
-        std::atomic<int>& in_flight = self->impl_.blocking_in_flight;
-        HttpResponse response;
-        try {
-          response = self->impl_.core.handle(request);
-        } catch (const std::exception& e) {
-          response = openai_error(500, e.what(), "server_error");
-        }
-        {
-          // The reference moves into the reply handler, and the executor copy (a strand)
-          // dies here: once the count drops, ~Server may free the io_context, so this
-          // thread must by then hold nothing of it (ASan caught both a late socket close
-          // and a late strand release).
-          auto executor = self->stream_.get_executor();
-          net::post(executor, [self = std::move(self), response = std::move(response), origin] {
-            self->write(response, origin);
-          });
-        }
-        --in_flight;
-      }).detach();
-      return;
-    }
+    Core& core = impl_.core;
     HttpResponse response;
     try {
-      response = impl_.core.handle(request);
+      SessionSlot slot;
+      if (std::optional<HttpResponse> refusal = core.admit(request, slot)) {
+        response = std::move(*refusal);
+      } else if (slot && impl_.shutting_down) {
+        response = openai_error(503, "server shutting down", "server_error");
+        response.headers.emplace_back("Retry-After", "5");
+      } else if (slot) {
+        return run_blocking(std::move(request), std::move(slot), std::move(origin));
+      } else {
+        response = core.route(request);
+      }
     } catch (const std::exception& e) {
       response = openai_error(500, e.what(), "server_error");
     }
     if (request.method == "HEAD") response.body.clear();
     write(response, origin);
+  }
+
+  // Model work for a whole file: on the bounded pool, answered on this connection's strand.
+  void run_blocking(HttpRequest request, SessionSlot slot, std::string origin) {
+    beast::get_lowest_layer(stream_).expires_never();
+    auto job = [self = this->shared_from_this(), request = std::move(request), slot = std::move(slot),
+                origin]() mutable {
+      HttpResponse response;
+      try {
+        response = self->impl_.core.run(request, std::move(slot));
+      } catch (const std::exception& e) {
+        response = openai_error(500, e.what(), "server_error");
+      }
+      auto executor = self->stream_.get_executor();
+      net::post(executor,
+                [self = std::move(self), response = std::move(response), origin] { self->write(response, origin); });
+    };
+    // std::function needs a copyable callable: the move-only job rides in a shared_ptr.
+    auto shared = std::make_shared<decltype(job)>(std::move(job));
+    if (!impl_.blocking.post([shared] { (*shared)(); }))
+      write(openai_error(503, "server shutting down", "server_error"), origin);
   }
 
   void write(const HttpResponse& r, beast::string_view origin) {
@@ -524,13 +480,9 @@ Server::Server(ServerConfig config, ServerHooks hooks)
 
 Server::~Server() {
   impl_->core.fail_all("server stopped");
+  // Transcriptions end once their sessions failed; joined so none outlives the server.
+  impl_->blocking.stop();
   impl_->stop_threads();
-  // Transcription threads end once their sessions failed; wait so none outlives the server.
-  while (impl_->blocking_in_flight > 0) {
-    impl_->ioc.restart();
-    impl_->ioc.poll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
 }
 
 void Server::start() {
@@ -591,14 +543,14 @@ void Server::shutdown() {
   live.clear();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().shutdown_grace_seconds);
-  while ((impl_->live_streams() > 0 || impl_->blocking_in_flight > 0) && std::chrono::steady_clock::now() < deadline)
+  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (impl_->live_streams() > 0 || impl_->blocking_in_flight > 0)
+  if (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0)
     log_line("shutdown grace time over; ending the sessions still running");
   impl_->core.fail_all("server stopped");
   // Let the connections flush their last messages before the loop stops.
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while ((impl_->live_streams() > 0 || impl_->blocking_in_flight > 0) &&
+  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) &&
          std::chrono::steady_clock::now() < flush_deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   impl_->stop_threads();

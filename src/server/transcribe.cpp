@@ -2,7 +2,7 @@
 // through the same session pipeline (VAD, policy, lines) as live streams.
 #include <algorithm>
 #include <chrono>
-#include <thread>
+#include <cstdio>
 
 #include "common/error.h"
 #include "protocol/transcript.h"
@@ -91,6 +91,52 @@ std::vector<FormPart> parse_multipart(const std::string& content_type, const std
   return parts;
 }
 
+Core::UploadAudio Core::decode_upload(const std::string& bytes, audio::StreamDecoder& decoder) const {
+  // In pieces, so an over-long file is refused after decoding just past the limit.
+  constexpr size_t kPiece = 256 * 1024;
+  const double limit = config_.max_audio_seconds;
+  UploadAudio out;
+  auto too_long = [&] {
+    if (static_cast<double>(out.samples.size()) <= limit * session::kSampleRate) return false;
+    out.samples = {};
+    char text[160];
+    std::snprintf(text, sizeof text, "audio longer than this server's limit of %.0f s of decoded audio per file",
+                  limit);
+    out.too_long = text;
+    return true;
+  };
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const size_t n = std::min(kPiece, bytes.size() - at);
+    std::vector<float> piece =
+        decoder.push(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()) + at, n));
+    out.samples.insert(out.samples.end(), piece.begin(), piece.end());
+    if (too_long()) return out;
+  }
+  std::vector<float> tail = decoder.finish();
+  out.samples.insert(out.samples.end(), tail.begin(), tail.end());
+  too_long();
+  return out;
+}
+
+Core::FileResult Core::transcribe_samples(const std::shared_ptr<session::StreamSession>& session,
+                                          const std::vector<float>& samples) {
+  session->push_audio(samples);
+  session->end_of_stream();
+  scheduler_.notify(session);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(config_.transcription_timeout_seconds));
+  FileResult result;
+  if (!scheduler_.wait_done(*session, deadline)) {
+    session->fail("transcription timed out");
+    result.timed_out = true;
+  }
+  // The session's whole log: nothing else reads it, and the upload limit bounds it.
+  result.batch = session->events_since(0);
+  close_session(session);
+  return result;
+}
+
 HttpResponse Core::transcribe(const HttpRequest& request) {
   std::vector<FormPart> parts;
   try {
@@ -115,49 +161,27 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   if (language.empty()) language = config_.default_language.empty() ? "auto" : config_.default_language;
   if (!hooks_.make_decoder) return openai_error(415, "this server cannot decode uploaded audio files");
 
-  std::vector<float> samples;
+  UploadAudio audio;
   try {
     std::unique_ptr<audio::StreamDecoder> decoder = hooks_.make_decoder();
-    samples =
-        decoder->push(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(file->data.data()), file->data.size()));
-    std::vector<float> tail = decoder->finish();
-    samples.insert(samples.end(), tail.begin(), tail.end());
+    audio = decode_upload(file->data, *decoder);
   } catch (const std::exception& e) {
     return openai_error(400, "cannot decode '" + file->filename + "': " + e.what());
   }
+  if (!audio.too_long.empty()) return openai_error(413, "'" + file->filename + "': " + audio.too_long);
+  const std::vector<float>& samples = audio.samples;
 
-  if (!acquire_slot()) {
-    return openai_error(503,
-                        "server busy: " + std::to_string(config_.max_sessions) + " sessions running (--max-sessions)",
-                        "server_error");
-  }
-  struct SlotGuard {
-    Core* core;
-    ~SlotGuard() { core->release_slot(); }
-  } guard{this};
   std::shared_ptr<session::StreamSession> session;
   try {
     session = open_session(language, true);
   } catch (const Error& e) {
     return openai_error(e.code() == ErrorCode::kInvalidArgument ? 400 : 500, e.what());
   }
-  session->push_audio(samples);
-  session->end_of_stream();
-  scheduler_.notify(session);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.transcription_timeout_seconds);
-  while (!session->done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      session->fail("transcription timed out");
-      close_session(session);
-      return openai_error(408, "transcription took longer than " +
-                                   std::to_string(static_cast<int>(config_.transcription_timeout_seconds)) + " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  // The session's whole log: nothing else reads it, and the upload limit bounds it.
-  session::EventBatch batch = session->events_since(0);
-  close_session(session);
+  FileResult result = transcribe_samples(session, samples);
+  if (result.timed_out)
+    return openai_error(408, "transcription took longer than " +
+                                 std::to_string(static_cast<int>(config_.transcription_timeout_seconds)) + " s");
+  const session::EventBatch& batch = result.batch;
   if (!batch.status.error.empty())
     return openai_error(500, "transcription failed: " + batch.status.error, "server_error");
 

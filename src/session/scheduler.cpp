@@ -28,6 +28,16 @@ void Scheduler::notify(const std::shared_ptr<StreamSession>& session) {
   wake_.notify_one();
 }
 
+bool Scheduler::wait_done(const StreamSession& session, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return stepped_.wait_until(lock, deadline, [&] { return session.done(); });
+}
+
+void Scheduler::wake_waiters() {
+  { std::lock_guard lock(mutex_); }  // a waiter between its check and its wait gets the notification
+  stepped_.notify_all();
+}
+
 size_t Scheduler::queued() const {
   std::lock_guard lock(mutex_);
   return ready_.size();
@@ -50,6 +60,7 @@ void Scheduler::run() {
     } else {
       scheduled_.erase(session.get());
     }
+    stepped_.notify_all();
   }
 }
 

@@ -5,6 +5,7 @@
 // never stepped on two threads at once.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -28,6 +29,12 @@ class Scheduler {
   // work and is not already queued or running.
   void notify(const std::shared_ptr<StreamSession>& session);
 
+  // Blocks until `session` is done() or `deadline` passes (false then), without
+  // polling: woken after every step and by wake_waiters().
+  bool wait_done(const StreamSession& session, std::chrono::steady_clock::time_point deadline);
+  // Wakes wait_done() callers after a session failed outside the workers.
+  void wake_waiters();
+
   int workers() const { return static_cast<int>(threads_.size()); }
   size_t queued() const;
 
@@ -36,6 +43,7 @@ class Scheduler {
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable stepped_;  // after each step, for wait_done()
   std::deque<std::shared_ptr<StreamSession>> ready_;
   std::set<const StreamSession*> scheduled_;  // queued or running
   bool stopping_ = false;

@@ -41,6 +41,12 @@ void WsClient::send_binary(const std::vector<uint8_t>& bytes) {
   impl_->ws.write(net::buffer(bytes), ec);
 }
 
+void WsClient::send_text(const std::string& text) {
+  impl_->ws.text(true);
+  beast::error_code ec;
+  impl_->ws.write(net::buffer(text), ec);
+}
+
 std::optional<nlohmann::json> WsClient::read() {
   beast::flat_buffer buffer;
   beast::error_code ec;

@@ -31,6 +31,7 @@ class WsClient {
   ~WsClient();
 
   void send_binary(const std::vector<uint8_t>& bytes);
+  void send_text(const std::string& text);
   void send_end() { send_binary({}); }
   void send_pcm(const std::vector<int16_t>& samples, size_t frame_bytes) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(samples.data());

@@ -1,0 +1,166 @@
+#include "protocol/deepgram/messages.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace earshot::deepgram {
+
+namespace {
+
+using nlohmann::json;
+
+// Millisecond precision, as Deepgram sends times.
+double ms(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+bool is_edge_punct(unsigned char c) { return c < 0x80 && std::ispunct(c) && c != '\''; }
+
+// Lower-case ASCII, surrounding punctuation dropped (UTF-8 bytes pass through).
+std::string plain_word(const std::string& text) {
+  std::string t = trim(text);
+  size_t a = 0, b = t.size();
+  while (a < b && (is_edge_punct(static_cast<unsigned char>(t[a])) || t[a] == '\'')) ++a;
+  while (b > a && (is_edge_punct(static_cast<unsigned char>(t[b - 1])) || t[b - 1] == '\'')) --b;
+  std::string out = t.substr(a, b - a);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x80) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+double confidence_of(const Word& w) { return w.probability < 0 ? 0.0 : std::min(1.0, double(w.probability)); }
+
+double mean_confidence(const std::vector<Word>& words) {
+  if (words.empty()) return 0;
+  double sum = 0;
+  for (const Word& w : words) sum += confidence_of(w);
+  return sum / static_cast<double>(words.size());
+}
+
+json model_info(const StreamInfo& info) {
+  return {{"name", info.model_name}, {"version", info.model_version}, {"arch", info.model_arch}};
+}
+
+json metadata_fields(const StreamInfo& info, double duration, const std::string& sha256) {
+  return {{"transaction_key", "deprecated"},
+          {"request_id", info.request_id},
+          {"sha256", sha256},
+          {"created", info.created},
+          {"duration", ms(duration)},
+          {"channels", 1},
+          {"models", json::array({info.model_uuid})},
+          {"model_info", {{info.model_uuid, model_info(info)}}}};
+}
+
+}  // namespace
+
+json words_json(const std::vector<Word>& words, const ListenOptions& options) {
+  json out = json::array();
+  for (const Word& w : words) {
+    std::string plain = plain_word(w.text);
+    std::string punctuated = trim(w.text);
+    if (plain.empty()) {
+      // "." or "," on its own: part of the word before it, as Deepgram never sends an empty word.
+      if (!out.empty() && !punctuated.empty()) {
+        json& last = out.back();
+        last["punctuated_word"] = last["punctuated_word"].get<std::string>() + punctuated;
+        last["end"] = ms(w.end);
+      }
+      continue;
+    }
+    json j = {{"word", plain},
+              {"start", ms(w.start)},
+              {"end", ms(w.end)},
+              {"confidence", confidence_of(w)},
+              {"punctuated_word", punctuated}};
+    if (!w.language.empty()) j["language"] = w.language;
+    if (options.diarize && w.speaker >= 0) j["speaker"] = w.speaker;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string transcript(const std::vector<Word>& words, const ListenOptions& options) {
+  const bool punctuated = options.punctuate || options.smart_format;
+  std::string out;
+  for (const Word& w : words) {
+    // Keep the model's spacing (none between CJK words), replacing only the word itself.
+    size_t lead = w.text.find_first_not_of(" \t");
+    std::string space = lead == std::string::npos ? "" : w.text.substr(0, lead);
+    std::string text = punctuated ? trim(w.text) : plain_word(w.text);
+    if (text.empty()) continue;
+    out += (out.empty() ? "" : space) + text;
+  }
+  return out;
+}
+
+json results_message(const Results& r, const ListenOptions& options, const StreamInfo& info) {
+  json words = words_json(r.words, options);
+  json alternative = {
+      {"transcript", transcript(r.words, options)}, {"confidence", mean_confidence(r.words)}, {"words", words}};
+  if (!r.words.empty() && !r.words.back().language.empty())
+    alternative["languages"] = json::array({r.words.back().language});
+  return {{"type", "Results"},
+          {"channel_index", json::array({0, 1})},
+          {"duration", ms(r.duration)},
+          {"start", ms(r.start)},
+          {"is_final", r.is_final},
+          {"speech_final", r.speech_final},
+          {"from_finalize", r.from_finalize},
+          {"channel", {{"alternatives", json::array({alternative})}}},
+          {"metadata",
+           {{"request_id", info.request_id}, {"model_info", model_info(info)}, {"model_uuid", info.model_uuid}}}};
+}
+
+json metadata_message(const StreamInfo& info, double duration, const std::string& sha256) {
+  json j = {{"type", "Metadata"}};
+  j.update(metadata_fields(info, duration, sha256));
+  return j;
+}
+
+json speech_started_message(double timestamp) {
+  return {{"type", "SpeechStarted"}, {"channel", json::array({0})}, {"timestamp", ms(timestamp)}};
+}
+
+json utterance_end_message(double last_word_end) {
+  return {{"type", "UtteranceEnd"}, {"channel", json::array({0, 1})}, {"last_word_end", ms(last_word_end)}};
+}
+
+json error_message(const std::string& description) {
+  return {{"type", "Error"}, {"description", description}, {"message", description}, {"variant", "earshot"}};
+}
+
+json prerecorded_response(const std::vector<Word>& words, double duration, const std::string& language,
+                          const ListenOptions& options, const StreamInfo& info, const std::string& sha256) {
+  json alternative = {{"transcript", transcript(words, options)},
+                      {"confidence", mean_confidence(words)},
+                      {"words", words_json(words, options)}};
+  json channel = {{"alternatives", json::array({alternative})}};
+  if (!language.empty()) channel["detected_language"] = language;
+  return {{"metadata", metadata_fields(info, duration, sha256)}, {"results", {{"channels", json::array({channel})}}}};
+}
+
+json rest_error(const std::string& code, const std::string& message, const std::string& request_id) {
+  return {{"err_code", code}, {"err_msg", message}, {"request_id", request_id}};
+}
+
+ClientMessage parse_client_message(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string())
+    throw Error(ErrorCode::kInvalidArgument,
+                "text messages must be JSON objects with a \"type\": KeepAlive, Finalize or CloseStream");
+  const std::string type = j["type"];
+  if (type == "KeepAlive") return ClientMessage::kKeepAlive;
+  if (type == "Finalize") return ClientMessage::kFinalize;
+  if (type == "CloseStream") return ClientMessage::kCloseStream;
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown message type '" + type + "': expected KeepAlive, Finalize or CloseStream");
+}
+
+}  // namespace earshot::deepgram

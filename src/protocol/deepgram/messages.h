@@ -1,0 +1,59 @@
+// Deepgram's /v1/listen messages as data: the server's Results, Metadata,
+// SpeechStarted, UtteranceEnd and Error messages, the prerecorded response, and
+// the client's KeepAlive / Finalize / CloseStream. Shapes follow the official
+// SDK's types (@deepgram/sdk LiveTranscriptionEvent, SyncPrerecordedResponse).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/online_processor.h"
+#include "protocol/deepgram/options.h"
+
+namespace earshot::deepgram {
+
+// Who answers: the same for every message of one request.
+struct StreamInfo {
+  std::string request_id;              // a UUID
+  std::string created;                 // ISO 8601, UTC
+  std::string model_name = "earshot";  // the model option, or the server's model id
+  std::string model_uuid;
+  std::string model_arch = "whisper";
+  std::string model_version = "earshot";
+};
+
+// One Results message: a window of the audio and the words in it.
+struct Results {
+  std::vector<Word> words;
+  double start = 0;
+  double duration = 0;
+  bool is_final = false;
+  bool speech_final = false;
+  bool from_finalize = false;
+};
+
+// words[] entries: `word` lower-case without surrounding punctuation,
+// `punctuated_word` as the model wrote it; a punctuation-only word joins the one
+// before it. Unknown probabilities become confidence 0.
+nlohmann::json words_json(const std::vector<Word>& words, const ListenOptions& options);
+// The alternative's transcript: punctuated words with punctuate/smart_format, plain ones otherwise.
+std::string transcript(const std::vector<Word>& words, const ListenOptions& options);
+
+nlohmann::json results_message(const Results& results, const ListenOptions& options, const StreamInfo& info);
+nlohmann::json metadata_message(const StreamInfo& info, double duration, const std::string& sha256);
+nlohmann::json speech_started_message(double timestamp);
+nlohmann::json utterance_end_message(double last_word_end);
+nlohmann::json error_message(const std::string& description);
+// POST /v1/listen's answer for a whole file. `language` is reported as detected_language when set.
+nlohmann::json prerecorded_response(const std::vector<Word>& words, double duration, const std::string& language,
+                                    const ListenOptions& options, const StreamInfo& info, const std::string& sha256);
+// A REST error body as Deepgram writes it.
+nlohmann::json rest_error(const std::string& code, const std::string& message, const std::string& request_id);
+
+enum class ClientMessage { kKeepAlive, kFinalize, kCloseStream };
+// Throws Error(kInvalidArgument) for text that is not one of the three.
+ClientMessage parse_client_message(std::string_view text);
+
+}  // namespace earshot::deepgram

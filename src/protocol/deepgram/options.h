@@ -1,0 +1,33 @@
+// Deepgram's /v1/listen query options, parsed and checked. Pure code: every bad
+// value is an Error(kInvalidArgument) whose message names the option, which the
+// server sends back as an Error message (live) or an HTTP 400 (prerecorded).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace earshot::deepgram {
+
+struct ListenOptions {
+  std::string model = "earshot";
+  std::string language;  // "" = the server's default; else a bare code ("en-US" -> "en", "multi" -> "auto")
+  // "" = a container FFmpeg decodes (wav, webm, ogg, mp3...); "linear16" = raw s16le.
+  std::string encoding;
+  int sample_rate = 0;  // linear16 only (required there); other audio carries its own
+  int channels = 1;
+  bool interim_results = false;
+  bool punctuate = false;
+  bool smart_format = false;  // accepted; punctuated_word carries the model's own formatting
+  // Silence (ms) after speech that ends an utterance with speech_final; nullopt = endpointing=false.
+  std::optional<int> endpointing_ms = 10;
+  std::optional<int> utterance_end_ms;  // 1000-5000; needs interim_results
+  bool vad_events = false;
+  bool diarize = false;  // accepted; words carry speaker once diarization runs
+};
+
+// Reads the options of a /v1/listen request (decoded query). Unknown keys are
+// ignored, as Deepgram ignores features a model lacks; `token` is auth, not an option.
+ListenOptions parse_listen_options(const std::map<std::string, std::string>& query);
+
+}  // namespace earshot::deepgram

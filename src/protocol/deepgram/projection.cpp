@@ -1,0 +1,124 @@
+#include "protocol/deepgram/projection.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace earshot::deepgram {
+
+namespace {
+
+bool same_words(const std::vector<Word>& a, const std::vector<Word>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Word& x, const Word& y) {
+    return x.text == y.text && x.start == y.start && x.end == y.end;
+  });
+}
+
+}  // namespace
+
+void Projection::emit_final(std::vector<nlohmann::json>& out, bool speech_final, bool from_finalize, double end_hint) {
+  Results r;
+  r.is_final = true;
+  r.speech_final = speech_final;
+  r.from_finalize = from_finalize;
+  r.start = final_until_;
+  double end = std::max(final_until_, end_hint);
+  if (!pending_.empty()) end = std::max(end, pending_.back().end);
+  r.duration = end - r.start;
+  r.words = std::move(pending_);
+  pending_.clear();
+  // Windows tile the audio and never reopen: a word the session commits late for audio
+  // already declared final (an endpoint passed while it was still provisional) is
+  // clamped to the window's start rather than reaching back into a sent window.
+  for (Word& w : r.words) {
+    w.start = std::max(w.start, r.start);
+    w.end = std::max(w.end, w.start);
+  }
+  if (!r.words.empty()) anchor_ = r.words.back().end;
+  final_until_ = end;
+  out.push_back(results_message(r, options_, info_));
+  // The interim this final supersedes is gone; a new tail will be sent even if it repeats.
+  last_interim_.clear();
+}
+
+void Projection::check_utterance_end(std::vector<nlohmann::json>& out, double clock) {
+  if (!options_.utterance_end_ms || !anchor_) return;
+  // The gap runs from the last finalized word to the next word heard (interim or not yet sent), or to now.
+  double gap_end = clock;
+  if (!pending_.empty())
+    gap_end = pending_.front().start;
+  else if (!provisional_.empty())
+    gap_end = provisional_.front().start;
+  if (gap_end - *anchor_ >= *options_.utterance_end_ms / 1000.0) {
+    out.push_back(utterance_end_message(*anchor_));
+    anchor_.reset();
+  }
+}
+
+std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event> events, double processed_seconds) {
+  std::vector<nlohmann::json> out;
+  bool end_of_stream = false;
+  for (const events::Event& event : events) {
+    if (ended_) break;
+    if (auto* e = std::get_if<events::WordsCommitted>(&event)) {
+      if (e->words.empty()) continue;
+      // Events can arrive in batches covering seconds of audio: gaps are judged on
+      // the audio clock, here the start of the next word.
+      const double next = e->words.front().start;
+      if (options_.utterance_end_ms && !pending_.empty() &&
+          next - pending_.back().end >= *options_.utterance_end_ms / 1000.0 && !endpoint_at_)
+        emit_final(out, false, false, 0);
+      check_utterance_end(out, next);
+      pending_.insert(pending_.end(), e->words.begin(), e->words.end());
+    } else if (auto* e = std::get_if<events::ProvisionalChanged>(&event)) {
+      provisional_ = e->words;
+    } else if (auto* e = std::get_if<events::SpeechStarted>(&event)) {
+      // Speech resumed: the pause before it was an endpoint if it lasted `endpointing` ms.
+      if (endpoint_at_ && e->at >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)
+        emit_final(out, true, false, *endpoint_at_);
+      endpoint_at_.reset();
+      if (options_.vad_events) out.push_back(speech_started_message(e->at));
+    } else if (auto* e = std::get_if<events::SpeechEnded>(&event)) {
+      if (options_.endpointing_ms) endpoint_at_ = e->at;
+    } else if (auto* e = std::get_if<events::Finalized>(&event)) {
+      for (nlohmann::json& m : on_finalized(e->at)) out.push_back(std::move(m));
+    } else if (auto* e = std::get_if<events::StreamError>(&event)) {
+      out.push_back(error_message(e->message));
+      ended_ = true;
+    } else if (std::holds_alternative<events::EndOfStream>(event)) {
+      end_of_stream = true;
+    }
+  }
+  if (ended_) return out;
+  if (endpoint_at_ && (end_of_stream || processed_seconds >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)) {
+    emit_final(out, true, false, *endpoint_at_);
+    endpoint_at_.reset();
+  } else if (!pending_.empty() && (!endpoint_at_ || end_of_stream)) {
+    emit_final(out, false, false, 0);
+  }
+  if (end_of_stream && !pending_.empty()) emit_final(out, false, false, 0);
+  // The interim: what the client has not had as final yet, committed words held for
+  // an endpoint included (the final that follows repeats them, as Deepgram's does).
+  std::vector<Word> tail = pending_;
+  tail.insert(tail.end(), provisional_.begin(), provisional_.end());
+  if (options_.interim_results && !tail.empty() && !same_words(tail, last_interim_)) {
+    Results r;
+    r.start = final_until_;
+    r.duration = std::max(0.0, tail.back().end - final_until_);
+    r.words = tail;
+    out.push_back(results_message(r, options_, info_));
+    last_interim_ = std::move(tail);
+  }
+  check_utterance_end(out, processed_seconds);
+  if (end_of_stream) ended_ = true;
+  return out;
+}
+
+std::vector<nlohmann::json> Projection::on_finalized(double at) {
+  std::vector<nlohmann::json> out;
+  if (ended_) return out;
+  emit_final(out, false, true, at);
+  endpoint_at_.reset();
+  return out;
+}
+
+}  // namespace earshot::deepgram

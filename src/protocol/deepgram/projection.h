@@ -1,0 +1,52 @@
+// A stream session's events as Deepgram's live messages. Committed words become
+// final Results, each word sent as final exactly once, in windows that tile the
+// audio; the provisional tail becomes interim Results (interim_results=true),
+// replaced by the next (committed words held for an endpoint show there too); a VAD endpoint (SpeechEnded) marks the
+// final that closes it speech_final once `endpointing` ms of silence passed on the audio clock; UtteranceEnd comes from
+// a word-gap detector anchored on the last finalized word. Pure code: the server's adapter feeds it events and the
+// audio clock.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "events/event.h"
+#include "protocol/deepgram/messages.h"
+#include "protocol/deepgram/options.h"
+
+namespace earshot::deepgram {
+
+class Projection {
+ public:
+  Projection(ListenOptions options, StreamInfo info) : options_(std::move(options)), info_(std::move(info)) {}
+
+  // Messages for the events since the last call, in order. processed_seconds: the
+  // stream time the session has run through VAD and model (the audio clock).
+  std::vector<nlohmann::json> on_events(std::span<const events::Event> events, double processed_seconds);
+  // The session flushed for the client's Finalize up to `at` (events::Finalized,
+  // handled by on_events too): a final with from_finalize (empty when nothing was pending).
+  std::vector<nlohmann::json> on_finalized(double at);
+
+  bool ended() const { return ended_; }  // EndOfStream or StreamError seen
+  const ListenOptions& options() const { return options_; }
+  const StreamInfo& info() const { return info_; }
+
+ private:
+  void emit_final(std::vector<nlohmann::json>& out, bool speech_final, bool from_finalize, double end_hint);
+  void check_utterance_end(std::vector<nlohmann::json>& out, double clock);
+
+  ListenOptions options_;
+  StreamInfo info_;
+  std::vector<Word> pending_;      // committed, not yet sent as final
+  std::vector<Word> provisional_;  // the latest tail
+  std::vector<Word> last_interim_;
+  double final_until_ = 0;             // end of the last final window
+  std::optional<double> endpoint_at_;  // SpeechEnded waiting for `endpointing` ms of audio
+  std::optional<double> anchor_;       // end of the last finalized word, UtteranceEnd not yet sent
+  bool ended_ = false;
+};
+
+}  // namespace earshot::deepgram

@@ -1,0 +1,67 @@
+// What `earshot serve` is configured with and the hooks it calls into the
+// model side: the bottom header of server/, included by the core, the protocol
+// adapters and the Beast front alike.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audio/audio.h"
+#include "policy/online_processor.h"
+#include "session/stream_session.h"
+#include "session/voice_activity.h"
+
+namespace earshot::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  // 0 = any free port (tests)
+  bool pcm_input = false;
+  std::string default_language = "auto";
+  bool translation_available = false;
+  std::string api_token;                  // "" = no authentication
+  std::vector<std::string> cors_origins;  // "*" allows any origin
+  std::string ssl_certfile, ssl_keyfile;  // both set = TLS (https/wss)
+  int max_sessions = 16;                  // WebSocket streams + file transcriptions at once
+  size_t max_message_bytes = 1 << 20;     // one WebSocket frame/message of audio
+  double idle_timeout_seconds = 60;       // a stream that sends nothing this long is ended
+  size_t max_upload_bytes = 25u << 20;    // POST /v1/audio/transcriptions
+  // Decoded length of one uploaded file: a low-bitrate upload under the byte limit
+  // can still decode to hours of samples (1 h of 16 kHz float audio is 230 MB).
+  double max_audio_seconds = 3600;
+  double transcription_timeout_seconds = 600;
+  double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
+  double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
+  int io_threads = 1;
+  int workers = 1;  // sessions whose model work runs at the same time
+  session::StreamOptions stream;
+  session::StreamOptions file;       // whole-file transcription (no skipping)
+  std::string model_id = "whisper";  // /v1/models and /health
+  std::string backend = "earshot";
+};
+
+// Engine timing counters for /metrics (totals since start), when the engine offers them.
+struct ModelTimes {
+  double encoder_seconds = 0;
+  double decoder_seconds = 0;
+  uint64_t encoder_passes = 0;
+  uint64_t decoder_passes = 0;
+};
+
+struct ServerHooks {
+  // A new online processor for one stream in `language` ("auto" or a code).
+  // Throws Error(kInvalidArgument) with a message for a language the model
+  // cannot do; the client gets it as an error message.
+  std::function<std::unique_ptr<OnlineProcessor>(const std::string& language)> make_processor;
+  session::VadFactory make_vad;  // null: every sample is speech (--no-vac)
+  // Decoder for encoded input (webm/opus...); null means encoded input is refused.
+  std::function<std::unique_ptr<audio::StreamDecoder>()> make_decoder;
+  // Optional check of a language code: "" when usable, else the reason.
+  std::function<std::string(const std::string& language)> check_language;
+  std::function<ModelTimes()> model_times;  // optional
+};
+
+}  // namespace earshot::server

@@ -1,0 +1,277 @@
+#include "server/deepgram_adapter.h"
+
+#include <openssl/evp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "common/error.h"
+#include "protocol/deepgram/projection.h"
+#include "server/core.h"
+#include "server/pcm_decoder.h"
+
+namespace earshot::server {
+
+namespace deepgram_support {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t");
+  size_t b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::string after_scheme(const std::string& header, const char* scheme) {
+  const std::string value = trim(header);
+  const size_t n = std::char_traits<char>::length(scheme);
+  if (value.size() <= n + 1 || value[n] != ' ') return "";
+  for (size_t i = 0; i < n; ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return "";
+  return trim(value.substr(n + 1));
+}
+
+}  // namespace
+
+std::string token(const std::map<std::string, std::string>& query, const std::string& authorization,
+                  const std::string& websocket_protocols) {
+  if (auto it = query.find("token"); it != query.end()) return it->second;
+  if (std::string t = after_scheme(authorization, "token"); !t.empty()) return t;
+  if (std::string t = after_scheme(authorization, "bearer"); !t.empty()) return t;
+  if (websocket_protocols.rfind("token,", 0) == 0) return trim(websocket_protocols.substr(6));
+  return "";
+}
+
+std::unique_ptr<audio::StreamDecoder> make_decoder(const Core& core, const deepgram::ListenOptions& options) {
+  if (options.encoding == "linear16") {
+    try {
+      return std::make_unique<Linear16Decoder>(options.sample_rate);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, "invalid option 'sample_rate': " + std::string(e.what()));
+    }
+  }
+  if (!core.hooks().make_decoder)
+    throw Error(ErrorCode::kInvalidArgument,
+                "invalid option 'encoding': this server cannot decode containers; send raw PCM with "
+                "encoding=linear16&sample_rate=16000");
+  return core.hooks().make_decoder();
+}
+
+std::string language(const Core& core, const deepgram::ListenOptions& options) {
+  std::string language = options.language;
+  if (language.empty()) language = core.config().default_language.empty() ? "auto" : core.config().default_language;
+  if (core.hooks().check_language && language != "auto") {
+    std::string problem = core.hooks().check_language(language);
+    if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, "invalid option 'language': " + problem);
+  }
+  return language;
+}
+
+deepgram::StreamInfo stream_info(const Core& core) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  auto uuid = [](uint64_t hi, uint64_t lo) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                  static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xfff),
+                  static_cast<unsigned>(0x8000 | ((lo >> 48) & 0x3fff)),
+                  static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+    return std::string(text);
+  };
+  deepgram::StreamInfo info;
+  info.request_id = uuid(rng(), rng());
+  // The model's id is stable for one model: derived from its name.
+  const uint64_t h = std::hash<std::string>{}(core.config().model_id);
+  info.model_uuid = uuid(h, h * 0x9e3779b97f4a7c15ULL);
+  info.model_name = core.config().model_id;
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const long millis =
+      static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char created[96];
+  std::snprintf(created, sizeof created, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+  info.created = created;
+  return info;
+}
+
+struct Sha256::Impl {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+};
+
+Sha256::Sha256() : impl_(std::make_unique<Impl>()) { EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr); }
+Sha256::~Sha256() { EVP_MD_CTX_free(impl_->ctx); }
+void Sha256::update(const void* data, size_t size) { EVP_DigestUpdate(impl_->ctx, data, size); }
+std::string Sha256::hex() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(impl_->ctx, digest, &n);
+  std::string out;
+  char byte[3];
+  for (unsigned int i = 0; i < n; ++i) {
+    std::snprintf(byte, sizeof byte, "%02x", digest[i]);
+    out += byte;
+  }
+  return out;
+}
+
+}  // namespace deepgram_support
+
+namespace {
+
+// Close codes: Deepgram closes 1008 for bad input (options, audio) and 1011 when it failed.
+constexpr uint16_t kClosePolicy = 1008;
+constexpr uint16_t kCloseFailed = 1011;
+constexpr uint16_t kCloseNormal = 1000;
+
+class DeepgramProtocol : public StreamProtocol {
+ public:
+  explicit DeepgramProtocol(Core& core) : core_(core) {}
+
+  std::string token(const UpgradeRequest& r) const override {
+    return deepgram_support::token(r.target.query, r.authorization, r.websocket_protocols);
+  }
+
+  Outgoing unauthorized() override { return refusal("invalid or missing API token", kClosePolicy); }
+
+  std::optional<Outgoing> prepare(const UpgradeRequest& request) override {
+    try {
+      options_ = deepgram::parse_listen_options(request.target.query);
+      language_ = deepgram_support::language(core_, options_);
+      decoder_ = deepgram_support::make_decoder(core_, options_);
+    } catch (const Error& e) {
+      return refusal(e.what(), kClosePolicy);
+    }
+    return std::nullopt;
+  }
+
+  Outgoing refusal(const std::string& message, uint16_t code) override {
+    Outgoing out;
+    out.send(deepgram::error_message(message).dump());
+    out.close_with(code, message.substr(0, 120));  // close reasons are limited to 123 bytes
+    return out;
+  }
+
+  Outgoing start() override {
+    try {
+      session_ = core_.open_session(language_, false);
+    } catch (const std::exception& e) {
+      return refusal(e.what(), kClosePolicy);
+    }
+    projection_.emplace(options_, deepgram_support::stream_info(core_));
+    return {};
+  }
+
+  Outgoing on_text(std::string_view text) override {
+    Outgoing out;
+    try {
+      switch (deepgram::parse_client_message(text)) {
+        case deepgram::ClientMessage::kKeepAlive: break;
+        case deepgram::ClientMessage::kFinalize:
+          // The session flushes now; its Finalized event makes the from_finalize final.
+          if (!ended_) {
+            session_->finalize();
+            core_.scheduler().notify(session_);
+          }
+          break;
+        case deepgram::ClientMessage::kCloseStream: end_stream(); break;
+      }
+    } catch (const Error& e) {
+      out.send(deepgram::error_message(e.what()).dump());  // the stream goes on
+    }
+    return out;
+  }
+
+  Outgoing on_binary(std::span<const uint8_t> chunk) override {
+    if (ended_ || !session_) return {};
+    if (chunk.empty()) {  // Deepgram's older close signal
+      end_stream();
+      return {};
+    }
+    sha_.update(chunk.data(), chunk.size());
+    try {
+      std::vector<float> samples = decoder_->push(chunk);
+      session_->push_audio(samples);
+      core_.scheduler().notify(session_);
+    } catch (const std::exception& e) {
+      session_->fail(std::string("invalid audio: ") + e.what());
+    }
+    return {};
+  }
+
+  void end_stream() override {
+    if (ended_ || closed_ || !session_) return;
+    ended_ = true;
+    try {
+      session_->push_audio(decoder_->finish());
+    } catch (const std::exception& e) {
+      session_->fail(std::string("invalid audio: ") + e.what());
+    }
+    session_->end_of_stream();
+    core_.scheduler().notify(session_);
+  }
+  bool ended() const override { return ended_; }
+
+  Outgoing on_tick() override {
+    Outgoing out;
+    if (final_sent_) return out;
+    send_all(out, tick_messages());
+    if (projection_->ended()) {
+      final_sent_ = true;
+      out.finished_now = true;
+      if (!status_.error.empty()) {
+        out.close_with(status_.error.rfind("invalid audio", 0) == 0 ? kClosePolicy : kCloseFailed,
+                       status_.error.substr(0, 120));
+      } else {
+        out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
+        out.close_with(kCloseNormal, "");
+      }
+    }
+    return out;
+  }
+  bool finished() const override { return final_sent_; }
+
+  void on_close() override {
+    if (closed_) return;
+    closed_ = true;
+    if (session_) {
+      if (!session_->done()) session_->fail("client disconnected");
+      core_.close_session(session_);
+    }
+  }
+
+ private:
+  // The session's new events, released from its log (this connection is its only reader).
+  std::vector<nlohmann::json> tick_messages() {
+    session::EventBatch batch = session_->events_since(cursor_);
+    cursor_ = batch.next;
+    session_->release_until(cursor_);
+    status_ = batch.status;
+    return projection_->on_events(batch.events, batch.status.processed_seconds);
+  }
+  static void send_all(Outgoing& out, const std::vector<nlohmann::json>& messages) {
+    for (const nlohmann::json& m : messages) out.send(m.dump());
+  }
+
+  Core& core_;
+  deepgram::ListenOptions options_;
+  std::string language_;
+  std::unique_ptr<audio::StreamDecoder> decoder_;
+  std::shared_ptr<session::StreamSession> session_;
+  std::optional<deepgram::Projection> projection_;
+  uint64_t cursor_ = 0;
+  session::StreamStatus status_;
+  deepgram_support::Sha256 sha_;
+  bool ended_ = false;
+  bool final_sent_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamProtocol> make_deepgram_protocol(Core& core) { return std::make_unique<DeepgramProtocol>(core); }
+
+}  // namespace earshot::server

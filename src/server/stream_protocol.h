@@ -1,0 +1,72 @@
+// The seam between a WebSocket transport and a wire protocol. The transport
+// (server.cpp: Beast, TLS, message limits, the token check, session slots, idle
+// timeout, shutdown, the write queue) calls an adapter for everything the
+// protocol decides: what the client's messages mean, which session to open,
+// what to send from the session's state, and when to close. Adapters:
+// WhisperLiveKit at /asr (wlk_adapter.h), Deepgram at /v1/listen (deepgram_adapter.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/target.h"
+
+namespace earshot::server {
+
+class Core;
+using protocol::Target;
+
+// What the transport should do next: send these text messages, then maybe close.
+struct Outgoing {
+  std::vector<std::string> messages;
+  std::optional<std::pair<uint16_t, std::string>> close;  // code, reason
+  bool finished_now = false;                              // the stream's last result just went out
+
+  void send(std::string text) { messages.push_back(std::move(text)); }
+  void close_with(uint16_t code, std::string reason) { close.emplace(code, std::move(reason)); }
+};
+
+// The upgrade request as an adapter sees it.
+struct UpgradeRequest {
+  Target target;
+  std::string authorization;        // Authorization header
+  std::string websocket_protocols;  // Sec-WebSocket-Protocol header
+};
+
+class StreamProtocol {
+ public:
+  virtual ~StreamProtocol() = default;
+
+  // The API token the client presented ("" when none).
+  virtual std::string token(const UpgradeRequest& request) const = 0;
+  // What to answer a wrong or missing token.
+  virtual Outgoing unauthorized() = 0;
+  // The client's options, checked before a slot is taken: a refusal when bad.
+  virtual std::optional<Outgoing> prepare(const UpgradeRequest& request) = 0;
+  // A refusal in this protocol's words (server full, shutting down).
+  virtual Outgoing refusal(const std::string& message, uint16_t code) = 0;
+  // Holding a slot: opens the session; a close in the result means it could not.
+  virtual Outgoing start() = 0;
+
+  virtual Outgoing on_text(std::string_view text) = 0;
+  virtual Outgoing on_binary(std::span<const uint8_t> bytes) = 0;
+  // No more audio will come (idle timeout, server shutdown). Idempotent.
+  virtual void end_stream() = 0;
+  virtual bool ended() const = 0;
+  // Called every update interval: what the session produced since the last call.
+  virtual Outgoing on_tick() = 0;
+  // The last result was sent (the stream is over for the client).
+  virtual bool finished() const = 0;
+  // The connection is gone: the session is failed if still running and released. Idempotent.
+  virtual void on_close() = 0;
+};
+
+// Adapters for the WebSocket routes; nullptr for a path with none.
+std::unique_ptr<StreamProtocol> make_stream_protocol(const std::string& path, Core& core);
+
+}  // namespace earshot::server

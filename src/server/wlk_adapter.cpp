@@ -1,0 +1,153 @@
+#include "server/wlk_adapter.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+#include "protocol/wlk/projection.h"
+#include "server/core.h"
+#include "server/pcm_decoder.h"
+
+namespace earshot::server {
+
+namespace {
+
+using protocol::wlk::config_message;
+using protocol::wlk::error_message;
+using protocol::wlk::parse_stream_params;
+using protocol::wlk::ready_to_stop_message;
+using protocol::wlk::StreamParams;
+using protocol::wlk::UpdateEncoder;
+
+// Close codes of the protocol.
+constexpr uint16_t kCloseBadRequest = 4400;
+constexpr uint16_t kCloseUnauthorized = 4401;
+
+class WlkProtocol : public StreamProtocol {
+ public:
+  explicit WlkProtocol(Core& core) : core_(core) {}
+
+  std::string token(const UpgradeRequest& request) const override {
+    auto it = request.target.query.find("token");
+    return it != request.target.query.end() ? it->second : Core::bearer_token(request.authorization);
+  }
+
+  Outgoing unauthorized() override {
+    Outgoing out;
+    out.close_with(kCloseUnauthorized, "invalid or missing API token");
+    return out;
+  }
+
+  std::optional<Outgoing> prepare(const UpgradeRequest& request) override {
+    try {
+      params_ = parse_stream_params(request.target.query, core_.config().default_language);
+    } catch (const Error& e) {
+      return refusal(e.what(), kCloseBadRequest);
+    }
+    if (!params_.target_language.empty() && !core_.config().translation_available)
+      std::fprintf(stderr, "earshot serve: target_language=%s ignored: no translation configured\n",
+                   params_.target_language.c_str());
+    if (!core_.config().pcm_input && !core_.hooks().make_decoder)
+      return refusal("this server cannot decode encoded audio; run it with --pcm-input and send s16le PCM",
+                     kCloseBadRequest);
+    return std::nullopt;
+  }
+
+  Outgoing refusal(const std::string& message, uint16_t code) override {
+    Outgoing out;
+    out.send(error_message(message).dump());
+    out.close_with(code, message);
+    return out;
+  }
+
+  Outgoing start() override {
+    try {
+      session_ = core_.open_session(params_.language, false);
+      decoder_ = core_.config().pcm_input ? std::make_unique<PcmDecoder>() : core_.hooks().make_decoder();
+    } catch (const std::exception& e) {
+      return refusal(e.what(), kCloseBadRequest);
+    }
+    encoder_.emplace(params_.diff_mode);
+    Outgoing out;
+    out.send(config_message(core_.config().pcm_input, params_.diff_mode).dump());
+    return out;
+  }
+
+  Outgoing on_text(std::string_view) override { return {}; }  // the protocol has no client text messages
+
+  Outgoing on_binary(std::span<const uint8_t> chunk) override {
+    if (ended_ || !session_) return {};
+    if (chunk.empty()) {
+      end_stream();
+      return {};
+    }
+    try {
+      std::vector<float> samples = decoder_->push(chunk);
+      session_->push_audio(samples);
+      core_.scheduler().notify(session_);
+    } catch (const std::exception& e) {
+      session_->fail(std::string("invalid audio: ") + e.what());
+    }
+    return {};
+  }
+
+  // Flushes the decoder and the model.
+  void end_stream() override {
+    if (ended_ || closed_ || !session_) return;
+    ended_ = true;
+    try {
+      std::vector<float> tail = decoder_->finish();
+      session_->push_audio(tail);
+    } catch (const std::exception& e) {
+      session_->fail(std::string("invalid audio: ") + e.what());
+    }
+    session_->end_of_stream();
+    core_.scheduler().notify(session_);
+  }
+  bool ended() const override { return ended_; }
+
+  Outgoing on_tick() override {
+    Outgoing out;
+    protocol::wlk::Snapshot snap = projection_.pull(*session_);
+    if (!snap.error.empty()) {
+      if (auto message = encoder_->next(snap, true)) out.send(message->dump());
+      out.close_with(kCloseBadRequest, snap.error.substr(0, 120));  // close reasons are limited to 123 bytes
+      return out;
+    }
+    if (snap.finished && !final_sent_) {
+      final_sent_ = true;
+      if (auto message = encoder_->next(snap, true)) out.send(message->dump());
+      out.send(ready_to_stop_message().dump());
+      out.finished_now = true;
+    } else if (!final_sent_) {
+      if (auto message = encoder_->next(snap)) out.send(message->dump());
+    }
+    return out;
+  }
+  bool finished() const override { return final_sent_; }
+
+  void on_close() override {
+    if (closed_) return;
+    closed_ = true;
+    if (session_) {
+      if (!session_->done()) session_->fail("client disconnected");
+      core_.close_session(session_);
+    }
+  }
+
+ private:
+  Core& core_;
+  StreamParams params_;
+  std::shared_ptr<session::StreamSession> session_;
+  std::unique_ptr<audio::StreamDecoder> decoder_;
+  std::optional<UpdateEncoder> encoder_;
+  protocol::wlk::Projection projection_;  // the session's events as lines and buffers
+  bool ended_ = false;
+  bool final_sent_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamProtocol> make_wlk_protocol(Core& core) { return std::make_unique<WlkProtocol>(core); }
+
+}  // namespace earshot::server
