@@ -149,6 +149,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
       .option("max-message-kb", "largest WebSocket message accepted (KiB)", "1024")
       .option("max-upload-mb", "largest file accepted by /v1/audio/transcriptions (MiB)", "25")
+      .option("max-audio-minutes", "longest decoded audio of one uploaded file (minutes; more is refused with 413)",
+              "60")
       .option("idle-timeout", "seconds without any message before a stream is ended", "60")
       .option("transcription-timeout", "seconds a file transcription may take (then 408)", "600")
       .option("max-step-seconds", "most audio one model step takes when a session fell behind", "10")
@@ -180,6 +182,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   config.max_sessions = static_cast<int>(args.get_int("max-sessions"));
   config.max_message_bytes = static_cast<size_t>(args.get_int("max-message-kb")) * 1024;
   config.max_upload_bytes = static_cast<size_t>(args.get_int("max-upload-mb")) << 20;
+  config.max_audio_seconds = 60.0 * args.get_double("max-audio-minutes");
+  if (!(config.max_audio_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-audio-minutes must be > 0");
   config.idle_timeout_seconds = args.get_double("idle-timeout");
   config.transcription_timeout_seconds = args.get_double("transcription-timeout");
   config.workers = static_cast<int>(args.get_int("workers"));
