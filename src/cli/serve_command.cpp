@@ -1,9 +1,11 @@
 // `earshot serve`: loads one model (pulling it first when it is a known name not
 // in the cache), the Silero VAD, and runs the WhisperLiveKit-compatible server
 // until SIGINT/SIGTERM, when every session gets its final update.
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "audio/audio.h"
@@ -149,6 +151,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
       .option("max-message-kb", "largest WebSocket message accepted (KiB)", "1024")
       .option("max-upload-mb", "largest file accepted by /v1/audio/transcriptions (MiB)", "25")
+      .option("trace-dir",
+              "write each stream's AlignAtt pass trace (transcribe --trace's format) to DIR/stream-N.jsonl; "
+              "off by default",
+              "")
       .option("max-audio-minutes", "longest decoded audio of one uploaded file (minutes; more is refused with 413)",
               "60")
       .option("idle-timeout", "seconds without any message before a stream is ended", "60")
@@ -234,9 +240,24 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   }
   defaults.on_pass = server::count_passes(counters);
   defaults.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
-  hooks.make_processor = [engine, defaults](const std::string& language) {
+  const std::filesystem::path trace_dir = args.get("trace-dir");
+  if (!trace_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(trace_dir, ec);
+    if (!std::filesystem::is_directory(trace_dir))
+      throw Error(ErrorCode::kIo, "--trace-dir " + trace_dir.string() + ": cannot create the folder");
+  }
+  auto streams = std::make_shared<std::atomic<uint64_t>>(0);
+  hooks.make_processor = [engine, defaults, trace_dir, streams](const std::string& language) {
     engine::StreamRequest request = defaults;
     request.language = language;
+    if (!trace_dir.empty()) {
+      // One file per stream, written by the one worker that runs the stream's step.
+      const std::filesystem::path file = trace_dir / ("stream-" + std::to_string(++*streams) + ".jsonl");
+      auto out = std::make_shared<std::ofstream>(file);
+      if (!*out) throw Error(ErrorCode::kIo, "cannot write the trace file " + file.string());
+      request.on_trace = [out](const std::string& line) { *out << line << '\n' << std::flush; };
+    }
     return engine->open_stream(request);
   };
   hooks.make_decoder = [] { return audio::StreamDecoder::create(); };

@@ -35,6 +35,8 @@ struct StreamRequest {
   std::string policy;                                  // one of Capabilities::policies; "" = the default
   PassReport on_pass;                                  // optional: every model pass of this stream, timed
   std::function<void(const std::string&)> on_warning;  // optional: per-pass warnings (loop guards...)
+  // Optional: one JSON line per policy pass (AlignAtt's --trace format; a policy without a trace ignores it).
+  std::function<void(const std::string&)> on_trace;
 };
 
 class Engine {

@@ -42,6 +42,7 @@ std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest&
     policy::AlignAttConfig config = policies_.alignatt;
     config.language = request.language;
     if (request.on_warning) config.on_warning = request.on_warning;
+    if (request.on_trace) config.on_trace = request.on_trace;
     return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
   }
   policy::LocalAgreementConfig config = policies_.localagreement;

@@ -76,5 +76,38 @@ TEST_F(Surfaces, ServeStreamsTheFamilyUnchanged) {
   EXPECT_EQ(refused->value("error", ""), "unknown language code 'fr'") << refused->dump();
 }
 
+TEST_F(Surfaces, ServeWritesEachStreamsPassTraceWhenAsked) {
+  const std::filesystem::path whisper_model = dir_ / "whisper.bin";
+  whisper::write_random_model(whisper::testing::pipeline_spec(/*seed=*/5), whisper_model);
+  const std::filesystem::path traces = dir_ / "traces";
+  std::optional<cli::ServeSetup> setup =
+      cli::prepare_serve({"--model", whisper_model.string(), "--no-pull", "--no-vac", "--pcm-input", "--threads", "1",
+                          "--trace-dir", traces.string()});
+  ASSERT_TRUE(setup);
+  start(setup->config, setup->hooks);
+  std::vector<float> pcm = audio::load_file(kShared + "/data/jfk.wav");
+  pcm.resize(2 * 16000);
+  {
+    earshot::testing::WsClient client(port_, "/asr?language=en");
+    ASSERT_TRUE(client.read());  // config
+    client.send_pcm(earshot::testing::to_s16(pcm), 3200);
+    client.send_end();
+    client.read_until_stop();
+  }
+  ASSERT_TRUE(wait_idle());
+  // stream-1 is the warm-up stream (its passes are never traced); the client's is stream-2.
+  std::ifstream in(traces / "stream-2.jsonl");
+  ASSERT_TRUE(in) << "no trace file for the stream";
+  std::string line;
+  int passes = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json pass = nlohmann::json::parse(line);
+    EXPECT_EQ(pass["pass"], passes) << line;
+    EXPECT_TRUE(pass.contains("stop") && pass.contains("prompt") && pass.contains("tokens")) << line;
+    ++passes;
+  }
+  EXPECT_GT(passes, 0);
+}
+
 }  // namespace
 }  // namespace earshot::engine::testing
