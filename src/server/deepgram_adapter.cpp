@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "protocol/deepgram/projection.h"
+#include "server/audio_stream_protocol.h"
 #include "server/core.h"
 #include "server/pcm_decoder.h"
 
@@ -127,9 +128,9 @@ constexpr uint16_t kClosePolicy = 1008;
 constexpr uint16_t kCloseFailed = 1011;
 constexpr uint16_t kCloseNormal = 1000;
 
-class DeepgramProtocol : public StreamProtocol {
+class DeepgramProtocol : public AudioStreamProtocol {
  public:
-  explicit DeepgramProtocol(Core& core) : core_(core) {}
+  explicit DeepgramProtocol(Core& core) : AudioStreamProtocol(core) {}
 
   std::string token(const UpgradeRequest& r) const override {
     return deepgram_support::token(r.target.query, r.authorization, r.websocket_protocols);
@@ -185,36 +186,6 @@ class DeepgramProtocol : public StreamProtocol {
     return out;
   }
 
-  Outgoing on_binary(std::span<const uint8_t> chunk) override {
-    if (ended_ || !session_) return {};
-    if (chunk.empty()) {  // Deepgram's older close signal
-      end_stream();
-      return {};
-    }
-    sha_.update(chunk.data(), chunk.size());
-    try {
-      std::vector<float> samples = decoder_->push(chunk);
-      session_->push_audio(samples);
-      core_.scheduler().notify(session_);
-    } catch (const std::exception& e) {
-      session_->fail(std::string("invalid audio: ") + e.what());
-    }
-    return {};
-  }
-
-  void end_stream() override {
-    if (ended_ || closed_ || !session_) return;
-    ended_ = true;
-    try {
-      session_->push_audio(decoder_->finish());
-    } catch (const std::exception& e) {
-      session_->fail(std::string("invalid audio: ") + e.what());
-    }
-    session_->end_of_stream();
-    core_.scheduler().notify(session_);
-  }
-  bool ended() const override { return ended_; }
-
   Outgoing on_tick() override {
     Outgoing out;
     if (final_sent_) return out;
@@ -234,16 +205,9 @@ class DeepgramProtocol : public StreamProtocol {
   }
   bool finished() const override { return final_sent_; }
 
-  void on_close() override {
-    if (closed_) return;
-    closed_ = true;
-    if (session_) {
-      if (!session_->done()) session_->fail("client disconnected");
-      core_.close_session(session_);
-    }
-  }
-
  private:
+  void on_audio_bytes(std::span<const uint8_t> chunk) override { sha_.update(chunk.data(), chunk.size()); }
+
   // The session's new events, released from its log (this connection is its only reader).
   std::vector<nlohmann::json> tick_messages() {
     session::EventBatch batch = session_->events_since(cursor_);
@@ -256,18 +220,13 @@ class DeepgramProtocol : public StreamProtocol {
     for (const nlohmann::json& m : messages) out.send(m.dump());
   }
 
-  Core& core_;
   deepgram::ListenOptions options_;
   std::string language_;
-  std::unique_ptr<audio::StreamDecoder> decoder_;
-  std::shared_ptr<session::StreamSession> session_;
   std::optional<deepgram::Projection> projection_;
   uint64_t cursor_ = 0;
   session::StreamStatus status_;
   deepgram_support::Sha256 sha_;
-  bool ended_ = false;
   bool final_sent_ = false;
-  bool closed_ = false;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "protocol/wlk/projection.h"
+#include "server/audio_stream_protocol.h"
 #include "server/core.h"
 #include "server/pcm_decoder.h"
 
@@ -22,9 +23,9 @@ using protocol::wlk::UpdateEncoder;
 constexpr uint16_t kCloseBadRequest = 4400;
 constexpr uint16_t kCloseUnauthorized = 4401;
 
-class WlkProtocol : public StreamProtocol {
+class WlkProtocol : public AudioStreamProtocol {
  public:
-  explicit WlkProtocol(Core& core) : core_(core) {}
+  explicit WlkProtocol(Core& core) : AudioStreamProtocol(core) {}
 
   std::string token(const UpgradeRequest& request) const override {
     auto it = request.target.query.find("token");
@@ -74,37 +75,6 @@ class WlkProtocol : public StreamProtocol {
 
   Outgoing on_text(std::string_view) override { return {}; }  // the protocol has no client text messages
 
-  Outgoing on_binary(std::span<const uint8_t> chunk) override {
-    if (ended_ || !session_) return {};
-    if (chunk.empty()) {
-      end_stream();
-      return {};
-    }
-    try {
-      std::vector<float> samples = decoder_->push(chunk);
-      session_->push_audio(samples);
-      core_.scheduler().notify(session_);
-    } catch (const std::exception& e) {
-      session_->fail(std::string("invalid audio: ") + e.what());
-    }
-    return {};
-  }
-
-  // Flushes the decoder and the model.
-  void end_stream() override {
-    if (ended_ || closed_ || !session_) return;
-    ended_ = true;
-    try {
-      std::vector<float> tail = decoder_->finish();
-      session_->push_audio(tail);
-    } catch (const std::exception& e) {
-      session_->fail(std::string("invalid audio: ") + e.what());
-    }
-    session_->end_of_stream();
-    core_.scheduler().notify(session_);
-  }
-  bool ended() const override { return ended_; }
-
   Outgoing on_tick() override {
     Outgoing out;
     protocol::wlk::Snapshot snap = projection_.pull(*session_);
@@ -125,25 +95,11 @@ class WlkProtocol : public StreamProtocol {
   }
   bool finished() const override { return final_sent_; }
 
-  void on_close() override {
-    if (closed_) return;
-    closed_ = true;
-    if (session_) {
-      if (!session_->done()) session_->fail("client disconnected");
-      core_.close_session(session_);
-    }
-  }
-
  private:
-  Core& core_;
   StreamParams params_;
-  std::shared_ptr<session::StreamSession> session_;
-  std::unique_ptr<audio::StreamDecoder> decoder_;
   std::optional<UpdateEncoder> encoder_;
   protocol::wlk::Projection projection_;  // the session's events as lines and buffers
-  bool ended_ = false;
   bool final_sent_ = false;
-  bool closed_ = false;
 };
 
 }  // namespace
