@@ -1,5 +1,7 @@
 #include "model/runtime/kv_cache.h"
 
+#include <ggml-cpp.h>
+
 #include <algorithm>
 #include <string>
 
@@ -11,11 +13,6 @@ namespace {
 // Graph nodes (and tensors) per moved sequence: K and V, each a view, a copy and
 // possibly a temporary with its own view and copy.
 constexpr int kNodesPerMove = 12;
-
-struct ContextGuard {
-  ggml_context* ctx;
-  ~ContextGuard() { ggml_free(ctx); }
-};
 
 }  // namespace
 
@@ -85,9 +82,9 @@ void KvCache::reserve(int n_sequences) {
   // device and reserved once: no allocation in the middle of a stream.
   std::vector<Move> rotate;
   for (int s = 0; s < capacity_; ++s) rotate.push_back({(s + 1) % capacity_, s, shape_.n_ctx});
-  ContextGuard guard{new_graph_context()};
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, kNodesPerMove * capacity_ + 16, false);
-  build_moves(guard.ctx, graph, rotate);
+  const ggml_context_ptr guard(new_graph_context());
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), kNodesPerMove * capacity_ + 16, false);
+  build_moves(guard.get(), graph, rotate);
   for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
     ggml_tensor* node = ggml_graph_node(graph, i);
     if (!ggml_backend_supports_op(backend_, node)) {
@@ -204,9 +201,9 @@ void KvCache::reorder(std::span<const int> source) {
     if (source[s] != s && lengths_[source[s]] > 0) moves.push_back({source[s], s, lengths_[source[s]]});
   }
   if (!moves.empty()) {
-    ContextGuard guard{new_graph_context()};
-    ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, kNodesPerMove * capacity_ + 16, false);
-    build_moves(guard.ctx, graph, moves);
+    const ggml_context_ptr guard(new_graph_context());
+    ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), kNodesPerMove * capacity_ + 16, false);
+    build_moves(guard.get(), graph, moves);
     run(graph);
   }
   std::vector<int> lengths = lengths_;
@@ -229,8 +226,8 @@ void KvCache::restore_from_scratch(int seq, int first, int n) { scratch_copy(seq
 
 void KvCache::scratch_copy(int seq, int first, int n, bool restore) {
   check_scratch_range(seq, first, n);
-  ContextGuard guard{new_graph_context()};
-  ggml_context* ctx = guard.ctx;
+  const ggml_context_ptr guard(new_graph_context());
+  ggml_context* ctx = guard.get();
   ggml_cgraph* graph = ggml_new_graph_custom(ctx, kNodesPerMove * capacity_ + 16, false);
   const size_t es = element_size();
   const size_t at = seq * sequence_bytes();

@@ -2,6 +2,7 @@
 
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
+#include <ggml-cpp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,12 +21,6 @@ namespace {
 
 // A beam search never needs more; the bound keeps a client from asking for absurd caches.
 constexpr int kMaxSequences = 64;
-
-// Frees a ggml context when the graph of one call is done.
-struct ContextGuard {
-  ggml_context* ctx;
-  ~ContextGuard() { ggml_free(ctx); }
-};
 
 }  // namespace
 
@@ -89,8 +84,8 @@ struct Session::Impl {
   // Whether the backend runs the encoder's fused attention (a CUDA build without its
   // FlashAttention kernels does not): asked with the encoder's own shapes and types.
   bool supports_fused_attention(const Hparams& hp) {
-    ContextGuard guard{new_graph_context()};
-    ggml_context* ctx = guard.ctx;
+    const ggml_context_ptr guard(new_graph_context());
+    ggml_context* ctx = guard.get();
     const int head_dim = hp.n_audio_state / hp.n_audio_head;
     ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, hp.n_audio_ctx, hp.n_audio_head);
     ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, head_dim, hp.n_audio_ctx, hp.n_audio_head);
@@ -201,10 +196,10 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
                 impl_->mel_input.data() + static_cast<size_t>(m) * mel_frames);
   }
 
-  ContextGuard guard{impl_->new_graph_context()};
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
+  const ggml_context_ptr guard(impl_->new_graph_context());
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
   detail::EncoderGraph g =
-      detail::build_encoder(guard.ctx, graph, *model_, impl_->state, n_ctx, impl_->fused_attention);
+      detail::build_encoder(guard.get(), graph, *model_, impl_->state, n_ctx, impl_->fused_attention);
   if (impl_->checked_encoder_ctx != n_ctx) {
     impl_->check_supported(graph, "encoder");
     impl_->checked_encoder_ctx = n_ctx;
@@ -239,8 +234,8 @@ void Session::reset(int n_sequences) {
   if (impl_->reserved_sequences == n_sequences && impl_->reserved_audio_ctx == n_audio_ctx_) return;
   // Reserve the decoder buffer for the largest single-token step once, so that
   // growing KV lengths never reallocate it.
-  ContextGuard guard{impl_->new_graph_context()};
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
+  const ggml_context_ptr guard(impl_->new_graph_context());
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
   detail::DecoderGraphSpec spec;
   spec.n_sequences = n_sequences;
   spec.n_tokens = 1;
@@ -248,7 +243,7 @@ void Session::reset(int n_sequences) {
   spec.n_audio_ctx = n_audio_ctx_;
   spec.logits_positions = {0};
   spec.want_attention = true;
-  detail::build_decoder(guard.ctx, graph, *model_, impl_->state, spec);
+  detail::build_decoder(guard.get(), graph, *model_, impl_->state, spec);
   impl_->check_supported(graph, "decoder");
   if (!ggml_gallocr_reserve(impl_->decoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot reserve the decoder compute buffer");
@@ -366,9 +361,9 @@ DecodeResult Session::decode(const DecodeRequest& request) {
 DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphSpec& spec) {
   const Hparams& hp = model.hparams();
   const int n_tokens = spec.n_tokens;
-  ContextGuard guard{new_graph_context()};
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.ctx, detail::kMaxGraphNodes, false);
-  detail::DecoderGraph g = detail::build_decoder(guard.ctx, graph, model, state, spec);
+  const ggml_context_ptr guard(new_graph_context());
+  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
+  detail::DecoderGraph g = detail::build_decoder(guard.get(), graph, model, state, spec);
   if (!ggml_gallocr_alloc_graph(decoder_alloc, graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the decoder compute buffer");
   }
