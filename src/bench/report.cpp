@@ -6,6 +6,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/json_text.h"
+
 namespace earshot::bench {
 namespace {
 
@@ -62,12 +64,6 @@ const std::vector<Column>& columns() {
   return c;
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 std::string json_opt(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
 
 std::string json_counts(const ErrorCounts& c) {

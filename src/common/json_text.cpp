@@ -1,5 +1,6 @@
 #include "common/json_text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace earshot {
@@ -24,6 +25,13 @@ std::string json_quote(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
 }
 
 }  // namespace earshot

@@ -10,4 +10,7 @@ namespace earshot {
 // escaped; other bytes pass through unchanged (UTF-8 stays as is).
 std::string json_quote(const std::string& text);
 
+// `v` with 6 significant digits; null when it is not finite (JSON has no inf or nan).
+std::string json_number(double v);
+
 }  // namespace earshot

@@ -8,12 +8,6 @@
 namespace earshot::policy {
 
 namespace {
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // Token bytes may end inside a UTF-8 character: those go out as hex, never as broken JSON.
 std::string text_field(const std::string& bytes) {
   if (is_valid_utf8(bytes)) return "\"text\":" + json_quote(bytes);
@@ -53,15 +47,15 @@ const char* stop_reason_name(StopReason reason) {
 
 std::string to_json(const PassTrace& t) {
   std::string s = "{\"pass\":" + std::to_string(t.index) + ",\"is_last\":" + (t.is_last ? "true" : "false") +
-                  ",\"language\":" + json_quote(t.language) + ",\"buffer\":[" + number(t.buffer_start) + "," +
-                  number(t.buffer_end) + "],\"content_frames\":" + std::to_string(t.content_frames) +
+                  ",\"language\":" + json_quote(t.language) + ",\"buffer\":[" + json_number(t.buffer_start) + "," +
+                  json_number(t.buffer_end) + "],\"content_frames\":" + std::to_string(t.content_frames) +
                   ",\"sot_index\":" + std::to_string(t.sot_index) + ",\"prompt\":" + ids(t.prompt) + ",\"tokens\":[";
   for (size_t i = 0; i < t.tokens.size(); ++i) {
     const PassTrace::Token& k = t.tokens[i];
     s += (i ? ",{" : "{") + std::string("\"id\":") + std::to_string(k.id) + "," + text_field(k.text) +
-         ",\"frame\":" + std::to_string(k.frame) + ",\"frame_margin\":" + number(k.frame_margin) +
-         ",\"logit_margin\":" + (k.logit_margin < 0 ? std::string("null") : number(k.logit_margin)) +
-         ",\"logprob\":" + number(k.logprob) + "}";
+         ",\"frame\":" + std::to_string(k.frame) + ",\"frame_margin\":" + json_number(k.frame_margin) +
+         ",\"logit_margin\":" + (k.logit_margin < 0 ? std::string("null") : json_number(k.logit_margin)) +
+         ",\"logprob\":" + json_number(k.logprob) + "}";
   }
   s += std::string("],\"stop\":\"") + stop_reason_name(t.stop) + "\",\"committed\":" + ids(t.committed) +
        ",\"words\":" + strings(t.words) + ",\"guards\":" + strings(t.guards) + "}";
