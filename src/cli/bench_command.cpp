@@ -24,6 +24,7 @@
 #include "bench/dataset.h"
 #include "bench/metrics.h"
 #include "bench/pass_stats.h"
+#include "bench/reference_workload.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/trace_io.h"
@@ -33,6 +34,7 @@
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "vad/vad.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
 #endif
@@ -60,6 +62,18 @@ fs::path model_path(const std::string& name_or_path) {
   if (!fs::exists(name_or_path)) throw Error(ErrorCode::kIo, "model file '" + name_or_path + "' does not exist");
   return name_or_path;
 #endif
+}
+
+fs::path vad_model_path(const std::string& flag) {
+  fs::path path = flag;
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+  if (flag.empty()) path = models::default_cache_dir() / "ggml-silero-v6.2.0.bin";
+#endif
+  if (path.empty() || !fs::exists(path))
+    throw Error(ErrorCode::kIo, "--workload reference estimates word times over Silero VAD's speech segments: " +
+                                    (path.empty() ? std::string("give --vad-model PATH")
+                                                  : "no VAD weights at " + path.string() + "; give --vad-model PATH"));
+  return path;
 }
 
 double cpu_seconds_self() {
@@ -117,10 +131,12 @@ struct BenchSettings {
   engine::ModelSpec model;  // runtime, encoder input, beams and the other AlignAtt settings; path per model
   bool baseline_no_fallback = false;
   bool on_cpu = false;  // --device resolved to the CPU: the baseline stays there too
+  // --workload reference: each utterance's words with estimated times (else empty).
+  std::vector<std::vector<bench::TimedWord>> reference_words;
 };
 
-bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::string& policy,
-                                       const BenchSettings& s) {
+bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::string& policy, const BenchSettings& s,
+                                       int file) {
   auto stats = std::make_shared<bench::ComputeStats>();
   engine::StreamRequest request;
   request.policy = policy;
@@ -128,12 +144,16 @@ bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::
   request.on_pass = bench::count_passes(stats);
   request.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
   bench::StreamHandle h;
-  h.processor = engine.open_stream(request);
+  if (s.reference_words.empty()) {
+    h.processor = engine.open_stream(request);
+  } else {
+    h.processor = bench::open_reference_stream(engine, request, s.reference_words.at(file)).processor;
+  }
   h.stats = [stats] { return *stats; };
   return h;
 }
 
-SystemResult run_in_process(const std::string& name, const bench::ProcessorFactory& factory,
+SystemResult run_in_process(const std::string& name, const bench::FileProcessorFactory& factory,
                             const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
                             const BenchSettings& s) {
   ProgressLine progress(name);
@@ -306,6 +326,9 @@ int run_bench(const CommandArgs& argv) {
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
       .option("encoder-input", "full (30 s window, like whisper.cpp) or audio (only the audio present)", "full")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
+      .option("workload", "model (the model's own tokens) or reference (real graphs, reference tokens; README)",
+              "model")
+      .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
       .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
       .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
       .option("json", "write every number as JSON to this file")
@@ -361,6 +384,11 @@ int run_bench(const CommandArgs& argv) {
     baselines.push_back(b);
   }
   if (policies.empty() && baselines.empty()) throw Error(ErrorCode::kInvalidArgument, "nothing to measure");
+  const std::string workload = args.get("workload");
+  if (workload != "model" && workload != "reference")
+    throw Error(ErrorCode::kInvalidArgument, "--workload must be model or reference");
+  if (workload == "reference" && s.model.policies.alignatt.beams != 1)
+    throw Error(ErrorCode::kInvalidArgument, "--workload reference decodes greedily: use --beams 1");
   fs::path baseline_binary;
   if (!baselines.empty()) baseline_binary = find_baseline_binary(args.get("baseline-binary"));
   std::vector<fs::path> models;
@@ -391,6 +419,15 @@ int run_bench(const CommandArgs& argv) {
     u.audio_seconds = static_cast<double>(audio.back().size()) / audio::kSampleRate;
     config.utterances.push_back(u);
   }
+  if (workload == "reference") {
+    const fs::path vad_path = vad_model_path(args.get("vad-model"));
+    const std::shared_ptr<const vad::VadModel> vad_model = vad::VadModel::load(vad_path);
+    for (size_t i = 0; i < audio.size(); ++i) {
+      const bench::Utterance& u = config.utterances[i];
+      s.reference_words.push_back(
+          bench::estimate_word_times(u.reference, bench::speech_segments(vad_model, audio[i]), u.audio_seconds));
+    }
+  }
   config.dataset_problems = dataset.problems;
   for (const std::string& p : dataset.problems) std::fprintf(stderr, "earshot bench: %s\n", p.c_str());
   if (config.utterances.empty())
@@ -405,11 +442,12 @@ int run_bench(const CommandArgs& argv) {
       for (const std::string& p : policies) {
         engine->resolve_policy(p);  // a policy this model lacks fails before the run
         SystemResult r = run_in_process(
-            p + suffix, [&] { return open_policy_stream(*engine, p, s); }, audio, config.utterances, s);
+            p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s);
         r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
                    encoder_input +
                    (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
-                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "");
+                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
+                   ", workload " + workload;
         report.systems.push_back(std::move(r));
       }
     }
