@@ -251,7 +251,10 @@ ReferenceStream open_reference_stream(const engine::Engine& engine, engine::Stre
   const PartialWord partial = policy == "alignatt" ? PartialWord::kHoldAtBorder : PartialWord::kEndOfText;
   auto fed = std::make_shared<FedAudio>();
   ReferenceStream out;
+  // The caller's own wrapper (a profiler) stays next to the model, under this one.
+  auto inner_wrap = std::move(request.wrap_decoder);
   request.wrap_decoder = [&](std::unique_ptr<AsrDecoder> decoder) -> std::unique_ptr<AsrDecoder> {
+    if (inner_wrap) decoder = inner_wrap(std::move(decoder));
     auto d = std::make_unique<ReferenceDecoder>(std::move(decoder), std::move(words), fed, partial);
     out.decoder = d.get();
     return d;

@@ -164,7 +164,8 @@ struct ReferenceStream {
 };
 
 // A stream of `engine` whose decoder is a ReferenceDecoder over `words` (the
-// policy's hold-back mode chosen from request.policy). Throws kUnsupported
+// policy's hold-back mode chosen from request.policy; a wrap_decoder the
+// request has wraps the model's decoder first). Throws kUnsupported
 // for a family without an attention decoder.
 ReferenceStream open_reference_stream(const engine::Engine& engine, engine::StreamRequest request,
                                       std::vector<TimedWord> words);
