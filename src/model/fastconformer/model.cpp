@@ -251,6 +251,7 @@ transducer::Matrix host_matrix(const ggml_tensor* t) {
   m.cols = static_cast<int>(t->ne[0]);
   m.rows = static_cast<int>(ggml_nelements(t) / t->ne[0]);
   m.data = host_floats(t);
+  m.f16_input = t->type == GGML_TYPE_F16;
   return m;
 }
 

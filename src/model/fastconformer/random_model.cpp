@@ -55,7 +55,7 @@ ModelData random_model(const RandomModelOptions& o) {
     hp.n_vocab = 8192, hp.n_audio_ctx = 5000, hp.n_state = 1024, hp.n_head = 8, hp.n_layer = 24;
     hp.n_sub_channels = 256, hp.n_conv_kernel = 9, hp.n_pred_dim = 640, hp.n_pred_layers = 2;
   } else if (o.dims == "small") {
-    hp.n_vocab = 64, hp.n_audio_ctx = 5000, hp.n_state = 64, hp.n_head = 4, hp.n_layer = 2;
+    hp.n_vocab = 64, hp.n_audio_ctx = 1500, hp.n_state = 64, hp.n_head = 4, hp.n_layer = 2;
     hp.n_sub_channels = 16, hp.n_conv_kernel = 9, hp.n_pred_dim = 32, hp.n_pred_layers = 2;
   } else {
     throw Error(ErrorCode::kInvalidArgument, "random model dimensions: small or real, not '" + o.dims + "'");
@@ -75,6 +75,7 @@ ModelData random_model(const RandomModelOptions& o) {
   for (int i = 0; i < 400; ++i) data.window.push_back(0.5f - 0.5f * std::cos(2 * M_PI * i / 399.0));  // periodic=False
   data.pieces = make_pieces(hp.n_vocab);
   data.tensors = expected_tensors(hp, o.matrix_type);
+
   std::mt19937 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int n_tokens = hp.n_vocab + 1;

@@ -7,7 +7,14 @@
 namespace earshot::transducer {
 namespace {
 
-void matvec(const Matrix& m, const float* x, const float* bias, float* y) {
+void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
+  std::vector<float> rounded;
+  const float* x = x_in;
+  if (m.f16_input) {
+    rounded.resize(m.cols);
+    for (int c = 0; c < m.cols; ++c) rounded[c] = static_cast<float>(static_cast<_Float16>(x_in[c]));
+    x = rounded.data();
+  }
   for (int r = 0; r < m.rows; ++r) {
     const float* w = m.row(r);
     float sum = 0;

@@ -17,6 +17,9 @@ struct Matrix {
   int rows = 0;
   int cols = 0;
   std::vector<float> data;
+  // The file stored it as f16: ggml multiplies such a matrix by an f16-rounded
+  // vector, and so does the decoder (the same products as ggml's, to the bit).
+  bool f16_input = false;
   const float* row(int r) const { return data.data() + static_cast<size_t>(r) * cols; }
 };
 
