@@ -36,7 +36,8 @@ namespace {
 const char* kUsage =
     "usage: earshot-parity-parakeet --model FILE.bin --audio WAV [--gguf FILE] [--probe-plus FILE.bin\n"
     "                               --probe-minus FILE.bin] [--threads T] [--seconds S]\n"
-    "                               [--min-share X] [--max-share X] [--tolerance X] [--encoder-tolerance X]\n";
+    "                               [--min-share X] [--max-share X] [--tolerance X] [--encoder-tolerance X]\n"
+    "                               [--ours-only 1]  (earshot's side only: the share of emitting steps)\n";
 
 struct Emitted {
   parakeet_token_data data;
@@ -169,6 +170,7 @@ int main(int argc, char** argv) {
   try {
     std::string model, gguf, audio, probe_plus, probe_minus;
     int threads = 2;
+    bool ours_only = false;
     double seconds = 0, min_share = 0.2, max_share = 0.4, tolerance = 1e-3, encoder_tolerance = 1e-3;
     earshot::tools::parse_options(
         argc, argv, kUsage,
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
          {"--probe-plus", [&](const std::string& v) { probe_plus = v; }},
          {"--probe-minus", [&](const std::string& v) { probe_minus = v; }},
          {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
+         {"--ours-only", [&](const std::string& v) { ours_only = v == "1"; }},
          {"--seconds", [&](const std::string& v) { seconds = std::stod(v); }},
          {"--min-share", [&](const std::string& v) { min_share = std::stod(v); }},
          {"--max-share", [&](const std::string& v) { max_share = std::stod(v); }},
@@ -198,6 +201,11 @@ int main(int argc, char** argv) {
     const auto loaded = fc::Model::load(model);
     const earshot::features::FrameMajorMel mel = our_mel(*loaded, samples);
     Ours ours = run_ours(model, mel, backend.get());
+    if (ours_only) {  // tuning a generator: our side's share and variation only
+      std::printf("ours: %d of %d joint steps emit (%.3f)\n", ours.stats.emissions, ours.stats.steps,
+                  ours.stats.steps ? static_cast<double>(ours.stats.emissions) / ours.stats.steps : 0.0);
+    }
+    if (ours_only) return 0;
     Oracle oracle(model);
     const std::vector<Emitted> theirs = oracle.run(loaded->hparams(), &mel, samples, threads);
     const Compare same = compare(ours, theirs);
