@@ -67,7 +67,10 @@ ModelData random_model(const RandomModelOptions& o) {
     if (hp.n_vocab < hp.n_state + 2) hp.n_vocab = hp.n_state + 2;
   }
   if (!o.rnnt) hp.durations = {0, 1, 2, 3, 4};
-  const float blank_bias = std::isnan(o.blank_bias) ? (o.dims == "real" ? 2.0f : 1.1f) : o.blank_bias;
+  // Measured on jfk.wav: small, seed 3: 29% of joint steps emit (seed 4 needs 1.3);
+  // real, seed 7: 99% at 2.0, 79% at 2.6 (the share falls steeply with the bias
+  // and varies with the seed: tests pin both).
+  const float blank_bias = std::isnan(o.blank_bias) ? (o.dims == "real" ? 2.6f : 1.1f) : o.blank_bias;
 
   ModelData data;
   data.hparams = hp;
