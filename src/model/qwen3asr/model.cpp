@@ -181,6 +181,9 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   cp.n_batch = static_cast<uint32_t>(n_ctx);
   cp.n_ubatch = static_cast<uint32_t>(n_ctx);
   cp.n_seq_max = 1;
+  // Logits of one position per call (the last): without this the context reserves
+  // n_batch x 151936 floats of output.
+  cp.n_outputs_max = 1;
   cp.n_threads = model_->options().n_threads;
   cp.n_threads_batch = model_->options().n_threads;
   // kq_soft_max-<layer> exists only without flash attention.
