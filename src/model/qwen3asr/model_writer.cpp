@@ -33,6 +33,8 @@ using runtime::GgufFile;
 using runtime::GgufWriter;
 using runtime::MetaType;
 
+constexpr float kBranchGain = 4.0f;
+
 class Random {
  public:
   explicit Random(uint32_t seed) : rng_(seed) {}
@@ -51,11 +53,11 @@ class Random {
 struct Tensors {
   GgufWriter& out;
   Random& random;
-  void matrix(const std::string& name, std::vector<int64_t> ne, ggml_type type = GGML_TYPE_F16) {
+  void matrix(const std::string& name, std::vector<int64_t> ne, float gain = 1.0f, ggml_type type = GGML_TYPE_F16) {
     size_t n = 1;
     for (int64_t x : ne) n *= static_cast<size_t>(x);
     const int64_t fan_in = ne.size() == 4 ? ne[0] * ne[1] * ne[2] : ne[0];
-    out.add_tensor_f32(name, type, ne, random.normal(n, 1.0f / std::sqrt(static_cast<float>(fan_in))));
+    out.add_tensor_f32(name, type, ne, random.normal(n, gain / std::sqrt(static_cast<float>(fan_in))));
   }
   void constant(const std::string& name, std::vector<int64_t> ne, float value) {
     size_t n = 1;
@@ -169,13 +171,15 @@ void write_text(const TextDims& d, const std::filesystem::path& vocab, const std
     t.matrix(b + "attn_q.weight", {e, q});
     t.matrix(b + "attn_k.weight", {e, kv});
     t.matrix(b + "attn_v.weight", {e, kv});
-    t.matrix(b + "attn_output.weight", {q, e});
+    // The residual branches outweigh the token's own embedding: with a tied head
+    // a random model otherwise predicts the token it was given, again and again.
+    t.matrix(b + "attn_output.weight", {q, e}, kBranchGain);
     t.constant(b + "attn_q_norm.weight", {d.head_dim}, 1.0f);
     t.constant(b + "attn_k_norm.weight", {d.head_dim}, 1.0f);
     t.constant(b + "ffn_norm.weight", {e}, 1.0f);
     t.matrix(b + "ffn_gate.weight", {e, d.n_ff});
     t.matrix(b + "ffn_up.weight", {e, d.n_ff});
-    t.matrix(b + "ffn_down.weight", {d.n_ff, e});
+    t.matrix(b + "ffn_down.weight", {d.n_ff, e}, kBranchGain);
   }
   out.write(path);
 }
