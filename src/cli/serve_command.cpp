@@ -129,7 +129,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   args.option("host", "address to listen on (0.0.0.0 exposes the server to the network)", "127.0.0.1")
       .option("port", "TCP port", "8000")
       .option("model", "model name (pulled into the cache when absent) or a model file path", "base.en")
-      .option("policy", "streaming policy of every stream: alignatt or localagreement (what the model offers)", "")
+      .option("policy",
+              "streaming policy of every stream: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR) "
+              "(what the model offers)",
+              "")
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
@@ -214,6 +217,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(serve_settings));
   engine::ModelSpec spec;
   spec.runtime = read_runtime_options(args);
+  spec.qwen3asr = read_qwen3asr_options(args);
   spec.policies.alignatt = policy_config;
   spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 

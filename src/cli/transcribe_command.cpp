@@ -62,7 +62,10 @@ int run_transcribe(const CommandArgs& argv) {
   Args args("transcribe", "earshot transcribe FILE... [options]");
   args.option("model", "model file (or a name known to `earshot pull`)", "")
       .option("language", "language code, or auto to detect", "auto")
-      .option("policy", "streaming policy: alignatt or localagreement (what the model offers; default its first)", "")
+      .option("policy",
+              "streaming policy: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR) (what the model "
+              "offers; default its first)",
+              "")
       .option("chunk", "seconds of audio fed per step", "0.5")
       .flag("realtime", "feed audio no faster than real time")
       .option("format", "final transcript format: txt, json, srt or vtt", "txt")
@@ -86,6 +89,7 @@ int run_transcribe(const CommandArgs& argv) {
   options.realtime = args.get_flag("realtime");
   engine::ModelSpec spec;
   spec.runtime = read_runtime_options(args);
+  spec.qwen3asr = read_qwen3asr_options(args);
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");
