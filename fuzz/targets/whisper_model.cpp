@@ -1,27 +1,21 @@
-// libFuzzer entry point for the model loader (built only with clang:
-// -DEARSHOT_LIBFUZZER=ON). Run: earshot_model_loader_fuzzer corpus/ with a
-// generated model in corpus/. Any exception other than earshot::Error, any
-// sanitizer report or crash is a finding.
-#include <unistd.h>
-
+// The legacy ggml Whisper loader (whisper.cpp's .bin, what users download):
+// header, mel filters, vocabulary, tensor records, weights placed on the CPU,
+// then the tokenizer built from the file's vocabulary as the engine does.
+// Any exception other than earshot::Error, any sanitizer report is a finding.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
-#include <string>
 
 #include "common/error.h"
+#include "fuzz_input.h"
+#include "model/whisper/asr_text.h"
 #include "model/whisper/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("earshot-loader-fuzz-" + std::to_string(::getpid()) + ".bin");
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return 0;
-  std::fwrite(data, 1, size, file);
-  std::fclose(file);
+  const auto& path = earshot::fuzz::temp_file(".bin");
+  if (!earshot::fuzz::write_temp_file(path, data, size)) return 0;
   try {
-    earshot::whisper::Model::load(path);
+    const auto model = earshot::whisper::Model::load(path);
+    earshot::whisper::WhisperText::for_model(*model);
   } catch (const earshot::Error&) {
   }
   return 0;
