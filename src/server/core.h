@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/multipart.h"
 #include "session/scheduler.h"
 
 namespace earshot::server {
@@ -145,15 +146,5 @@ class Core {
 
 // OpenAI-style error body: {"error":{"message":...,"type":...}}.
 HttpResponse openai_error(int status, const std::string& message, const std::string& type = "invalid_request_error");
-
-// Parts of a multipart/form-data body.
-struct FormPart {
-  std::string name;
-  std::string filename;
-  std::string content_type;
-  std::string data;
-};
-// Throws Error(kInvalidArgument) naming what is wrong.
-std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body);
 
 }  // namespace earshot::server
