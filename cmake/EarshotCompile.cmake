@@ -27,6 +27,20 @@ if(EARSHOT_FUZZ)
     -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(earshot_compile_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(EARSHOT_TSAN)
+  if(EARSHOT_SANITIZE)
+    message(FATAL_ERROR "EARSHOT_TSAN and EARSHOT_SANITIZE cannot be combined (ThreadSanitizer excludes ASan)")
+  endif()
+  # ThreadSanitizer on earshot's own code (ggml stays uninstrumented: its threadpool's
+  # accesses are invisible to TSan, and tsan.supp covers what its interceptors still see).
+  target_compile_options(earshot_compile_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(earshot_compile_options INTERFACE -fsanitize=thread)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # As with ASan: false -Wmaybe-uninitialized in Beast's parser; and GCC's -Wtsan notes that
+    # TSan does not model std::atomic_thread_fence, which Boost.Asio uses only on paths we do not take.
+    target_compile_options(earshot_compile_options INTERFACE -Wno-maybe-uninitialized -Wno-tsan)
+  endif()
+endif()
 
 # earshot_library(NAME SOURCES... [DEPS ...]): a part of earshot, e.g. earshot_audio.
 function(earshot_library name)

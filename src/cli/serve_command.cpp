@@ -161,6 +161,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("max-audio-minutes", "longest decoded audio of one uploaded file (minutes; more is refused with 413)",
               "60")
       .option("idle-timeout", "seconds without any message before a stream is ended", "60")
+      .option("drain-seconds",
+              "on SIGTERM, seconds live streams may go on while new sessions are refused and /ready says 503 "
+              "(a rolling restart behind a balancer); then the rest are ended with their final lines",
+              "0")
       .option("transcription-timeout", "seconds a file transcription may take (then 408)", "600")
       .option("max-step-seconds", "most audio one model step takes when a session fell behind", "10")
       .option("max-buffered-seconds", "audio waiting per stream beyond which the oldest is skipped", "60");
@@ -194,6 +198,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   config.max_audio_seconds = 60.0 * args.get_double("max-audio-minutes");
   if (!(config.max_audio_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-audio-minutes must be > 0");
   config.idle_timeout_seconds = args.get_double("idle-timeout");
+  config.drain_seconds = args.get_double("drain-seconds");
+  if (!(config.drain_seconds >= 0)) throw Error(ErrorCode::kInvalidArgument, "--drain-seconds must be >= 0");
   config.transcription_timeout_seconds = args.get_double("transcription-timeout");
   config.workers = static_cast<int>(args.get_int("workers"));
   config.io_threads = 2;

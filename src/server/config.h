@@ -35,6 +35,10 @@ struct ServerConfig {
   double transcription_timeout_seconds = 600;
   double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
   double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
+  // SIGTERM first drains this long: /ready answers 503, new sessions are refused, and live
+  // streams go on until their clients end them; those still running then get the grace
+  // above (ended at once: final lines, ready_to_stop). 0 = end them at once.
+  double drain_seconds = 0;
   int io_threads = 1;
   int workers = 1;  // sessions whose model work runs at the same time
   session::StreamOptions stream;
