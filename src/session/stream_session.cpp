@@ -83,11 +83,28 @@ StreamSession::StreamSession(std::unique_ptr<OnlineProcessor> processor, std::un
   if (!processor_) throw Error(ErrorCode::kInternal, "StreamSession needs an online processor");
   for (const auto& stage : stages_)
     if (!stage) throw Error(ErrorCode::kInternal, "StreamSession got a null stage");
+  for (size_t i = 0; i < stages_.size(); ++i)
+    stages_[i]->attach([this, i](std::vector<events::Event> events) { post_from(i + 1, std::move(events)); });
   // With a VAD the stream starts in silence: nothing reaches the model before speech.
   state_->in_speech = vad_ == nullptr;
 }
 
-StreamSession::~StreamSession() = default;
+// Stages first: one still working on its own thread may post until it is gone.
+StreamSession::~StreamSession() { stages_.clear(); }
+
+void StreamSession::post_from(size_t first_stage, std::vector<events::Event> events) {
+  {
+    std::lock_guard chain_lock(chain_mutex_);
+    for (size_t i = first_stage; i < stages_.size(); ++i) {
+      std::vector<events::Event> next;
+      const std::function<void(events::Event)> emit = [&next](events::Event e) { next.push_back(std::move(e)); };
+      for (const events::Event& e : events) stages_[i]->consume(e, emit);
+      events = std::move(next);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  append_locked(events);
+}
 
 void StreamSession::push_audio(std::span<const float> samples) {
   std::lock_guard lock(mutex_);
@@ -210,7 +227,8 @@ void StreamSession::status_locked(StreamStatus& out) const {
   out.committed_until = std::max(s.committed_end, covered);
   out.transcribed_until = std::max({s.committed_end, s.provisional_end, covered});
   out.wall_seconds_since_first_audio = s.first_audio_wall < 0 ? 0 : clock_() - s.first_audio_wall;
-  out.finished = s.finished;
+  // Finished once the log is complete too (a stage may still be posting).
+  out.finished = s.finished && s.log_closed;
   out.error = s.error;
   out.version = s.version;
 }
@@ -225,7 +243,7 @@ bool StreamSession::has_work() const {
 
 bool StreamSession::done() const {
   std::lock_guard lock(mutex_);
-  return state_->finished || !state_->error.empty();
+  return (state_->finished && state_->log_closed) || !state_->error.empty();
 }
 
 uint64_t StreamSession::version() const {
