@@ -58,6 +58,11 @@ struct StreamSession::State {
   std::deque<events::Event> log;
   uint64_t log_base = 0;    // index of log.front() since the stream started
   bool log_closed = false;  // EndOfStream is in the log
+  // A stage's posted events wait here while the session thread holds staged
+  // events not yet in the log (chain_pending): they follow those, so a stage's
+  // output never precedes the events it answers.
+  bool chain_pending = false;
+  std::vector<events::Event> posted;
 
   // Worker-only (one step at a time).
   bool in_speech = true;
@@ -103,6 +108,10 @@ void StreamSession::post_from(size_t first_stage, std::vector<events::Event> eve
     }
   }
   std::lock_guard lock(mutex_);
+  if (state_->chain_pending) {
+    for (events::Event& e : events) state_->posted.push_back(std::move(e));
+    return;
+  }
   append_locked(events);
 }
 
@@ -168,6 +177,10 @@ void StreamSession::finalize() {
 std::vector<events::Event> StreamSession::run_chain(events::Event event) {
   std::vector<events::Event> current{std::move(event)};
   if (stages_.empty()) return current;
+  {
+    std::lock_guard lock(mutex_);
+    state_->chain_pending = true;  // until the next append_locked
+  }
   std::lock_guard chain_lock(chain_mutex_);
   for (const auto& stage : stages_) {
     std::vector<events::Event> next;
@@ -186,6 +199,13 @@ void StreamSession::append_locked(std::vector<events::Event>& events) {
     s.log.push_back(std::move(e));
   }
   events.clear();
+  s.chain_pending = false;
+  for (events::Event& e : s.posted) {
+    if (s.log_closed) break;
+    s.log_closed = std::holds_alternative<events::EndOfStream>(e);
+    s.log.push_back(std::move(e));
+  }
+  s.posted.clear();
   ++s.version;
 }
 

@@ -97,6 +97,27 @@ TEST(TranslationStage, WithoutACalibrationOnlyFinalsComeAndAWarningSaysWhy) {
   EXPECT_NE(warnings[0].find("simultaneous mode off (no calibration for hy-mt2-1.8b en->de)"), std::string::npos);
 }
 
+TEST(TranslationStage, ACalibrationThatDoesNotFitTheModelFallsBackToFinals) {
+  auto model = std::make_shared<FakeModel>(word_for_word(2));
+  CalibrationRegistry r;
+  r.add({"hy-mt2-1.8b", "en", "de", {{40, 0}}, {}});  // the model has 32 layers
+  TranslationService service(model, r, 1, options());
+  std::vector<std::string> warnings;
+  service.set_warning_sink([&](const std::string& m) { warnings.push_back(m); });
+  auto stage = service.make_synchronous_stage("en", options());
+  std::vector<events::Event> out;
+  auto emit = [&](events::Event e) { out.push_back(std::move(e)); };
+  stage->consume(events::WordsCommitted{{word("alpha", 0, 1)}}, emit);
+  stage->consume(events::WordsCommitted{{word(" beta", 1, 2)}}, emit);
+  stage->consume(events::EndOfStream{}, emit);
+  ASSERT_EQ(out.size(), 4u);
+  const auto* f = std::get_if<events::SegmentTranslated>(&out[2]);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->translation, "ALPHA BETA");
+  ASSERT_EQ(warnings.size(), 1u);  // once, not per job
+  EXPECT_NE(warnings[0].find("(40,0) does not exist"), std::string::npos) << warnings[0];
+}
+
 TEST(TranslationStage, ASlowModelNeverBlocksTheSessionThreadAndSkipsOnlyDrafts) {
   auto model = std::make_shared<FakeModel>(word_for_word(2));
   std::mutex gate_mutex;

@@ -242,7 +242,6 @@ ReplayResult replay(std::shared_ptr<const llm::LlmModel> model, const Calibratio
   std::map<int, double> segment_first, segment_last;  // input times of each segment's source words
   int open_segment = 0;
   std::map<int, std::string> shown;  // per segment: committed so far
-  std::map<int, size_t> best;        // per segment: most code points of the final shown in advance
   std::map<int, std::vector<std::string>> displays;
   auto emit = [&](events::Event e) {
     if (std::holds_alternative<events::TranslationCommitted>(e) ||
@@ -289,7 +288,6 @@ ReplayResult replay(std::shared_ptr<const llm::LlmModel> model, const Calibratio
       if (segment_last.count(f->segment)) result.final_lags.push_back(o.t - segment_last[f->segment]);
     }
   }
-  (void)best;
   result.draft_coverage = total > 0 ? static_cast<double>(covered) / static_cast<double>(total) : 0.0;
   return result;
 }

@@ -184,7 +184,16 @@ struct Worker {
       warn("translation: simultaneous mode off (" + found.reason +
            "); each segment is translated when it closes. Add an entry with --translation-calibration FILE.");
     }
-    engine = std::make_unique<TranslationEngine>(*model, std::move(eo));
+    try {
+      engine = std::make_unique<TranslationEngine>(*model, eo);
+    } catch (const Error& e) {
+      // A calibration that does not fit this model (heads out of range): warned
+      // once, then whole segments only, rather than failing every job.
+      if (eo.heads.empty()) throw;
+      if (warn) warn(std::string("translation: simultaneous mode off (") + e.what() + ")");
+      eo.heads.clear();
+      engine = std::make_unique<TranslationEngine>(*model, eo);
+    }
   }
 
   // Runs one job; returns the events it produced.
