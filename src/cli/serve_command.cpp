@@ -13,6 +13,7 @@
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/serve.h"
+#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
@@ -139,8 +140,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("beams", "beam search width (1 = greedy)", "1");
   declare_alignatt_options(args);
   declare_model_options(args);
-  args.option("target-language", "translation target (translation is not available in this build)", "")
-      .option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
+  declare_translation_options(args, "target-language");
+  args.option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
       .option("api-token", "require this token (else $EARSHOT_API_TOKEN; empty = no auth)", "")
       .option("cors-origins", "comma-separated origins allowed by CORS, or *", "")
@@ -213,8 +214,13 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (!(config.stream.max_step_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-step-seconds must be > 0");
   if (config.stream.max_pending_seconds > 0 && config.stream.max_pending_seconds < config.stream.max_step_seconds)
     throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be at least --max-step-seconds");
-  if (args.has("target-language") && !args.get("target-language").empty())
-    std::fprintf(stderr, "earshot serve: --target-language ignored: this build has no translation\n");
+  // Before any model load: a bad translation option fails fast.
+  std::optional<TranslationSetup> translation =
+      read_translation_options(args, "target-language", config.stream.pause_segmentation_seconds);
+  if (translation) {
+    config.translation_available = true;
+    config.default_target_language = translation->default_target;
+  }
 
   policy::AlignAttConfig serve_settings;
   serve_settings.beams = static_cast<int>(args.get_int("beams"));
@@ -273,6 +279,13 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
   hooks.model_times = [counters] { return counters->times(); };
   if (!args.get_flag("no-vac")) hooks.make_vad = session::silero_vad_factory(vad::VadModel::load(vad_path));
+  if (translation) {
+    hooks.make_stages = [service = translation->service](const std::string& language, const std::string& target) {
+      std::vector<std::unique_ptr<stages::Stage>> chain;
+      if (!target.empty()) chain.push_back(service->make_stage(language, target));
+      return chain;
+    };
+  }
 
   if (args.has("warmup-file")) {
     std::vector<float> pcm = audio::load_file(args.get("warmup-file"));

@@ -11,6 +11,7 @@
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
+#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
@@ -77,6 +78,7 @@ int run_transcribe(const CommandArgs& argv) {
       .option("output", "write the transcript here instead of stdout", "");
   declare_alignatt_options(args);
   declare_model_options(args);
+  declare_translation_options(args, "translate-to");
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -106,6 +108,8 @@ int run_transcribe(const CommandArgs& argv) {
   request.language = args.get("language");
   const std::string format = args.get("format");
   format_transcript({}, format, "");  // reject a bad --format before any work
+  // The CLI has no VAD pauses: segments close at punctuation and the maxima.
+  const std::optional<TranslationSetup> translation = read_translation_options(args, "translate-to", 5.0);
 
   spec.path = model_path(args.get("model"));
   const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
@@ -132,10 +136,16 @@ int run_transcribe(const CommandArgs& argv) {
     };
     auto processor = engine->open_stream(request);
     LiveLine live(on_terminal);
-    const Transcript t = transcribe(*processor, pcm, options, [&](const Emission& e) {
-      live.update(e, total);
-      if (events.is_open()) events << emission_json(e) << "\n";
-    });
+    std::unique_ptr<stages::Stage> stage;
+    if (translation)  // in order, every draft: a file has no real-time budget to keep
+      stage = translation->service->make_synchronous_stage(request.language, translation->service->defaults());
+    const Transcript t = transcribe(
+        *processor, pcm, options,
+        [&](const Emission& e) {
+          live.update(e, total);
+          if (events.is_open()) events << emission_json(e) << "\n";
+        },
+        stage.get());
     live.done();
     output += format_transcript(t, format, file);
   }

@@ -130,6 +130,12 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
 
 std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
                                                            const session::StreamOptions& options) {
+  return open_session(language, file, options, "");
+}
+
+std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
+                                                           const session::StreamOptions& options,
+                                                           const std::string& target_language) {
   if (hooks_.check_language && language != "auto") {
     std::string problem = hooks_.check_language(language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
@@ -137,7 +143,10 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
   std::unique_ptr<OnlineProcessor> processor = hooks_.make_processor(language);
   std::unique_ptr<session::VoiceActivityDetector> vad;
   if (hooks_.make_vad) vad = hooks_.make_vad();
-  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options);
+  std::vector<std::unique_ptr<stages::Stage>> chain;
+  if (hooks_.make_stages) chain = hooks_.make_stages(language, target_language);
+  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options,
+                                                          session::StreamSession::Clock{}, std::move(chain));
   std::lock_guard lock(mutex_);
   // Checked where fail_all() reads the list: a session is either failed by it or never opened.
   if (stopped_) throw Error(ErrorCode::kIo, "server stopped");
@@ -282,6 +291,8 @@ HttpResponse Core::route(const HttpRequest& request) {
     // drains (the body's fields are otherwise as before).
     nlohmann::json body = {{"status", "ok"}, {"backend", config_.backend}, {"ready", !draining_}};
     if (draining_) body["draining"] = true;
+    // The page shows its target-language box when this says so; absent otherwise.
+    if (config_.translation_available) body["translation"] = true;
     return json_response(200, body);
   }
   if (path == "/ready") {

@@ -116,6 +116,10 @@ class Core {
   // The same with options of the caller's (a protocol that needs word times or short pauses).
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
                                                        const session::StreamOptions& options);
+  // A stream translated into `target_language` ("" = none) by the stages hook.
+  std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
+                                                       const session::StreamOptions& options,
+                                                       const std::string& target_language);
   // Folds a finished session's counters into the totals and forgets it.
   void close_session(const std::shared_ptr<session::StreamSession>& session);
 
