@@ -29,6 +29,8 @@ struct WhisperOptions {
 
 struct TransducerOptions {
   double window_seconds = 20;  // audio an offline transducer encodes at once (1 to 120 s)
+};
+
 // Qwen3-ASR: a text GGUF (--model) and its audio encoder (--mmproj).
 struct Qwen3AsrOptions {
   std::filesystem::path mmproj;           // "" = found next to the model (PREFIX-mmproj.gguf, mmproj-NAME.gguf)
