@@ -47,6 +47,7 @@ struct Models {
 
 Models& models() {
   static Models m = [] {
+    set_llama_log_sink(nullptr);  // libllama's warnings only, not its quantisation chatter
     Models out;
     out.dir = std::filesystem::temp_directory_path() / ("earshot-bench-llm-" + std::to_string(::getpid()));
     std::filesystem::create_directories(out.dir);

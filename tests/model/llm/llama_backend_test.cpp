@@ -11,6 +11,7 @@
 #include <fstream>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "../error_of.h"
 #include "llm_test_models.h"
@@ -196,6 +197,31 @@ TEST_P(LlamaBackend, GreedyDecodingDoesNotCollapseOntoOneToken) {
   double mass = 0.0;
   for (float v : lp) mass += std::exp(double(v));
   EXPECT_NEAR(mass, 1.0, 1e-4);
+}
+
+TEST_P(LlamaBackend, SessionsOnOneModelRunConcurrentlyWithoutSharingState) {
+  auto model = load(GetParam());
+  const int n_vocab = model->shape().n_vocab;
+  auto greedy_run = [&](int seed) {
+    auto session = model->open_session({.context_tokens = 64, .threads = 1});
+    session->set_attention_capture({{0, 0}}, 0, 8);
+    session->decode(some_tokens(8, n_vocab, seed));
+    std::vector<Token> out;
+    for (int i = 0; i < 6; ++i) {
+      out.push_back(session->greedy());
+      session->decode(std::span(&out.back(), 1));
+    }
+    return out;
+  };
+  const std::vector<Token> alone_a = greedy_run(21), alone_b = greedy_run(22);
+  ASSERT_NE(alone_a, alone_b);
+  std::vector<Token> together_a, together_b;
+  std::thread ta([&] { together_a = greedy_run(21); });
+  std::thread tb([&] { together_b = greedy_run(22); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(together_a, alone_a);
+  EXPECT_EQ(together_b, alone_b);
 }
 
 TEST_P(LlamaBackend, RefusesWhatItCannotDo) {
