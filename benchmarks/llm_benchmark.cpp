@@ -6,7 +6,8 @@
 // at start (about 3.7 GB f16) and removed at exit.
 //   build/release/benchmarks/earshot_bench_llm [--benchmark_filter=q8_0]
 // EARSHOT_BENCH_LLM_LAYERS=N uses N layers instead of 32 (a quicker, smaller run);
-// EARSHOT_BENCH_LLM_THREADS=N changes the thread count.
+// EARSHOT_BENCH_LLM_THREADS=N changes the thread count; EARSHOT_BENCH_LLM_DIR=DIR
+// keeps the models in DIR and reuses them on the next run.
 #include <benchmark/benchmark.h>
 #include <llama.h>
 #include <unistd.h>
@@ -37,11 +38,12 @@ int env_int(const char* name, int fallback) {
 
 struct Models {
   std::filesystem::path dir;
+  bool keep = false;  // a folder the user named: reused, not removed
   std::map<std::string, std::shared_ptr<const LlamaModel>> loaded;
   ~Models() {
     loaded.clear();
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    if (!keep) std::filesystem::remove_all(dir, ec);
   }
 };
 
@@ -49,17 +51,22 @@ Models& models() {
   static Models m = [] {
     set_llama_log_sink(nullptr);  // libllama's warnings only, not its quantisation chatter
     Models out;
-    out.dir = std::filesystem::temp_directory_path() / ("earshot-bench-llm-" + std::to_string(::getpid()));
+    const char* named = std::getenv("EARSHOT_BENCH_LLM_DIR");
+    out.keep = named != nullptr;
+    out.dir = named != nullptr
+                  ? std::filesystem::path(named)
+                  : std::filesystem::temp_directory_path() / ("earshot-bench-llm-" + std::to_string(::getpid()));
     std::filesystem::create_directories(out.dir);
     RandomLlmSpec spec =
         RandomLlmSpec::hy_mt2_1_8b(std::filesystem::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf");
     spec.n_layer = env_int("EARSHOT_BENCH_LLM_LAYERS", spec.n_layer);
-    write_random_llm(spec, out.dir / "f16.gguf");
+    if (!std::filesystem::exists(out.dir / "f16.gguf")) write_random_llm(spec, out.dir / "f16.gguf");
     for (const auto& [name, ftype] : {std::pair{"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0}, {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}}) {
       llama_model_quantize_params q = llama_model_quantize_default_params();
       q.ftype = ftype;
       q.nthread = 2;
       const std::string in = (out.dir / "f16.gguf").string(), file = (out.dir / (std::string(name) + ".gguf")).string();
+      if (std::filesystem::exists(file)) continue;
       if (llama_model_quantize(in.c_str(), file.c_str(), &q) != 0) {
         throw earshot::Error(earshot::ErrorCode::kInternal, std::string("llama_model_quantize to ") + name + " failed");
       }
@@ -70,14 +77,14 @@ Models& models() {
 }
 
 std::shared_ptr<const LlamaModel> model(const std::string& type) {
-  auto& slot = models().loaded[type];
-  if (!slot) {
-    models().loaded.clear();  // one model in memory at a time
+  auto& loaded = models().loaded;
+  if (loaded.count(type) == 0) {
+    loaded.clear();  // one model in memory at a time
     LlamaModelOptions o;
     o.threads = env_int("EARSHOT_BENCH_LLM_THREADS", 2);
-    slot = LlamaModel::load(models().dir / (type + ".gguf"), o);
+    loaded[type] = LlamaModel::load(models().dir / (type + ".gguf"), o);
   }
-  return models().loaded[type];
+  return loaded[type];
 }
 
 // One draft: the prompt, then greedy steps; counters in milliseconds per draft
