@@ -37,20 +37,20 @@ int main(int argc, char** argv) {
     earshot::llm::RandomLlmSpec spec;
     std::string out, arch, type, vocab, shape, hunyuan_tokens;
     std::map<std::string, earshot::tools::OptionSetter> options = {
-        {"arch", [&](const std::string& v) { arch = v; }},
-        {"vocab", [&](const std::string& v) { vocab = v; }},
-        {"out", [&](const std::string& v) { out = v; }},
-        {"type", [&](const std::string& v) { type = v; }},
-        {"shape", [&](const std::string& v) { shape = v; }},
-        {"hunyuan-tokens", [&](const std::string& v) { hunyuan_tokens = v; }},
-        {"seed", [&](const std::string& v) { spec.seed = std::stoull(v); }},
-        {"n-embd", [&](const std::string& v) { spec.n_embd = std::stoi(v); }},
-        {"n-layer", [&](const std::string& v) { spec.n_layer = std::stoi(v); }},
-        {"n-head", [&](const std::string& v) { spec.n_head = std::stoi(v); }},
-        {"n-head-kv", [&](const std::string& v) { spec.n_head_kv = std::stoi(v); }},
-        {"head-dim", [&](const std::string& v) { spec.head_dim = std::stoi(v); }},
-        {"n-ff", [&](const std::string& v) { spec.n_ff = std::stoi(v); }},
-        {"embedding-std", [&](const std::string& v) { spec.embedding_std = std::stof(v); }},
+        {"--arch", [&](const std::string& v) { arch = v; }},
+        {"--vocab", [&](const std::string& v) { vocab = v; }},
+        {"--out", [&](const std::string& v) { out = v; }},
+        {"--type", [&](const std::string& v) { type = v; }},
+        {"--shape", [&](const std::string& v) { shape = v; }},
+        {"--hunyuan-tokens", [&](const std::string& v) { hunyuan_tokens = v; }},
+        {"--seed", [&](const std::string& v) { spec.seed = std::stoull(v); }},
+        {"--n-embd", [&](const std::string& v) { spec.n_embd = std::stoi(v); }},
+        {"--n-layer", [&](const std::string& v) { spec.n_layer = std::stoi(v); }},
+        {"--n-head", [&](const std::string& v) { spec.n_head = std::stoi(v); }},
+        {"--n-head-kv", [&](const std::string& v) { spec.n_head_kv = std::stoi(v); }},
+        {"--head-dim", [&](const std::string& v) { spec.head_dim = std::stoi(v); }},
+        {"--n-ff", [&](const std::string& v) { spec.n_ff = std::stoi(v); }},
+        {"--embedding-std", [&](const std::string& v) { spec.embedding_std = std::stof(v); }},
     };
     earshot::tools::parse_options(argc, argv, kUsage, options);
     if (out.empty() || vocab.empty()) {
