@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "engine/transducer_engine.h"
 #include "engine/whisper_engine.h"
 
 namespace earshot::engine {
@@ -28,6 +29,13 @@ void add_builtins_locked(Registry& r) {
   r.families.insert(r.families.begin(),
                     Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
                            [](const ModelSpec& spec) { return load_whisper_engine(spec); }});
+  r.families.insert(r.families.begin() + 1, Family{"transducer",
+                                                   [](const ModelFile& f) {
+                                                     return f.kind == ModelFileKind::kGgmlParakeet ||
+                                                            (f.kind == ModelFileKind::kGguf &&
+                                                             f.architecture == fastconformer::kGgufArchitecture);
+                                                   },
+                                                   [](const ModelSpec& spec) { return load_transducer_engine(spec); }});
 }
 
 }  // namespace
@@ -70,7 +78,7 @@ std::shared_ptr<const Engine> load(const ModelSpec& spec) {
   if (!loader) {
     throw Error(ErrorCode::kUnsupported, "model file " + spec.path.string() + " is " + file.description +
                                              ", which no model family of this build reads (families: " + names +
-                                             "; Whisper models are whisper.cpp's ggml .bin files)");
+                                             "; Whisper and Parakeet models are whisper.cpp's ggml .bin files)");
   }
   return loader(spec);
 }

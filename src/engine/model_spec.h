@@ -25,6 +25,10 @@ struct WhisperOptions {
   whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
 };
 
+struct TransducerOptions {
+  double window_seconds = 20;  // audio an offline transducer encodes at once (1 to 120 s)
+};
+
 struct PolicySettings {
   policy::AlignAttConfig alignatt;              // language and on_warning come from the stream
   policy::LocalAgreementConfig localagreement;  // likewise
@@ -34,6 +38,7 @@ struct ModelSpec {
   std::filesystem::path path;
   RuntimeOptions runtime;
   WhisperOptions whisper;
+  TransducerOptions transducer;
   PolicySettings policies;
 };
 
