@@ -1,5 +1,6 @@
 #include "model/registry.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -199,6 +200,49 @@ void check_ggml_parakeet_header(const std::filesystem::path& path) {
   const int32_t n_mels = header[6], n_fft = header[8];
   if (n_mels <= 0 || n_fft <= 1 || header[16] != n_mels || header[17] != n_fft / 2 + 1)
     throw bad("the filter bank header does not repeat n_mels " + std::to_string(n_mels) + " and n_fft/2+1");
+}
+
+namespace {
+
+// Tencent's GGUF repositories for Hy-MT2-1.8B. The Q4_K_M and 2-bit file names are
+// as their Hugging Face pages show them; Q8_0 follows the same pattern, unverified.
+// Sizes are approximate (1.8B parameters).
+std::vector<LlmModelInfo> make_translation_registry() {
+  return {
+      {"hy-mt2-1.8b-q4_k_m", "tencent/Hy-MT2-1.8B-GGUF", "Hy-MT2-1.8B-Q4_K_M.gguf", 1100 * kMiB, true},
+      {"hy-mt2-1.8b-q8_0", "tencent/Hy-MT2-1.8B-GGUF", "Hy-MT2-1.8B-Q8_0.gguf", 1900 * kMiB, false},
+      {"hy-mt2-1.8b-2bit", "tencent/Hy-MT2-1.8B-2Bit-GGUF", "Hy-MT2-1.8B-2Bit.gguf", 600 * kMiB, true},
+  };
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+const std::vector<LlmModelInfo>& known_translation_models() {
+  static const std::vector<LlmModelInfo> registry = make_translation_registry();
+  return registry;
+}
+
+const LlmModelInfo* find_translation_model(std::string_view name) {
+  const std::string key = lower(name);
+  for (const LlmModelInfo& m : known_translation_models())
+    if (m.name == key || lower(m.file) == key) return &m;
+  return nullptr;
+}
+
+std::string translation_model_url(const LlmModelInfo& model, const std::optional<std::string>& base_url) {
+  const std::string base = base_url ? *base_url : env("EARSHOT_MODEL_BASE_URL");
+  if (!base.empty()) return strip_slashes(base) + "/" + model.file;
+  return "https://huggingface.co/" + model.repository + "/resolve/main/" + model.file;
+}
+
+std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir) {
+  return cache_dir / model.file;
 }
 
 }  // namespace earshot::models

@@ -59,3 +59,25 @@ void check_ggml_whisper_header(const std::filesystem::path& path);
 void check_ggml_parakeet_header(const std::filesystem::path& path);
 
 }  // namespace earshot::models
+
+namespace earshot::models {
+
+// Translation LLMs in GGUF (llama.cpp's format), loaded through libllama
+// (model/llm/llama_backend.h). Names are lower case ("hy-mt2-1.8b-q4_k_m");
+// cached under the file's own name.
+struct LlmModelInfo {
+  std::string name;
+  std::string repository;  // Hugging Face repository, "owner/name"
+  std::string file;        // the GGUF's name in it
+  uint64_t approx_bytes;   // for listings only
+  bool file_verified;      // the file name was seen on the repository's page; false: by its naming pattern
+};
+
+const std::vector<LlmModelInfo>& known_translation_models();
+// Accepts the name or the file name ("Hy-MT2-1.8B-Q4_K_M.gguf"). Null when unknown.
+const LlmModelInfo* find_translation_model(std::string_view name);
+// https://huggingface.co/REPOSITORY/resolve/main/FILE, or under --base-url / $EARSHOT_MODEL_BASE_URL.
+std::string translation_model_url(const LlmModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
+std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir);
+
+}  // namespace earshot::models

@@ -1,0 +1,139 @@
+// Draft latency of a translation LLM at Hy-MT2-1.8B's dimensions (d 2048, 32
+// layers, 16 heads x 128, 4 KV heads, FFN 6144; Qwen2's 152k vocabulary grafted,
+// tied head), random weights: a ~100-token prompt, then greedy steps, on 2
+// threads, f16 and llama_model_quantize'd q8_0 / q4_0, with the attention capture
+// of 8 calibrated heads on and off. The models are written to a temporary folder
+// at start (about 3.7 GB f16) and removed at exit.
+//   build/release/benchmarks/earshot_bench_llm [--benchmark_filter=q8_0]
+// EARSHOT_BENCH_LLM_LAYERS=N uses N layers instead of 32 (a quicker, smaller run);
+// EARSHOT_BENCH_LLM_THREADS=N changes the thread count; EARSHOT_BENCH_LLM_DIR=DIR
+// keeps the models in DIR and reuses them on the next run.
+#include <benchmark/benchmark.h>
+#include <llama.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/llm/llama_backend.h"
+#include "model/llm/random_llm.h"
+
+namespace {
+
+using namespace earshot::llm;
+
+constexpr int kPromptTokens = 100;
+constexpr int kGreedySteps = 16;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+struct Models {
+  std::filesystem::path dir;
+  bool keep = false;  // a folder the user named: reused, not removed
+  std::map<std::string, std::shared_ptr<const LlamaModel>> loaded;
+  ~Models() {
+    loaded.clear();
+    std::error_code ec;
+    if (!keep) std::filesystem::remove_all(dir, ec);
+  }
+};
+
+Models& models() {
+  static Models m = [] {
+    set_llama_log_sink(nullptr);  // libllama's warnings only, not its quantisation chatter
+    Models out;
+    const char* named = std::getenv("EARSHOT_BENCH_LLM_DIR");
+    out.keep = named != nullptr;
+    out.dir = named != nullptr
+                  ? std::filesystem::path(named)
+                  : std::filesystem::temp_directory_path() / ("earshot-bench-llm-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(out.dir);
+    RandomLlmSpec spec =
+        RandomLlmSpec::hy_mt2_1_8b(std::filesystem::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf");
+    spec.n_layer = env_int("EARSHOT_BENCH_LLM_LAYERS", spec.n_layer);
+    if (!std::filesystem::exists(out.dir / "f16.gguf")) write_random_llm(spec, out.dir / "f16.gguf");
+    for (const auto& [name, ftype] : {std::pair{"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0}, {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}}) {
+      llama_model_quantize_params q = llama_model_quantize_default_params();
+      q.ftype = ftype;
+      q.nthread = 2;
+      const std::string in = (out.dir / "f16.gguf").string(), file = (out.dir / (std::string(name) + ".gguf")).string();
+      if (std::filesystem::exists(file)) continue;
+      if (llama_model_quantize(in.c_str(), file.c_str(), &q) != 0) {
+        throw earshot::Error(earshot::ErrorCode::kInternal, std::string("llama_model_quantize to ") + name + " failed");
+      }
+    }
+    return out;
+  }();
+  return m;
+}
+
+std::shared_ptr<const LlamaModel> model(const std::string& type) {
+  auto& loaded = models().loaded;
+  if (loaded.count(type) == 0) {
+    loaded.clear();  // one model in memory at a time
+    LlamaModelOptions o;
+    o.threads = env_int("EARSHOT_BENCH_LLM_THREADS", 2);
+    loaded[type] = LlamaModel::load(models().dir / (type + ".gguf"), o);
+  }
+  return loaded[type];
+}
+
+// One draft: the prompt, then greedy steps; counters in milliseconds per draft
+// and generated tokens per second.
+void BM_LlmDraft(benchmark::State& state, std::string type, bool capture) {
+  auto m = model(type);
+  auto session = m->open_session({.context_tokens = 512, .threads = 0});
+  if (capture)
+    session->set_attention_capture({{9, 5}, {13, 1}, {9, 6}, {12, 11}, {14, 2}, {14, 0}, {4, 12}, {1, 10}}, 10, 90);
+  std::vector<Token> prompt(kPromptTokens);
+  for (int i = 0; i < kPromptTokens; ++i) prompt[i] = static_cast<Token>((i * 7919 + 13) % 150000);
+  using Clock = std::chrono::steady_clock;
+  double prompt_s = 0, steps_s = 0;
+  for (auto _ : state) {
+    session->remove_suffix(0);
+    const auto t0 = Clock::now();
+    session->decode(prompt);
+    const auto t1 = Clock::now();
+    for (int i = 0; i < kGreedySteps; ++i) {
+      const Token t = session->greedy();
+      benchmark::DoNotOptimize(session->decode(std::span(&t, 1)));
+    }
+    const auto t2 = Clock::now();
+    prompt_s += std::chrono::duration<double>(t1 - t0).count();
+    steps_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["prompt_ms"] = 1e3 * prompt_s / n;
+  state.counters["step_ms"] = 1e3 * steps_s / (n * kGreedySteps);
+  state.counters["gen_tok_per_s"] = n * kGreedySteps / steps_s;
+  state.counters["prompt_tok_per_s"] = n * kPromptTokens / prompt_s;
+}
+
+void register_all() {
+  // Capture needs layers 1..14 (the calibrated heads); a smaller run skips it.
+  const bool capture_fits = env_int("EARSHOT_BENCH_LLM_LAYERS", 32) > 14;
+  for (const char* type : {"f16", "q8_0", "q4_0"}) {
+    for (bool capture : {false, true}) {
+      if (capture && !capture_fits) continue;
+      benchmark::RegisterBenchmark(
+          (std::string("BM_LlmDraft/") + type + (capture ? "/capture" : "/no_capture")).c_str(), BM_LlmDraft,
+          std::string(type), capture)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(2)
+          ->UseRealTime();
+    }
+  }
+}
+
+const int registered = (register_all(), 0);
+
+}  // namespace
