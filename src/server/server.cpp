@@ -145,8 +145,10 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     // The message limit is enforced by do_read, not Beast: Beast fails a frame over the limit at its
     // header, sends 1009 and closes with the rest of the frame unread, so the peer's TCP stack resets
-    // the connection and the close frame can be lost. do_read closes politely and drains instead.
-    ws_.read_message_max(0);
+    // the connection and the close frame can be lost. do_read closes politely and drains instead,
+    // up to a bound: a frame announcing more than that (an exabyte, say) is refused by Beast at
+    // its header, not waited for.
+    ws_.read_message_max(std::max<size_t>(16 * impl_.core.config().max_message_bytes, size_t{64} << 20));
     upgrade_.target = parse_target(std::string(request.target()));
     upgrade_.authorization = std::string(request[http::field::authorization]);
     upgrade_.websocket_protocols = std::string(request[http::field::sec_websocket_protocol]);
@@ -170,10 +172,18 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   void on_accept(beast::error_code ec) {
     if (ec) return;
     const Core& core = impl_.core;
-    if (!core.token_ok(protocol_->token(upgrade_))) return apply(protocol_->unauthorized());
-    if (std::optional<Outgoing> refused = protocol_->prepare(upgrade_)) return apply(*refused);
-    if (impl_.shutting_down)
+    if (!core.token_ok(protocol_->token(upgrade_))) {
+      impl_.core.count_refusal(Refusal::kUnauthorized);
+      return apply(protocol_->unauthorized());
+    }
+    if (std::optional<Outgoing> refused = protocol_->prepare(upgrade_)) {
+      impl_.core.count_refusal(Refusal::kBadRequest);
+      return apply(*refused);
+    }
+    if (impl_.shutting_down) {
+      impl_.core.count_refusal(Refusal::kDraining);
       return apply(protocol_->refusal("server shutting down", websocket::close_code::going_away));
+    }
     if (!impl_.core.acquire_slot()) {
       return apply(protocol_->refusal("server busy: " + std::to_string(core.config().max_sessions) +
                                           " sessions already running (--max-sessions); try again later",
@@ -235,6 +245,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
   void on_timer(beast::error_code ec) {
     if (ec || closing_ || finished_ || close_code_) return;
+    impl_.core.sample_lags();
     const auto now = std::chrono::steady_clock::now();
     const double idle = std::chrono::duration<double>(now - last_activity_).count();
     if (idle > impl_.core.config().idle_timeout_seconds) {
@@ -349,6 +360,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
     if (websocket::is_upgrade(req)) {
+      if (impl_.shutting_down) {
+        // Refused before the upgrade: a balancer retries another instance (deploy/nginx).
+        keep_alive_ = false;
+        return write(impl_.core.draining_refusal(parse_target(std::string(req.target())).path),
+                     req[http::field::origin]);
+      }
       std::unique_ptr<StreamProtocol> protocol =
           make_stream_protocol(parse_target(std::string(req.target())).path, impl_.core);
       if (!protocol) {
@@ -376,6 +393,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       if (std::optional<HttpResponse> refusal = core.admit(request, slot)) {
         response = std::move(*refusal);
       } else if (slot && impl_.shutting_down) {
+        core.count_refusal(Refusal::kDraining);
         response = openai_error(503, "server shutting down", "server_error");
         response.headers.emplace_back("Retry-After", "5");
       } else if (slot) {
@@ -529,10 +547,13 @@ std::string Server::metrics_text() const { return impl_->core.metrics_text(); }
 
 void Server::shutdown() {
   if (impl_->shutting_down.exchange(true)) return;
-  net::post(impl_->acceptor.get_executor(), [this] {
-    beast::error_code ec;
-    impl_->acceptor.close(ec);
-  });
+  impl_->core.begin_drain();
+  // Draining: the listener stays open so /health, /ready and /metrics answer and new
+  // sessions get a refusal (not a reset) while live streams go on.
+  const auto drain_end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().drain_seconds);
+  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < drain_end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::vector<std::shared_ptr<StreamConnection>> live;
   {
     std::lock_guard lock(impl_->mutex);
@@ -547,6 +568,10 @@ void Server::shutdown() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0)
     log_line("shutdown grace time over; ending the sessions still running");
+  net::post(impl_->acceptor.get_executor(), [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
   impl_->core.fail_all("server stopped");
   // Let the connections flush their last messages before the loop stops.
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
