@@ -1,17 +1,19 @@
-"""scripts/convert/nemo_to_gguf.py on a synthetic .nemo built from a model the
+"""scripts/convert/nemo_to_gguf.py (and safetensors_to_gguf.py) on a synthetic .nemo built from a model the
 project's generator wrote: the checkpoint holds that model's weights under
 NeMo's names and PyTorch's shapes and gate order, so the converted GGUF must
 carry the same keys and tensors as the generated one and earshot must print the
 same transcript from both. Then one refusal per unknown config value.
 
-  test_nemo_to_gguf.py EARSHOT EARSHOT_MAKE_PARAKEET WAV
+  test_converters.py EARSHOT EARSHOT_MAKE_PARAKEET WAV
 
 Needs python3-numpy, python3-torch and python3-yaml: a missing one fails here.
 """
 import contextlib
 import copy
 import io
+import json
 import os
+import struct
 import subprocess
 import sys
 import tarfile
@@ -27,6 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts", "convert"))
 sys.path.insert(0, os.path.join(ROOT, "third_party", "src", "llama.cpp", "gguf-py"))
 import gguf  # noqa: E402
 import nemo_to_gguf  # noqa: E402
+import safetensors_to_gguf  # noqa: E402
 
 ARCH = "earshot-fastconformer-transducer"
 failures = []
@@ -160,11 +163,87 @@ def transcribe(earshot, model, wav):
     return r.stdout
 
 
-def convert_in_process(args):
+def convert_in_process(args, converter=nemo_to_gguf):
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        rc = nemo_to_gguf.main(args)
+        rc = converter.main(args)
     return rc, err.getvalue()
+
+
+def write_safetensors(path, sd, dtype):
+    """safetensors by hand: u64 header length, JSON header, raw little-endian data."""
+    header, blobs, offset = {}, [], 0
+    for name, t in sd.items():
+        a = t.numpy()
+        if a.dtype == np.int64:
+            raw, dt = a.astype("<i8").tobytes(), "I64"
+        elif dtype == "BF16":
+            raw, dt = (a.astype("<f4").view("<u4") >> 16).astype("<u2").tobytes(), "BF16"
+        elif dtype == "F16":
+            raw, dt = a.astype("<f2").tobytes(), "F16"
+        else:
+            raw, dt = a.astype("<f4").tobytes(), "F32"
+        header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def as_dtype(a, dtype):
+    """What a float32 array becomes once stored as dtype and read back."""
+    if dtype == "BF16":
+        return ((a.astype("<f4").view("<u4") >> 16) << 16).view(np.float32)
+    return a.astype(np.float16).astype(np.float32) if dtype == "F16" else a
+
+
+def check_safetensors(tmp, cfg, sd, pieces, kv, tensors, earshot, wav):
+    text = transcribe(earshot, os.path.join(tmp, "generated-tdt.gguf"), wav)
+    for dtype in ("F32", "F16", "BF16"):
+        folder = os.path.join(tmp, f"hf-{dtype}")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        with open(os.path.join(folder, "tokenizer.model"), "wb") as f:
+            f.write(sentencepiece_model(pieces))
+        write_safetensors(os.path.join(folder, "model.safetensors"), sd, dtype)
+        out = os.path.join(tmp, f"hf-{dtype}.gguf")
+        rc, err = convert_in_process([folder, out], safetensors_to_gguf)
+        check(rc == 0, f"safetensors {dtype}: {err}")
+        if rc != 0:
+            continue
+        ckv, ctensors = read_gguf(out)
+        check(ckv == kv, f"safetensors {dtype}: keys differ")
+        check(set(ctensors) == set(tensors), f"safetensors {dtype}: tensor names differ")
+        for name, (t, a) in tensors.items():
+            if name not in ctensors:
+                continue
+            ca = ctensors[name][1]
+            if "bias_h_l" in name:  # the sum of two rounded halves
+                ok = np.allclose(ca, a, rtol=0, atol=1e-5 if dtype == "F32" else 0.05)
+            else:
+                ok = ca.shape == a.shape and np.array_equal(ca, as_dtype(a, dtype))
+            check(ok, f"safetensors {dtype}: tensor {name} differs")
+        if dtype == "F32":
+            check(transcribe(earshot, out, wav) == text, "safetensors F32: transcript differs")
+    # Refusals: a config value (the same mapping as .nemo) and a truncated file.
+    bad = copy.deepcopy(cfg)
+    bad["encoder"]["conv_norm_type"] = "instance_norm"
+    folder = os.path.join(tmp, "hf-F32")
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(bad, f)
+    rc, err = convert_in_process([folder, os.path.join(tmp, "hf-bad.gguf")], safetensors_to_gguf)
+    check(rc == 2 and "encoder.conv_norm_type" in err and "'instance_norm'" in err, f"safetensors refusal: {err!r}")
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    st = os.path.join(folder, "model.safetensors")
+    with open(st, "rb") as f:
+        data = f.read()
+    with open(st, "wb") as f:
+        f.write(data[:len(data) // 2])
+    rc, err = convert_in_process([folder, os.path.join(tmp, "hf-trunc.gguf")], safetensors_to_gguf)
+    check(rc == 2 and "outside the file" in err, f"a truncated safetensors was not refused: {err!r}")
 
 
 def main():
@@ -210,6 +289,7 @@ def main():
                 check(np.allclose(comp[n][1], tensors[n][1], rtol=0, atol=1e-6), f"{variant}: computed {n} differs")
             if variant == "rnnt":
                 continue
+            check_safetensors(tmp, cfg, sd, pieces, kv, tensors, earshot, wav)
 
             # f16 matrices load and keep the rest f32.
             f16 = os.path.join(tmp, "converted-f16.gguf")
