@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "model/llm/llama_backend.h"
 
 namespace earshot::cli {
 
@@ -24,12 +25,15 @@ void declare_translation_options(Args& args, const std::string& target_flag) {
 }
 
 std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& path, int threads) {
-  (void)threads;
   if (!std::filesystem::exists(path))
     throw Error(ErrorCode::kInvalidArgument, "--translation-model: no file at " + path);
-  throw Error(ErrorCode::kUnsupported,
-              "--translation-model: this build has no LLM backend yet (libllama's, src/model/llm/llama_backend, "
-              "is not linked in); the translation stage is here, the model loader is not");
+  llm::LlamaModelOptions options;
+  options.threads = threads;
+  try {
+    return llm::LlamaModel::load(path, options);
+  } catch (const Error& e) {
+    throw Error(e.code(), "--translation-model " + path + ": " + e.what());
+  }
 }
 
 std::optional<TranslationSetup> read_translation_options(const Args& args, const std::string& target_flag,

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "model/llm/random_llm.h"
 #include "model/whisper/model_format.h"
 #include "model/whisper/model_writer.h"
 
@@ -218,6 +219,32 @@ TEST_F(Cli, TranscribeIsDeterministicAndWritesOutputFiles) {
   const Outcome second = earshot(transcribe("--format json"));
   ASSERT_EQ(second.status, 0) << second.err;
   EXPECT_EQ(read_text(out), second.out);
+}
+
+// --translation-model loads a GGUF LLM through libllama: a random hunyuan-dense
+// model (with Qwen2's vocabulary) has no calibration entry, so translation runs
+// per closed segment and every segment gets a translation; a file that is no
+// LLM is refused with a message naming the flag.
+TEST_F(Cli, TranslateToWithAGeneratedLlmTranslatesEverySegment) {
+  llm::RandomLlmSpec spec;
+  spec.architecture = "hunyuan-dense";
+  spec.vocabulary = fs::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf";
+  spec.hunyuan_control_tokens = true;
+  const fs::path llm = dir_ / "translator.gguf";
+  llm::write_random_llm(spec, llm);
+  const Outcome run = earshot(transcribe("--format json --translate-to zh --translation-model " + llm.string()));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(j.contains("translation_segments")) << run.out;
+  ASSERT_FALSE(j["translation_segments"].empty()) << run.out;
+  for (const auto& segment : j["translation_segments"]) {
+    EXPECT_FALSE(segment["source"].get<std::string>().empty());
+    EXPECT_FALSE(segment["translation"].get<std::string>().empty()) << segment.dump();
+  }
+
+  const Outcome foreign = earshot(transcribe("--translate-to zh --translation-model " + model_.string()));
+  EXPECT_NE(foreign.status, 0);
+  EXPECT_NE(foreign.err.find("--translation-model " + model_.string()), std::string::npos) << foreign.err;
 }
 
 }  // namespace
