@@ -165,6 +165,19 @@ std::vector<std::pair<std::string, std::string>> Core::cors_headers(const std::s
           {"Access-Control-Allow-Headers", "Authorization, Content-Type"}};
 }
 
+bool Core::origin_allowed(const std::string& origin, const std::string& host) const {
+  if (origin.empty()) return true;
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  };
+  const std::string o = lower(origin), h = lower(trim(host));
+  if (!h.empty() && (o == "http://" + h || o == "https://" + h)) return true;
+  for (const std::string& allowed : config_.cors_origins)
+    if (allowed == "*" || lower(allowed) == o) return true;
+  return false;
+}
+
 bool Core::is_blocking_route(const HttpRequest& request) const {
   if (request.method != "POST") return false;
   const std::string path = parse_target(request.target).path;

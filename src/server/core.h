@@ -103,6 +103,11 @@ class Core {
   // Every other route (fast).
   HttpResponse route(const HttpRequest& request);
   bool is_blocking_route(const HttpRequest& request) const;
+  // Whether a browser page at `origin` may open a WebSocket stream: no Origin (not a
+  // browser), the page's own origin (http or https on the Host the request came to), or
+  // one listed in --cors-origins ("*" = any). Browsers do not apply CORS to WebSocket,
+  // so without this check any page the user opens could stream to a local server.
+  bool origin_allowed(const std::string& origin, const std::string& host) const;
   // CORS headers for a response to a request with this Origin ("" when none apply).
   std::vector<std::pair<std::string, std::string>> cors_headers(const std::string& origin) const;
 

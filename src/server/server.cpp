@@ -355,6 +355,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
         keep_alive_ = false;
         return write(openai_error(404, "no WebSocket endpoint at " + std::string(req.target())), "");
       }
+      const std::string origin(req[http::field::origin]);
+      if (!impl_.core.origin_allowed(origin, std::string(req[http::field::host]))) {
+        log_line("refused a WebSocket upgrade from origin " + origin.substr(0, 200) +
+                 " (not this server's page nor in --cors-origins)");
+        keep_alive_ = false;
+        return write(openai_error(403, "WebSocket from origin '" + origin +
+                                           "' refused: not this server's own page nor listed in --cors-origins"),
+                     "");
+      }
       beast::get_lowest_layer(stream_).expires_never();
       std::make_shared<WsSession<Stream>>(std::move(stream_), impl_, std::move(protocol))->run(std::move(req));
       return;
