@@ -1,5 +1,9 @@
 #include "server/core.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -112,6 +116,7 @@ void Core::close_session(const std::shared_ptr<session::StreamSession>& session)
   totals_.audio_seconds += stats.audio_seconds;
   totals_.skipped_seconds += status.skipped_seconds;
   if (!status.error.empty()) ++totals_.session_errors;
+  session_ended_ = true;
   live_.erase(std::remove_if(live_.begin(), live_.end(),
                              [&](const std::weak_ptr<session::StreamSession>& w) {
                                auto p = w.lock();
@@ -125,10 +130,12 @@ bool Core::token_ok(const std::string& token) const {
 }
 
 std::string Core::bearer_token(const std::string& authorization) {
+  // Auth schemes are case-insensitive (RFC 9110 section 11.1).
   std::string value = trim(authorization);
-  if (value.size() > 7 && (value.compare(0, 7, "Bearer ") == 0 || value.compare(0, 7, "bearer ") == 0))
-    return trim(value.substr(7));
-  return "";
+  if (value.size() <= 7 || value[6] != ' ') return "";
+  for (size_t i = 0; i < 6; ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != "bearer"[i]) return "";
+  return trim(value.substr(7));
 }
 
 void Core::fail_all(const std::string& message) {
@@ -146,6 +153,18 @@ void Core::fail_all(const std::string& message) {
 void Core::count_http_request() {
   std::lock_guard lock(mutex_);
   ++totals_.http_requests;
+}
+
+void Core::trim_heap_if_sessions_ended() {
+  if (!session_ended_.exchange(false)) return;
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+void Core::count_slow_client() {
+  std::lock_guard lock(mutex_);
+  ++totals_.slow_clients;
 }
 
 void Core::count_error() {
@@ -245,6 +264,12 @@ HttpResponse Core::route(const HttpRequest& request) {
     r.body = std::string(web_page());
     return r;
   }
+  const bool get_only = path == "/health" || path == "/v1/models" || path == "/metrics";
+  if (get_only && request.method != "GET" && request.method != "HEAD") {
+    HttpResponse r = openai_error(405, "use GET for " + path);
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return r;
+  }
   if (path == "/health") {
     return json_response(200, {{"status", "ok"}, {"backend", config_.backend}, {"ready", true}});
   }
@@ -313,6 +338,8 @@ std::string Core::metrics_text() const {
   metric("earshot_scheduler_queued", "gauge", "Sessions waiting for a worker.", scheduler_.queued());
   metric("earshot_http_requests_total", "counter", "HTTP requests served (WebSocket upgrades excluded).",
          t.http_requests);
+  metric("earshot_streams_slow_client_total", "counter",
+         "Streams ended because the client did not read its updates within --write-timeout.", t.slow_clients);
   return out.str();
 }
 

@@ -47,6 +47,7 @@ struct MetricTotals {
   double audio_seconds = 0;
   double skipped_seconds = 0;
   uint64_t http_requests = 0;
+  uint64_t slow_clients = 0;  // streams ended because the client stopped reading
 };
 
 class Core;
@@ -133,6 +134,11 @@ class Core {
   void fail_all(const std::string& message);
   void count_http_request();
   void count_error();
+  void count_slow_client();
+  // Returns the heap's free memory to the system (glibc's malloc_trim) when a session
+  // ended since the last call: glibc keeps what a session freed otherwise, and RSS only
+  // ratchets up under churn. Cheap when nothing ended; the server calls it once a second.
+  void trim_heap_if_sessions_ended();
 
  private:
   HttpResponse transcribe(const HttpRequest& request);
@@ -146,6 +152,7 @@ class Core {
   MetricTotals totals_;
   std::vector<std::weak_ptr<session::StreamSession>> live_;
   bool stopped_ = false;  // after fail_all(); under mutex_
+  std::atomic<bool> session_ended_{false};
 };
 
 // OpenAI-style error body: {"error":{"message":...,"type":...}}.

@@ -60,6 +60,13 @@ class StreamProtocol {
   virtual bool ended() const = 0;
   // Called every update interval: what the session produced since the last call.
   virtual Outgoing on_tick() = 0;
+  // The server stops before the session is done: everything so far (the provisional
+  // text included) as the final result, the protocol's end message, and a close.
+  virtual Outgoing force_finish() {
+    Outgoing out;
+    out.close_with(1001, "server shutting down");
+    return out;
+  }
   // The last result was sent (the stream is over for the client).
   virtual bool finished() const = 0;
   // The connection is gone: the session is failed if still running and released. Idempotent.
