@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what earshot needs to build on a fresh Debian 12 machine and builds the
-# pinned third-party C/C++ code (ggml, and libwhisper as a test oracle) into
-# third_party/install. Idempotent: finished steps are skipped on later runs.
+# pinned third-party C/C++ code (ggml; libllama + libmtmd; libwhisper and libparakeet
+# as test oracles) into third_party/install. Idempotent: finished steps are skipped on later runs.
 #
 # Third-party sources come only from the npm registry, pinned by version and
 # checked against their sha512 integrity before use. Nothing foreign is committed.
@@ -91,8 +91,8 @@ unpack_sources() {
 
 # One ggml for everything: the one inside llama.cpp v0.5.0 (ggml 0.25.1), built on
 # its own (llama.cpp's ggml/ folder is a standalone project). libwhisper (the test
-# oracle and baseline) is built against it, and libllama will be too when
-# translation needs it (LLAMA_USE_SYSTEM_GGML): one ggml in every binary.
+# oracle and baseline) and libllama/libmtmd (LLAMA_USE_SYSTEM_GGML) are built
+# against it: one ggml in every binary.
 cuda_args() {
   [ "$CUDA" = ON ] || { echo "-DGGML_CUDA=OFF"; return 0; }
   local nvcc; nvcc=$(command -v nvcc || true)
@@ -110,6 +110,7 @@ cuda_args() {
 # A stamp holds the recipe it was made with: a changed recipe rebuilds.
 GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args)"
 WHISPER_RECIPE="whisper.cpp 1.9.1 on $GGML_RECIPE"
+LLAMA_RECIPE="libllama + libmtmd from llama.cpp v0.5.0 on $GGML_RECIPE"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
 build_ggml() {
@@ -144,9 +145,32 @@ build_whisper() {
   echo "$WHISPER_RECIPE" >"$stamp"
 }
 
+# libllama (translation models, Qwen3-ASR's decoder) and libmtmd (Qwen3-ASR's audio
+# encoder) against the same installed ggml (LLAMA_USE_SYSTEM_GGML): one ggml in the
+# binary. Only the libraries: no common/, tools, tests, server, network code.
+build_llama() {
+  local stamp="$INSTALL/.llama-ok" log_file="$TP/build/llama$FLAVOR.log" dir="$TP/build/llama$FLAVOR"
+  stamp_ok "$stamp" "$LLAMA_RECIPE" && return 0
+  log "building libllama + libmtmd (llama.cpp v0.5.0) against that ggml"
+  cmake -S "$TP/src/llama.cpp" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$INSTALL" -DCMAKE_PREFIX_PATH="$INSTALL" -DBUILD_SHARED_LIBS=OFF \
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DLLAMA_USE_SYSTEM_GGML=ON -DLLAMA_BUILD_MTMD=ON \
+    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
+    >"$log_file" 2>&1 || { tail -30 "$log_file"; die "llama.cpp configure failed"; }
+  cmake --build "$dir" -j "$JOBS" --target llama mtmd >>"$log_file" 2>&1 \
+    || { tail -30 "$log_file"; die "libllama/libmtmd build failed"; }
+  cmake --install "$dir" >>"$log_file" 2>&1 || die "libllama install failed"
+  # libmtmd links llama.cpp's vendored hash library privately; a static consumer needs
+  # it too, and llama.cpp does not install it.
+  cp "$dir/vendor/hash/libvendor-hash.a" "$INSTALL/lib/" || die "libvendor-hash.a not found in $dir"
+  echo "$LLAMA_RECIPE" >"$stamp"
+}
+
 install_debian_packages
 mkdir -p "$TP/build"
 unpack_sources
 build_ggml
 build_whisper
+build_llama
 log "third-party ready in ${INSTALL#$ROOT/}"

@@ -44,6 +44,11 @@ std::optional<double> SystemResult::passes_per_audio_second() const {
   return static_cast<double>(compute.encoder_passes) / audio_seconds;
 }
 
+std::optional<double> SystemResult::decoder_calls_per_pass() const {
+  if (!compute.available || compute.encoder_passes == 0) return std::nullopt;
+  return static_cast<double>(compute.decoder_calls) / static_cast<double>(compute.encoder_passes);
+}
+
 SystemResult summarize(const std::string& name, const SystemRun& run, const std::vector<Utterance>& utterances,
                        Pacing pacing, NormalizerKind normalizer) {
   SystemResult s;

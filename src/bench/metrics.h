@@ -94,6 +94,7 @@ struct SystemResult {
   std::optional<double> encoder_ms_per_pass() const;
   std::optional<double> decoder_ms_per_pass() const;
   std::optional<double> passes_per_audio_second() const;
+  std::optional<double> decoder_calls_per_pass() const;  // tokens per pass, greedy (+1 per language detection)
 };
 
 SystemResult summarize(const std::string& name, const SystemRun& run, const std::vector<Utterance>& utterances,

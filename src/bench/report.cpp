@@ -54,6 +54,7 @@ const std::vector<Column>& columns() {
       {"enc ms/pass", [](const SystemResult& s) { return opt(s.encoder_ms_per_pass(), 1); }},
       {"dec ms/pass", [](const SystemResult& s) { return opt(s.decoder_ms_per_pass(), 1); }},
       {"passes/s", [](const SystemResult& s) { return opt(s.passes_per_audio_second(), 2); }},
+      {"steps/pass", [](const SystemResult& s) { return opt(s.decoder_calls_per_pass(), 1); }},
       {"peak RSS MB",
        [](const SystemResult& s) {
          return s.peak_rss_bytes ? fixed(static_cast<double>(*s.peak_rss_bytes) / (1024.0 * 1024.0), 0)
@@ -176,7 +177,8 @@ void write_json(std::ostream& out, const BenchReport& report) {
         << ",\"decoder_seconds\":" << json_number(s.compute.decoder_seconds)
         << ",\"encoder_ms_per_pass\":" << json_opt(s.encoder_ms_per_pass())
         << ",\"decoder_ms_per_pass\":" << json_opt(s.decoder_ms_per_pass())
-        << ",\"passes_per_audio_second\":" << json_opt(s.passes_per_audio_second()) << "}"
+        << ",\"passes_per_audio_second\":" << json_opt(s.passes_per_audio_second())
+        << ",\"decoder_calls_per_pass\":" << json_opt(s.decoder_calls_per_pass()) << "}"
         << ",\"future_timestamps\":" << s.future_timestamps << ",\"failed_streams\":" << s.failed_streams
         << ",\n \"sessions\":[";
     for (size_t i = 0; i < s.sessions.size(); ++i) {

@@ -157,6 +157,13 @@ StreamTrace run_stream(OnlineProcessor& processor, std::span<const float> sample
 SystemRun run_system(const ProcessorFactory& factory, const std::vector<std::vector<float>>& audio,
                      const StreamOptions& options, int sessions, const Progress& progress,
                      const std::function<std::unique_ptr<Clock>()>& make_clock) {
+  return run_system(FileProcessorFactory([&factory](int) { return factory(); }), audio, options, sessions, progress,
+                    make_clock);
+}
+
+SystemRun run_system(const FileProcessorFactory& factory, const std::vector<std::vector<float>>& audio,
+                     const StreamOptions& options, int sessions, const Progress& progress,
+                     const std::function<std::unique_ptr<Clock>()>& make_clock) {
   if (sessions < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be at least 1");
   SystemRun run;
   std::mutex mutex;
@@ -170,7 +177,7 @@ SystemRun run_system(const ProcessorFactory& factory, const std::vector<std::vec
       record.session = session;
       ComputeStats stats;
       try {
-        StreamHandle handle = factory();
+        StreamHandle handle = factory(file);
         // Warm up outside the stream and outside the compute counters.
         if (options.warmup) handle.processor->warmup();
         const ComputeStats before = handle.stats ? handle.stats() : ComputeStats{};

@@ -46,6 +46,9 @@ struct StreamHandle {
   std::function<ComputeStats()> stats;  // may be empty
 };
 using ProcessorFactory = std::function<StreamHandle()>;
+// The same, told which utterance the stream will carry (the reference workload
+// needs its transcript).
+using FileProcessorFactory = std::function<StreamHandle(int file)>;
 
 class Clock {
  public:
@@ -119,6 +122,9 @@ using Progress = std::function<void(int session, int done, int total)>;
 // once, session s starting at utterance s (mod count) so that different audio
 // overlaps. A processor error ends that stream only, recorded in StreamRecord.
 SystemRun run_system(const ProcessorFactory& factory, const std::vector<std::vector<float>>& audio,
+                     const StreamOptions& options, int sessions, const Progress& progress = {},
+                     const std::function<std::unique_ptr<Clock>()>& make_clock = {});
+SystemRun run_system(const FileProcessorFactory& factory, const std::vector<std::vector<float>>& audio,
                      const StreamOptions& options, int sessions, const Progress& progress = {},
                      const std::function<std::unique_ptr<Clock>()>& make_clock = {});
 

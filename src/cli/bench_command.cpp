@@ -21,9 +21,11 @@
 #include <thread>
 
 #include "audio/audio.h"
+#include "bench/capacity.h"
 #include "bench/dataset.h"
 #include "bench/metrics.h"
 #include "bench/pass_stats.h"
+#include "bench/reference_workload.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/trace_io.h"
@@ -33,6 +35,8 @@
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "session/silero_vad.h"
+#include "vad/vad.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
 #endif
@@ -60,6 +64,18 @@ fs::path model_path(const std::string& name_or_path) {
   if (!fs::exists(name_or_path)) throw Error(ErrorCode::kIo, "model file '" + name_or_path + "' does not exist");
   return name_or_path;
 #endif
+}
+
+fs::path vad_model_path(const std::string& flag) {
+  fs::path path = flag;
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+  if (flag.empty()) path = models::default_cache_dir() / "ggml-silero-v6.2.0.bin";
+#endif
+  if (path.empty() || !fs::exists(path))
+    throw Error(ErrorCode::kIo, "--workload reference (word times) and --capacity (the pipeline) need Silero VAD: " +
+                                    (path.empty() ? std::string("give --vad-model PATH")
+                                                  : "no VAD weights at " + path.string() + "; give --vad-model PATH"));
+  return path;
 }
 
 double cpu_seconds_self() {
@@ -117,10 +133,12 @@ struct BenchSettings {
   engine::ModelSpec model;  // runtime, encoder input, beams and the other AlignAtt settings; path per model
   bool baseline_no_fallback = false;
   bool on_cpu = false;  // --device resolved to the CPU: the baseline stays there too
+  // --workload reference: each utterance's words with estimated times (else empty).
+  std::vector<std::vector<bench::TimedWord>> reference_words;
 };
 
-bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::string& policy,
-                                       const BenchSettings& s) {
+bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::string& policy, const BenchSettings& s,
+                                       int file) {
   auto stats = std::make_shared<bench::ComputeStats>();
   engine::StreamRequest request;
   request.policy = policy;
@@ -128,12 +146,16 @@ bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::
   request.on_pass = bench::count_passes(stats);
   request.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
   bench::StreamHandle h;
-  h.processor = engine.open_stream(request);
+  if (s.reference_words.empty()) {
+    h.processor = engine.open_stream(request);
+  } else {
+    h.processor = bench::open_reference_stream(engine, request, s.reference_words.at(file)).processor;
+  }
   h.stats = [stats] { return *stats; };
   return h;
 }
 
-SystemResult run_in_process(const std::string& name, const bench::ProcessorFactory& factory,
+SystemResult run_in_process(const std::string& name, const bench::FileProcessorFactory& factory,
                             const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
                             const BenchSettings& s) {
   ProgressLine progress(name);
@@ -287,6 +309,160 @@ void write_file(const std::string& path, const std::function<void(std::ostream&)
   if (!out) throw Error(ErrorCode::kIo, "error writing '" + path + "'");
 }
 
+// --capacity: each session streams the whole dataset as one stream (files back
+// to back, session s starting at file s) through the server's session pipeline.
+struct CapacitySettings {
+  int workers = 2;
+  bool profile = false;
+  std::vector<int> sessions;  // the N to run; empty = search
+  int max_sessions = 64;
+  std::shared_ptr<const vad::VadModel> vad;
+};
+
+std::vector<float> session_audio(const std::vector<std::vector<float>>& audio, int session) {
+  std::vector<float> out;
+  for (size_t i = 0; i < audio.size(); ++i) {
+    const auto& a = audio[(session + i) % audio.size()];
+    out.insert(out.end(), a.begin(), a.end());
+  }
+  return out;
+}
+
+std::vector<bench::TimedWord> session_words(const std::vector<std::vector<float>>& audio,
+                                            const std::vector<std::vector<bench::TimedWord>>& words, int session) {
+  std::vector<bench::TimedWord> out;
+  double offset = 0;
+  for (size_t i = 0; i < audio.size(); ++i) {
+    const size_t file = (session + i) % audio.size();
+    for (bench::TimedWord w : words.at(file)) {
+      w.start += offset;
+      w.end += offset;
+      out.push_back(std::move(w));
+    }
+    offset += static_cast<double>(audio[file].size()) / audio::kSampleRate;
+  }
+  return out;
+}
+
+bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::string& policy, const BenchSettings& s,
+                                     const CapacitySettings& c, const std::vector<std::vector<float>>& audio,
+                                     int sessions) {
+  std::vector<std::vector<float>> streams;
+  for (int i = 0; i < sessions; ++i) streams.push_back(session_audio(audio, i));
+  bench::CapacityFactory factory = [&](int session) {
+    bench::CapacityStream out;
+    if (c.profile) out.counters = std::make_shared<bench::ProfileCounters>();
+    engine::StreamRequest request;
+    request.policy = policy;
+    request.language = s.language;
+    request.on_warning = [](const std::string&) {};
+    if (out.counters) {
+      request.on_pass = bench::profile_passes(out.counters);
+      request.wrap_decoder = [counters = out.counters](std::unique_ptr<AsrDecoder> d) {
+        return bench::probe_mel(std::move(d), counters);
+      };
+    }
+    if (s.reference_words.empty()) {
+      out.processor = engine.open_stream(request);
+    } else {
+      out.processor =
+          bench::open_reference_stream(engine, request, session_words(audio, s.reference_words, session)).processor;
+    }
+    if (out.counters) out.processor = bench::time_processor(std::move(out.processor), out.counters);
+    return out;
+  };
+  bench::CapacityOptions options;
+  options.workers = c.workers;
+  options.chunk_seconds = s.stream.chunk_seconds;
+  if (c.vad) {
+    options.vad = [vad = c.vad](std::shared_ptr<bench::ProfileCounters> counters) {
+      session::VadFactory f = session::silero_vad_factory(vad);
+      return counters ? bench::time_vad(std::move(f), std::move(counters)) : f;
+    };
+  }
+  return bench::run_capacity(factory, streams, options);
+}
+
+void print_capacity_row(const std::string& name, const bench::CapacityRun& r) {
+  std::printf(
+      "%-16s %8d %7d %10.2f %8.2f %9.1f %8.2f %10.0f %8.1f  %s\n", name.c_str(), r.sessions, r.workers, r.max_p95_lag(),
+      [&] {
+        double m = 0;
+        for (const auto& f : r.per_session) m = std::max(m, f.max_lag);
+        return m;
+      }(),
+      r.skipped_seconds(), r.fairness(), r.memory_per_session_bytes() / (1024.0 * 1024.0),
+      [&] {
+        double m = 0;
+        for (const auto& f : r.per_session) m = std::max(m, f.drain_seconds);
+        return m;
+      }(),
+      r.within(1.0) ? "yes" : "no");
+  for (const auto& f : r.per_session)
+    if (!f.error.empty()) std::printf("  session error: %s\n", f.error.c_str());
+}
+
+void print_profile(const std::string& name, const bench::CapacityRun& r) {
+  if (!r.profile) return;
+  const bench::StageTimes& t = *r.profile;
+  const double total = t.total();
+  const double audio = r.audio_seconds > 0 ? r.audio_seconds : 1;
+  std::printf("profile %s, %d session(s), ms per audio second (share): ", name.c_str(), r.sessions);
+  const std::pair<const char*, double> parts[] = {{"mel", t.mel},         {"vad", t.vad},
+                                                  {"encoder", t.encoder}, {"decoder", t.decoder},
+                                                  {"policy", t.policy},   {"protocol", t.protocol}};
+  for (const auto& [what, v] : parts)
+    std::printf("%s %.1f (%.0f%%)  ", what, 1000 * v / audio, total > 0 ? 100 * v / total : 0.0);
+  std::printf("| compute RTF %.3f, %.2f passes/s, %.1f decoder steps/pass, enc %.1f ms/pass, dec %.1f ms/pass\n",
+              total / audio, static_cast<double>(t.encoder_passes) / audio,
+              t.encoder_passes ? static_cast<double>(t.decoder_calls) / static_cast<double>(t.encoder_passes) : 0.0,
+              t.encoder_passes ? 1000 * (t.encoder + t.mel) / static_cast<double>(t.encoder_passes) : 0.0,
+              t.encoder_passes ? 1000 * t.decoder / static_cast<double>(t.encoder_passes) : 0.0);
+}
+
+// Runs the N given, or searches: doubling from 1 while within capacity, then
+// bisecting between the last N within and the first beyond.
+void run_capacity_mode(const engine::Engine& engine, const std::string& name, const std::string& policy,
+                       const BenchSettings& s, const CapacitySettings& c,
+                       const std::vector<std::vector<float>>& audio) {
+  std::printf("%-16s %8s %7s %10s %8s %9s %8s %10s %8s  %s\n", "system", "sessions", "workers", "p95 lag", "max lag",
+              "skipped s", "fairness", "MB/session", "drain s", "within 1 s");
+  auto once = [&](int n) {
+    const bench::CapacityRun r = run_capacity_once(engine, policy, s, c, audio, n);
+    print_capacity_row(name, r);
+    print_profile(name, r);
+    std::fflush(stdout);
+    return r.within(1.0);
+  };
+  if (!c.sessions.empty()) {
+    for (int n : c.sessions) once(n);
+    return;
+  }
+  int good = 0, bad = 0;
+  for (int n = 1; n <= c.max_sessions; n *= 2) {
+    if (once(n)) {
+      good = n;
+    } else {
+      bad = n;
+      break;
+    }
+  }
+  if (bad == 0) {
+    std::printf("%s: capacity >= %d sessions (--max-sessions)\n", name.c_str(), good);
+    return;
+  }
+  while (bad - good > 1) {
+    const int mid = (good + bad) / 2;
+    if (once(mid)) {
+      good = mid;
+    } else {
+      bad = mid;
+    }
+  }
+  std::printf("%s: capacity %d real-time session(s) with p95 lag under 1 s (%d workers, %d threads each)\n",
+              name.c_str(), good, c.workers, s.threads);
+}
+
 }  // namespace
 
 int run_bench(const CommandArgs& argv) {
@@ -301,11 +477,19 @@ int run_bench(const CommandArgs& argv) {
       .flag("as-fast-as-possible", "feed audio back to back (delays on the audio clock; the default)")
       .option("chunk", "seconds of audio per insert (the server's chunking)", "0.5")
       .option("threads", "CPU threads per session (model and baseline)", default_thread_count())
-      .option("sessions", "concurrent sessions, each streaming the whole dataset", "1")
+      .option("sessions", "concurrent sessions, each streaming the whole dataset (--capacity: N, N1,N2,..., or auto)",
+              "1")
       .option("language", "language code, or auto", "en")
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
       .option("encoder-input", "full (30 s window, like whisper.cpp) or audio (only the audio present)", "full")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
+      .option("workload", "model (the model's own tokens) or reference (real graphs, reference tokens; README)",
+              "model")
+      .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
+      .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")
+      .option("workers", "--capacity: scheduler worker threads (the server's --workers)", "2")
+      .option("max-sessions", "--capacity with --sessions auto: the largest N tried", "64")
+      .flag("profile", "--capacity: split each stream's compute into mel, VAD, encoder, decoder, policy, protocol")
       .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
       .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
       .option("json", "write every number as JSON to this file")
@@ -329,7 +513,24 @@ int run_bench(const CommandArgs& argv) {
   s.stream.chunk_seconds = args.get_double("chunk");
   if (!(s.stream.chunk_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--chunk must be > 0 seconds");
   s.stream.pacing = args.get_flag("realtime") ? bench::Pacing::kRealtime : bench::Pacing::kAsFastAsPossible;
-  s.sessions = static_cast<int>(args.get_int("sessions"));
+  CapacitySettings capacity;
+  const bool capacity_mode = args.get_flag("capacity");
+  if (capacity_mode) {
+    if (args.get("sessions") != "auto")
+      for (const std::string& n : split_list(args.get("sessions"))) capacity.sessions.push_back(std::stoi(n));
+    for (int n : capacity.sessions)
+      if (n < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be >= 1");
+    capacity.workers = static_cast<int>(args.get_int("workers"));
+    capacity.max_sessions = static_cast<int>(args.get_int("max-sessions"));
+    capacity.profile = args.get_flag("profile");
+    if (capacity.workers < 1 || capacity.max_sessions < 1)
+      throw Error(ErrorCode::kInvalidArgument, "--workers and --max-sessions must be >= 1");
+    if (args.get_flag("as-fast-as-possible"))
+      throw Error(ErrorCode::kInvalidArgument, "--capacity runs in real time (drop --as-fast-as-possible)");
+  } else if (args.get_flag("profile")) {
+    throw Error(ErrorCode::kInvalidArgument, "--profile goes with --capacity (it needs the server's pipeline)");
+  }
+  s.sessions = capacity_mode ? 1 : static_cast<int>(args.get_int("sessions"));
   s.threads = static_cast<int>(args.get_int("threads"));
   if (s.sessions < 1 || s.threads < 1)
     throw Error(ErrorCode::kInvalidArgument, "--sessions and --threads must be >= 1");
@@ -361,6 +562,13 @@ int run_bench(const CommandArgs& argv) {
     baselines.push_back(b);
   }
   if (policies.empty() && baselines.empty()) throw Error(ErrorCode::kInvalidArgument, "nothing to measure");
+  const std::string workload = args.get("workload");
+  if (workload != "model" && workload != "reference")
+    throw Error(ErrorCode::kInvalidArgument, "--workload must be model or reference");
+  if (workload == "reference" && s.model.policies.alignatt.beams != 1)
+    throw Error(ErrorCode::kInvalidArgument, "--workload reference decodes greedily: use --beams 1");
+  if (capacity_mode && !baselines.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--capacity measures earshot's policies; drop --baseline");
   fs::path baseline_binary;
   if (!baselines.empty()) baseline_binary = find_baseline_binary(args.get("baseline-binary"));
   std::vector<fs::path> models;
@@ -391,6 +599,18 @@ int run_bench(const CommandArgs& argv) {
     u.audio_seconds = static_cast<double>(audio.back().size()) / audio::kSampleRate;
     config.utterances.push_back(u);
   }
+  if (workload == "reference" || capacity_mode) {
+    const fs::path vad_path = vad_model_path(args.get("vad-model"));
+    capacity.vad = vad::VadModel::load(vad_path);
+  }
+  if (workload == "reference") {
+    const std::shared_ptr<const vad::VadModel>& vad_model = capacity.vad;
+    for (size_t i = 0; i < audio.size(); ++i) {
+      const bench::Utterance& u = config.utterances[i];
+      s.reference_words.push_back(
+          bench::estimate_word_times(u.reference, bench::speech_segments(vad_model, audio[i]), u.audio_seconds));
+    }
+  }
   config.dataset_problems = dataset.problems;
   for (const std::string& p : dataset.problems) std::fprintf(stderr, "earshot bench: %s\n", p.c_str());
   if (config.utterances.empty())
@@ -404,12 +624,17 @@ int run_bench(const CommandArgs& argv) {
       const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
       for (const std::string& p : policies) {
         engine->resolve_policy(p);  // a policy this model lacks fails before the run
+        if (capacity_mode) {
+          run_capacity_mode(*engine, p + suffix, p, s, capacity, audio);
+          continue;
+        }
         SystemResult r = run_in_process(
-            p + suffix, [&] { return open_policy_stream(*engine, p, s); }, audio, config.utterances, s);
+            p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s);
         r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
                    encoder_input +
                    (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
-                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "");
+                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
+                   ", workload " + workload;
         report.systems.push_back(std::move(r));
       }
     }
@@ -422,6 +647,7 @@ int run_bench(const CommandArgs& argv) {
     }
   }
 
+  if (capacity_mode) return 0;
   bench::write_table(std::cout, report);
   for (const SystemResult& r : report.systems)
     if (r.failed_streams)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/asr_decoder.h"
 #include "model/model_pass.h"
 #include "policy/online_processor.h"
 
@@ -37,6 +38,10 @@ struct StreamRequest {
   std::function<void(const std::string&)> on_warning;  // optional: per-pass warnings (loop guards...)
   // Optional: one JSON line per policy pass (AlignAtt's --trace format; a policy without a trace ignores it).
   std::function<void(const std::string&)> on_trace;
+  // Optional, for measurement tools only (the bench's reference workload): wraps
+  // the stream's decoder (already timed by on_pass) before the policy gets it. A
+  // family without an AsrDecoder never calls it (the caller can tell).
+  std::function<std::unique_ptr<AsrDecoder>(std::unique_ptr<AsrDecoder>)> wrap_decoder;
 };
 
 class Engine {

@@ -38,6 +38,7 @@ std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest&
   const std::string policy = resolve_policy(request.policy);
   std::unique_ptr<AsrDecoder> decoder = std::make_unique<whisper::Session>(model_, session_options_);
   if (request.on_pass) decoder = std::make_unique<TimedDecoder>(std::move(decoder), request.on_pass);
+  if (request.wrap_decoder) decoder = request.wrap_decoder(std::move(decoder));
   if (policy == "alignatt") {
     policy::AlignAttConfig config = policies_.alignatt;
     config.language = request.language;

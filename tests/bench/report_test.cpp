@@ -76,6 +76,8 @@ TEST(Report, JsonHasEveryNumber) {
   EXPECT_NEAR(s["compute"]["encoder_ms_per_pass"].get<double>(), 50.0, 1e-9);
   EXPECT_NEAR(s["compute"]["decoder_ms_per_pass"].get<double>(), 100.0, 1e-9);
   EXPECT_NEAR(s["compute"]["passes_per_audio_second"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(s["compute"]["decoder_calls_per_pass"].get<double>(), 10.0, 1e-9);  // 40 calls over 4 passes
+  EXPECT_TRUE(j["systems"][1]["compute"]["decoder_calls_per_pass"].is_null());
   EXPECT_TRUE(j["systems"][1]["compute"]["encoder_ms_per_pass"].is_null());  // not exposed
   EXPECT_TRUE(s["sessions"][0]["max_lag"].is_number());
   const auto& f = s["files"][0];

@@ -16,6 +16,7 @@
 #include "features/mel.h"
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
+#include "tools/bench_model/batch_step.h"
 #include "tools/common/libwhisper_context.h"
 #include "tools/common/tool_args.h"
 
@@ -25,7 +26,7 @@ namespace ew = earshot::whisper;
 using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
-    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts all|encoder|decoder]\n"
+    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts all|encoder|decoder|batch]\n"
     "                           [--device cpu|NAME] [--control on|off]\n"
     "\n"
     "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
@@ -36,7 +37,9 @@ const char* kUsage =
     "like for like (earshot's explicit-softmax encoder vs libwhisper fa=off, its flash encoder vs\n"
     "fa=on); earshot's decoder step against libwhisper's with flash attention off and on. Last\n"
     "line: max_ratio=X, the worst ratio ours/libwhisper over those comparisons. --parts times only\n"
-    "the encoders or only the decoder steps (default all). Our step copies out the alignment\n"
+    "the encoders or only the decoder steps (default all); --parts batch times only the weight-\n"
+    "bound half of a step (an MLP, the logits) for 1..16 rows in one graph vs one graph per row.\n"
+    "Our step copies out the alignment\n"
     "heads' cross-attention (as the streaming policies ask); a line per KV length also gives\n"
     "it without, for what that costs (not compared). --device runs both engines on that\n"
     "ggml GPU (CUDA0 in a CUDA build; default cpu); where it has no fused attention op, the\n"
@@ -53,35 +56,37 @@ struct Args {
   bool control = false;
   bool encoder = true;
   bool decoder = true;
+  bool batch = false;
 };
 
 Args parse_args(int argc, char** argv) {
   Args args;
-  earshot::tools::parse_options(argc, argv, kUsage,
-                                {
-                                    {"--model", [&](const std::string& v) { args.model = v; }},
-                                    {"--threads", [&](const std::string& v) { args.threads = std::stoi(v); }},
-                                    {"--reps", [&](const std::string& v) { args.reps = std::stoi(v); }},
-                                    {"--steps", [&](const std::string& v) { args.steps = std::stoi(v); }},
-                                    {"--device", [&](const std::string& v) { args.device = v; }},
-                                    {"--control",
-                                     [&](const std::string& v) {
-                                       if (v != "on" && v != "off") {
-                                         throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
-                                                              "--control must be on or off, not " + v);
-                                       }
-                                       args.control = v == "on";
-                                     }},
-                                    {"--parts",
-                                     [&](const std::string& v) {
-                                       if (v != "all" && v != "encoder" && v != "decoder") {
-                                         throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
-                                                              "--parts must be all, encoder or decoder, not " + v);
-                                       }
-                                       args.encoder = v != "decoder";
-                                       args.decoder = v != "encoder";
-                                     }},
-                                });
+  earshot::tools::parse_options(
+      argc, argv, kUsage,
+      {
+          {"--model", [&](const std::string& v) { args.model = v; }},
+          {"--threads", [&](const std::string& v) { args.threads = std::stoi(v); }},
+          {"--reps", [&](const std::string& v) { args.reps = std::stoi(v); }},
+          {"--steps", [&](const std::string& v) { args.steps = std::stoi(v); }},
+          {"--device", [&](const std::string& v) { args.device = v; }},
+          {"--control",
+           [&](const std::string& v) {
+             if (v != "on" && v != "off") {
+               throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--control must be on or off, not " + v);
+             }
+             args.control = v == "on";
+           }},
+          {"--parts",
+           [&](const std::string& v) {
+             if (v != "all" && v != "encoder" && v != "decoder" && v != "batch") {
+               throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
+                                    "--parts must be all, encoder, decoder or batch, not " + v);
+             }
+             args.batch = v == "batch";
+             args.encoder = v != "decoder";
+             args.decoder = v != "encoder";
+           }},
+      });
   if (args.model.empty())
     throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
   if (args.threads < 1 || args.reps < 1 || args.steps < 1)
@@ -113,6 +118,10 @@ int run(const Args& args) {
               args.model.c_str(), model->size_name().empty() ? "custom" : model->size_name().c_str(), hp.n_audio_state,
               hp.n_audio_layer, hp.n_text_state, hp.n_text_layer, hp.n_vocab, ggml_type_name(model->weight_type()),
               device.name(), args.threads, args.reps);
+  if (args.batch) {
+    earshot::tools::bench_batched_steps(model, args.threads, args.reps);
+    return 0;
+  }
 
   // 30 s of low-level noise: speed does not depend on the content.
   std::mt19937 rng(1);

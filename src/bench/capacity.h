@@ -1,0 +1,107 @@
+// `earshot bench --capacity`: how many real-time streams one machine carries.
+// N sessions run the server's pipeline without the network: each a
+// session::StreamSession (Silero VAD -> policy -> events -> stages) stepped by
+// one session::Scheduler over W worker threads, fed in real time from one
+// feeder thread (every chunk when it is due, as a client sends it) that also
+// samples each session's status every 0.1 s and renders the WhisperLiveKit
+// update a server would send when it changed (the protocol's cost).
+//
+// Lag = received - processed seconds of a session (StreamStatus): the audio
+// waiting for the model, i.e. how far the model is behind real time; the
+// policy's own hold-back is not in it (the bench's word delays are).
+// A run is within capacity when every session's p95 lag is under the limit
+// (1 s), no audio was skipped and no session failed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/asr_decoder.h"
+#include "model/model_pass.h"
+#include "policy/online_processor.h"
+#include "session/stream_session.h"
+#include "session/voice_activity.h"
+
+namespace earshot::bench {
+
+// Where a stream's compute went, seconds (--profile). encoder excludes mel.
+struct StageTimes {
+  double mel = 0, vad = 0, encoder = 0, decoder = 0, policy = 0, protocol = 0;
+  long encoder_passes = 0, decoder_calls = 0;
+  double total() const { return mel + vad + encoder + decoder + policy + protocol; }
+  StageTimes& operator+=(const StageTimes& o);
+};
+
+// Raw counters one stream's decorators fill; to_stage_times() derives the split.
+struct ProfileCounters {
+  double processor = 0;  // inside every OnlineProcessor call (policy + model)
+  double passes_encoder = 0, passes_decoder = 0;
+  double mel_probe = 0;  // the log-mel recomputed on each encoder pass's audio
+  double vad = 0, protocol = 0;
+  long encoder_passes = 0, decoder_calls = 0;
+  StageTimes to_stage_times() const;
+};
+
+// Counts model passes into `counters` (engine::StreamRequest::on_pass).
+PassReport profile_passes(std::shared_ptr<ProfileCounters> counters);
+// An AsrDecoder decorator that times a recomputation of each encoder pass's
+// log-mel (80 bins, as the encoder computes it, one thread) before forwarding:
+// the encoder's own mel cannot be timed from outside the model.
+std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters);
+// Times every call into the processor.
+std::unique_ptr<OnlineProcessor> time_processor(std::unique_ptr<OnlineProcessor> inner,
+                                                std::shared_ptr<ProfileCounters> counters);
+// Times the VAD's work.
+session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters);
+
+struct CapacityStream {
+  std::unique_ptr<OnlineProcessor> processor;
+  std::shared_ptr<ProfileCounters> counters;  // may be null (no --profile)
+};
+using CapacityFactory = std::function<CapacityStream(int session)>;
+
+struct CapacityOptions {
+  int workers = 2;
+  double chunk_seconds = 0.5;
+  double lag_limit = 1.0;
+  session::StreamOptions stream;
+  std::function<session::VadFactory(std::shared_ptr<ProfileCounters>)> vad;  // null: no VAD
+};
+
+struct SessionFigures {
+  double audio_seconds = 0;
+  double p95_lag = 0, max_lag = 0;
+  double skipped_seconds = 0;
+  double processed_at_feed_end = 0;  // stream seconds the model had taken when the last audio arrived
+  double drain_seconds = 0;          // last audio -> session finished
+  std::string error;
+};
+
+struct CapacityRun {
+  int sessions = 0, workers = 0;
+  std::vector<SessionFigures> per_session;
+  double elapsed_seconds = 0;
+  double rss_before_bytes = 0, rss_peak_bytes = 0;
+  std::optional<StageTimes> profile;  // summed over sessions
+  double audio_seconds = 0;           // all sessions
+
+  double max_p95_lag() const;
+  double skipped_seconds() const;
+  // max / min processed audio across sessions when the feed ended (1 = even).
+  double fairness() const;
+  double memory_per_session_bytes() const;
+  bool within(double lag_limit) const;
+};
+
+// Streams `audio[s]` through session s in real time (s = 0..audio.size()-1).
+CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::vector<float>>& audio,
+                         const CapacityOptions& options);
+
+// Resident set size of this process now (VmRSS), bytes; 0 when unknown.
+double resident_bytes();
+
+}  // namespace earshot::bench
