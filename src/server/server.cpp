@@ -546,8 +546,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
                                                   " s (--idle-timeout)"),
                             self->pending_->origin);
       }
-      if (ec == http::error::body_limit)
-        return self->too_large(self->pending_->origin, bool(self->pending_->slot));
+      if (ec == http::error::body_limit) return self->too_large(self->pending_->origin, bool(self->pending_->slot));
       if (ec) return;
       if (!self->parser_->is_done()) return self->read_body();
       self->permit_ = UploadPermit();
@@ -590,12 +589,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     std::make_shared<WsSession<Stream>>(std::move(stream_), impl_, std::move(protocol))->run(std::move(req));
   }
 
-  // An answer without reading (the rest of) the request: then the connection ends, after
-  // a short linger so the client reads the answer instead of a reset.
+  // An answer without reading (the rest of) the request: then the connection ends. Until
+  // then what the client still sends of its declared body (at most the upload limit, 10 s)
+  // is read into a 64 KiB scratch and dropped: clients such as Node's fetch read the
+  // answer only once their body is written, and would see a reset instead of the 401.
   void refuse(const HttpResponse& r, const std::string& origin = "") {
     if (!parser_->is_done()) {
       keep_alive_ = false;
-      linger_limit_ = kSmallBodyLimit;
+      const uint64_t most = impl_.core.config().max_upload_bytes + 64 * 1024;
+      const auto declared = parser_->content_length();
+      linger_limit_ = declared ? static_cast<size_t>(std::min<uint64_t>(*declared, most)) : kSmallBodyLimit;
     }
     write(r, origin);
   }
