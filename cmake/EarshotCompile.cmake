@@ -17,6 +17,31 @@ if(EARSHOT_SANITIZE)
   endif()
 endif()
 
+if(EARSHOT_FUZZ)
+  # The fuzz flavour (scripts/build.sh fuzz): earshot's own code carries libFuzzer's
+  # coverage instrumentation plus ASan and UBSan; the targets in fuzz/ link the fuzzer.
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "EARSHOT_FUZZ=ON needs clang (libFuzzer): configure with CC=clang CXX=clang++")
+  endif()
+  target_compile_options(earshot_compile_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(earshot_compile_options INTERFACE -fsanitize=address,undefined)
+endif()
+if(EARSHOT_TSAN)
+  if(EARSHOT_SANITIZE)
+    message(FATAL_ERROR "EARSHOT_TSAN and EARSHOT_SANITIZE cannot be combined (ThreadSanitizer excludes ASan)")
+  endif()
+  # ThreadSanitizer on earshot's own code (ggml stays uninstrumented: its threadpool's
+  # accesses are invisible to TSan, and tsan.supp covers what its interceptors still see).
+  target_compile_options(earshot_compile_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(earshot_compile_options INTERFACE -fsanitize=thread)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # As with ASan: false -Wmaybe-uninitialized in Beast's parser; and GCC's -Wtsan notes that
+    # TSan does not model std::atomic_thread_fence, which Boost.Asio uses only on paths we do not take.
+    target_compile_options(earshot_compile_options INTERFACE -Wno-maybe-uninitialized -Wno-tsan)
+  endif()
+endif()
+
 # earshot_library(NAME SOURCES... [DEPS ...]): a part of earshot, e.g. earshot_audio.
 function(earshot_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
@@ -46,4 +71,16 @@ function(earshot_test name)
     list(APPEND properties LABELS "${labels}")
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
+endfunction()
+
+# earshot_fuzz_regression_test(TARGET DEPS ...): the fuzz target fuzz/targets/TARGET.cpp
+# run as a GoogleTest over the inputs that once broke it, kept beside the parser's
+# tests in fuzz_regressions/TARGET/ of the calling folder (fuzz/replay_test.cpp).
+function(earshot_fuzz_regression_test target)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  earshot_test(earshot_fuzz_regression_${target}
+    SOURCES ${PROJECT_SOURCE_DIR}/fuzz/replay_test.cpp ${PROJECT_SOURCE_DIR}/fuzz/targets/${target}.cpp
+    DEPS ${ARG_DEPS})
+  target_compile_definitions(earshot_fuzz_regression_${target} PRIVATE
+    EARSHOT_FUZZ_REGRESSIONS="${CMAKE_CURRENT_SOURCE_DIR}/fuzz_regressions/${target}")
 endfunction()

@@ -1,15 +1,37 @@
 #!/usr/bin/env bash
 # The test command (README, CI): builds Release and the ASan+UBSan flavour, then
 # runs every CTest test in both. Slow end-to-end tests run in Release only.
+# Then the threaded tests under ThreadSanitizer (build/tsan, only their targets):
+# the server (HTTP, WebSocket, drain, faults; the scheduler and worker pool behind
+# it), the sessions and their scheduler, and one model shared by sessions on threads
+# (about 100 s on 2 busy cores; suppressions in scripts/tsan.supp, ggml's kernels only).
+# Last, every libFuzzer target (scripts/fuzz.sh, clang's fuzz flavour) for
+# EARSHOT_FUZZ_SECONDS each (default 15; 0 skips) on its seeds: any finding fails.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${JOBS:-$(nproc)}"
 "$ROOT/scripts/build.sh" release
 "$ROOT/scripts/build.sh" sanitize
+TSAN_TARGETS=(tests/server/earshot_server_test tests/session/earshot_session_test tests/model/earshot_model_session_test)
+# The model's other tests are single-threaded and slow under TSan (over 8 min on 2 cores): only the shared-model one.
+declare -A TSAN_FILTER=([tests/model/earshot_model_session_test]=SessionTest.TwoSessionsOnOneModelInTwoThreadsEqualEachAlone)
+EARSHOT_TARGETS="$(printf '%s ' "${TSAN_TARGETS[@]##*/}")" "$ROOT/scripts/build.sh" tsan
 status=0
 echo "== Release tests"
 ctest --test-dir "$ROOT/build/release" --output-on-failure -j "$JOBS" || status=1
 echo "== ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build/sanitize" --output-on-failure -j "$JOBS" -LE slow || status=1
+echo "== ThreadSanitizer tests"
+for t in "${TSAN_TARGETS[@]}"; do
+  # Gtest executables run directly: ctest in build/tsan would list the targets not built there.
+  TSAN_OPTIONS="suppressions=$ROOT/scripts/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+    EARSHOT_SHARED_DIR="$ROOT/../shared" "$ROOT/build/tsan/$t" --gtest_brief=1 "--gtest_filter=${TSAN_FILTER[$t]:-*}" \
+    || status=1
+done
+fuzz_seconds="${EARSHOT_FUZZ_SECONDS:-15}"
+if [ "$fuzz_seconds" != 0 ]; then
+  echo "== libFuzzer targets, ${fuzz_seconds} s each"
+  "$ROOT/scripts/fuzz.sh" all "$fuzz_seconds" || status=1
+fi
 exit $status

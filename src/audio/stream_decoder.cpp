@@ -7,8 +7,12 @@
 // the bytes over and waits until the worker has consumed them all and is
 // blocked again: everything decodable is then decoded, packets split across
 // pieces are simply completed by a later piece, and the output is identical
-// however the stream was cut. Memory stays bounded: bytes are dropped once
-// read, and probing looks at most kMaxProbeBytes ahead.
+// however the stream was cut. Demuxers resynchronising after corrupt data seek
+// back (Matroska does); FFmpeg's own buffer serves that only when its last
+// reads happened to keep the bytes, which depends on the cuts, so the decoder
+// keeps the last kSeekBackBytes read and serves seeks back into them itself.
+// Memory stays bounded: bytes are dropped once that far behind, and probing
+// looks at most kMaxProbeBytes ahead.
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -33,6 +37,8 @@ constexpr int kMaxProbeBytes = 128 * 1024;
 // A demuxer that consumes this much without producing audio is skipping garbage.
 constexpr size_t kMaxBytesWithoutAudio = 1 << 20;
 constexpr int64_t kMaxAnalyzeMicroseconds = 100'000;
+// How far back a demuxer may seek (a Matroska cluster of a browser stream is ~20 KB).
+constexpr size_t kSeekBackBytes = 256 * 1024;
 const char* const kName = "audio stream";
 
 class FfmpegStreamDecoder final : public StreamDecoder {
@@ -52,9 +58,11 @@ class FfmpegStreamDecoder final : public StreamDecoder {
     if (finished_) throw Error(ErrorCode::kInternal, "StreamDecoder::push called after finish()");
     if (error_) std::rethrow_exception(error_);
     if (bytes.empty() || worker_done_) return take_output();  // bytes after the stream's own end are ignored
-    if (pending_pos_ == pending_.size()) {
-      pending_.clear();
-      pending_pos_ = 0;
+    if (pending_pos_ > 2 * kSeekBackBytes) {                  // dropped in large steps: rarely moves the kept bytes
+      const size_t drop = pending_pos_ - kSeekBackBytes;
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(drop));
+      pending_base_ += drop;
+      pending_pos_ -= drop;
     }
     pending_.insert(pending_.end(), bytes.begin(), bytes.end());
     if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
@@ -89,6 +97,28 @@ class FfmpegStreamDecoder final : public StreamDecoder {
 
   static int read_callback(void* opaque, uint8_t* buffer, int size) {
     return static_cast<FfmpegStreamDecoder*>(opaque)->read(buffer, size);
+  }
+  static int64_t seek_callback(void* opaque, int64_t offset, int whence) {
+    return static_cast<FfmpegStreamDecoder*>(opaque)->seek(offset, whence);
+  }
+
+  // Worker thread only: FFmpeg seeks here only backwards past its own buffer (a
+  // non-seekable stream reads forward instead). Served within the last
+  // kSeekBackBytes read, refused beyond, however the stream was cut.
+  int64_t seek(int64_t offset, int whence) {
+    whence &= ~AVSEEK_FORCE;
+    std::lock_guard lock(mu_);
+    const auto position = static_cast<int64_t>(pending_base_ + pending_pos_);
+    if (whence == SEEK_CUR) {
+      offset += position;
+    } else if (whence != SEEK_SET) {
+      return AVERROR(ENOSYS);  // AVSEEK_SIZE, SEEK_END: a stream has no known size
+    }
+    if (offset < static_cast<int64_t>(pending_base_) || offset > position ||
+        position - offset > static_cast<int64_t>(kSeekBackBytes))
+      return AVERROR(EPIPE);
+    pending_pos_ = static_cast<size_t>(offset) - pending_base_;
+    return offset;
   }
 
   // Worker thread only: blocks until bytes, end of input or abort.
@@ -148,7 +178,7 @@ class FfmpegStreamDecoder final : public StreamDecoder {
     };
     auto* io_buffer = static_cast<uint8_t*>(av_malloc(kIoBufferSize));
     std::unique_ptr<AVIOContext, IoCloser> io(
-        avio_alloc_context(io_buffer, kIoBufferSize, 0, this, &read_callback, nullptr, nullptr));
+        avio_alloc_context(io_buffer, kIoBufferSize, 0, this, &read_callback, nullptr, &seek_callback));
     if (!io) throw Error(ErrorCode::kInternal, "out of memory allocating an FFmpeg I/O context");
     io->seekable = 0;
 
@@ -232,7 +262,8 @@ class FfmpegStreamDecoder final : public StreamDecoder {
   std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_:
-  std::vector<uint8_t> pending_;
+  std::vector<uint8_t> pending_;  // the bytes from pending_base_ on: the last read ones and those not yet read
+  size_t pending_base_ = 0;       // stream offset of pending_[0]
   size_t pending_pos_ = 0;
   bool end_of_input_ = false;
   bool abort_ = false;

@@ -41,6 +41,8 @@ constexpr Command kCommands[] = {
     {"pull", "download a Whisper model into the cache", earshot::cli::run_pull},
     {"models", "list the Whisper models and which are cached", earshot::cli::run_models},
     {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench},
+    {"replay-translation", "replay a recorded translation input stream (A/B of --commit-mode)",
+     earshot::cli::run_replay_translation},
 };
 
 void print_usage() {

@@ -18,6 +18,14 @@ void declare_model_options(Args& args) {
               "fused attention in the encoder: on (about 40% faster on the CPU) or off (whisper.cpp's explicit "
               "softmax, bit-identical to libwhisper with flash attention off)",
               "on");
+  args.option("mmproj",
+              "Qwen3-ASR's audio encoder (the mmproj GGUF) for a --model of arch qwen3vl; default: "
+              "PREFIX-mmproj.gguf or mmproj-NAME.gguf beside the model",
+              "");
+  args.option("alignment-heads-file",
+              "Qwen3-ASR: a JSON file with alignment_heads_compact ([[layer, head], ...], top 20 used); default: "
+              "every head of the last quarter of the layers",
+              "");
 }
 
 namespace {
@@ -43,6 +51,13 @@ engine::RuntimeOptions read_runtime_options(const Args& args) {
   options.flash_attention = read_flash_attention(args);
   options.threads = static_cast<int>(args.get_int("threads"));
   if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  return options;
+}
+
+engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args) {
+  engine::Qwen3AsrOptions options;
+  options.mmproj = args.get("mmproj");
+  options.alignment_heads = args.get("alignment-heads-file");
   return options;
 }
 

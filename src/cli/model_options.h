@@ -1,7 +1,7 @@
 // Where and how the model runs, offered by every command that loads one
 // (serve, transcribe, bench): --device auto (default) | cpu | a ggml device name
 // (`earshot version` lists them; CUDA0 in a CUDA build), --flash-attention on | off,
-// and the command's own --threads.
+// the command's own --threads, and Qwen3-ASR's --mmproj and --alignment-heads-file.
 #pragma once
 
 #include "common/command_line.h"
@@ -16,5 +16,8 @@ void declare_model_options(Args& args);
 // Throws earshot::Error(kInvalidArgument) for a bad value (an unknown device names
 // the devices there are).
 engine::RuntimeOptions read_runtime_options(const Args& args);
+
+// --mmproj and --alignment-heads-file (Qwen3-ASR; other families ignore them).
+engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args);
 
 }  // namespace earshot::cli

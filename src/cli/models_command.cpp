@@ -1,6 +1,7 @@
 // `earshot models`: the known model names, their sizes, and which are cached.
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/command_line.h"
@@ -18,8 +19,10 @@ int run_models(const CommandArgs& argv) {
   }
   const std::filesystem::path cache =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
-  std::printf("model cache: %s\n\n%-22s %10s  %-6s %s\n", cache.string().c_str(), "NAME", "SIZE", "SHA-1", "STATUS");
-  for (const models::ModelInfo& m : models::known_models()) {
+  std::printf("model cache: %s\n\n%-26s %10s  %-6s %s\n", cache.string().c_str(), "NAME", "SIZE", "SHA-1", "STATUS");
+  std::vector<models::ModelInfo> all = models::known_models();
+  all.insert(all.end(), models::known_transducer_models().begin(), models::known_transducer_models().end());
+  for (const models::ModelInfo& m : all) {
     const std::filesystem::path path = models::cached_model_path(m, cache);
     const std::filesystem::path part = path.string() + ".part";
     std::error_code ec;
@@ -35,7 +38,7 @@ int run_models(const CommandArgs& argv) {
       std::snprintf(size, sizeof size, "%.1f GiB", double(m.approx_bytes) / double(1ull << 30));
     else
       std::snprintf(size, sizeof size, "%llu MiB", static_cast<unsigned long long>(m.approx_bytes >> 20));
-    std::printf("%-22s %10s  %-6s %s\n", m.name.c_str(), size, m.sha1.empty() ? "-" : "known", status.c_str());
+    std::printf("%-26s %10s  %-6s %s\n", m.name.c_str(), size, m.sha1.empty() ? "-" : "known", status.c_str());
   }
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize).\n"

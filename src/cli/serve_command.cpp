@@ -13,6 +13,7 @@
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/serve.h"
+#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
@@ -129,15 +130,18 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   args.option("host", "address to listen on (0.0.0.0 exposes the server to the network)", "127.0.0.1")
       .option("port", "TCP port", "8000")
       .option("model", "model name (pulled into the cache when absent) or a model file path", "base.en")
-      .option("policy", "streaming policy of every stream: alignatt or localagreement (what the model offers)", "")
+      .option("policy",
+              "streaming policy of every stream: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR) "
+              "(what the model offers)",
+              "")
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
       .option("beams", "beam search width (1 = greedy)", "1");
   declare_alignatt_options(args);
   declare_model_options(args);
-  args.option("target-language", "translation target (translation is not available in this build)", "")
-      .option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
+  declare_translation_options(args, "target-language");
+  args.option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
       .option("api-token", "require this token (else $EARSHOT_API_TOKEN; empty = no auth)", "")
       .option("cors-origins", "comma-separated origins allowed by CORS, or *", "")
@@ -168,6 +172,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("shutdown-grace-s",
               "SIGINT/SIGTERM: seconds streams get to finish; then their text so far is sent as final", "30")
       .option("max-uploads", "upload bodies received at once (more get 503 with Retry-After)", "4")
+      .option("drain-seconds",
+              "on SIGTERM, seconds live streams may go on while new sessions are refused and /ready says 503 "
+              "(a rolling restart behind a balancer); then the rest are ended with their final lines",
+              "0")
       .option("transcription-timeout", "seconds a file transcription may take (then 408)", "600")
       .option("max-step-seconds", "most audio one model step takes when a session fell behind", "10")
       .option("max-buffered-seconds", "audio waiting per stream beyond which the oldest is skipped", "60");
@@ -209,6 +217,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (!(config.shutdown_grace_seconds >= 0))
     throw Error(ErrorCode::kInvalidArgument, "--shutdown-grace-s must be >= 0");
   if (config.max_uploads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-uploads must be >= 1");
+  config.drain_seconds = args.get_double("drain-seconds");
+  if (!(config.drain_seconds >= 0)) throw Error(ErrorCode::kInvalidArgument, "--drain-seconds must be >= 0");
   config.transcription_timeout_seconds = args.get_double("transcription-timeout");
   config.workers = static_cast<int>(args.get_int("workers"));
   config.io_threads = 2;
@@ -222,8 +232,13 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (!(config.stream.max_step_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-step-seconds must be > 0");
   if (config.stream.max_pending_seconds > 0 && config.stream.max_pending_seconds < config.stream.max_step_seconds)
     throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be at least --max-step-seconds");
-  if (args.has("target-language") && !args.get("target-language").empty())
-    std::fprintf(stderr, "earshot serve: --target-language ignored: this build has no translation\n");
+  // Before any model load: a bad translation option fails fast.
+  std::optional<TranslationSetup> translation =
+      read_translation_options(args, "target-language", config.stream.pause_segmentation_seconds);
+  if (translation) {
+    config.translation_available = true;
+    config.default_target_language = translation->default_target;
+  }
 
   policy::AlignAttConfig serve_settings;
   serve_settings.beams = static_cast<int>(args.get_int("beams"));
@@ -232,6 +247,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(serve_settings));
   engine::ModelSpec spec;
   spec.runtime = read_runtime_options(args);
+  spec.qwen3asr = read_qwen3asr_options(args);
   spec.policies.alignatt = policy_config;
   spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 
@@ -281,6 +297,13 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
   hooks.model_times = [counters] { return counters->times(); };
   if (!args.get_flag("no-vac")) hooks.make_vad = session::silero_vad_factory(vad::VadModel::load(vad_path));
+  if (translation) {
+    hooks.make_stages = [service = translation->service](const std::string& language, const std::string& target) {
+      std::vector<std::unique_ptr<stages::Stage>> chain;
+      if (!target.empty()) chain.push_back(service->make_stage(language, target));
+      return chain;
+    };
+  }
 
   if (args.has("warmup-file")) {
     std::vector<float> pcm = audio::load_file(args.get("warmup-file"));

@@ -10,8 +10,24 @@
 
 namespace earshot::cli {
 
+namespace {
+
+// The translation stage's output for one emission.
+void translate(stages::Stage& stage, const events::Event& event, Emission& e, Transcript& t) {
+  stage.consume(event, [&](events::Event out) {
+    if (const auto* c = std::get_if<events::TranslationCommitted>(&out))
+      e.translation_committed += c->text;
+    else if (const auto* d = std::get_if<events::TranslationDraftChanged>(&out))
+      e.translation_draft = d->text;
+    else if (const auto* f = std::get_if<events::SegmentTranslated>(&out))
+      t.translations.push_back({f->start, f->end, f->source, f->translation});
+  });
+}
+
+}  // namespace
+
 Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
-                      const std::function<void(const Emission&)>& on_emission) {
+                      const std::function<void(const Emission&)>& on_emission, stages::Stage* translation) {
   if (!(options.chunk_seconds > 0)) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--chunk must be > 0 seconds, got " + std::to_string(options.chunk_seconds));
@@ -27,6 +43,14 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
     e.committed = std::move(committed);
     e.provisional = processor.provisional();
     t.words.insert(t.words.end(), e.committed.begin(), e.committed.end());
+    if (translation) {
+      e.translating = true;
+      std::vector<Word> filled = e.committed;
+      for (Word& w : filled)
+        if (w.language.empty()) w.language = processor.language();
+      if (!filled.empty()) translate(*translation, events::WordsCommitted{std::move(filled)}, e, t);
+      translate(*translation, events::ProvisionalChanged{e.provisional}, e, t);
+    }
     if (on_emission) on_emission(e);
     t.emissions.push_back(std::move(e));
   };
@@ -42,6 +66,12 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
   }
   emit(processor.finish().committed, static_cast<double>(pcm.size()) / 16000);
   t.language = processor.language();
+  if (translation) {
+    // The end of the stream closes the last segment: its final is the last emission's.
+    t.translated = true;
+    Emission& last = t.emissions.back();
+    translate(*translation, events::EndOfStream{}, last, t);
+  }
   return t;
 }
 
@@ -55,11 +85,60 @@ std::string words_text(const std::vector<Word>& words) {
 std::string emission_json(const Emission& e) {
   char times[96];
   std::snprintf(times, sizeof times, "{\"emission_time\":%.3f,\"audio_time\":%.3f", e.emission_time, e.audio_time);
-  return times + std::string(",\"committed\":") + protocol::words_json(e.committed) +
-         ",\"provisional\":" + json_quote(words_text(e.provisional)) + "}";
+  std::string out = times + std::string(",\"committed\":") + protocol::words_json(e.committed) +
+                    ",\"provisional\":" + json_quote(words_text(e.provisional));
+  if (e.translating)
+    out += ",\"translation_committed\":" + json_quote(e.translation_committed) +
+           ",\"translation_draft\":" + json_quote(e.translation_draft);
+  return out + "}";
 }
 
+namespace {
+
+std::string translation_text(const Transcript& t) {
+  std::string out;
+  for (const TranslatedSegment& s : t.translations) {
+    std::string text = s.translation;
+    const size_t b = text.find_first_not_of(' ');
+    text = b == std::string::npos ? "" : text.substr(b);
+    if (text.empty()) continue;
+    if (!out.empty() && static_cast<unsigned char>(text.front()) < 0x80) out += ' ';
+    out += text;
+  }
+  return out;
+}
+
+// Cues of the translated segments: the source line, then its translation.
+std::vector<protocol::Segment> translated_cues(const Transcript& t) {
+  std::vector<protocol::Segment> cues;
+  for (const TranslatedSegment& s : t.translations) cues.push_back({s.start, s.end, s.source + "\n" + s.translation});
+  return cues;
+}
+
+}  // namespace
+
 std::string format_transcript(const Transcript& t, const std::string& format, const std::string& file_name) {
+  if (t.translated) {
+    // With --translate-to every format carries the translation (per closed segment).
+    if (format == "txt") return protocol::transcript_text(t.words) + "\n" + translation_text(t) + "\n";
+    if (format == "json") {
+      std::string base = protocol::transcript_json(t.words, t.language, file_name);
+      const size_t close = base.rfind('}');
+      std::string segments = "[";
+      for (const TranslatedSegment& s : t.translations) {
+        char times[64];
+        std::snprintf(times, sizeof times, "{\"start\":%.3f,\"end\":%.3f", s.start, s.end);
+        if (segments.size() > 1) segments += ",";
+        segments += times + std::string(",\"source\":") + json_quote(s.source) +
+                    ",\"translation\":" + json_quote(s.translation) + "}";
+      }
+      segments += "]";
+      return base.substr(0, close) + ",\"translation\":" + json_quote(translation_text(t)) +
+             ",\"translation_segments\":" + segments + base.substr(close);
+    }
+    if (format == "srt") return protocol::format_srt(translated_cues(t));
+    if (format == "vtt") return protocol::format_vtt(translated_cues(t));
+  }
   if (format == "txt") return protocol::transcript_text(t.words) + "\n";
   if (format == "json") return protocol::transcript_json(t.words, t.language, file_name);
   // The CLI has no session (no pauses from a VAD): the rule's word-gap threshold

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policy/online_processor.h"
+#include "stages/stage.h"
 
 namespace earshot::cli {
 
@@ -22,18 +23,34 @@ struct Emission {
   double audio_time = 0;     // seconds of audio fed so far
   std::vector<Word> committed;
   std::vector<Word> provisional;
+  // With --translate-to: target text committed at this emission, and the draft now.
+  bool translating = false;
+  std::string translation_committed;
+  std::string translation_draft;
+};
+
+// A closed segment's source and its final translation.
+struct TranslatedSegment {
+  double start = 0, end = 0;
+  std::string source;
+  std::string translation;
 };
 
 struct Transcript {
   std::vector<Word> words;
   std::vector<Emission> emissions;
   std::string language;
+  bool translated = false;
+  std::vector<TranslatedSegment> translations;
 };
 
 // Feeds `pcm` (16 kHz mono) in chunks, processing after each, then finishes.
 // on_emission sees every emission as it happens (live display, events file).
+// With a (synchronous) translation stage, every emission's words go through it
+// and the transcript carries its finals.
 Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
-                      const std::function<void(const Emission&)>& on_emission = {});
+                      const std::function<void(const Emission&)>& on_emission = {},
+                      stages::Stage* translation = nullptr);
 
 std::string words_text(const std::vector<Word>& words);
 std::string format_transcript(const Transcript& t, const std::string& format, const std::string& file_name);

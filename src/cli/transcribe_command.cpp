@@ -11,6 +11,7 @@
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
+#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
@@ -62,7 +63,10 @@ int run_transcribe(const CommandArgs& argv) {
   Args args("transcribe", "earshot transcribe FILE... [options]");
   args.option("model", "model file (or a name known to `earshot pull`)", "")
       .option("language", "language code, or auto to detect", "auto")
-      .option("policy", "streaming policy: alignatt or localagreement (what the model offers; default its first)", "")
+      .option("policy",
+              "streaming policy: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR) (what the model "
+              "offers; default its first)",
+              "")
       .option("chunk", "seconds of audio fed per step", "0.5")
       .flag("realtime", "feed audio no faster than real time")
       .option("format", "final transcript format: txt, json, srt or vtt", "txt")
@@ -74,6 +78,7 @@ int run_transcribe(const CommandArgs& argv) {
       .option("output", "write the transcript here instead of stdout", "");
   declare_alignatt_options(args);
   declare_model_options(args);
+  declare_translation_options(args, "translate-to");
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -86,6 +91,7 @@ int run_transcribe(const CommandArgs& argv) {
   options.realtime = args.get_flag("realtime");
   engine::ModelSpec spec;
   spec.runtime = read_runtime_options(args);
+  spec.qwen3asr = read_qwen3asr_options(args);
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");
@@ -102,6 +108,8 @@ int run_transcribe(const CommandArgs& argv) {
   request.language = args.get("language");
   const std::string format = args.get("format");
   format_transcript({}, format, "");  // reject a bad --format before any work
+  // The CLI has no VAD pauses: segments close at punctuation and the maxima.
+  const std::optional<TranslationSetup> translation = read_translation_options(args, "translate-to", 5.0);
 
   spec.path = model_path(args.get("model"));
   const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
@@ -128,10 +136,16 @@ int run_transcribe(const CommandArgs& argv) {
     };
     auto processor = engine->open_stream(request);
     LiveLine live(on_terminal);
-    const Transcript t = transcribe(*processor, pcm, options, [&](const Emission& e) {
-      live.update(e, total);
-      if (events.is_open()) events << emission_json(e) << "\n";
-    });
+    std::unique_ptr<stages::Stage> stage;
+    if (translation)  // in order, every draft: a file has no real-time budget to keep
+      stage = translation->service->make_synchronous_stage(request.language, translation->service->defaults());
+    const Transcript t = transcribe(
+        *processor, pcm, options,
+        [&](const Emission& e) {
+          live.update(e, total);
+          if (events.is_open()) events << emission_json(e) << "\n";
+        },
+        stage.get());
     live.done();
     output += format_transcript(t, format, file);
   }

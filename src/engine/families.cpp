@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "engine/qwen3asr_engine.h"
+#include "engine/transducer_engine.h"
 #include "engine/whisper_engine.h"
 
 namespace earshot::engine {
@@ -25,9 +27,23 @@ Registry& registry() {
 void add_builtins_locked(Registry& r) {
   if (r.builtins) return;
   r.builtins = true;
-  r.families.insert(r.families.begin(),
-                    Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
-                           [](const ModelSpec& spec) { return load_whisper_engine(spec); }});
+  r.families.insert(
+      r.families.begin(),
+      {Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
+              [](const ModelSpec& spec) { return load_whisper_engine(spec); }},
+       Family{"transducer",
+              [](const ModelFile& f) {
+                return f.kind == ModelFileKind::kGgmlParakeet ||
+                       (f.kind == ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
+              },
+              [](const ModelSpec& spec) { return load_transducer_engine(spec); }},
+       // Qwen3-ASR's text model; an mmproj given as --model is taken too so the
+       // loader can say which flag it belongs to.
+       Family{"qwen3asr",
+              [](const ModelFile& f) {
+                return f.kind == ModelFileKind::kGguf && (f.architecture == "qwen3vl" || f.architecture == "clip");
+              },
+              [](const ModelSpec& spec) { return load_qwen3asr_engine(spec); }}});
 }
 
 }  // namespace
@@ -68,9 +84,11 @@ std::shared_ptr<const Engine> load(const ModelSpec& spec) {
     }
   }
   if (!loader) {
-    throw Error(ErrorCode::kUnsupported, "model file " + spec.path.string() + " is " + file.description +
-                                             ", which no model family of this build reads (families: " + names +
-                                             "; Whisper models are whisper.cpp's ggml .bin files)");
+    throw Error(ErrorCode::kUnsupported,
+                "model file " + spec.path.string() + " is " + file.description +
+                    ", which no model family of this build reads (families: " + names +
+                    "; Whisper and Parakeet models are whisper.cpp's ggml .bin files, Qwen3-ASR a qwen3vl GGUF + "
+                    "its mmproj)");
   }
   return loader(spec);
 }

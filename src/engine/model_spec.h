@@ -10,6 +10,8 @@
 #include "model/whisper/alignment_heads.h"
 #include "model/whisper/session.h"
 #include "policy/alignatt/alignatt_config.h"
+#include "policy/alignatt/prompted_alignatt.h"
+#include "policy/commit/revising_processor.h"
 #include "policy/localagreement/local_agreement_processor.h"
 
 namespace earshot::engine {
@@ -25,15 +27,35 @@ struct WhisperOptions {
   whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
 };
 
+struct TransducerOptions {
+  double window_seconds = 20;  // audio an offline transducer encodes at once (1 to 120 s)
+};
+
+// Qwen3-ASR: a text GGUF (--model) and its audio encoder (--mmproj).
+struct Qwen3AsrOptions {
+  std::filesystem::path mmproj;           // "" = found next to the model (PREFIX-mmproj.gguf, mmproj-NAME.gguf)
+  std::filesystem::path alignment_heads;  // a file with alignment_heads_compact; "" = the last quarter of layers
+  int n_ctx = 1024;                       // decoder context per stream (prompt, 15 s of audio, context, output)
+};
+
 struct PolicySettings {
-  policy::AlignAttConfig alignatt;              // language and on_warning come from the stream
-  policy::LocalAgreementConfig localagreement;  // likewise
+  policy::AlignAttConfig alignatt;                   // language and on_warning come from the stream
+  policy::LocalAgreementConfig localagreement;       // likewise
+  policy::PromptedAlignAttConfig prompted_alignatt;  // Qwen3-ASR's AlignAtt (seed 002)
+  policy::commit::RevisingConfig rolling = [] {      // Qwen3-ASR's rolling mode through the commit layer
+    policy::commit::RevisingConfig c;
+    c.commit.hold_back = 6;  // WhisperLiveKit's stable-commit defaults: ~6 units held, 2 agreeing passes
+    c.commit.agreeing_passes = 2;
+    return c;
+  }();
 };
 
 struct ModelSpec {
   std::filesystem::path path;
   RuntimeOptions runtime;
   WhisperOptions whisper;
+  TransducerOptions transducer;
+  Qwen3AsrOptions qwen3asr;
   PolicySettings policies;
 };
 

@@ -60,7 +60,33 @@ struct Finalized {
 // Everything the stream will ever produce has been emitted.
 struct EndOfStream {};
 
-using Event = std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected,
-                           StreamError, Finalized, EndOfStream>;
+// Translation (stages/translation). Segments are numbered from 0 in stream order;
+// `start` is the stream time of the segment's first source word.
+// Target text newly committed for the open segment: append-only within it.
+struct TranslationCommitted {
+  int segment = 0;
+  double start = 0;
+  std::string text;
+};
+// The provisional rest of the open segment's draft now (replaces the previous
+// one; may be empty), after what TranslationCommitted has sent.
+struct TranslationDraftChanged {
+  int segment = 0;
+  double start = 0;
+  std::string text;
+};
+// A closed segment's full-quality translation: it replaces the segment's
+// committed text and draft (which may differ from it).
+struct SegmentTranslated {
+  int segment = 0;
+  double start = 0;
+  double end = 0;
+  std::string source;
+  std::string translation;
+};
+
+using Event =
+    std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected, StreamError,
+                 Finalized, EndOfStream, TranslationCommitted, TranslationDraftChanged, SegmentTranslated>;
 
 }  // namespace earshot::events

@@ -339,7 +339,11 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   d.url = model_url(model, options.base_url);
   d.destination = cached_model_path(model, cache);
   d.expected_sha1 = model.sha1;
-  d.verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
+  if (model.family == "parakeet") {
+    d.verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
+  } else {
+    d.verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
+  }
   d.progress = options.progress;
   d.max_attempts = options.max_attempts;
   download_file(d);

@@ -50,6 +50,19 @@ std::vector<ModelInfo> make_registry() {
   };
 }
 
+// whisper.cpp's scripts/upload-parakeet.py names (ggml-parakeet-tdt-0.6b-v3-TYPE.bin);
+// sizes approximate (0.6B parameters).
+std::vector<ModelInfo> make_transducer_registry() {
+  const std::string hf = kParakeetBaseUrl;
+  return {
+      {"parakeet-tdt-0.6b-v3-f32", 2400 * kMiB, "", hf, "parakeet"},
+      {"parakeet-tdt-0.6b-v3-f16", 1250 * kMiB, "", hf, "parakeet"},
+      {"parakeet-tdt-0.6b-v3-q8_0", 700 * kMiB, "", hf, "parakeet"},
+      {"parakeet-tdt-0.6b-v3-q4_0", 420 * kMiB, "", hf, "parakeet"},
+      {"parakeet-tdt-0.6b-v3-q4_k", 420 * kMiB, "", hf, "parakeet"},
+  };
+}
+
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -67,16 +80,24 @@ const std::vector<ModelInfo>& known_models() {
   return registry;
 }
 
+const std::vector<ModelInfo>& known_transducer_models() {
+  static const std::vector<ModelInfo> registry = make_transducer_registry();
+  return registry;
+}
+
 const ModelInfo* find_model(std::string_view name) {
   if (name.starts_with("ggml-") && name.ends_with(".bin")) name = name.substr(5, name.size() - 9);
-  for (const ModelInfo& m : known_models())
-    if (m.name == name) return &m;
+  if (name == "parakeet-tdt-0.6b-v3") name = "parakeet-tdt-0.6b-v3-f16";
+  for (const auto* list : {&known_models(), &known_transducer_models()})
+    for (const ModelInfo& m : *list)
+      if (m.name == name) return &m;
   return nullptr;
 }
 
 std::string known_model_names() {
   std::string names;
-  for (const ModelInfo& m : known_models()) names += (names.empty() ? "" : ", ") + m.name;
+  for (const auto* list : {&known_models(), &known_transducer_models()})
+    for (const ModelInfo& m : *list) names += (names.empty() ? "" : ", ") + m.name;
   return names;
 }
 
@@ -158,6 +179,26 @@ void check_ggml_whisper_header(const std::filesystem::path& path) {
   if (file_size < needed)
     throw bad("truncated inside the mel filter bank: " + std::to_string(file_size) + " bytes, at least " +
               std::to_string(needed) + " expected");
+}
+
+}  // namespace earshot::models
+
+namespace earshot::models {
+
+void check_ggml_parakeet_header(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, name + ": cannot open");
+  int32_t header[18];  // magic, 15 hyper-parameters, the filter bank's n_mel and bin count
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  auto bad = [&](const std::string& what) {
+    return Error(ErrorCode::kInvalidModel, name + ": not a ggml Parakeet model: " + what);
+  };
+  if (in.gcount() != sizeof header) throw bad("shorter than the " + std::to_string(sizeof header) + "-byte header");
+  if (uint32_t(header[0]) != 0x67676d6cu) throw bad("no 'ggml' magic");
+  const int32_t n_mels = header[6], n_fft = header[8];
+  if (n_mels <= 0 || n_fft <= 1 || header[16] != n_mels || header[17] != n_fft / 2 + 1)
+    throw bad("the filter bank header does not repeat n_mels " + std::to_string(n_mels) + " and n_fft/2+1");
 }
 
 }  // namespace earshot::models

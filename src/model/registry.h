@@ -1,5 +1,6 @@
-// Known Whisper models in whisper.cpp's ggml format, where they are cached,
-// and how a `--model` argument (a name or a path) becomes a file.
+// Known models in whisper.cpp's ggml formats (Whisper, and the Parakeet
+// transducers ggml-org publishes next to them), where they are cached, and how
+// a `--model` argument (a name or a path) becomes a file.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +13,26 @@
 namespace earshot::models {
 
 struct ModelInfo {
-  std::string name;        // e.g. "base.en", "large-v3-turbo-q5_0"
-  uint64_t approx_bytes;   // for listings only; downloads verify the server's Content-Length
-  std::string sha1;        // hex, from whisper.cpp's models/README.md; empty where it lists none
-  std::string repository;  // default base URL of the file (tinydiarize lives elsewhere)
+  std::string name;                // e.g. "base.en", "large-v3-turbo-q5_0"
+  uint64_t approx_bytes;           // for listings only; downloads verify the server's Content-Length
+  std::string sha1;                // hex, from whisper.cpp's models/README.md; empty where it lists none
+  std::string repository;          // default base URL of the file (tinydiarize lives elsewhere)
+  std::string family = "whisper";  // "whisper", or "parakeet" (whisper.cpp's legacy Parakeet-TDT files)
 };
+
+// ggml-org's Parakeet-TDT files (whisper.cpp's scripts/upload-parakeet.py and its
+// Ruby bindings' URI list): ggml-NAME.bin in this repository.
+inline constexpr const char* kParakeetBaseUrl = "https://huggingface.co/ggml-org/parakeet-GGUF/resolve/main";
 
 // The public repository whisper.cpp's models/download-ggml-model.sh downloads from.
 inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main";
 
+// The Whisper models of whisper.cpp's models/download-ggml-model.sh.
 const std::vector<ModelInfo>& known_models();
-// Accepts "tiny.en" as well as "ggml-tiny.en.bin". Null when unknown.
+// The models of the other families (Parakeet-TDT).
+const std::vector<ModelInfo>& known_transducer_models();
+// Accepts "tiny.en" as well as "ggml-tiny.en.bin", and the models of every family;
+// "parakeet-tdt-0.6b-v3" is its f16 file. Null when unknown.
 const ModelInfo* find_model(std::string_view name);
 // "tiny, tiny.en, ..." for error messages.
 std::string known_model_names();
@@ -44,5 +54,8 @@ std::filesystem::path resolve_model(const std::string& name_or_path,
 // Throws earshot::Error(kInvalidModel) unless `path` starts like a legacy ggml
 // Whisper file: magic, plausible hyper-parameters, and a complete mel filter bank.
 void check_ggml_whisper_header(const std::filesystem::path& path);
+// Likewise for whisper.cpp's legacy Parakeet file: magic, 15 hyper-parameters and
+// a filter bank header that repeats n_mels and n_fft/2+1.
+void check_ggml_parakeet_header(const std::filesystem::path& path);
 
 }  // namespace earshot::models

@@ -13,6 +13,7 @@
 #include "policy/online_processor.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
+#include "stages/stage.h"
 
 namespace earshot::server {
 
@@ -22,6 +23,7 @@ struct ServerConfig {
   bool pcm_input = false;
   std::string default_language = "auto";
   bool translation_available = false;
+  std::string default_target_language;    // --target-language: "" = no translation unless the client asks
   std::string api_token;                  // "" = no authentication
   std::vector<std::string> cors_origins;  // "*" allows any origin
   std::string ssl_certfile, ssl_keyfile;  // both set = TLS (https/wss)
@@ -37,6 +39,10 @@ struct ServerConfig {
   double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
   double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
   double write_timeout_seconds = 30;      // a stream update not written this long ends the stream
+  // SIGTERM first drains this long: /ready answers 503, new sessions are refused, and live
+  // streams go on until their clients end them; those still running then get the grace
+  // above (ended at once: final lines, ready_to_stop). 0 = end them at once.
+  double drain_seconds = 0;
   int io_threads = 1;
   int workers = 1;  // sessions whose model work runs at the same time
   session::StreamOptions stream;
@@ -64,6 +70,12 @@ struct ServerHooks {
   // Optional check of a language code: "" when usable, else the reason.
   std::function<std::string(const std::string& language)> check_language;
   std::function<ModelTimes()> model_times;  // optional
+  // The stages of a stream's chain for a source `language` and a translation
+  // `target_language` ("" = none); optional (no stages). Throws
+  // Error(kInvalidArgument) for a target it cannot serve.
+  std::function<std::vector<std::unique_ptr<stages::Stage>>(const std::string& language,
+                                                            const std::string& target_language)>
+      make_stages;
 };
 
 }  // namespace earshot::server

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/target.h"
+#include "protocol/wlk/protocol.h"
 #include "server/deepgram_adapter.h"
 #include "server/web_page.h"
 
@@ -79,7 +80,50 @@ bool Core::acquire_slot() {
   }
   std::lock_guard lock(mutex_);
   ++totals_.sessions_refused;
+  ++refusals_[static_cast<size_t>(Refusal::kMaxSessions)];
   return false;
+}
+
+bool Core::ready() const {
+  return !draining_ && active_.load() < static_cast<size_t>(std::max(0, config_.max_sessions));
+}
+
+void Core::count_refusal(Refusal reason) {
+  std::lock_guard lock(mutex_);
+  ++refusals_[static_cast<size_t>(reason)];
+}
+
+HttpResponse Core::draining_refusal(const std::string& path) {
+  count_refusal(Refusal::kDraining);
+  const std::string message = "server draining (shutting down): connect again to reach another instance";
+  HttpResponse r = path == "/v1/listen" ? deepgram_rest_error(503, "SERVICE_UNAVAILABLE", message)
+                                        : json_response(503, protocol::wlk::error_message(message));
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+void LagHistogram::observe(double lag) {
+  size_t i = 0;
+  while (i < std::size(kBounds) && lag > kBounds[i]) ++i;
+  ++counts[i];
+  ++samples;
+  sum += lag;
+}
+
+void Core::sample_lags() {
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  int64_t next = next_lag_sample_.load();
+  if (now < next || !next_lag_sample_.compare_exchange_strong(next, now + 1'000'000'000)) return;
+  std::vector<std::shared_ptr<session::StreamSession>> streams;
+  {
+    std::lock_guard lock(mutex_);
+    for (const LiveSession& l : live_)
+      if (auto p = l.session.lock(); p && !l.file) streams.push_back(p);
+  }
+  std::vector<double> lags;
+  for (const auto& s : streams) lags.push_back(s->status().lag_transcription());
+  std::lock_guard lock(mutex_);
+  for (double lag : lags) lag_.observe(lag);
 }
 
 void Core::release_slot() { --active_; }
@@ -90,6 +134,12 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
 
 std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
                                                            const session::StreamOptions& options) {
+  return open_session(language, file, options, "");
+}
+
+std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
+                                                           const session::StreamOptions& options,
+                                                           const std::string& target_language) {
   if (hooks_.check_language && language != "auto") {
     std::string problem = hooks_.check_language(language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
@@ -97,12 +147,15 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
   std::unique_ptr<OnlineProcessor> processor = hooks_.make_processor(language);
   std::unique_ptr<session::VoiceActivityDetector> vad;
   if (hooks_.make_vad) vad = hooks_.make_vad();
-  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options);
+  std::vector<std::unique_ptr<stages::Stage>> chain;
+  if (hooks_.make_stages) chain = hooks_.make_stages(language, target_language);
+  auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options,
+                                                          session::StreamSession::Clock{}, std::move(chain));
   std::lock_guard lock(mutex_);
   // Checked where fail_all() reads the list: a session is either failed by it or never opened.
   if (stopped_) throw Error(ErrorCode::kIo, "server stopped");
   (file ? totals_.sessions_total_file : totals_.sessions_total_ws)++;
-  live_.push_back(session);
+  live_.push_back({session, file});
   return session;
 }
 
@@ -118,8 +171,8 @@ void Core::close_session(const std::shared_ptr<session::StreamSession>& session)
   if (!status.error.empty()) ++totals_.session_errors;
   session_ended_ = true;
   live_.erase(std::remove_if(live_.begin(), live_.end(),
-                             [&](const std::weak_ptr<session::StreamSession>& w) {
-                               auto p = w.lock();
+                             [&](const LiveSession& l) {
+                               auto p = l.session.lock();
                                return !p || p == session;
                              }),
               live_.end());
@@ -143,8 +196,8 @@ void Core::fail_all(const std::string& message) {
   {
     std::lock_guard lock(mutex_);
     stopped_ = true;
-    for (const auto& w : live_)
-      if (auto p = w.lock()) live.push_back(p);
+    for (const LiveSession& l : live_)
+      if (auto p = l.session.lock()) live.push_back(p);
   }
   for (auto& s : live) s->fail(message);
   scheduler_.wake_waiters();
@@ -225,6 +278,7 @@ std::optional<HttpResponse> Core::admit(const HttpRequest& request, SessionSlot&
       deepgram ? deepgram_support::token(parse_target(request.target).query, request.header("authorization"), "")
                : bearer_token(request.header("authorization"));
   if (needs_token && !token_ok(token)) {
+    if (is_blocking_route(request)) count_refusal(Refusal::kUnauthorized);
     HttpResponse r = deepgram ? deepgram_rest_error(401, "INVALID_AUTH", "invalid or missing API token")
                               : openai_error(401, "invalid or missing API token", "authentication_error");
     r.headers.emplace_back("WWW-Authenticate", deepgram ? "Token" : "Bearer");
@@ -264,14 +318,30 @@ HttpResponse Core::route(const HttpRequest& request) {
     r.body = std::string(web_page());
     return r;
   }
-  const bool get_only = path == "/health" || path == "/v1/models" || path == "/metrics";
+  const bool get_only = path == "/health" || path == "/ready" || path == "/v1/models" || path == "/metrics";
   if (get_only && request.method != "GET" && request.method != "HEAD") {
     HttpResponse r = openai_error(405, "use GET for " + path);
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
   if (path == "/health") {
-    return json_response(200, {{"status", "ok"}, {"backend", config_.backend}, {"ready", true}});
+    // Liveness: 200 for as long as the process serves. "draining" appears only while it
+    // drains (the body's fields are otherwise as before).
+    nlohmann::json body = {{"status", "ok"}, {"backend", config_.backend}, {"ready", !draining_}};
+    if (draining_) body["draining"] = true;
+    // The page shows its target-language box when this says so; absent otherwise.
+    if (config_.translation_available) body["translation"] = true;
+    return json_response(200, body);
+  }
+  if (path == "/ready") {
+    // Readiness (a balancer's or Kubernetes' probe): 503 while draining or full.
+    const bool ok = ready();
+    HttpResponse r = json_response(ok ? 200 : 503, {{"ready", ok},
+                                                    {"draining", draining_.load()},
+                                                    {"sessions", active_.load()},
+                                                    {"max_sessions", config_.max_sessions}});
+    if (!ok) r.headers.emplace_back("Retry-After", draining_ ? "5" : "1");
+    return r;
   }
   if (path == "/v1/models") {
     return json_response(200, {{"object", "list"},
@@ -288,12 +358,20 @@ HttpResponse Core::route(const HttpRequest& request) {
 
 std::string Core::metrics_text() const {
   MetricTotals t;
+  LagHistogram lag;
+  uint64_t refusals[kRefusalKinds] = {};
+  size_t live_streams = 0, live_files = 0;
   std::vector<std::shared_ptr<session::StreamSession>> live;
   {
     std::lock_guard lock(mutex_);
     t = totals_;
-    for (const auto& w : live_)
-      if (auto p = w.lock()) live.push_back(p);
+    lag = lag_;
+    std::copy(std::begin(refusals_), std::end(refusals_), refusals);
+    for (const LiveSession& l : live_)
+      if (auto p = l.session.lock()) {
+        live.push_back(p);
+        ++(l.file ? live_files : live_streams);
+      }
   }
   double max_lag = 0, sum_lag = 0;
   size_t streams = 0;
@@ -340,6 +418,31 @@ std::string Core::metrics_text() const {
          t.http_requests);
   metric("earshot_streams_slow_client_total", "counter",
          "Streams ended because the client did not read its updates within --write-timeout.", t.slow_clients);
+  // Fleet metrics: what a balancer's dashboard sums or compares across instances.
+  out << "# HELP earshot_sessions_live Sessions open now, by kind.\n# TYPE earshot_sessions_live gauge\n"
+      << "earshot_sessions_live{kind=\"websocket\"} " << live_streams << '\n'
+      << "earshot_sessions_live{kind=\"file\"} " << live_files << '\n';
+  metric("earshot_sessions_max", "gauge", "Sessions admitted at once (--max-sessions).", config_.max_sessions);
+  out << "# HELP earshot_refusals_total Sessions not admitted, by reason.\n# TYPE earshot_refusals_total counter\n";
+  const char* reasons[kRefusalKinds] = {"max_sessions", "draining", "unauthorized", "bad_request"};
+  for (size_t i = 0; i < kRefusalKinds; ++i)
+    out << "earshot_refusals_total{reason=\"" << reasons[i] << "\"} " << refusals[i] << '\n';
+  metric("earshot_draining", "gauge", "1 while the instance drains (SIGTERM): new sessions go elsewhere.",
+         draining_ ? 1 : 0);
+  metric("earshot_ready", "gauge", "1 while /ready answers 200 (admitting sessions).", ready() ? 1 : 0);
+  out << "# HELP earshot_stream_lag_seconds Live streams' lag behind the audio received, sampled once a second "
+         "per stream.\n# TYPE earshot_stream_lag_seconds histogram\n";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < LagHistogram::kBuckets; ++i) {
+    cumulative += lag.counts[i];
+    out << "earshot_stream_lag_seconds_bucket{le=\"";
+    if (i < std::size(LagHistogram::kBounds))
+      out << LagHistogram::kBounds[i];
+    else
+      out << "+Inf";
+    out << "\"} " << cumulative << '\n';
+  }
+  out << "earshot_stream_lag_seconds_sum " << lag.sum << "\nearshot_stream_lag_seconds_count " << lag.samples << '\n';
   return out.str();
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "server/multipart.h"
 #include "session/scheduler.h"
 
 namespace earshot::server {
@@ -50,6 +53,22 @@ struct MetricTotals {
   uint64_t slow_clients = 0;  // streams ended because the client stopped reading
 };
 
+// Why a session was not admitted (/metrics: earshot_refusals_total{reason}).
+enum class Refusal { kMaxSessions, kDraining, kUnauthorized, kBadRequest };
+inline constexpr size_t kRefusalKinds = 4;
+
+// Lag of live streams behind the audio received (remaining_time_transcription),
+// sampled once a second per stream: a Prometheus histogram, so a fleet's
+// percentiles come from summing the instances' buckets.
+struct LagHistogram {
+  static constexpr double kBounds[] = {0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60};
+  static constexpr size_t kBuckets = std::size(kBounds) + 1;  // the last is +Inf
+  uint64_t counts[kBuckets] = {};                             // per bucket, not cumulative
+  uint64_t samples = 0;
+  double sum = 0;
+  void observe(double lag);
+};
+
 class Core;
 
 // One of the --max-sessions slots, held for as long as the object lives (move-only).
@@ -79,11 +98,29 @@ class Core {
   void release_slot();
   size_t active() const { return active_.load(); }
 
+  // Draining (SIGTERM): /ready answers 503, new sessions are refused, live ones go on.
+  void begin_drain() { draining_ = true; }
+  bool draining() const { return draining_.load(); }
+  // Admitting sessions: not draining and below --max-sessions (GET /ready).
+  bool ready() const;
+  void count_refusal(Refusal reason);
+  // What a WebSocket upgrade to `path` gets while draining, before the upgrade: 503 with
+  // Retry-After and the protocol's error body, so a balancer (nginx's proxy_next_upstream
+  // http_503) retries another instance and the client never sees it.
+  HttpResponse draining_refusal(const std::string& path);
+  // Samples every live stream's lag into the histogram when a second passed since the
+  // last sample (cheap otherwise: the stream transports call it on every tick).
+  void sample_lags();
+
   // Creates a stream session; throws Error(kInvalidArgument) for a bad language.
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file);
   // The same with options of the caller's (a protocol that needs word times or short pauses).
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
                                                        const session::StreamOptions& options);
+  // A stream translated into `target_language` ("" = none) by the stages hook.
+  std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
+                                                       const session::StreamOptions& options,
+                                                       const std::string& target_language);
   // Folds a finished session's counters into the totals and forgets it.
   void close_session(const std::shared_ptr<session::StreamSession>& session);
 
@@ -150,22 +187,20 @@ class Core {
   std::atomic<size_t> active_{0};
   mutable std::mutex mutex_;
   MetricTotals totals_;
-  std::vector<std::weak_ptr<session::StreamSession>> live_;
+  struct LiveSession {
+    std::weak_ptr<session::StreamSession> session;
+    bool file = false;
+  };
+  std::vector<LiveSession> live_;
   bool stopped_ = false;  // after fail_all(); under mutex_
   std::atomic<bool> session_ended_{false};
+  std::atomic<bool> draining_{false};
+  uint64_t refusals_[kRefusalKinds] = {};    // under mutex_
+  LagHistogram lag_;                         // under mutex_
+  std::atomic<int64_t> next_lag_sample_{0};  // steady_clock nanoseconds
 };
 
 // OpenAI-style error body: {"error":{"message":...,"type":...}}.
 HttpResponse openai_error(int status, const std::string& message, const std::string& type = "invalid_request_error");
-
-// Parts of a multipart/form-data body.
-struct FormPart {
-  std::string name;
-  std::string filename;
-  std::string content_type;
-  std::string data;
-};
-// Throws Error(kInvalidArgument) naming what is wrong.
-std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body);
 
 }  // namespace earshot::server

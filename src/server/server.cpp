@@ -177,8 +177,10 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     // The message limit is enforced by do_read, not Beast: Beast fails a frame over the limit at its
     // header, sends 1009 and closes with the rest of the frame unread, so the peer's TCP stack resets
-    // the connection and the close frame can be lost. do_read closes politely and drains instead.
-    ws_.read_message_max(0);
+    // the connection and the close frame can be lost. do_read closes politely and drains instead,
+    // up to a bound: a frame announcing more than that (an exabyte, say) is refused by Beast at
+    // its header, not waited for.
+    ws_.read_message_max(std::max<size_t>(16 * impl_.core.config().max_message_bytes, size_t{64} << 20));
     upgrade_.target = parse_target(std::string(request.target()));
     upgrade_.authorization = std::string(request[http::field::authorization]);
     upgrade_.websocket_protocols = std::string(request[http::field::sec_websocket_protocol]);
@@ -215,10 +217,18 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   void on_accept(beast::error_code ec) {
     if (ec) return;
     const Core& core = impl_.core;
-    if (!core.token_ok(protocol_->token(upgrade_))) return apply(protocol_->unauthorized());
-    if (std::optional<Outgoing> refused = protocol_->prepare(upgrade_)) return apply(*refused);
-    if (impl_.shutting_down)
+    if (!core.token_ok(protocol_->token(upgrade_))) {
+      impl_.core.count_refusal(Refusal::kUnauthorized);
+      return apply(protocol_->unauthorized());
+    }
+    if (std::optional<Outgoing> refused = protocol_->prepare(upgrade_)) {
+      impl_.core.count_refusal(Refusal::kBadRequest);
+      return apply(*refused);
+    }
+    if (impl_.shutting_down) {
+      impl_.core.count_refusal(Refusal::kDraining);
       return apply(protocol_->refusal("server shutting down", websocket::close_code::going_away));
+    }
     if (!impl_.core.acquire_slot()) {
       return apply(protocol_->refusal("server busy: " + std::to_string(core.config().max_sessions) +
                                           " sessions already running (--max-sessions); try again later",
@@ -280,6 +290,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
   void on_timer(beast::error_code ec) {
     if (ec || closing_ || finished_ || close_code_) return;
+    impl_.core.sample_lags();
     const auto now = std::chrono::steady_clock::now();
     const double idle = std::chrono::duration<double>(now - last_activity_).count();
     if (idle > impl_.core.config().idle_timeout_seconds) {
@@ -488,6 +499,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       return refuse(openai_error(500, e.what(), "server_error"), origin);
     }
     if (slot && impl_.shutting_down) {
+      core.count_refusal(Refusal::kDraining);
       HttpResponse r = openai_error(503, "server shutting down", "server_error");
       r.headers.emplace_back("Retry-After", "5");
       return refuse(r, origin);
@@ -570,6 +582,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   }
 
   void upgrade(http::request<http::string_body> req) {
+    if (impl_.shutting_down) {
+      // Refused before the upgrade: a balancer retries another instance (deploy/nginx).
+      keep_alive_ = false;
+      return write(impl_.core.draining_refusal(parse_target(std::string(req.target())).path), req[http::field::origin]);
+    }
     std::unique_ptr<StreamProtocol> protocol =
         make_stream_protocol(parse_target(std::string(req.target())).path, impl_.core);
     if (!protocol) {
@@ -794,10 +811,13 @@ std::string Server::metrics_text() const { return impl_->core.metrics_text(); }
 
 void Server::shutdown() {
   if (impl_->shutting_down.exchange(true)) return;
-  net::post(impl_->acceptor.get_executor(), [this] {
-    beast::error_code ec;
-    impl_->acceptor.close(ec);
-  });
+  impl_->core.begin_drain();
+  // Draining: the listener stays open so /health, /ready and /metrics answer and new
+  // sessions get a refusal (not a reset) while live streams go on.
+  const auto drain_end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().drain_seconds);
+  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < drain_end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   for (auto& s : impl_->live_connections()) s->begin_shutdown();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().shutdown_grace_seconds);
@@ -814,6 +834,10 @@ void Server::shutdown() {
     while (*pending > 0 && std::chrono::steady_clock::now() < forced_deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  net::post(impl_->acceptor.get_executor(), [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
   impl_->core.fail_all("server stopped");
   // Let the connections flush their last messages before the loop stops.
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

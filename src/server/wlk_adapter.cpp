@@ -45,9 +45,12 @@ class WlkProtocol : public AudioStreamProtocol {
     } catch (const Error& e) {
       return refusal(e.what(), kCloseBadRequest);
     }
-    if (!params_.target_language.empty() && !core_.config().translation_available)
+    if (params_.target_language.empty()) params_.target_language = core_.config().default_target_language;
+    if (!params_.target_language.empty() && !core_.config().translation_available) {
       std::fprintf(stderr, "earshot serve: target_language=%s ignored: no translation configured\n",
                    params_.target_language.c_str());
+      params_.target_language.clear();
+    }
     if (!core_.config().pcm_input && !core_.hooks().make_decoder)
       return refusal("this server cannot decode encoded audio; run it with --pcm-input and send s16le PCM",
                      kCloseBadRequest);
@@ -63,7 +66,7 @@ class WlkProtocol : public AudioStreamProtocol {
 
   Outgoing start() override {
     try {
-      session_ = core_.open_session(params_.language, false);
+      session_ = core_.open_session(params_.language, false, core_.config().stream, params_.target_language);
       decoder_ = core_.config().pcm_input ? std::make_unique<PcmDecoder>() : core_.hooks().make_decoder();
     } catch (const std::exception& e) {
       return refusal(e.what(), kCloseBadRequest);
@@ -81,7 +84,7 @@ class WlkProtocol : public AudioStreamProtocol {
     protocol::wlk::Snapshot snap = projection_.pull(*session_);
     if (!snap.error.empty()) {
       if (auto message = encoder_->next(snap, true)) out.send(message->dump());
-      out.close_with(kCloseBadRequest, snap.error.substr(0, 120));  // close reasons are limited to 123 bytes
+      out.close_with(kCloseBadRequest, snap.error);  // close_with keeps 120 bytes at a character boundary
       return out;
     }
     if (snap.finished && !final_sent_) {

@@ -58,6 +58,11 @@ struct StreamSession::State {
   std::deque<events::Event> log;
   uint64_t log_base = 0;    // index of log.front() since the stream started
   bool log_closed = false;  // EndOfStream is in the log
+  // A stage's posted events wait here while the session thread holds staged
+  // events not yet in the log (chain_pending): they follow those, so a stage's
+  // output never precedes the events it answers.
+  bool chain_pending = false;
+  std::vector<events::Event> posted;
 
   // Worker-only (one step at a time).
   bool in_speech = true;
@@ -83,11 +88,32 @@ StreamSession::StreamSession(std::unique_ptr<OnlineProcessor> processor, std::un
   if (!processor_) throw Error(ErrorCode::kInternal, "StreamSession needs an online processor");
   for (const auto& stage : stages_)
     if (!stage) throw Error(ErrorCode::kInternal, "StreamSession got a null stage");
+  for (size_t i = 0; i < stages_.size(); ++i)
+    stages_[i]->attach([this, i](std::vector<events::Event> events) { post_from(i + 1, std::move(events)); });
   // With a VAD the stream starts in silence: nothing reaches the model before speech.
   state_->in_speech = vad_ == nullptr;
 }
 
-StreamSession::~StreamSession() = default;
+// Stages first: one still working on its own thread may post until it is gone.
+StreamSession::~StreamSession() { stages_.clear(); }
+
+void StreamSession::post_from(size_t first_stage, std::vector<events::Event> events) {
+  {
+    std::lock_guard chain_lock(chain_mutex_);
+    for (size_t i = first_stage; i < stages_.size(); ++i) {
+      std::vector<events::Event> next;
+      const std::function<void(events::Event)> emit = [&next](events::Event e) { next.push_back(std::move(e)); };
+      for (const events::Event& e : events) stages_[i]->consume(e, emit);
+      events = std::move(next);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  if (state_->chain_pending) {
+    for (events::Event& e : events) state_->posted.push_back(std::move(e));
+    return;
+  }
+  append_locked(events);
+}
 
 void StreamSession::push_audio(std::span<const float> samples) {
   std::lock_guard lock(mutex_);
@@ -151,6 +177,10 @@ void StreamSession::finalize() {
 std::vector<events::Event> StreamSession::run_chain(events::Event event) {
   std::vector<events::Event> current{std::move(event)};
   if (stages_.empty()) return current;
+  {
+    std::lock_guard lock(mutex_);
+    state_->chain_pending = true;  // until the next append_locked
+  }
   std::lock_guard chain_lock(chain_mutex_);
   for (const auto& stage : stages_) {
     std::vector<events::Event> next;
@@ -169,6 +199,13 @@ void StreamSession::append_locked(std::vector<events::Event>& events) {
     s.log.push_back(std::move(e));
   }
   events.clear();
+  s.chain_pending = false;
+  for (events::Event& e : s.posted) {
+    if (s.log_closed) break;
+    s.log_closed = std::holds_alternative<events::EndOfStream>(e);
+    s.log.push_back(std::move(e));
+  }
+  s.posted.clear();
   ++s.version;
 }
 
@@ -210,7 +247,8 @@ void StreamSession::status_locked(StreamStatus& out) const {
   out.committed_until = std::max(s.committed_end, covered);
   out.transcribed_until = std::max({s.committed_end, s.provisional_end, covered});
   out.wall_seconds_since_first_audio = s.first_audio_wall < 0 ? 0 : clock_() - s.first_audio_wall;
-  out.finished = s.finished;
+  // Finished once the log is complete too (a stage may still be posting).
+  out.finished = s.finished && s.log_closed;
   out.error = s.error;
   out.version = s.version;
 }
@@ -225,7 +263,7 @@ bool StreamSession::has_work() const {
 
 bool StreamSession::done() const {
   std::lock_guard lock(mutex_);
-  return state_->finished || !state_->error.empty();
+  return (state_->finished && state_->log_closed) || !state_->error.empty();
 }
 
 uint64_t StreamSession::version() const {

@@ -114,7 +114,7 @@ class StreamSession {
   void release_until(uint64_t cursor);
   StreamStatus status() const;
   uint64_t version() const;
-  bool done() const;  // finished or failed
+  bool done() const;  // finished (every event in the log) or failed
   SessionStats stats() const;
 
  private:
@@ -122,6 +122,8 @@ class StreamSession {
   void run_step();
   // Runs `event` through the stages (serialised by chain_mutex_; not under mutex_).
   std::vector<events::Event> run_chain(events::Event event);
+  // A stage's asynchronous events: through the stages from `first_stage` on, then the log.
+  void post_from(size_t first_stage, std::vector<events::Event> events);
   // Appends to the log; mutex_ must be held. Nothing follows EndOfStream.
   void append_locked(std::vector<events::Event>& events);
   void status_locked(StreamStatus& out) const;

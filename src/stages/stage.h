@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "events/event.h"
 
@@ -17,6 +18,14 @@ class Stage {
   // Called once per incoming event; `emit` passes events to the next stage (or
   // the log). A stage forwards what it does not change.
   virtual void consume(const events::Event& event, const std::function<void(events::Event)>& emit) = 0;
+
+  // A stage whose work finishes on another thread (translation's model calls)
+  // gets this from the session once, before the first event: `post` runs events
+  // through the stages after this one and appends them to the log, from any
+  // thread, at any time until the stage is destroyed (never from inside
+  // consume()). A stage that holds EndOfStream back posts it when it is done.
+  using Post = std::function<void(std::vector<events::Event>)>;
+  virtual void attach(Post post) { (void)post; }
 };
 
 }  // namespace earshot::stages

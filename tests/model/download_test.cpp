@@ -3,8 +3,12 @@
 #include "model/download.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <csignal>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -110,6 +114,60 @@ TEST_F(DownloadTest, InterruptedRunLeavesAPartThatTheNextRunResumes) {
   const auto seen = server_.requests();
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[1].range, "bytes=123457-");
+}
+
+// Disk full, simulated without root by a file-size limit (RLIMIT_FSIZE: writes past
+// it fail with EFBIG, as on a full disk they fail with ENOSPC) in a forked child, so
+// the limit never touches the test runner's own files.
+TEST_F(DownloadTest, DiskFullIsACleanErrorAndThePartIsNeverUsedUnfinished) {
+  constexpr rlim_t kLimit = 300000;
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    std::signal(SIGXFSZ, SIG_IGN);  // else the write past the limit kills the process
+    rlimit limit{};
+    ::getrlimit(RLIMIT_FSIZE, &limit);
+    limit.rlim_cur = kLimit;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::string message = "no error";
+    int code = 0;
+    try {
+      pull_model(model_, options(/*attempts=*/1));
+    } catch (const Error& e) {
+      message = e.what();
+      code = static_cast<int>(e.code()) + 1;
+    }
+    (void)!::write(pipe_fds[1], message.data(), message.size());
+    ::_exit(code);
+  }
+  ::close(pipe_fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), static_cast<int>(ErrorCode::kIo) + 1) << message;
+  EXPECT_NE(message.find("write failed (disk full?)"), std::string::npos) << message;
+  EXPECT_NE(message.find("ggml-tiny.bin.part"), std::string::npos) << message;
+  // Nothing in the cache under the model's name; the part holds a prefix of the file only.
+  EXPECT_FALSE(std::filesystem::exists(cached()));
+  ASSERT_TRUE(std::filesystem::exists(part()));
+  const std::string partial = read_file(part());
+  EXPECT_LE(partial.size(), kLimit);
+  EXPECT_EQ(partial, content_.substr(0, partial.size()));
+  EXPECT_THROW(resolve_model("tiny", cache_), Error);
+  // Space again: the next pull resumes from the part and verifies the whole file.
+  EXPECT_EQ(pull_model(model_, options()), cached());
+  EXPECT_EQ(read_file(cached()), content_);
+  EXPECT_FALSE(std::filesystem::exists(part()));
+  const auto seen = server_.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].range, "bytes=" + std::to_string(partial.size()) + "-");
 }
 
 TEST_F(DownloadTest, ServerIgnoringRangeRestartsFromZero) {

@@ -158,6 +158,25 @@ TEST(DeepgramMessages, OtherServerMessages) {
   EXPECT_EQ(pre["results"]["channels"][0]["detected_language"], "en");
 }
 
+// The defect libFuzzer found in the WhisperLiveKit refusal (fuzz/targets/wlk_request.cpp)
+// existed here too: an option value that is not UTF-8 ("encoding=%FF") is quoted in the
+// Error message (live) and the REST error (prerecorded), whose dump() threw.
+TEST(DeepgramMessages, ErrorsQuotingBytesThatAreNotUtf8AreValidJson) {
+  std::string message;
+  try {
+    parse_listen_options({{"encoding", "\xFF"}});
+    FAIL();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ASSERT_EQ(message.rfind("invalid option 'encoding': '\xFF' is not supported", 0), 0u) << message;
+  const json live = json::parse(error_message(message).dump());
+  EXPECT_EQ(live["description"].get<std::string>().rfind("invalid option 'encoding': '\xEF\xBF\xBD' is", 0), 0u);
+  EXPECT_EQ(live["message"], live["description"]);
+  const json rest = json::parse(rest_error("Bad Request", message, "r").dump());
+  EXPECT_EQ(rest["err_msg"], live["description"]);
+}
+
 TEST(DeepgramMessages, ClientMessages) {
   EXPECT_EQ(parse_client_message(R"({"type":"KeepAlive"})"), ClientMessage::kKeepAlive);
   EXPECT_EQ(parse_client_message(R"({"type":"Finalize"})"), ClientMessage::kFinalize);

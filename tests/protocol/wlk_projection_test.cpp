@@ -95,6 +95,40 @@ TEST(WlkProjection, AStageOfTheChainShowsInTheWireOutput) {
   EXPECT_EQ(upper, lower);
 }
 
+TEST(WlkProjection, TranslationGoesOnTheSegmentsLineAndTheDraftInTheBuffer) {
+  Projection p;
+  session::StreamStatus status;
+  p.apply(events::WordsCommitted{{word(" a", 0, 1), word(" b.", 1, 4.5)}});
+  p.apply(events::TranslationCommitted{0, 0, "A"});
+  p.apply(events::TranslationDraftChanged{0, 0, " B."});
+  Snapshot s = p.snapshot(status);
+  ASSERT_EQ(s.lines.size(), 1u);
+  EXPECT_EQ(s.lines[0].translation, "A");
+  EXPECT_EQ(s.buffer_translation, " B.");
+  json update = full_update(s);
+  EXPECT_EQ(update["lines"][0]["translation"], "A");
+  EXPECT_EQ(update["buffer_translation"], " B.");
+  // The next segment starts in the same line; the first one's final replaces its committed text.
+  p.apply(events::WordsCommitted{{word(" c", 5, 6)}});
+  p.apply(events::TranslationCommitted{1, 5, "C"});
+  p.apply(events::SegmentTranslated{0, 0, 4.5, "a b.", "A B!"});
+  s = p.snapshot(status);
+  EXPECT_EQ(s.lines[0].translation, "A B! C");
+  EXPECT_EQ(s.buffer_translation, "");  // the draft belonged to the closed segment
+  // After a pause, a new line carries the next segment.
+  p.apply(events::Pause{6, 12, false});
+  p.apply(events::WordsCommitted{{word(" d", 12, 13)}});
+  p.apply(events::TranslationDraftChanged{2, 12, "D"});
+  p.apply(events::SegmentTranslated{1, 5, 6, "c", "C"});
+  p.apply(events::SegmentTranslated{2, 12, 13, "d", "D"});
+  s = p.snapshot(status);
+  ASSERT_EQ(s.lines.size(), 3u);
+  EXPECT_EQ(s.lines[0].translation, "A B! C");
+  EXPECT_EQ(s.lines[1].translation, "");                        // the silence line
+  EXPECT_FALSE(line_json(s.lines[1]).contains("translation"));  // present only when non-empty
+  EXPECT_EQ(s.lines[2].translation, "D");
+}
+
 TEST(WlkProjection, PullReleasesWhatItReadAndKeepsTheLines) {
   session::StreamSession s(std::make_unique<FakeProcessor>(), nullptr, {});
   Projection p;

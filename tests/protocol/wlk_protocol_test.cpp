@@ -54,6 +54,22 @@ TEST(StreamParams, DefaultsAndErrors) {
   }
 }
 
+// Found by libFuzzer (fuzz/targets/wlk_request.cpp, input in fuzz_regressions/): a query
+// value that is not UTF-8 ("mode=x%82") was quoted in the refusal, whose dump() threw
+// nlohmann's type_error out of the connection's handler, ending the server's process.
+TEST(Messages, RefusalQuotingBytesThatAreNotUtf8IsValidJson) {
+  std::string message;
+  try {
+    parse_stream_params(parse_target("/asr?mode=x%82").query, "");
+    FAIL();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const std::string text = error_message(message).dump();
+  EXPECT_EQ(json::parse(text)["error"], "invalid mode 'x\xEF\xBF\xBD': expected 'full' or 'diff'");
+  EXPECT_EQ(error_message("caf\xC3\xA9")["error"], "caf\xC3\xA9");  // valid UTF-8 stays as it is
+}
+
 TEST(Messages, ConfigErrorReady) {
   EXPECT_EQ(config_message(false, false).dump(), R"({"mode":"full","type":"config","useAudioWorklet":false})");
   EXPECT_EQ(config_message(true, true), json::parse(R"({"type":"config","useAudioWorklet":true,"mode":"diff"})"));

@@ -47,6 +47,14 @@ bool looks_like_vad(std::span<const uint8_t> b) {
   return std::all_of(b.begin() + 8, b.begin() + 8 + length, [](uint8_t c) { return c > 0x20 && c < 0x7f; });
 }
 
+// whisper.cpp's Parakeet file: 15 i32 hyper-parameters (n_mels the 6th, n_fft the
+// 8th), then the filter bank's n_mel and bin count, which must repeat them.
+bool looks_like_parakeet(std::span<const uint8_t> b) {
+  if (b.size() < 4 + 17 * 4) return false;
+  const uint32_t n_mels = u32_at(b, 4 + 5 * 4), n_fft = u32_at(b, 4 + 7 * 4);
+  return n_mels > 0 && n_fft > 1 && u32_at(b, 4 + 15 * 4) == n_mels && u32_at(b, 4 + 16 * 4) == n_fft / 2 + 1;
+}
+
 }  // namespace
 
 std::string describe_file_start(std::span<const uint8_t> head, uint64_t file_size) {
@@ -58,6 +66,7 @@ std::string describe_file_start(std::span<const uint8_t> head, uint64_t file_siz
     std::snprintf(hex, sizeof(hex), "0x%08x", magic);
     if (magic == kGgmlMagic) {
       if (looks_like_vad(head)) return "a legacy ggml VAD model (whisper.cpp's Silero format)";
+      if (looks_like_parakeet(head)) return "a legacy ggml Parakeet model (whisper.cpp's parakeet .bin format)";
       const uint32_t n_vocab = u32_at(head, 4);
       return n_vocab >= 51864 && n_vocab <= 51866 ? "a legacy ggml Whisper model (whisper.cpp's .bin format)"
                                                   : std::string("a legacy ggml model (magic ") + hex + ")";
@@ -106,7 +115,8 @@ std::string describe_file_start(std::span<const uint8_t> head, uint64_t file_siz
 ModelFileKind classify_file_start(std::span<const uint8_t> head) {
   if (starts_with(head, "GGUF")) return ModelFileKind::kGguf;
   if (u32_at(head, 0) != kGgmlMagic || head.size() < 8) return ModelFileKind::kOther;
-  return looks_like_vad(head) ? ModelFileKind::kGgmlVad : ModelFileKind::kGgmlWhisper;
+  if (looks_like_vad(head)) return ModelFileKind::kGgmlVad;
+  return looks_like_parakeet(head) ? ModelFileKind::kGgmlParakeet : ModelFileKind::kGgmlWhisper;
 }
 
 ModelFileProbe probe_model_file(const std::filesystem::path& path) {

@@ -23,10 +23,11 @@ inline constexpr uint32_t kGgmlMagic = 0x67676d6c;  // "ggml" as a little-endian
 inline constexpr size_t kProbeBytes = 512;
 
 enum class ModelFileKind {
-  kGgmlWhisper,  // legacy ggml Whisper model (magic, then n_vocab)
-  kGgmlVad,      // whisper.cpp's legacy ggml VAD model (magic, then a model type string "silero-16k")
-  kGguf,         // GGUF; see architecture
-  kOther,        // anything else; see description
+  kGgmlWhisper,   // legacy ggml Whisper model (magic, then n_vocab)
+  kGgmlVad,       // whisper.cpp's legacy ggml VAD model (magic, then a model type string "silero-16k")
+  kGgmlParakeet,  // whisper.cpp's legacy ggml Parakeet-TDT model (magic, 15 hparams, then n_mels and n_fft/2+1)
+  kGguf,          // GGUF; see architecture
+  kOther,         // anything else; see description
 };
 
 struct ModelFileProbe {

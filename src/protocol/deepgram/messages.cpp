@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace earshot::deepgram {
 
@@ -132,8 +133,11 @@ json utterance_end_message(double last_word_end) {
   return {{"type", "UtteranceEnd"}, {"channel", json::array({0, 1})}, {"last_word_end", ms(last_word_end)}};
 }
 
+// Descriptions quote what the client sent (an option's value), which may be any bytes:
+// made valid UTF-8, or dump() would throw out of the connection's handler.
 json error_message(const std::string& description) {
-  return {{"type", "Error"}, {"description", description}, {"message", description}, {"variant", "earshot"}};
+  const std::string text = to_valid_utf8(description);
+  return {{"type", "Error"}, {"description", text}, {"message", text}, {"variant", "earshot"}};
 }
 
 json prerecorded_response(const std::vector<Word>& words, double duration, const std::string& language,
@@ -147,7 +151,7 @@ json prerecorded_response(const std::vector<Word>& words, double duration, const
 }
 
 json rest_error(const std::string& code, const std::string& message, const std::string& request_id) {
-  return {{"err_code", code}, {"err_msg", message}, {"request_id", request_id}};
+  return {{"err_code", code}, {"err_msg", to_valid_utf8(message)}, {"request_id", request_id}};
 }
 
 ClientMessage parse_client_message(std::string_view text) {

@@ -18,7 +18,10 @@ class Projection {
  public:
   // Lines: a word joins the open line unless its speaker differs (no speaker
   // information counts as speaker 1); a Pause makes a silence line (speaker -2),
-  // updated while the pause goes on, and closes the open line.
+  // updated while the pause goes on, and closes the open line. Translation: a
+  // segment's text (committed so far, then its final, which replaces it) goes to
+  // the line holding the segment's first word; the open segment's draft is
+  // buffer_translation.
   void apply(const events::Event& event);
   // The lines and buffer so far with `status`'s scalars.
   Snapshot snapshot(const session::StreamStatus& status) const;
@@ -27,8 +30,19 @@ class Projection {
   Snapshot pull(session::StreamSession& session);
 
  private:
+  struct Segment {
+    int id = 0;
+    int line = -1;
+    std::string text;
+  };
+  void translation_of_segment(int id, double start, const std::string& text, bool replace);
+  void rebuild_translation(int line);
+
   std::vector<Line> lines_;
   std::string buffer_;
+  std::vector<Segment> segments_;  // translated segments, in order
+  std::string buffer_translation_;
+  int draft_segment_ = -1;
   int open_line_ = -1;     // text line receiving words, -1 = the next word opens one
   int live_silence_ = -1;  // silence line of the pause going on
   uint64_t cursor_ = 0;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace earshot::protocol::wlk {
 
@@ -68,7 +69,11 @@ nlohmann::json config_message(bool use_audio_worklet, bool diff_mode) {
   return {{"type", "config"}, {"useAudioWorklet", use_audio_worklet}, {"mode", diff_mode ? "diff" : "full"}};
 }
 
-nlohmann::json error_message(const std::string& message) { return {{"type", "error"}, {"error", message}}; }
+// The message may quote the client's bytes (a query value): made valid UTF-8, or
+// dump() would throw out of the connection's handler.
+nlohmann::json error_message(const std::string& message) {
+  return {{"type", "error"}, {"error", to_valid_utf8(message)}};
+}
 
 nlohmann::json ready_to_stop_message() { return {{"type", "ready_to_stop"}}; }
 

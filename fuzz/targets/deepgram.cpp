@@ -1,0 +1,45 @@
+// Deepgram's /v1/listen as the server reads a client: the request target and its
+// options (parse_listen_options; a bad value becomes an Error message or a REST
+// error body naming the option), then text messages, one per line (KeepAlive,
+// Finalize, CloseStream; anything else becomes an Error message).
+// Input: the target, '\n', the messages. Any exception other than
+// earshot::Error, any sanitizer report is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "common/error.h"
+#include "fuzz_input.h"
+#include "protocol/deepgram/messages.h"
+#include "protocol/deepgram/options.h"
+#include "protocol/target.h"
+
+namespace deepgram = earshot::deepgram;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto [head, body] = earshot::fuzz::split_head(data, size);
+  const auto target = earshot::protocol::parse_target(head);
+  try {
+    const deepgram::ListenOptions options = deepgram::parse_listen_options(target.query);
+    earshot::fuzz::check(options.channels == 1, "only mono is accepted");
+    earshot::fuzz::check(options.encoding != "linear16" || options.sample_rate >= 8000, "linear16 has its rate");
+    if (options.utterance_end_ms)
+      earshot::fuzz::check(
+          *options.utterance_end_ms >= 1000 && *options.utterance_end_ms <= 5000 && options.interim_results,
+          "utterance_end_ms is 1000-5000 and needs interim_results");
+  } catch (const earshot::Error& e) {
+    deepgram::error_message(e.what()).dump();                          // live: an Error message
+    deepgram::rest_error("Bad Request", e.what(), "00000000").dump();  // prerecorded: a 400
+  }
+  while (!body.empty()) {
+    const size_t newline = body.find('\n');
+    const std::string_view text = body.substr(0, newline);
+    body = newline == std::string_view::npos ? std::string_view() : body.substr(newline + 1);
+    try {
+      deepgram::parse_client_message(text);
+    } catch (const earshot::Error& e) {
+      deepgram::error_message(e.what()).dump();
+    }
+  }
+  return 0;
+}

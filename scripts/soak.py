@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""The soak driver behind scripts/soak.sh: N concurrent WebSocket clients against a
+running `earshot serve` (pid PID, port PORT) for MINUTES, each looping over the
+recordings: a webm/opus stream on /asr or raw s16le PCM on Deepgram's /v1/listen
+(encoding=linear16), paced at real time; a third of the connections leave at a
+random point without ending their stream. Every stream that ends gets its words
+compared with what the same audio got alone at the start. Samples the server's
+RSS, open fds and threads into CSV every INTERVAL seconds and prints the RSS
+slope after the warm-up. Exit status 1 on any mismatch or client error."""
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import earshot_ws  # noqa: E402
+
+
+def proc_sample(pid):
+    rss_kb = threads = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss_kb = int(line.split()[1])
+            elif line.startswith("Threads:"):
+                threads = int(line.split()[1])
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return rss_kb, fds, threads
+
+
+def live_sessions(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("earshot_sessions_active "):
+                    return int(float(line.split()[1]))
+    except OSError:
+        pass
+    return -1
+
+
+def webm_of(wav, tmp):
+    out = os.path.join(tmp, os.path.basename(wav) + ".webm")
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", wav, "-c:a", "libopus", "-f", "webm", out],
+                   check=True)
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def wlk_words(lines):
+    return [line["text"] for line in lines or [] if line.get("speaker") != -2]
+
+
+def deepgram_stream(port, pcm, speed, stop):
+    """PCM on /v1/listen; returns the final words (word, start, end) or None when left early."""
+    url = f"ws://127.0.0.1:{port}/v1/listen?encoding=linear16&sample_rate=16000&interim_results=true"
+    client = earshot_ws.WsClient(url)
+    finals = []
+    done = threading.Event()
+    error = []
+
+    def reader():
+        try:
+            while True:
+                m = client.read()
+                if m is None:
+                    break
+                if m.get("type") == "Results" and m.get("is_final"):
+                    for w in m["channel"]["alternatives"][0]["words"]:
+                        finals.append((w["word"], round(w["start"], 2), round(w["end"], 2)))
+                if m.get("type") == "Error":
+                    error.append(m)
+        except (OSError, ConnectionError) as e:
+            if not done.is_set():
+                error.append(str(e))
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    start = time.monotonic()
+    for i in range(0, len(pcm), 3200):
+        if stop():
+            done.set()
+            client.drop()
+            return None
+        client.send_binary(pcm[i:i + 3200])
+        if speed > 0:
+            delay = start + (i + 3200) / 32000.0 / speed - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+    client.send_text(json.dumps({"type": "CloseStream"}))
+    t.join(timeout=120)
+    done.set()
+    if t.is_alive():
+        raise RuntimeError("no close after CloseStream within 120 s")
+    client.drop()
+    if error:
+        raise RuntimeError(f"Deepgram stream error: {error[0]}")
+    if client.close_code != 1000:
+        raise RuntimeError(f"Deepgram stream closed with {client.close_code} {client.close_reason}")
+    return finals
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--streams", type=int, default=4)
+    p.add_argument("--minutes", type=float, default=20)
+    p.add_argument("--interval", type=float, default=5, help="seconds between samples")
+    p.add_argument("--warmup", type=float, default=0.2, help="fraction of the run left out of the RSS slope")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--data", required=True, help="folder of 16 kHz mono WAV recordings (searched recursively)")
+    p.add_argument("--speed", type=float, default=1.0, help="x real time (0 = as fast as possible)")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+
+    wavs = sorted(os.path.join(d, f) for d, _, fs in os.walk(args.data) for f in fs if f.endswith(".wav"))
+    tmp = tempfile.mkdtemp(prefix="earshot-soak-")
+    clips = []
+    for w in wavs:
+        try:
+            clips.append((os.path.basename(w), earshot_ws.read_pcm(w), webm_of(w, tmp)))
+        except ValueError:
+            continue
+    print(f"soak: {len(clips)} recordings, {args.streams} clients, {args.minutes} min", flush=True)
+
+    # What each recording gets alone, both ways, before any load.
+    asr = f"ws://127.0.0.1:{args.port}/asr?language=en"
+    alone = {}
+    for name, pcm, webm in clips:
+        lines, _ = earshot_ws.stream(asr, webm, chunk_bytes=1600, speed=0)
+        alone[(name, "webm")] = wlk_words(lines)
+        alone[(name, "pcm")] = deepgram_stream(args.port, pcm, 0, lambda: False)
+
+    lock = threading.Lock()
+    stats = {"completed": 0, "left_early": 0, "mismatches": 0, "errors": 0, "audio_seconds": 0.0}
+    problems = []
+    end = time.monotonic() + args.minutes * 60
+
+    def client(index):
+        rng = random.Random(args.seed * 1000 + index)
+        while time.monotonic() < end:
+            name, pcm, webm = rng.choice(clips)
+            kind = rng.choice(["webm", "pcm"])
+            leave_at = time.monotonic() + rng.uniform(0.5, len(pcm) / 32000.0) if rng.random() < 1 / 3 else None
+            stop = (lambda: time.monotonic() > leave_at) if leave_at else (lambda: False)
+            try:
+                if kind == "webm":
+                    lines, _ = earshot_ws.stream(asr, webm, chunk_bytes=1600, speed=args.speed, stop=stop,
+                                                 bytes_per_second=len(webm) / (len(pcm) / 32000.0))
+                    got = None if lines is None and leave_at else wlk_words(lines)
+                else:
+                    got = deepgram_stream(args.port, pcm, args.speed, stop)
+                with lock:
+                    if got is None:
+                        stats["left_early"] += 1
+                    else:
+                        stats["completed"] += 1
+                        stats["audio_seconds"] += len(pcm) / 32000.0
+                        if got != alone[(name, kind)]:
+                            stats["mismatches"] += 1
+                            problems.append(f"{name} {kind}: {got} != alone {alone[(name, kind)]}")
+            except Exception as e:  # noqa: BLE001 - every client failure is counted and reported
+                with lock:
+                    stats["errors"] += 1
+                    problems.append(f"{name} {kind}: {type(e).__name__}: {e}")
+            time.sleep(rng.uniform(0, 2))
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(args.streams)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    samples = []
+    with open(args.csv, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["seconds", "rss_kb", "fds", "threads", "sessions"])
+        while any(t.is_alive() for t in threads):
+            rss, fds, nthreads = proc_sample(args.pid)
+            row = [round(time.monotonic() - t0, 1), rss, fds, nthreads, live_sessions(args.port)]
+            out.writerow(row)
+            f.flush()
+            samples.append(row)
+            time.sleep(args.interval)
+    for t in threads:
+        t.join()
+
+    after = [s for s in samples if s[0] >= args.warmup * samples[-1][0]]
+    slope = 0.0
+    if len(after) >= 2:
+        xs = [s[0] / 3600.0 for s in after]
+        ys = [s[1] / 1024.0 for s in after]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        var = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else 0.0
+    rss = [s[1] / 1024.0 for s in samples]
+    fds = [s[2] for s in samples]
+    thr = [s[3] for s in samples]
+    print(f"soak: {stats['completed']} streams completed ({stats['audio_seconds'] / 60:.1f} min of audio), "
+          f"{stats['left_early']} left early, {stats['mismatches']} mismatches, {stats['errors']} errors")
+    print(f"soak: RSS {rss[0]:.0f} -> {rss[-1]:.0f} MB (max {max(rss):.0f}); slope after the first "
+          f"{args.warmup * 100:.0f}%: {slope:+.1f} MB/hour; fds {min(fds)}..{max(fds)} (last {fds[-1]}); "
+          f"threads {min(thr)}..{max(thr)}; {len(samples)} samples in {args.csv}")
+    for line in problems[:20]:
+        print("  " + line)
+    return 1 if stats["mismatches"] or stats["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+#include "cli/translation_options.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace earshot::cli {
+
+namespace tr = stages::translation;
+
+void declare_translation_options(Args& args, const std::string& target_flag) {
+  args.option(target_flag, "translate into this language (a code: en, zh, de...); needs --translation-model", "")
+      .option("translation-model",
+              "translation LLM (GGUF, e.g. Hy-MT2-1.8B); its calibration decides simultaneous mode", "")
+      .option("translation-soft-max", "seconds after which punctuation closes a translation segment", "4")
+      .option("translation-hard-max", "seconds after which a translation segment always closes", "20")
+      .option("commit-mode", "when drafted target words commit: paper, argmax or mass", "paper")
+      .option("translation-calibration",
+              "extra calibration entries (JSON: model, source, target, heads [[layer, head]...], disabled_quants)", "")
+      .option("translation-workers", "translation model calls that run at the same time", "1")
+      .option("translation-record",
+              "record the translation stage's input events to this JSONL file (replay-translation)", "");
+}
+
+std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& path, int threads) {
+  (void)threads;
+  if (!std::filesystem::exists(path))
+    throw Error(ErrorCode::kInvalidArgument, "--translation-model: no file at " + path);
+  throw Error(ErrorCode::kUnsupported,
+              "--translation-model: this build has no LLM backend yet (libllama's, src/model/llm/llama_backend, "
+              "is not linked in); the translation stage is here, the model loader is not");
+}
+
+std::optional<TranslationSetup> read_translation_options(const Args& args, const std::string& target_flag,
+                                                         double pause_seconds) {
+  tr::TranslationOptions o;
+  o.target_language = args.get(target_flag);
+  o.soft_max_seconds = args.get_double("translation-soft-max");
+  o.hard_max_seconds = args.get_double("translation-hard-max");
+  o.commit.mode = tr::parse_commit_mode(args.get("commit-mode"));
+  o.pause_seconds = pause_seconds;
+  if (!(o.soft_max_seconds > 0) || !(o.hard_max_seconds >= o.soft_max_seconds))
+    throw Error(ErrorCode::kInvalidArgument, "--translation-hard-max must be >= --translation-soft-max > 0");
+  const long workers = args.get_int("translation-workers");
+  if (workers < 1) throw Error(ErrorCode::kInvalidArgument, "--translation-workers must be >= 1");
+  const std::string model_path = args.get("translation-model");
+  if (model_path.empty()) {
+    if (!o.target_language.empty())
+      throw Error(ErrorCode::kInvalidArgument, "--" + target_flag + " needs --translation-model PATH (a GGUF LLM)");
+    return std::nullopt;
+  }
+  tr::CalibrationRegistry registry = tr::CalibrationRegistry::builtin();
+  if (!args.get("translation-calibration").empty()) registry.load_file(args.get("translation-calibration"));
+  TranslationSetup setup;
+  if (!args.get("translation-record").empty())
+    setup.recorder = std::make_shared<tr::InputRecorder>(args.get("translation-record"));
+  std::shared_ptr<const llm::LlmModel> model = load_translation_model(model_path, 0);
+  setup.default_target = o.target_language;
+  setup.service = std::make_shared<tr::TranslationService>(model, std::move(registry), static_cast<int>(workers), o);
+  if (setup.recorder) setup.service->set_input_observer([r = setup.recorder](const events::Event& e) { r->record(e); });
+  return setup;
+}
+
+}  // namespace earshot::cli

@@ -1,0 +1,23 @@
+// UTF-8 checks for text that came from a client or a file and goes into JSON:
+// nlohmann::json::dump() throws on invalid UTF-8, so such text is made valid
+// before it is quoted in a message.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace earshot {
+
+// True for well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+
+// `text` with every byte that does not start a well-formed sequence replaced by
+// U+FFFD (valid text is returned unchanged).
+std::string to_valid_utf8(std::string_view text);
+
+// to_valid_utf8(text) cut to at most `max_bytes` at a character boundary (a
+// WebSocket close reason, say: 123 bytes at most, and valid UTF-8).
+std::string valid_utf8_prefix(std::string_view text, size_t max_bytes);
+
+}  // namespace earshot

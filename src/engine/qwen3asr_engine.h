@@ -1,0 +1,36 @@
+// The Qwen3-ASR family behind the engine boundary: a text GGUF of arch qwen3vl
+// plus its mmproj (audio projector qwen3a), run by libllama + libmtmd
+// (model/qwen3asr), with AlignAtt (seed 002, default) or the rolling mode
+// (re-decode the window every ~2 s through the stable/unstable commit layer).
+#pragma once
+
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/model_spec.h"
+#include "model/qwen3asr/model.h"
+
+namespace earshot::engine {
+
+class Qwen3AsrEngine : public Engine {
+ public:
+  Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, const ModelSpec& spec);
+
+  const Capabilities& capabilities() const override { return capabilities_; }
+  std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const override;
+
+ private:
+  std::shared_ptr<const qwen3asr::Model> model_;
+  std::vector<qwen3asr::Head> heads_;
+  Qwen3AsrOptions options_;
+  PolicySettings policies_;
+  Capabilities capabilities_;
+};
+
+// The mmproj for `model`: `given` when set, else PREFIX-mmproj.gguf or mmproj-NAME.gguf beside it; "" when none.
+std::filesystem::path find_mmproj(const std::filesystem::path& model, const std::filesystem::path& given);
+
+// Loads spec.path + its mmproj (engine/families.cpp registers this).
+std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec);
+
+}  // namespace earshot::engine

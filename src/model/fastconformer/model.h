@@ -1,0 +1,123 @@
+// A FastConformer transducer (NVIDIA Parakeet-TDT and its RNN-T relatives):
+// hyper-parameters where every flag comes from the file, the weights on a ggml
+// device, the featuriser's filter bank and window, the piece vocabulary and the
+// transducer decoder's host weights. Reads whisper.cpp's legacy Parakeet .bin
+// (ggml-org's parakeet-tdt-0.6b-v3-*.bin) and earshot's own GGUF layout
+// (architecture kGgufArchitecture; keys in docs/fastconformer-gguf.md).
+//
+//   auto model = fastconformer::Model::load("ggml-parakeet-tdt-0.6b-v3-f16.bin");
+//   fastconformer::Encoder encoder(model, backend);   // encoder.h
+#pragma once
+
+#include <ggml-backend.h>
+#include <ggml.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/runtime/weights.h"
+#include "model/transducer/decoder.h"
+
+namespace earshot::fastconformer {
+
+inline constexpr char kGgufArchitecture[] = "earshot-fastconformer-transducer";
+
+enum class ConvNorm { kBatchNorm, kLayerNorm };
+enum class FeatureNorm { kPerFeature, kNone };
+
+struct Hparams {
+  int n_vocab = 0;      // SentencePiece pieces (blank is n_vocab)
+  int n_audio_ctx = 0;  // mel frames the reference encodes in one pass (legacy n_audio_ctx)
+  int n_state = 0;      // d_model
+  int n_head = 0;
+  int n_layer = 0;
+  int ff_expansion = 4;  // d_ff = ff_expansion * d_model
+  int n_mels = 0;
+  int n_fft = 0;
+  int hop_length = 160;
+  int sample_rate = 16000;
+  int subsampling_factor = 8;
+  int n_sub_channels = 0;
+  int n_conv_kernel = 0;
+  int n_pred_dim = 0;
+  int n_pred_layers = 0;
+  int n_max_symbols = 10;
+  std::vector<int> durations;  // TDT; empty: RNN-T
+  float eps = 1e-5f;
+  // Flags (legacy .bin: fixed by the format, which only Parakeet-TDT uses; GGUF: keys).
+  bool xscaling = false;  // scale the subsampled input by sqrt(d_model)
+  bool bias = false;      // biases on attention, FFN and conv-module linears
+  ConvNorm conv_norm = ConvNorm::kBatchNorm;
+  std::string subsampling = "dw_striding";
+  bool causal_subsampling = false;
+  bool causal_conv = false;
+  int att_left = -1, att_right = -1;  // attention context in frames; -1: unlimited
+  // Featuriser.
+  float preemph = 0.97f;
+  float log_guard = 5.960464477539063e-08f;  // 2^-24, added before the log
+  FeatureNorm feature_norm = FeatureNorm::kPerFeature;
+
+  int d_head() const { return n_state / n_head; }
+  // Encoder frames of n_mel_frames mel frames (three stride-2 convs, kernel 3, pad 1).
+  int encoder_frames(int n_mel_frames) const;
+};
+
+// Per conformer layer, views into the model's weights.
+struct Layer {
+  ggml_tensor *norm_ff1_w, *norm_ff1_b, *ff1_w1, *ff1_w2;
+  ggml_tensor *norm_att_w, *norm_att_b, *q_w, *k_w, *v_w, *out_w, *pos_w, *pos_bias_u, *pos_bias_v;
+  ggml_tensor *norm_conv_w, *norm_conv_b, *pw1_w, *dw_w, *bn_w, *bn_b, *bn_mean, *bn_var, *pw2_w;
+  ggml_tensor *norm_ff2_w, *norm_ff2_b, *ff2_w1, *ff2_w2;
+  ggml_tensor *norm_out_w, *norm_out_b;
+};
+
+class Model {
+ public:
+  // Loads either format (told apart by the first bytes). device null: the CPU.
+  // Throws earshot::Error: kIo (cannot read), kInvalidModel (truncated, missing
+  // or unexpected tensor, wrong shape or type, bad hyper-parameter: each named),
+  // kUnsupported (a flag combination this build does not compute, named).
+  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device = nullptr);
+
+  const Hparams& hparams() const { return hparams_; }
+  const std::vector<float>& mel_filters() const { return filters_; }  // [n_mels][n_fft/2 + 1]
+  const std::vector<float>& window() const { return window_; }
+  const std::vector<std::string>& pieces() const { return pieces_; }
+  const transducer::DecoderWeights& decoder_weights() const { return decoder_; }
+  const runtime::ModelWeights& weights() const { return weights_; }
+  ggml_backend_dev_t device() const { return device_; }
+  const std::string& format() const { return format_; }  // "ggml-legacy" or "gguf"
+
+  // Subsampling (pre_encode) tensors and the layers.
+  ggml_tensor *pre_conv_w[5] = {}, *pre_conv_b[5] = {};  // conv.0, conv.2, conv.3, conv.5, conv.6
+  ggml_tensor *pre_out_w = nullptr, *pre_out_b = nullptr;
+  std::vector<Layer> layers;
+
+  Model() = default;
+
+ private:
+  friend struct ModelBuilder;
+  Hparams hparams_;
+  std::vector<float> filters_, window_;
+  std::vector<std::string> pieces_;
+  transducer::DecoderWeights decoder_;
+  runtime::ModelWeights weights_;
+  ggml_backend_dev_t device_ = nullptr;
+  std::string format_;
+};
+
+// The tensors a model with these hyper-parameters has, under NeMo's names, in
+// the order both writers store them. is_matrix_tensor() ones take `matrix_type`;
+// the rest are f32 (as whisper.cpp's converter writes them).
+std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_type matrix_type);
+// Whether a tensor of that name may hold a quantised or f16 type: the matrices of
+// linears, the prediction net's embedding and LSTM (whisper.cpp's converter writes
+// the rest, norms, biases and convolution kernels, as f32).
+bool is_matrix_tensor(const std::string& name);
+
+// Throws Error(kUnsupported) naming the first flag this build cannot compute.
+void check_supported(const Hparams& hp, const std::string& label);
+
+}  // namespace earshot::fastconformer

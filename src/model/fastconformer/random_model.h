@@ -1,0 +1,33 @@
+// Random-weight FastConformer-TDT models for the tests, the parity tool and the
+// benchmarks, at small dimensions or at parakeet-tdt-0.6b's (tools/make_parakeet
+// writes them). Scaled initialisation (std 1/sqrt(fan_in)), zero-sum weight rows
+// and small biases keep the encoder output moving over time; a bias on the
+// joint's blank logit sets the share of steps that emit a piece.
+#pragma once
+
+#include <ggml.h>
+
+#include <cmath>
+#include <string>
+
+#include "model/fastconformer/model_writer.h"
+
+namespace earshot::fastconformer {
+
+struct RandomModelOptions {
+  std::string dims = "small";  // small: d_model 64, 4 heads, 2 layers, 64 pieces; real: parakeet-tdt-0.6b
+  unsigned seed = 1;
+  float blank_bias = NAN;          // NAN: the default of the dimensions (an emitting share of 20-40%)
+  int n_layer = -1, n_state = -1;  // > 0: override
+  bool rnnt = false;               // no durations (RNN-T)
+  ggml_type matrix_type = GGML_TYPE_F32;
+  // +1 / -1: a probe model, the same encoder with a joint that copies +-relu of
+  // each encoder value into the first logits and emits a piece with duration 1 on
+  // every frame (n_pred_dim = n_state), so that the encoder output of a library
+  // that only reports logits can be read back.
+  int probe = 0;
+};
+
+ModelData random_model(const RandomModelOptions& options);
+
+}  // namespace earshot::fastconformer

@@ -1,0 +1,43 @@
+// What streaming policies need from an audio-LLM ASR model (an audio encoder
+// whose output sits inside a text prompt of an LLM decoder, as Qwen3-ASR), for
+// one stream, in model-neutral terms. The Qwen3-ASR family implements it
+// (model/qwen3asr); tests implement it with scripted doubles. Greedy decoding;
+// the alignment is the decoder's self-attention of chosen heads onto the audio
+// tokens of the prompt.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace earshot {
+
+struct PromptedRequest {
+  std::string context;                 // system text
+  std::string language;                // language *code* to force ("" = the model names it)
+  std::vector<int32_t> prefix_tokens;  // committed tokens carried as context, after the prompt
+};
+
+class PromptedAsrDecoder {
+ public:
+  virtual ~PromptedAsrDecoder() = default;
+  // Encodes 16 kHz mono audio; returns the number of audio tokens. The encoder
+  // output is kept for every prefill until the next encode.
+  virtual int encode(std::span<const float> pcm) = 0;
+  // Clears the decoder state, decodes the prompt around the kept audio; returns the greedy first token.
+  virtual int32_t prefill(const PromptedRequest& request) = 0;
+  // Decodes `token`; returns the greedy next token. step_frames() then holds, per
+  // alignment head, the audio token (0-based) the step attended to most.
+  virtual int32_t step(int32_t token) = 0;
+  virtual const std::vector<int>& step_frames() const = 0;
+
+  virtual bool is_end(int32_t token) const = 0;  // end of the transcription
+  virtual int32_t text_marker() const = 0;       // the token after which the transcript starts (<asr_text>)
+  virtual std::string detokenize(std::span<const int32_t> tokens) const = 0;
+  virtual bool supports_language(const std::string& code) const = 0;
+  // The language code named by a decoded header ("language English" -> "en"); "" when none.
+  virtual std::string language_of_header(const std::string& header) const = 0;
+};
+
+}  // namespace earshot

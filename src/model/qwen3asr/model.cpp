@@ -1,0 +1,339 @@
+#include "model/qwen3asr/model.h"
+
+#include <ggml-backend.h>
+#include <ggml.h>
+#include <llama.h>
+#include <mtmd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "common/error.h"
+#include "model/qwen3asr/model_writer.h"
+#include "model/runtime/gguf_file.h"
+
+namespace earshot::qwen3asr {
+namespace {
+
+constexpr struct {
+  const char* code;
+  const char* name;
+} kLanguages[] = {
+    {"zh", "Chinese"}, {"en", "English"},   {"yue", "Cantonese"}, {"ar", "Arabic"},     {"de", "German"},
+    {"fr", "French"},  {"es", "Spanish"},   {"pt", "Portuguese"}, {"id", "Indonesian"}, {"it", "Italian"},
+    {"ko", "Korean"},  {"ru", "Russian"},   {"th", "Thai"},       {"vi", "Vietnamese"}, {"ja", "Japanese"},
+    {"tr", "Turkish"}, {"hi", "Hindi"},     {"ms", "Malay"},      {"nl", "Dutch"},      {"sv", "Swedish"},
+    {"da", "Danish"},  {"fi", "Finnish"},   {"pl", "Polish"},     {"cs", "Czech"},      {"fa", "Persian"},
+    {"el", "Greek"},   {"hu", "Hungarian"}, {"mk", "Macedonian"}, {"ro", "Romanian"}};
+
+void quiet_log(ggml_log_level level, const char* text, void*) {
+  if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+void init_backend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(quiet_log, nullptr);
+    mtmd_log_set(quiet_log, nullptr);
+    llama_backend_init();
+  });
+}
+
+// Checks the pair before libllama/libmtmd see it, so a wrong file gets a message
+// that says what it is instead of a loader's log line.
+void check_pair(const std::filesystem::path& text, const std::filesystem::path& mmproj) {
+  const runtime::GgufFile t = runtime::GgufFile::open(text);  // kIo / kInvalidModel with the reason
+  if (t.architecture() == "clip") {
+    throw Error(ErrorCode::kInvalidModel, t.label() +
+                                              " is an mmproj (audio encoder) file: pass it with --mmproj "
+                                              "and the text model (arch qwen3vl) with --model");
+  }
+  if (t.architecture() != "qwen3vl") {
+    throw Error(ErrorCode::kInvalidModel, t.label() + " is not a Qwen3-ASR text model (expected arch 'qwen3vl')");
+  }
+  if (mmproj.empty()) {
+    throw Error(
+        ErrorCode::kInvalidModel,
+        "Qwen3-ASR needs its audio encoder file too (the ...-mmproj.gguf next to the text model): pass --mmproj");
+  }
+  const runtime::GgufFile m = runtime::GgufFile::open(mmproj);
+  if (m.architecture() != "clip") {
+    throw Error(ErrorCode::kInvalidModel, m.label() + " is not an mmproj file (expected arch 'clip')");
+  }
+  std::string projector = m.find_string("clip.audio.projector_type").value_or("");
+  if (projector.empty()) projector = m.find_string("clip.projector_type").value_or("");
+  if (projector != "qwen3a" || !m.find<bool>("clip.has_audio_encoder").value_or(false)) {
+    throw Error(ErrorCode::kInvalidModel,
+                m.label() + " has projector '" + projector + "', not Qwen3-ASR's audio encoder 'qwen3a'");
+  }
+}
+
+// Audio tokens of the reference model for n_frames mel frames: 13 per 100-frame
+// chunk, and for a shorter last chunk the length after three stride-2 convs.
+int reference_tokens(int64_t n_frames) {
+  int64_t n = (n_frames / 100) * 13, rest = n_frames % 100;
+  if (rest > 0) {
+    for (int i = 0; i < 3; ++i) rest = (rest - 1) / 2 + 1;
+    n += rest;
+  }
+  return static_cast<int>(n);
+}
+
+bool capture_callback(ggml_tensor* t, bool ask, void* user) { return static_cast<Session*>(user)->on_node(t, ask); }
+
+}  // namespace
+
+std::string language_name(const std::string& code) {
+  for (const auto& l : kLanguages) {
+    if (code == l.code) return l.name;
+  }
+  return "";
+}
+
+std::string language_code(const std::string& name) {
+  for (const auto& l : kLanguages) {
+    if (name == l.name) return l.code;
+  }
+  return "";
+}
+
+std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, const std::filesystem::path& mmproj,
+                                         ModelOptions options) {
+  check_pair(text, mmproj);
+  init_backend();
+  std::shared_ptr<Model> m(new Model());
+  m->options_ = options;
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  m->model_ = llama_model_load_from_file(text.string().c_str(), mp);
+  if (!m->model_) throw Error(ErrorCode::kInvalidModel, "libllama could not load " + text.string());
+  if (llama_vocab_n_tokens(llama_model_get_vocab(m->model_)) != kVocabSize) {
+    throw Error(ErrorCode::kInvalidModel, text.string() + ": not Qwen3-ASR's vocabulary of 151936 tokens");
+  }
+  mtmd_context_params cp = mtmd_context_params_default();
+  cp.use_gpu = false;
+  cp.n_threads = options.n_threads;
+  cp.print_timings = false;
+  cp.warmup = false;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  m->mtmd_ = mtmd_init_from_file(mmproj.string().c_str(), m->model_, cp);
+  if (!m->mtmd_ || !mtmd_support_audio(m->mtmd_)) {
+    throw Error(ErrorCode::kInvalidModel, "libmtmd could not load the audio encoder " + mmproj.string() + " for " +
+                                              text.string() + " (do the two files belong together?)");
+  }
+  return m;
+}
+
+Model::~Model() {
+  if (mtmd_) mtmd_free(mtmd_);
+  if (model_) llama_model_free(model_);
+}
+
+int Model::n_layer() const { return llama_model_n_layer(model_); }
+int Model::n_head() const { return llama_model_n_head(model_); }
+int Model::n_embd() const { return llama_model_n_embd_inp(model_); }
+int Model::n_vocab() const { return llama_vocab_n_tokens(llama_model_get_vocab(model_)); }
+
+std::vector<int32_t> Model::tokenize(const std::string& text, bool parse_special) const {
+  const llama_vocab* vocab = llama_model_get_vocab(model_);
+  std::vector<llama_token> out(text.size() + 8);
+  int n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                         static_cast<int32_t>(out.size()), false, parse_special);
+  if (n < 0) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                       static_cast<int32_t>(out.size()), false, parse_special);
+  }
+  out.resize(static_cast<size_t>(std::max(n, 0)));
+  return out;
+}
+
+std::string Model::piece(int32_t token) const {
+  char buf[256];
+  const int n = llama_token_to_piece(llama_model_get_vocab(model_), token, buf, sizeof buf, 0, true);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string Model::detokenize(std::span<const int32_t> tokens) const {
+  std::string out;
+  for (int32_t t : tokens) out += piece(t);
+  return out;
+}
+
+bool Model::is_end(int32_t token) const { return token == kImEnd || token == kEndOfText; }
+
+Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx)
+    : model_(std::move(model)), heads_(std::move(heads)) {
+  const int n_layer = model_->n_layer(), n_head = model_->n_head();
+  heads_by_layer_.assign(static_cast<size_t>(n_layer), {});
+  for (const auto& [layer, head] : heads_) {
+    if (layer < 0 || layer >= n_layer || head < 0 || head >= n_head) {
+      throw Error(ErrorCode::kInvalidArgument, "alignment head (" + std::to_string(layer) + ", " +
+                                                   std::to_string(head) + ") is outside the model's " +
+                                                   std::to_string(n_layer) + " layers x " + std::to_string(n_head) +
+                                                   " heads");
+    }
+    heads_by_layer_[static_cast<size_t>(layer)].push_back(head);
+  }
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n_ctx);
+  cp.n_batch = static_cast<uint32_t>(n_ctx);
+  cp.n_ubatch = static_cast<uint32_t>(n_ctx);
+  cp.n_seq_max = 1;
+  // Logits of one position per call (the last): without this the context reserves
+  // n_batch x 151936 floats of output.
+  cp.n_outputs_max = 1;
+  cp.n_threads = model_->options().n_threads;
+  cp.n_threads_batch = model_->options().n_threads;
+  // kq_soft_max-<layer> exists only without flash attention.
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.cb_eval = capture_callback;
+  cp.cb_eval_user_data = this;
+  cp.no_perf = true;
+  ctx_ = llama_init_from_model(model_->llama(), cp);
+  if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
+}
+
+Session::~Session() {
+  if (ctx_) llama_free(ctx_);
+}
+
+int Session::encode(std::span<const float> pcm) {
+  if (pcm.empty()) throw Error(ErrorCode::kInvalidArgument, "no audio to encode");
+  mtmd_bitmap* bitmap = mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
+  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+  const std::string marker = mtmd_default_marker();
+  mtmd_input_text text{marker.c_str(), marker.size(), false, true};
+  const mtmd_bitmap* bitmaps[] = {bitmap};
+  const int32_t rc = mtmd_tokenize(model_->mtmd(), chunks, &text, bitmaps, 1);
+  mtmd_bitmap_free(bitmap);
+  // Audio longer than one 800-frame window comes as one chunk per window.
+  const int n_embd = model_->n_embd();
+  std::vector<float> all;
+  int n_mtmd = 0;
+  for (size_t i = 0; rc == 0 && i < mtmd_input_chunks_size(chunks); ++i) {
+    const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks, i);
+    if (mtmd_input_chunk_get_type(c) != MTMD_INPUT_CHUNK_TYPE_AUDIO) continue;
+    if (mtmd_encode_chunk(model_->mtmd(), c) != 0) break;
+    const size_t n = mtmd_input_chunk_get_n_tokens(c);
+    const float* out = mtmd_get_output_embd(model_->mtmd());
+    all.insert(all.end(), out, out + n * static_cast<size_t>(n_embd));
+    n_mtmd += static_cast<int>(n);
+  }
+  mtmd_input_chunks_free(chunks);
+  if (rc != 0 || all.size() != static_cast<size_t>(n_mtmd) * static_cast<size_t>(n_embd) || n_mtmd == 0) {
+    throw Error(ErrorCode::kInternal, "libmtmd could not encode " + std::to_string(pcm.size()) + " samples");
+  }
+  // mtmd pads the last window to whole 100-frame chunks; the reference model has
+  // no such tokens (mel frames: n_samples / 160 + 1, as mtmd counts them). Only
+  // the last window is padded, so its padding tokens are the last ones.
+  n_audio_ = model_->options().reference_audio_length
+                 ? std::min(n_mtmd, reference_tokens(static_cast<int64_t>(pcm.size() / 160 + 1)))
+                 : n_mtmd;
+  all.resize(static_cast<size_t>(n_audio_) * static_cast<size_t>(n_embd));
+  embd_ = std::move(all);
+  return n_audio_;
+}
+
+int32_t Session::argmax_logits() {
+  const float* l = llama_get_logits_ith(ctx_, -1);
+  if (!l) throw Error(ErrorCode::kInternal, "libllama returned no logits");
+  logits_.assign(l, l + model_->n_vocab());
+  return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
+}
+
+int32_t Session::decode_tokens(std::span<const int32_t> tokens) {
+  if (tokens.empty()) return -1;
+  std::vector<llama_token> ids(tokens.begin(), tokens.end());
+  std::vector<llama_pos> pos(ids.size());
+  std::vector<int32_t> n_seq(ids.size(), 1);
+  llama_seq_id seq0 = 0;
+  std::vector<llama_seq_id*> seq(ids.size(), &seq0);
+  std::vector<int8_t> logits(ids.size(), 0);
+  logits.back() = 1;
+  for (size_t i = 0; i < ids.size(); ++i) pos[i] = n_past_ + static_cast<int>(i);
+  llama_batch b{
+      static_cast<int32_t>(ids.size()), ids.data(), nullptr, pos.data(), n_seq.data(), seq.data(), logits.data()};
+  if (llama_decode(ctx_, b) != 0) throw Error(ErrorCode::kInternal, "libllama could not decode the tokens");
+  n_past_ += static_cast<int>(ids.size());
+  return argmax_logits();
+}
+
+int32_t Session::prefill(const PromptSpec& p) {
+  if (n_audio_ == 0) throw Error(ErrorCode::kInternal, "prefill before any audio was encoded");
+  llama_memory_clear(llama_get_memory(ctx_), true);
+  n_past_ = 0;
+  capture_ = false;
+  std::string before = "<|im_start|>system\n" + p.context + "<|im_end|>\n<|im_start|>user\n<|audio_start|>";
+  std::string after = "<|audio_end|><|im_end|>\n<|im_start|>assistant\n";
+  if (!p.language.empty()) after += "language " + p.language + "<asr_text>";
+  const std::vector<int32_t> head = model_->tokenize(before, true);
+  std::vector<int32_t> tail = model_->tokenize(after, true);
+  tail.insert(tail.end(), p.prefix_tokens.begin(), p.prefix_tokens.end());
+  decode_tokens(head);
+  audio_begin_ = n_past_;
+  {
+    // The embeddings with M-RoPE positions: all four sections at the sequence position.
+    const int n = n_audio_;
+    std::vector<llama_pos> pos(static_cast<size_t>(n) * 4);
+    for (int s = 0; s < 4; ++s) {
+      for (int i = 0; i < n; ++i) pos[static_cast<size_t>(s * n + i)] = n_past_ + i;
+    }
+    std::vector<int32_t> n_seq(static_cast<size_t>(n), 1);
+    llama_seq_id seq0 = 0;
+    std::vector<llama_seq_id*> seq(static_cast<size_t>(n), &seq0);
+    std::vector<int8_t> logits(static_cast<size_t>(n), 0);
+    llama_batch b{n, nullptr, embd_.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
+    if (llama_decode(ctx_, b) != 0) throw Error(ErrorCode::kInternal, "libllama could not decode the audio");
+    n_past_ += n;
+  }
+  prompt_tokens_ = head;
+  prompt_tokens_.insert(prompt_tokens_.end(), static_cast<size_t>(n_audio_), kAudioPad);
+  prompt_tokens_.insert(prompt_tokens_.end(), tail.begin(), tail.end());
+  return decode_tokens(tail);
+}
+
+int32_t Session::step(int32_t token) {
+  frames_.assign(heads_.size(), -1);
+  rows_.assign(heads_.size(), {});
+  capture_ = true;
+  const int32_t next = decode_tokens(std::span<const int32_t>(&token, 1));
+  capture_ = false;
+  return next;
+}
+
+void Session::truncate(int pos) {
+  if (pos < audio_begin_ + n_audio_) throw Error(ErrorCode::kInternal, "truncating into the prompt");
+  if (pos >= n_past_) return;
+  if (!llama_memory_seq_rm(llama_get_memory(ctx_), 0, pos, -1)) {
+    throw Error(ErrorCode::kInternal, "libllama could not remove the KV suffix");
+  }
+  n_past_ = pos;
+}
+
+bool Session::on_node(ggml_tensor* t, bool ask) {
+  static constexpr char kName[] = "kq_soft_max-";
+  if (!capture_ || std::strncmp(t->name, kName, sizeof kName - 1) != 0) return ask ? false : true;
+  const int layer = std::atoi(t->name + sizeof kName - 1);
+  if (layer < 0 || layer >= static_cast<int>(heads_by_layer_.size()) || heads_by_layer_[layer].empty()) {
+    return ask ? false : true;
+  }
+  if (ask) return true;
+  // [n_kv, n_tokens, n_head], F32: element (cell j, token t, head h) at j + t*n_kv + h*n_kv*n_tokens.
+  // One token per step, one sequence whose suffixes only are removed: cell = position.
+  const int64_t n_kv = t->ne[0], n_tokens = t->ne[1];
+  if (t->type != GGML_TYPE_F32 || n_tokens != 1 || n_kv < audio_begin_ + n_audio_) return true;
+  for (size_t k = 0; k < heads_.size(); ++k) {
+    if (heads_[k].first != layer) continue;
+    std::vector<float> row(static_cast<size_t>(n_kv));
+    const size_t offset = static_cast<size_t>(heads_[k].second) * static_cast<size_t>(n_kv) * sizeof(float);
+    ggml_backend_tensor_get(t, row.data(), offset, row.size() * sizeof(float));
+    const auto span = row.begin() + audio_begin_;
+    frames_[k] = static_cast<int>(std::max_element(span, span + n_audio_) - span);
+    rows_[k] = std::move(row);
+  }
+  return true;
+}
+
+}  // namespace earshot::qwen3asr

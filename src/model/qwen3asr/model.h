@@ -1,0 +1,128 @@
+// Qwen3-ASR through libllama (the Qwen3 decoder, arch qwen3vl) and libmtmd (the
+// audio encoder, projector qwen3a), both from the pinned llama.cpp v0.5.0 on
+// earshot's ggml. What AlignAtt needs comes from their public API: the audio
+// embeddings (mtmd_encode_chunk) kept and reused across passes, decoding with
+// the embeddings in the prompt, KV suffix removal (llama_memory_seq_rm), and the
+// decoder's attention rows through the graph evaluation callback (tensor
+// `kq_soft_max-<layer>`, which exists only with flash attention off).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct llama_model;
+struct llama_context;
+struct mtmd_context;
+struct ggml_tensor;
+
+namespace earshot::qwen3asr {
+
+// Whisper language code -> Qwen3-ASR's language name (seed 002's table); "" when unknown.
+std::string language_name(const std::string& code);
+// The reverse; "" when unknown.
+std::string language_code(const std::string& name);
+
+struct ModelOptions {
+  int n_threads = 2;
+  bool reference_audio_length = true;  // drop mtmd's padding tokens (model-families.md); false: mtmd's count
+};
+
+// The loaded pair, shared by every stream.
+class Model {
+ public:
+  // Throws earshot::Error: kIo for a missing file; kInvalidModel for a text GGUF
+  // that is not arch qwen3vl, an mmproj that is not an audio projector qwen3a, a
+  // missing mmproj (naming the flag), or a file libllama/libmtmd refuses.
+  static std::shared_ptr<const Model> load(const std::filesystem::path& text, const std::filesystem::path& mmproj,
+                                           ModelOptions options = {});
+  ~Model();
+
+  llama_model* llama() const { return model_; }
+  mtmd_context* mtmd() const { return mtmd_; }
+  const ModelOptions& options() const { return options_; }
+  int n_layer() const;
+  int n_head() const;
+  int n_embd() const;
+  int n_vocab() const;
+
+  std::vector<int32_t> tokenize(const std::string& text, bool parse_special) const;
+  std::string piece(int32_t token) const;  // raw bytes (may cut a UTF-8 character)
+  std::string detokenize(std::span<const int32_t> tokens) const;
+  bool is_end(int32_t token) const;  // <|im_end|> or <|endoftext|>
+
+ private:
+  Model() = default;
+  llama_model* model_ = nullptr;
+  mtmd_context* mtmd_ = nullptr;
+  ModelOptions options_;
+};
+
+// The alignment heads (layer, query head).
+using Head = std::pair<int, int>;
+
+// What a pass decodes against: audio embeddings and the text around them.
+struct PromptSpec {
+  std::string context;                 // system text (earlier transcript or user context)
+  std::string language;                // Qwen3 language name to force, "" to let the model say it
+  std::vector<int32_t> prefix_tokens;  // after the forced prefix: committed tokens carried as context
+};
+
+// One stream's decoder state (a llama_context of its own).
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, std::vector<Head> alignment_heads, int n_ctx = 1024);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Encodes 16 kHz mono audio; the embeddings are kept for every prefill until
+  // the next encode. Returns the number of audio tokens.
+  int encode(std::span<const float> pcm);
+  int n_audio_tokens() const { return n_audio_; }
+  const std::vector<float>& audio_embeddings() const { return embd_; }
+
+  // Clears the KV cache and decodes the prompt with the kept audio embeddings.
+  // Returns the greedy next token.
+  int32_t prefill(const PromptSpec& prompt);
+  // Decodes `token` at the next position; returns the greedy next token. The
+  // attention of the alignment heads of this step is in step_frames().
+  int32_t step(int32_t token);
+  // Per alignment head, the most attended audio token (0-based in the audio span) of the last step.
+  const std::vector<int>& step_frames() const { return frames_; }
+  // Per alignment head, its attention row of the last step over every KV cell (tests).
+  const std::vector<std::vector<float>>& step_rows() const { return rows_; }
+  // Drops the KV of positions >= pos (re-decode from there).
+  void truncate(int pos);
+  int n_past() const { return n_past_; }
+  int audio_begin() const { return audio_begin_; }
+  const std::vector<int32_t>& prompt_tokens() const { return prompt_tokens_; }  // text tokens, audio as kAudioPad
+  const std::vector<float>& logits() const { return logits_; }
+
+  // The callback's view of a node (public for the C callback only).
+  bool on_node(ggml_tensor* t, bool ask);
+
+ private:
+  int32_t decode_tokens(std::span<const int32_t> tokens);
+  int32_t argmax_logits();
+
+  std::shared_ptr<const Model> model_;
+  std::vector<Head> heads_;
+  std::vector<std::vector<int>> heads_by_layer_;  // query heads per layer
+  llama_context* ctx_ = nullptr;
+  std::vector<float> embd_;
+  int n_audio_ = 0;
+  int n_past_ = 0;
+  int audio_begin_ = 0;
+  bool capture_ = false;
+  std::vector<int> frames_;
+  std::vector<std::vector<float>> rows_;
+  std::vector<int32_t> prompt_tokens_;
+  std::vector<float> logits_;
+};
+
+}  // namespace earshot::qwen3asr

@@ -1,0 +1,267 @@
+#include "model/qwen3asr/model_writer.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/runtime/gguf_file.h"
+
+namespace earshot::qwen3asr {
+
+PairDims PairDims::real_0_6b() {
+  PairDims d;
+  d.text = {.n_embd = 1024,
+            .n_layer = 28,
+            .n_head = 16,
+            .n_head_kv = 8,
+            .head_dim = 128,
+            .n_ff = 3072,
+            .n_ctx = 65536,
+            .rope_theta = 1e6f,
+            .rms_eps = 1e-6f,
+            .rope_sections = {24, 20, 20, 0}};
+  d.audio = {
+      .n_embd = 896, .n_layer = 18, .n_head = 14, .n_ff = 3584, .conv_channels = 480, .n_mel = 128, .ln_eps = 1e-5f};
+  return d;
+}
+
+namespace {
+
+using runtime::GgufFile;
+using runtime::GgufWriter;
+using runtime::MetaType;
+
+constexpr float kBranchGain = 4.0f;
+
+class Random {
+ public:
+  explicit Random(uint32_t seed) : rng_(seed) {}
+  // Scaled initialisation (std 1/sqrt(fan_in)) so activations keep their size through the layers.
+  std::vector<float> normal(size_t n, float std) {
+    std::normal_distribution<float> dist(0.0f, std);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng_);
+    return v;
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+struct Tensors {
+  GgufWriter& out;
+  Random& random;
+  void matrix(const std::string& name, std::vector<int64_t> ne, float gain = 1.0f, ggml_type type = GGML_TYPE_F16) {
+    size_t n = 1;
+    for (int64_t x : ne) n *= static_cast<size_t>(x);
+    const int64_t fan_in = ne.size() == 4 ? ne[0] * ne[1] * ne[2] : ne[0];
+    out.add_tensor_f32(name, type, ne, random.normal(n, gain / std::sqrt(static_cast<float>(fan_in))));
+  }
+  void constant(const std::string& name, std::vector<int64_t> ne, float value) {
+    size_t n = 1;
+    for (int64_t x : ne) n *= static_cast<size_t>(x);
+    out.add_tensor_f32(name, GGML_TYPE_F32, ne, std::vector<float>(n, value));
+  }
+  void small(const std::string& name, std::vector<int64_t> ne, float std) {
+    size_t n = 1;
+    for (int64_t x : ne) n *= static_cast<size_t>(x);
+    out.add_tensor_f32(name, GGML_TYPE_F32, ne, random.normal(n, std));
+  }
+};
+
+template <typename T>
+bool copy_array(const GgufFile& from, const std::string& key, GgufWriter& to) {
+  try {
+    if (auto v = from.find_array<T>(key)) {
+      to.set_array<T>(key, std::span<const T>(*v));
+      return true;
+    }
+  } catch (const Error&) {
+    // another element type: the caller tries the next
+  }
+  return false;
+}
+
+// The tokenizer keys of the Qwen2 vocabulary, with Qwen3-ASR's added tokens at their ids.
+void graft_vocabulary(const std::filesystem::path& path, GgufWriter& out) {
+  const GgufFile vocab = GgufFile::open(path);
+  std::vector<std::string> tokens = vocab.get_array<std::string>("tokenizer.ggml.tokens");
+  std::vector<int32_t> types = vocab.get_array<int32_t>("tokenizer.ggml.token_type");
+  if (tokens.size() != static_cast<size_t>(kVocabSize) || types.size() != tokens.size()) {
+    throw Error(ErrorCode::kInvalidModel, vocab.label() + ": not the Qwen2 vocabulary (" +
+                                              std::to_string(tokens.size()) + " tokens, expected " +
+                                              std::to_string(kVocabSize) + ")");
+  }
+  for (const std::string& key : vocab.keys()) {
+    if (key.rfind("tokenizer.", 0) != 0 || key == "tokenizer.ggml.tokens" || key == "tokenizer.ggml.token_type") {
+      continue;
+    }
+    switch (*vocab.key_type(key)) {
+      case MetaType::kString: out.set(key, vocab.get<std::string>(key)); break;
+      case MetaType::kU32: out.set(key, vocab.get<uint32_t>(key)); break;
+      case MetaType::kI32: out.set(key, vocab.get<int32_t>(key)); break;
+      case MetaType::kBool: out.set(key, vocab.get<bool>(key)); break;
+      case MetaType::kF32: out.set(key, vocab.get<float>(key)); break;
+      case MetaType::kArray:
+        if (!copy_array<std::string>(vocab, key, out) && !copy_array<int32_t>(vocab, key, out) &&
+            !copy_array<float>(vocab, key, out)) {
+          throw Error(ErrorCode::kInvalidModel, vocab.label() + ": unexpected array type at " + key);
+        }
+        break;
+      default: throw Error(ErrorCode::kInvalidModel, vocab.label() + ": unexpected value type at " + key);
+    }
+  }
+  // Qwen2's vocabulary holds padding entries where Qwen3-ASR added these.
+  constexpr int32_t kControl = 3, kUserDefined = 4;
+  const struct {
+    int32_t id;
+    const char* text;
+    int32_t type;
+  } added[] = {{kAudioStart, "<|audio_start|>", kControl},
+               {kAudioEnd, "<|audio_end|>", kControl},
+               {kAudioPad, "<|audio_pad|>", kControl},
+               // Rendered in the decoded text: the seed splits "language X<asr_text>..." on it.
+               {kAsrText, "<asr_text>", kUserDefined}};
+  for (const auto& a : added) {
+    tokens[static_cast<size_t>(a.id)] = a.text;
+    types[static_cast<size_t>(a.id)] = a.type;
+  }
+  out.set_array<std::string>("tokenizer.ggml.tokens", std::span<const std::string>(tokens));
+  out.set_array<int32_t>("tokenizer.ggml.token_type", std::span<const int32_t>(types));
+  // As convert_hf_to_gguf.py writes Qwen3-ASR: BOS and EOS are <|im_end|>.
+  out.set("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(kImEnd));
+  out.set("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(kImEnd));
+  out.set("tokenizer.chat_template",
+          std::string("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+                      "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+                      "}}{% endif %}"));
+}
+
+void write_text(const TextDims& d, const std::filesystem::path& vocab, const std::filesystem::path& path,
+                Random& random) {
+  GgufWriter out;
+  const std::string a = "qwen3vl";
+  out.set_architecture(a);
+  out.set("general.name", std::string("earshot random Qwen3-ASR text model"));
+  out.set("general.file_type", static_cast<uint32_t>(1));  // mostly f16
+  out.set(a + ".context_length", d.n_ctx);
+  out.set(a + ".embedding_length", d.n_embd);
+  out.set(a + ".block_count", d.n_layer);
+  out.set(a + ".feed_forward_length", d.n_ff);
+  out.set(a + ".attention.head_count", d.n_head);
+  out.set(a + ".attention.head_count_kv", d.n_head_kv);
+  out.set(a + ".attention.key_length", d.head_dim);
+  out.set(a + ".attention.value_length", d.head_dim);
+  out.set(a + ".attention.layer_norm_rms_epsilon", d.rms_eps);
+  out.set(a + ".rope.freq_base", d.rope_theta);
+  out.set_array<int32_t>(a + ".rope.dimension_sections", std::span<const int32_t>(d.rope_sections));
+  out.set(a + ".n_deepstack_layers", static_cast<uint32_t>(0));
+  graft_vocabulary(vocab, out);
+
+  Tensors t{out, random};
+  const int64_t e = d.n_embd, q = int64_t{d.n_head} * d.head_dim, kv = int64_t{d.n_head_kv} * d.head_dim;
+  // Tied head: logits = h . E, so E's scale sets the logits' spread.
+  t.matrix("token_embd.weight", {e, kVocabSize});
+  t.constant("output_norm.weight", {e}, 1.0f);
+  for (uint32_t l = 0; l < d.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    t.constant(b + "attn_norm.weight", {e}, 1.0f);
+    t.matrix(b + "attn_q.weight", {e, q});
+    t.matrix(b + "attn_k.weight", {e, kv});
+    t.matrix(b + "attn_v.weight", {e, kv});
+    // The residual branches outweigh the token's own embedding: with a tied head
+    // a random model otherwise predicts the token it was given, again and again.
+    t.matrix(b + "attn_output.weight", {q, e}, kBranchGain);
+    t.constant(b + "attn_q_norm.weight", {d.head_dim}, 1.0f);
+    t.constant(b + "attn_k_norm.weight", {d.head_dim}, 1.0f);
+    t.constant(b + "ffn_norm.weight", {e}, 1.0f);
+    t.matrix(b + "ffn_gate.weight", {e, d.n_ff});
+    t.matrix(b + "ffn_up.weight", {e, d.n_ff});
+    t.matrix(b + "ffn_down.weight", {d.n_ff, e}, kBranchGain);
+  }
+  out.write(path);
+}
+
+void write_mmproj(const AudioDims& d, uint32_t text_embd, const std::filesystem::path& path, Random& random) {
+  GgufWriter out;
+  out.set_architecture("clip");
+  out.set("general.name", std::string("earshot random Qwen3-ASR audio encoder"));
+  out.set("general.file_type", static_cast<uint32_t>(1));
+  out.set("clip.has_audio_encoder", true);
+  out.set("clip.audio.projector_type", std::string("qwen3a"));
+  out.set("clip.audio.projection_dim", text_embd);
+  out.set("clip.audio.embedding_length", d.n_embd);
+  out.set("clip.audio.feed_forward_length", d.n_ff);
+  out.set("clip.audio.block_count", d.n_layer);
+  out.set("clip.audio.attention.head_count", d.n_head);
+  out.set("clip.audio.num_mel_bins", d.n_mel);
+  out.set("clip.audio.attention.layer_norm_epsilon", d.ln_eps);
+
+  Tensors t{out, random};
+  const int64_t c = d.conv_channels, e = d.n_embd;
+  // Conv weights are f16 (the converter forces it); biases [1, 1, C] as it reshapes them.
+  t.matrix("a.conv2d.1.weight", {3, 3, 1, c});
+  t.small("a.conv2d.1.bias", {1, 1, c}, 0.02f);
+  t.matrix("a.conv2d.2.weight", {3, 3, c, c});
+  t.small("a.conv2d.2.bias", {1, 1, c}, 0.02f);
+  t.matrix("a.conv2d.3.weight", {3, 3, c, c});
+  t.small("a.conv2d.3.bias", {1, 1, c}, 0.02f);
+  const int64_t freq = (d.n_mel + 7) / 8;  // three stride-2 convs over the mel axis
+  t.matrix("a.conv_out.weight", {c * freq, e});
+  // The converter generates the sinusoidal table (1500 positions, sin half then cos half).
+  {
+    const int64_t length = 1500, half = e / 2;
+    std::vector<float> table(static_cast<size_t>(length * e));
+    const double step = std::log(10000.0) / static_cast<double>(half - 1);
+    for (int64_t p = 0; p < length; ++p) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(p) * std::exp(-step * static_cast<double>(i));
+        table[static_cast<size_t>(p * e + i)] = static_cast<float>(std::sin(angle));
+        table[static_cast<size_t>(p * e + half + i)] = static_cast<float>(std::cos(angle));
+      }
+    }
+    out.add_tensor_f32("a.position_embd.weight", GGML_TYPE_F32, std::vector<int64_t>{e, length}, table);
+  }
+  for (uint32_t l = 0; l < d.n_layer; ++l) {
+    const std::string b = "a.blk." + std::to_string(l) + ".";
+    for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+      t.matrix(b + w + ".weight", {e, e});
+      t.small(b + w + ".bias", {e}, 0.02f);
+    }
+    t.constant(b + "ln1.weight", {e}, 1.0f);
+    t.constant(b + "ln1.bias", {e}, 0.0f);
+    t.constant(b + "ln2.weight", {e}, 1.0f);
+    t.constant(b + "ln2.bias", {e}, 0.0f);
+    t.matrix(b + "ffn_up.weight", {e, d.n_ff});
+    t.small(b + "ffn_up.bias", {d.n_ff}, 0.02f);
+    t.matrix(b + "ffn_down.weight", {d.n_ff, e});
+    t.small(b + "ffn_down.bias", {e}, 0.02f);
+  }
+  t.constant("a.post_ln.weight", {e}, 1.0f);
+  t.constant("a.post_ln.bias", {e}, 0.0f);
+  t.matrix("mm.a.mlp.1.weight", {e, e});
+  t.small("mm.a.mlp.1.bias", {e}, 0.02f);
+  t.matrix("mm.a.mlp.2.weight", {e, text_embd});
+  t.small("mm.a.mlp.2.bias", {text_embd}, 0.02f);
+  out.write(path);
+}
+
+}  // namespace
+
+WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path& vocab,
+                              const std::filesystem::path& out_prefix, uint32_t seed) {
+  if (dims.text.rope_sections[0] + dims.text.rope_sections[1] + dims.text.rope_sections[2] +
+          dims.text.rope_sections[3] !=
+      static_cast<int32_t>(dims.text.head_dim / 2)) {
+    throw Error(ErrorCode::kInvalidArgument, "rope sections must sum to head_dim / 2");
+  }
+  Random random(seed);
+  WrittenPair pair{out_prefix.string() + ".gguf", out_prefix.string() + "-mmproj.gguf"};
+  write_text(dims.text, vocab, pair.text, random);
+  write_mmproj(dims.audio, dims.text.n_embd, pair.mmproj, random);
+  return pair;
+}
+
+}  // namespace earshot::qwen3asr

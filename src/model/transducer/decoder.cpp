@@ -1,0 +1,160 @@
+#include "model/transducer/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace earshot::transducer {
+namespace {
+
+void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
+  std::vector<float> rounded;
+  const float* x = x_in;
+  if (m.f16_input) {
+    rounded.resize(m.cols);
+    for (int c = 0; c < m.cols; ++c) rounded[c] = static_cast<float>(static_cast<_Float16>(x_in[c]));
+    x = rounded.data();
+  }
+  for (int r = 0; r < m.rows; ++r) {
+    const float* w = m.row(r);
+    float sum = 0;
+    for (int c = 0; c < m.cols; ++c) sum += w[c] * x[c];
+    y[r] = sum + (bias ? bias[r] : 0.0f);
+  }
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+int argmax(const float* v, int n) { return static_cast<int>(std::max_element(v, v + n) - v); }
+
+// log(sum(exp(v))) over [0, n), stable.
+double log_sum_exp(const float* v, int n) {
+  const float m = *std::max_element(v, v + n);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(v[i]) - m);
+  return m + std::log(sum);
+}
+
+}  // namespace
+
+DecoderState Decoder::initial_state() const {
+  DecoderState state;
+  state.h.assign(w_->lstm.size(), std::vector<float>(w_->pred_dim, 0.0f));
+  state.c = state.h;
+  predict(state, w_->blank());
+  return state;
+}
+
+void Decoder::predict(DecoderState& state, int token) const {
+  const int d = w_->pred_dim;
+  std::vector<float> x(w_->embed.row(token), w_->embed.row(token) + w_->embed.cols);
+  std::vector<float> gates(4 * d), hidden(4 * d);
+  for (size_t l = 0; l < w_->lstm.size(); ++l) {
+    const LstmLayer& layer = w_->lstm[l];
+    matvec(layer.w_ih, x.data(), nullptr, gates.data());
+    matvec(layer.w_hh, state.h[l].data(), layer.bias.data(), hidden.data());
+    std::vector<float>& h = state.h[l];
+    std::vector<float>& c = state.c[l];
+    for (int i = 0; i < d; ++i) {
+      const float in = sigmoid(gates[i] + hidden[i]);
+      const float forget = sigmoid(gates[d + i] + hidden[d + i]);
+      const float out = sigmoid(gates[2 * d + i] + hidden[2 * d + i]);
+      const float cell = std::tanh(gates[3 * d + i] + hidden[3 * d + i]);
+      c[i] = forget * c[i] + in * cell;
+      h[i] = out * std::tanh(c[i]);
+    }
+    x = h;
+  }
+  state.pred_proj.resize(w_->joint_pred.rows);
+  matvec(w_->joint_pred, x.data(), w_->joint_pred_bias.data(), state.pred_proj.data());
+  state.last_token = token;
+}
+
+std::vector<float> Decoder::project_encoder(std::span<const float> enc, int n_frames) const {
+  const int n_joint = w_->joint_enc.rows, n_enc = w_->joint_enc.cols;
+  std::vector<float> out(static_cast<size_t>(n_frames) * n_joint);
+  for (int t = 0; t < n_frames; ++t)
+    matvec(w_->joint_enc, enc.data() + static_cast<size_t>(t) * n_enc, w_->joint_enc_bias.data(),
+           out.data() + static_cast<size_t>(t) * n_joint);
+  return out;
+}
+
+void Decoder::joint(std::span<const float> enc_proj, const DecoderState& state, std::vector<float>& logits) const {
+  const int n_joint = w_->joint_out.cols;
+  std::vector<float> hidden(n_joint);
+  for (int i = 0; i < n_joint; ++i) hidden[i] = std::max(0.0f, enc_proj[i] + state.pred_proj[i]);
+  logits.resize(w_->joint_out.rows);
+  matvec(w_->joint_out, hidden.data(), w_->joint_out_bias.data(), logits.data());
+}
+
+void Decoder::log_softmax(std::vector<float>& v) {
+  const double lse = log_sum_exp(v.data(), static_cast<int>(v.size()));
+  for (float& x : v) x = static_cast<float>(x - lse);
+}
+
+GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, DecoderState& state,
+                            std::vector<Emission>& out, int frame_offset) const {
+  const int n_joint = w_->joint_enc.rows;
+  const int n_tokens = w_->n_vocab + 1;  // pieces and blank
+  const bool tdt = !w_->durations.empty();
+  GreedyStats stats;
+  std::vector<float> logits;
+  int t = 0, symbols = 0;
+  while (t < n_frames) {
+    joint(enc_proj.subspan(static_cast<size_t>(t) * n_joint, n_joint), state, logits);
+    ++stats.steps;
+    const int token = argmax(logits.data(), n_tokens);
+    int duration_index = -1, duration = 1;
+    if (tdt) {
+      duration_index = argmax(logits.data() + n_tokens, static_cast<int>(w_->durations.size()));
+      duration = w_->durations[duration_index];
+    }
+    if (token == w_->blank()) {
+      // A blank always moves on: a zero duration on blank would loop forever.
+      t += tdt ? std::max(duration, 1) : 1;
+      symbols = 0;
+      continue;
+    }
+    Emission e;
+    e.token = token;
+    e.frame = frame_offset + t;
+    e.duration = duration;
+    e.duration_index = duration_index;
+    e.log_prob = static_cast<float>(logits[token] - log_sum_exp(logits.data(), static_cast<int>(logits.size())));
+    e.token_log_prob = static_cast<float>(logits[token] - log_sum_exp(logits.data(), n_tokens));
+    out.push_back(e);
+    ++stats.emissions;
+    predict(state, token);
+    if (tdt && duration > 0) {
+      t += duration;
+      symbols = 0;
+    } else if (++symbols >= w_->max_symbols) {
+      t += 1;  // the per-frame bound: force the frame to end
+      symbols = 0;
+    }
+  }
+  return stats;
+}
+
+namespace {
+const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
+bool is_control(const std::string& p) { return p == "<unk>" || p == "<s>" || p == "</s>" || p == "<pad>"; }
+}  // namespace
+
+std::string piece_text(const std::string& piece, bool first_in_text) {
+  if (is_control(piece)) return "";
+  std::string text;
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kSpace.size(), kSpace) == 0) {
+      if (!first_in_text || !text.empty()) text += ' ';
+      i += kSpace.size();
+    } else {
+      text += piece[i++];
+    }
+  }
+  return text;
+}
+
+bool piece_starts_word(const std::string& piece) { return piece.starts_with(kSpace); }
+
+}  // namespace earshot::transducer

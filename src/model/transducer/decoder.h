@@ -1,0 +1,105 @@
+// The transducer half of a FastConformer model: an LSTM prediction network, the
+// joint network and greedy decoding, TDT (token-and-duration) or plain RNN-T,
+// on host float weights (the decoder runs one small matrix-vector product per
+// step: a ggml graph per step would cost more in building than in computing).
+// Model-neutral: any encoder whose output frames are n_enc wide feeds it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace earshot::transducer {
+
+// Row-major [rows][cols] float matrix.
+struct Matrix {
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> data;
+  // The file stored it as f16: ggml multiplies such a matrix by an f16-rounded
+  // vector, and so does the decoder (the same products as ggml's, to the bit).
+  bool f16_input = false;
+  const float* row(int r) const { return data.data() + static_cast<size_t>(r) * cols; }
+};
+
+struct LstmLayer {
+  Matrix w_ih;  // [4 * pred_dim][input]: gates packed i, f, o, c (whisper.cpp's order, reordered from PyTorch's i, f,
+                // g, o)
+  Matrix w_hh;  // [4 * pred_dim][pred_dim]
+  std::vector<float> bias;  // [4 * pred_dim]: b_ih + b_hh folded
+};
+
+struct DecoderWeights {
+  int n_vocab = 0;  // pieces; blank is id n_vocab
+  int pred_dim = 0;
+  std::vector<int> durations;  // TDT durations in frames; empty: RNN-T (no duration outputs)
+  int max_symbols = 10;        // per frame, before a forced advance
+  Matrix embed;                // [n_vocab + 1][pred_dim]; the blank row starts the prediction net
+  std::vector<LstmLayer> lstm;
+  Matrix joint_pred;  // [joint][pred_dim]
+  std::vector<float> joint_pred_bias;
+  Matrix joint_enc;  // [joint][n_enc]
+  std::vector<float> joint_enc_bias;
+  Matrix joint_out;  // [n_vocab + 1 + durations][joint]
+  std::vector<float> joint_out_bias;
+
+  int blank() const { return n_vocab; }
+  int n_outputs() const { return n_vocab + 1 + static_cast<int>(durations.size()); }
+};
+
+// One stream's prediction-network state: LSTM h and c per layer, and the joint
+// projection of the last output. Copyable (a decoder can be rewound).
+struct DecoderState {
+  std::vector<std::vector<float>> h, c;
+  std::vector<float> pred_proj;  // joint_pred * h_last + bias
+  int last_token = -1;
+};
+
+struct Emission {
+  int token = 0;
+  int frame = 0;     // encoder frame it was emitted at
+  int duration = 0;  // frames it spans (TDT: the predicted duration; RNN-T: 1)
+  int duration_index = -1;
+  float log_prob = 0;        // log-softmax over the whole joint output (as libparakeet reports it)
+  float token_log_prob = 0;  // log-softmax over pieces + blank only
+};
+
+struct GreedyStats {
+  int steps = 0;      // joint evaluations
+  int emissions = 0;  // non-blank ones
+};
+
+class Decoder {
+ public:
+  explicit Decoder(const DecoderWeights* weights) : w_(weights) {}
+
+  // A fresh state: zero LSTM state advanced by the blank token (what both NeMo
+  // and whisper.cpp start from; NeMo's blank embedding is its padding row).
+  DecoderState initial_state() const;
+  // Advances the prediction network by a token.
+  void predict(DecoderState& state, int token) const;
+  // joint_enc * frame + bias, for every frame of an encoder output [n_frames][n_enc].
+  std::vector<float> project_encoder(std::span<const float> enc, int n_frames) const;
+  // Raw joint logits for one projected frame (joint wide) and a state.
+  void joint(std::span<const float> enc_proj, const DecoderState& state, std::vector<float>& logits) const;
+  // Log-softmax of the whole joint output (libparakeet's normalisation).
+  static void log_softmax(std::vector<float>& v);
+
+  // Greedy decoding over projected frames [n_frames][joint], continuing from
+  // state; appends emissions with frame numbers offset by frame_offset.
+  GreedyStats greedy(std::span<const float> enc_proj, int n_frames, DecoderState& state, std::vector<Emission>& out,
+                     int frame_offset = 0) const;
+
+  const DecoderWeights& weights() const { return *w_; }
+
+ private:
+  const DecoderWeights* w_;
+};
+
+// SentencePiece pieces to text: "▁" is a space (dropped before the first word of
+// a text), control pieces (<unk>, <s>, </s>, <pad>) are empty.
+std::string piece_text(const std::string& piece, bool first_in_text);
+bool piece_starts_word(const std::string& piece);
+
+}  // namespace earshot::transducer

@@ -1,0 +1,119 @@
+// One stream's simultaneous translation over an LlmModel (seed 003): the
+// segment's committed source and the ASR's unstable tail go into one prompt
+// (tail = inaccessible source), the model drafts greedily with the calibrated
+// heads' attention captured over the source span, and target tokens commit
+// while they depend only on committed source (commit_policy.h). When the ASR
+// commits more of a source the cached draft already covers, held tokens are
+// released from the cached attention without a new model call. Pure logic over
+// the LlmModel / LlmSession interface; one engine per stream, the model shared.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/llm/llm_backend.h"
+#include "stages/translation/commit_policy.h"
+
+namespace earshot::stages::translation {
+
+struct EngineOptions {
+  std::string source_language;  // a code ("zh"); "" or "auto": the prompt names none
+  std::string target_language;  // a code ("en")
+  // Calibrated heads; empty = no drafts (cascaded: whole segments only).
+  std::vector<llm::AttentionHead> heads;
+  CommitOptions commit;
+  // A new draft while the cached one still holds the committed source waits for
+  // this many new source tokens (MT-call hysteresis, in the model's own tokens).
+  int redraft_source_tokens = 3;
+  int max_new_tokens = 256;  // per call, also bounded by the context
+  int context_tokens = 4096;
+  int threads = 0;
+};
+
+// What one update produced.
+struct EngineUpdate {
+  std::string committed;       // target text newly committed (whole UTF-8 characters)
+  std::string draft;           // the uncommitted rest of the draft now
+  bool draft_changed = false;  // draft differs from the last update's (identical drafts are not re-sent)
+  bool called_model = false;   // a new draft was generated (else released from the cached one)
+};
+
+struct EngineStats {
+  int model_calls = 0;  // drafts and full translations
+  int drafts = 0;
+  int releases = 0;  // updates that committed from the cached draft without a call
+};
+
+// The prompt around the source, by architecture: Hunyuan-dense's and ChatML
+// (qwen2/qwen3) chat turns as llama.cpp's templates write them, else plain text.
+struct PromptTemplate {
+  std::string before_source;  // control tokens written as text (parsed as special)
+  std::string after_source;
+};
+PromptTemplate prompt_template(const std::string& architecture, const std::string& source_language,
+                               const std::string& target_language);
+// "en" -> "English"; an unknown code is returned as it is.
+std::string language_name(const std::string& code);
+
+// Bytes of `bytes` up to the end of its last complete UTF-8 character.
+size_t complete_utf8_prefix(const std::string& bytes);
+
+class TranslationEngine {
+ public:
+  TranslationEngine(const llm::LlmModel& model, EngineOptions options);
+  ~TranslationEngine();
+
+  bool simultaneous() const { return !options_.heads.empty(); }
+  const EngineOptions& options() const { return options_; }
+
+  // The open segment's committed source and the ASR tail now. Without heads
+  // nothing is drafted (the final comes from translate()).
+  EngineUpdate update(const std::string& committed_source, const std::string& tail);
+  // A full-quality translation of a whole source (a closed segment's final):
+  // its own greedy pass over the complete source, no capture.
+  std::string translate(const std::string& source);
+  // Closes the segment: the draft cache and the committed target are forgotten.
+  void reset();
+
+  // Everything committed in the open segment (text).
+  std::string committed_text() const;
+  EngineStats stats() const { return stats_; }
+
+  // Number of accessible source tokens of the cached draft for `committed`
+  // (exposed for tests): tokens wholly inside it, rounding down at a token that
+  // straddles its end (byte-split characters included). -1 without a draft or
+  // when `committed` is not a prefix of the drafted source.
+  int frontier_for(const std::string& committed) const;
+
+ private:
+  struct Draft;
+  struct Generation {
+    std::vector<llm::Token> tokens;
+    std::vector<TokenAttention> rows;
+  };
+  // Decodes `prompt` (reusing the session's KV prefix) and generates greedily
+  // until a stop token, a placeholder, the limit or the context's end.
+  Generation generate(const std::vector<llm::Token>& prompt, bool capture, int source_begin, int source_end);
+  void make_draft(const std::string& source);
+  bool is_stop(llm::Token token) const;
+  // Truncates tokens at a placeholder sequence or (fallback) placeholder text.
+  void cut_placeholders(Generation& g) const;
+  std::string bytes_of(const std::vector<llm::Token>& tokens, size_t from = 0) const;
+
+  const llm::LlmModel& model_;
+  EngineOptions options_;
+  PromptTemplate template_;
+  std::unique_ptr<llm::LlmSession> session_;
+  std::vector<llm::Token> kv_tokens_;  // what the session holds, position by position
+  std::vector<llm::Token> prompt_before_, prompt_after_;
+  std::vector<llm::Token> stop_ids_;                     // single-id placeholders
+  std::vector<std::vector<llm::Token>> stop_sequences_;  // fragmented placeholders (rolling window)
+  std::unique_ptr<Draft> draft_;
+  std::vector<llm::Token> committed_tokens_;  // target tokens committed in the open segment
+  size_t committed_bytes_sent_ = 0;
+  std::string last_draft_;
+  EngineStats stats_;
+};
+
+}  // namespace earshot::stages::translation

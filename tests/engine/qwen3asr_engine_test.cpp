@@ -1,0 +1,104 @@
+// The Qwen3-ASR family through engine::load on a generated random-weight pair:
+// the text GGUF is recognised, its mmproj found beside it or named, a missing
+// one refused with the flag to pass, and both policies (alignatt, rolling)
+// stream audio to committed words.
+#include "engine/qwen3asr_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "engine/families.h"
+#include "model/qwen3asr/model_writer.h"
+
+namespace earshot::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Qwen3AsrEngineTest : ::testing::Test {
+  static inline fs::path dir;
+  static inline qwen3asr::WrittenPair pair;
+  static void SetUpTestSuite() {
+    dir = fs::temp_directory_path() / ("earshot-qwen3asr-engine-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    pair = qwen3asr::write_random_pair(qwen3asr::PairDims::tiny(), EARSHOT_QWEN2_VOCAB, dir / "tiny", 3);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir); }
+  static std::string stream(const Engine& engine, const std::string& policy, double seconds) {
+    StreamRequest request;
+    request.policy = policy;
+    request.language = "en";
+    auto p = engine.open_stream(request);
+    std::string text;
+    for (int i = 0; i < static_cast<int>(seconds * 2); ++i) {
+      std::vector<float> pcm(8000);
+      for (size_t k = 0; k < pcm.size(); ++k) pcm[k] = 0.2f * std::sin(0.01f * static_cast<float>(k * (i + 3)));
+      p->insert_audio(pcm, (i + 1) * 0.5);
+      for (const Word& w : p->process().committed) text += w.text;
+    }
+    for (const Word& w : p->finish().committed) text += w.text;
+    std::string all;
+    for (const Word& w : p->hypothesis()) all += w.text;
+    EXPECT_EQ(text, all);  // what was committed is the transcript: nothing twice, nothing lost
+    return text;
+  }
+};
+
+TEST_F(Qwen3AsrEngineTest, LoadsThePairWithTheMmprojFoundBesideIt) {
+  ModelSpec spec;
+  spec.path = pair.text;
+  spec.runtime.threads = 2;
+  const auto engine = load(spec);
+  EXPECT_EQ(engine->capabilities().family, "qwen3asr");
+  EXPECT_EQ(engine->capabilities().policies, (std::vector<std::string>{"alignatt", "rolling"}));
+  EXPECT_DOUBLE_EQ(engine->capabilities().frames_per_second, 12.5);
+  EXPECT_EQ(find_mmproj(pair.text, ""), pair.mmproj);
+  EXPECT_EQ(engine->language_problem("en"), "");
+  EXPECT_NE(engine->language_problem("xx"), "");
+}
+
+TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
+  const fs::path alone = dir / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(pair.text, alone / "model.gguf", fs::copy_options::overwrite_existing);
+  ModelSpec spec;
+  spec.path = alone / "model.gguf";
+  try {
+    load(spec);
+    FAIL() << "loaded without an mmproj";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("--mmproj"), std::string::npos) << e.what();
+  }
+  spec.qwen3asr.mmproj = pair.mmproj;  // named explicitly it loads
+  EXPECT_EQ(load(spec)->capabilities().family, "qwen3asr");
+}
+
+TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {
+  ModelSpec spec;
+  spec.path = pair.text;
+  spec.runtime.threads = 2;
+  const auto engine = load(spec);
+  EXPECT_FALSE(stream(*engine, "alignatt", 2.0).empty());
+  EXPECT_FALSE(stream(*engine, "rolling", 2.5).empty());
+}
+
+TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
+  const fs::path heads = dir / "heads.json";
+  { std::ofstream(heads) << R"({"alignment_heads_compact": [[3, 1], [2, 0], [3, 3]], "other": 1})"; }
+  ModelSpec spec;
+  spec.path = pair.text;
+  spec.qwen3asr.alignment_heads = heads;
+  EXPECT_NO_THROW(load(spec));
+  std::ofstream(heads) << R"({"alignment_heads_compact": [[9, 0]]})";
+  EXPECT_THROW(load(spec), Error);  // layer 9 of a 4-layer model
+  std::ofstream(heads) << R"({"heads": []})";
+  EXPECT_THROW(load(spec), Error);
+}
+
+}  // namespace
+}  // namespace earshot::engine

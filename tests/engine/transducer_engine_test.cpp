@@ -1,0 +1,118 @@
+// The transducer family through the engine boundary: engine::load picks it for
+// both file formats, its capabilities say native timestamps and no commit
+// policy, and its stream commits append-only words with frame times, the same
+// words however the audio arrives, equal to decoding the encoder output directly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../model/model_test_util.h"
+#include "audio/wav.h"
+#include "common/error.h"
+#include "engine/families.h"
+#include "features/nemo_mel.h"
+#include "model/fastconformer/encoder.h"
+#include "model/fastconformer/random_model.h"
+#include "model/runtime/device.h"
+#include "model/transducer/decoder.h"
+
+namespace earshot::engine {
+namespace {
+
+using whisper::testing::TempDir;
+
+std::vector<float> jfk() { return audio::load_wav_file(whisper::testing::shared_dir() / "data" / "jfk.wav"); }
+
+std::vector<Word> stream(const Engine& engine, const std::vector<float>& pcm, size_t chunk) {
+  auto processor = engine.open_stream({});
+  std::vector<Word> words;
+  for (size_t at = 0; at < pcm.size(); at += chunk) {
+    const size_t n = std::min(chunk, pcm.size() - at);
+    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
+    for (Word& w : processor->process().committed) words.push_back(std::move(w));
+  }
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  return words;
+}
+
+std::string text_of(const std::vector<Word>& words) {
+  std::string text;
+  for (const Word& w : words) text += w.text;
+  return text;
+}
+
+TEST(TransducerEngine, LoadsBothFormatsAndStreamsNativeWords) {
+  TempDir dir("transducer-engine");
+  fastconformer::RandomModelOptions options;
+  options.seed = 3;
+  const fastconformer::ModelData data = fastconformer::random_model(options);
+  fastconformer::write_legacy(dir / "ggml-parakeet-small.bin", data);
+  fastconformer::write_gguf(dir / "parakeet-small.gguf", data);
+
+  ModelSpec spec;
+  spec.path = dir / "ggml-parakeet-small.bin";
+  spec.runtime.threads = 2;
+  const std::shared_ptr<const Engine> engine = load(spec);
+  const Capabilities& caps = engine->capabilities();
+  EXPECT_EQ(caps.family, "transducer");
+  EXPECT_EQ(caps.model_name, "parakeet-small");
+  EXPECT_TRUE(caps.native_timestamps);
+  EXPECT_FALSE(caps.needs_commit_policy);
+  EXPECT_DOUBLE_EQ(caps.frames_per_second, 12.5);
+  EXPECT_EQ(engine->language_problem("de"), "");
+  EXPECT_THROW(engine->resolve_policy("alignatt"), Error);
+
+  const std::vector<float> pcm = jfk();
+  const std::vector<Word> words = stream(*engine, pcm, pcm.size());
+  ASSERT_GE(words.size(), 3u);
+  for (size_t i = 0; i < words.size(); ++i) {
+    EXPECT_FALSE(words[i].text.empty());
+    EXPECT_LT(words[i].start, words[i].end);
+    EXPECT_NEAR(std::fmod(words[i].start + 1e-9, 0.08), 0.0, 1e-6) << "frame times are multiples of 80 ms";
+    if (i > 0) {
+      EXPECT_GE(words[i].start, words[i - 1].start);
+    }
+  }
+  // The same text as the encoder and greedy decoder directly (one 20 s window holds jfk.wav).
+  const auto model = fastconformer::Model::load(spec.path);
+  ggml_backend_ptr backend = runtime::create_backend(nullptr, 2);
+  fastconformer::Encoder encoder(model, backend.get());
+  features::NemoMelConfig mc;
+  const features::FrameMajorMel mel = features::nemo_log_mel(pcm, mc, model->mel_filters(), model->window());
+  const fastconformer::EncoderOutput enc = encoder.encode(mel.data, mel.n_frames);
+  transducer::Decoder decoder(&model->decoder_weights());
+  transducer::DecoderState state = decoder.initial_state();
+  std::vector<transducer::Emission> emissions;
+  decoder.greedy(decoder.project_encoder(enc.data, enc.n_frames), enc.n_frames, state, emissions);
+  std::string direct;
+  for (const transducer::Emission& e : emissions)
+    direct += transducer::piece_text(model->pieces()[e.token], direct.empty());
+  EXPECT_EQ(text_of(words), direct);
+  EXPECT_NEAR(words.front().start, emissions.front().frame * 0.08, 1e-9);
+
+  // Audio in 0.5 s pieces commits the same words; the GGUF twin too.
+  const std::vector<Word> chunked = stream(*engine, pcm, 8000);
+  EXPECT_EQ(text_of(chunked), text_of(words));
+  spec.path = dir / "parakeet-small.gguf";
+  EXPECT_EQ(text_of(stream(*load(spec), pcm, 16000)), text_of(words));
+}
+
+TEST(TransducerEngine, ShortWindowsStayAppendOnlyAndInOrder) {
+  TempDir dir("transducer-engine");
+  fastconformer::RandomModelOptions options;
+  options.seed = 3;
+  fastconformer::write_legacy(dir / "m.bin", fastconformer::random_model(options));
+  ModelSpec spec;
+  spec.path = dir / "m.bin";
+  spec.runtime.threads = 2;
+  spec.transducer.window_seconds = 3;
+  const std::vector<Word> words = stream(*load(spec), jfk(), 4000);
+  ASSERT_GE(words.size(), 3u);
+  for (size_t i = 1; i < words.size(); ++i) EXPECT_GE(words[i].start, words[i - 1].start);
+  EXPECT_LE(words.back().end, 11.0 + 0.08);
+  spec.transducer.window_seconds = 0.5;
+  EXPECT_THROW(load(spec), Error);
+}
+
+}  // namespace
+}  // namespace earshot::engine

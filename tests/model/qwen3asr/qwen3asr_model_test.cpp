@@ -1,0 +1,177 @@
+// Qwen3-ASR on libllama + libmtmd with a generated random-weight pair: the pair
+// loads (and wrong files are refused with messages that say what to pass), the
+// audio and control tokens sit at Qwen3-ASR's ids, audio token counts follow the
+// reference model, and the per-step attention of the alignment heads comes
+// through the eval callback (rows sum to 1; the test fails if the tensor name
+// kq_soft_max-<layer> disappears), KV suffix removal and encoder-output reuse.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "common/error.h"
+#include "model/qwen3asr/model.h"
+#include "model/qwen3asr/model_writer.h"
+#include "model/runtime/gguf_file.h"
+
+namespace earshot::qwen3asr {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Qwen3Asr : ::testing::Test {
+  static inline WrittenPair pair;
+  static inline std::shared_ptr<const Model> model;
+  static void SetUpTestSuite() {
+    const fs::path dir = fs::temp_directory_path() / ("earshot-qwen3asr-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    pair = write_random_pair(PairDims::tiny(), EARSHOT_QWEN2_VOCAB, dir / "tiny", 7);
+    model = Model::load(pair.text, pair.mmproj);
+  }
+  static void TearDownTestSuite() {
+    model.reset();
+    fs::remove_all(pair.text.parent_path());
+  }
+  static std::vector<float> tone(double seconds) {
+    std::vector<float> pcm(static_cast<size_t>(seconds * 16000));
+    for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = 0.3f * std::sin(0.05f * static_cast<float>(i) * (1 + i / 8000));
+    return pcm;
+  }
+};
+
+std::string error_of(const std::function<void()>& f, ErrorCode* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(Qwen3Asr, ThePairLoadsWithQwen3AsrShapes) {
+  EXPECT_EQ(model->n_layer(), 4);
+  EXPECT_EQ(model->n_head(), 4);
+  EXPECT_EQ(model->n_embd(), 64);
+  EXPECT_EQ(model->n_vocab(), kVocabSize);
+}
+
+TEST_F(Qwen3Asr, AudioAndControlTokensSitAtQwen3AsrIds) {
+  EXPECT_EQ(model->tokenize("<|im_start|>", true), std::vector<int32_t>{kImStart});
+  EXPECT_EQ(model->tokenize("<|im_end|>", true), std::vector<int32_t>{kImEnd});
+  EXPECT_EQ(model->tokenize("<|audio_start|>", true), std::vector<int32_t>{kAudioStart});
+  EXPECT_EQ(model->tokenize("<|audio_end|>", true), std::vector<int32_t>{kAudioEnd});
+  EXPECT_EQ(model->tokenize("<|audio_pad|>", true), std::vector<int32_t>{kAudioPad});
+  EXPECT_EQ(model->tokenize("<asr_text>", true), std::vector<int32_t>{kAsrText});
+  // <asr_text> is rendered: the decoded "language X<asr_text>..." is split on it.
+  EXPECT_EQ(model->piece(kAsrText), "<asr_text>");
+  EXPECT_EQ(model->detokenize(model->tokenize("language English", false)), "language English");
+}
+
+TEST_F(Qwen3Asr, WrongFilesAreRefusedWithWhatToPass) {
+  ErrorCode code{};
+  EXPECT_NE(error_of([&] { Model::load(pair.text, ""); }, &code).find("--mmproj"), std::string::npos);
+  EXPECT_EQ(code, ErrorCode::kInvalidModel);
+  EXPECT_NE(error_of([&] { Model::load(pair.mmproj, pair.text); }).find("pass it with --mmproj"), std::string::npos);
+  EXPECT_NE(error_of([&] { Model::load(pair.text, pair.text); }).find("not an mmproj"), std::string::npos);
+  error_of([&] { Model::load(pair.text.string() + ".missing", pair.mmproj); }, &code);
+  EXPECT_EQ(code, ErrorCode::kIo);
+  // An mmproj of another projector (Qwen2-Audio's).
+  const fs::path other = pair.text.parent_path() / "qwen2a-mmproj.gguf";
+  {
+    runtime::GgufWriter w;
+    w.set_architecture("clip");
+    w.set("clip.has_audio_encoder", true);
+    w.set("clip.audio.projector_type", std::string("qwen2a"));
+    const std::vector<float> one{1.0f};
+    w.add_tensor_f32("a.post_ln.weight", GGML_TYPE_F32, std::vector<int64_t>{1}, one);
+    w.write(other);
+  }
+  EXPECT_NE(error_of([&] { Model::load(pair.text, other); }).find("'qwen2a', not Qwen3-ASR's"), std::string::npos);
+}
+
+TEST_F(Qwen3Asr, AudioTokenCountsFollowTheReferenceModel) {
+  Session s(model, {{3, 0}});
+  // 1 s: 101 mel frames = one chunk of 100 (13 tokens) + one frame (1 token).
+  EXPECT_EQ(s.encode(tone(1.0)), 14);
+  EXPECT_EQ(s.encode(tone(2.0)), 27);
+  EXPECT_EQ(s.audio_embeddings().size(), 27u * 64u);
+  // jfk.wav's 1101 frames: the reference's 144, where mtmd gives 156 (model-families.md).
+  EXPECT_EQ(s.encode(std::vector<float>(176000, 0.01f)), 144);
+  ModelOptions mtmd_count;
+  mtmd_count.reference_audio_length = false;
+  auto padded = Model::load(pair.text, pair.mmproj, mtmd_count);
+  Session p(padded, {{3, 0}});
+  EXPECT_EQ(p.encode(tone(1.0)), 26);  // the last window zero-padded to 200 frames
+  EXPECT_EQ(p.encode(std::vector<float>(176000, 0.01f)), 156);
+}
+
+TEST_F(Qwen3Asr, StepsCaptureTheAlignmentHeadsAttentionOntoTheAudioSpan) {
+  const std::vector<Head> heads = {{3, 0}, {3, 3}, {2, 1}};
+  Session s(model, heads);
+  const int n_audio = s.encode(tone(2.0));
+  int32_t token = s.prefill({"", "English", {}});
+  ASSERT_GE(token, 0);
+  ASSERT_LT(token, kVocabSize);
+  // The prompt: system, user turn with the audio span, assistant turn with the forced language.
+  const auto& prompt = s.prompt_tokens();
+  EXPECT_EQ(prompt[static_cast<size_t>(s.audio_begin()) - 1], kAudioStart);
+  EXPECT_EQ(prompt[static_cast<size_t>(s.audio_begin() + n_audio)], kAudioEnd);
+  EXPECT_EQ(prompt.back(), kAsrText);
+  for (int i = 0; i < 4; ++i) {
+    const int pos = s.n_past();
+    token = s.step(token);
+    ASSERT_EQ(s.step_frames().size(), heads.size());
+    for (size_t k = 0; k < heads.size(); ++k) {
+      // -1 would mean the callback never saw kq_soft_max-<layer>: the name llama.cpp gives it changed.
+      ASSERT_GE(s.step_frames()[k], 0) << "no kq_soft_max-" << heads[k].first << " captured";
+      ASSERT_LT(s.step_frames()[k], n_audio);
+      const auto& row = s.step_rows()[k];
+      ASSERT_GT(row.size(), static_cast<size_t>(pos));
+      const double sum = std::accumulate(row.begin(), row.begin() + pos + 1, 0.0);
+      EXPECT_NEAR(sum, 1.0, 1e-5) << "head " << k << " step " << i;
+      for (size_t j = static_cast<size_t>(pos) + 1; j < row.size(); ++j) EXPECT_EQ(row[j], 0.0f);  // masked cells
+      const auto span = row.begin() + s.audio_begin();
+      EXPECT_EQ(std::max_element(span, span + n_audio) - span, s.step_frames()[k]);
+    }
+  }
+}
+
+TEST_F(Qwen3Asr, KvSuffixRemovalAndEncoderReuseReproduceTheSameSteps) {
+  Session s(model, {{3, 1}});
+  s.encode(tone(1.5));
+  const int32_t first = s.prefill({"context", "", {}});
+  const int after_prompt = s.n_past();
+  const int32_t second = s.step(first);
+  const std::vector<float> logits2 = s.logits();
+  const int32_t third = s.step(second);
+  const int frame3 = s.step_frames()[0];
+  // Re-decode from the second step: the cache keeps the prompt and the first token.
+  s.truncate(after_prompt + 1);
+  EXPECT_EQ(s.n_past(), after_prompt + 1);
+  EXPECT_EQ(s.step(second), third);
+  EXPECT_EQ(s.step_frames()[0], frame3);
+  // A second prefill reuses the kept audio embeddings (no encode) and gives the same steps.
+  EXPECT_EQ(s.prefill({"context", "", {}}), first);
+  EXPECT_EQ(s.step(first), second);
+  for (size_t i = 0; i < logits2.size(); i += 997) EXPECT_NEAR(s.logits()[i], logits2[i], 1e-4f);
+  // The committed tokens carried as context go after the prompt.
+  s.prefill({"context", "", {first, second}});
+  EXPECT_EQ(s.n_past(), after_prompt + 2);
+}
+
+TEST_F(Qwen3Asr, AlignmentHeadsOutsideTheModelAreRejected) {
+  EXPECT_THROW(Session(model, {{4, 0}}), Error);
+  EXPECT_THROW(Session(model, {{0, 4}}), Error);
+}
+
+TEST(Qwen3AsrLanguages, WhisperCodesMapToQwen3Names) {
+  EXPECT_EQ(language_name("en"), "English");
+  EXPECT_EQ(language_name("yue"), "Cantonese");
+  EXPECT_EQ(language_name("xx"), "");
+  EXPECT_EQ(language_code("Japanese"), "ja");
+}
+
+}  // namespace
+}  // namespace earshot::qwen3asr

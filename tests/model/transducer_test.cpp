@@ -1,0 +1,118 @@
+// Greedy transducer decoding on hand-built weights whose joint is read off the
+// frame: TDT durations (a blank of duration 0 still advances, duration-0 pieces
+// stop at the per-frame bound), RNN-T (pieces until a blank), piece text.
+#include <gtest/gtest.h>
+
+#include "model/transducer/decoder.h"
+
+namespace earshot::transducer {
+namespace {
+
+Matrix matrix(int rows, int cols, std::vector<float> data) {
+  Matrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = std::move(data);
+  return m;
+}
+
+// Pieces 0 and 1, blank 2. Frame [p, b]: logit(piece 1) = p, logit(blank) = b;
+// the prediction network contributes nothing, so a frame's decision repeats.
+DecoderWeights frame_driven(std::vector<int> durations, std::vector<float> duration_bias, int max_symbols = 3) {
+  DecoderWeights w;
+  w.n_vocab = 2;
+  w.pred_dim = 1;
+  w.durations = std::move(durations);
+  w.max_symbols = max_symbols;
+  w.embed = matrix(3, 1, {0, 0, 0});
+  LstmLayer layer;
+  layer.w_ih = matrix(4, 1, {0, 0, 0, 0});
+  layer.w_hh = matrix(4, 1, {0, 0, 0, 0});
+  layer.bias = {0, 0, 0, 0};
+  w.lstm.push_back(layer);
+  w.joint_pred = matrix(2, 1, {0, 0});
+  w.joint_pred_bias = {0, 0};
+  w.joint_enc = matrix(2, 2, {1, 0, 0, 1});
+  w.joint_enc_bias = {0, 0};
+  const int n_out = w.n_outputs();
+  w.joint_out = matrix(n_out, 2, std::vector<float>(static_cast<size_t>(n_out) * 2, 0.0f));
+  w.joint_out.data[1 * 2 + 0] = 1;  // piece 1 <- p
+  w.joint_out.data[2 * 2 + 1] = 1;  // blank <- b
+  w.joint_out_bias.assign(n_out, 0.0f);
+  for (size_t i = 0; i < duration_bias.size(); ++i) w.joint_out_bias[3 + i] = duration_bias[i];
+  return w;
+}
+
+std::vector<Emission> decode(const DecoderWeights& w, const std::vector<float>& frames, GreedyStats* stats = nullptr) {
+  Decoder d(&w);
+  DecoderState s = d.initial_state();
+  std::vector<Emission> out;
+  const int n = static_cast<int>(frames.size() / 2);
+  const GreedyStats st = d.greedy(d.project_encoder(frames, n), n, s, out, 100);
+  if (stats) *stats = st;
+  return out;
+}
+
+TEST(TransducerGreedy, TdtDurationsMoveThroughFrames) {
+  // Duration index 2 (duration 2) wins: pieces at frames 0, 2, 4.
+  const DecoderWeights w = frame_driven({0, 1, 2}, {0, 0, 5});
+  const std::vector<Emission> out = decode(w, {5, 0, 5, 0, 5, 0, 5, 0, 5, 0, 5, 0});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].frame, 100);
+  EXPECT_EQ(out[1].frame, 102);
+  EXPECT_EQ(out[2].frame, 104);
+  EXPECT_EQ(out[0].token, 1);
+  EXPECT_EQ(out[0].duration, 2);
+  EXPECT_EQ(out[0].duration_index, 2);
+  EXPECT_LT(out[0].log_prob, out[0].token_log_prob);  // normalised over more outputs
+}
+
+TEST(TransducerGreedy, TdtBlankOfDurationZeroStillAdvancesAndPiecesStopAtTheBound) {
+  const DecoderWeights w = frame_driven({0, 1}, {5, 0}, 3);  // duration 0 wins everywhere
+  GreedyStats stats;
+  // Frame 0 blank, frame 1 a piece: three pieces (the bound), then the forced advance.
+  const std::vector<Emission> out = decode(w, {0, 5, 5, 0}, &stats);
+  ASSERT_EQ(out.size(), 3u);
+  for (const Emission& e : out) EXPECT_EQ(e.frame, 101);
+  EXPECT_EQ(stats.steps, 4);
+  EXPECT_EQ(stats.emissions, 3);
+}
+
+TEST(TransducerGreedy, RnntEmitsUntilBlankWithinTheBound) {
+  const DecoderWeights w = frame_driven({}, {}, 2);
+  GreedyStats stats;
+  const std::vector<Emission> out = decode(w, {5, 0, 0, 5, 5, 0}, &stats);
+  ASSERT_EQ(out.size(), 4u);  // two on frame 0 (the bound), none on frame 1, two on frame 2
+  EXPECT_EQ(out[1].frame, 100);
+  EXPECT_EQ(out[2].frame, 102);
+  EXPECT_EQ(out[0].duration, 1);
+  EXPECT_EQ(out[0].duration_index, -1);
+  EXPECT_EQ(stats.steps, 5);
+}
+
+TEST(TransducerGreedy, StateCarriesAcrossCalls) {
+  DecoderWeights w = frame_driven({0, 1}, {0, 5});
+  w.lstm[0].w_ih = matrix(4, 1, {1, 1, 1, 1});
+  w.embed = matrix(3, 1, {0.5f, -1.0f, 0.0f});
+  Decoder d(&w);
+  DecoderState s = d.initial_state();
+  const DecoderState fresh = s;
+  d.predict(s, 1);
+  EXPECT_EQ(s.last_token, 1);
+  EXPECT_NE(s.h[0], fresh.h[0]);
+  EXPECT_NE(s.c[0], fresh.c[0]);
+}
+
+TEST(TransducerPieces, SpaceMarkerAndControlPieces) {
+  EXPECT_EQ(piece_text("\xE2\x96\x81hello", true), "hello");
+  EXPECT_EQ(piece_text("\xE2\x96\x81hello", false), " hello");
+  EXPECT_EQ(piece_text("lo", false), "lo");
+  EXPECT_EQ(piece_text("<unk>", false), "");
+  EXPECT_TRUE(
+      piece_starts_word("\xE2\x96\x81"
+                        "a"));
+  EXPECT_FALSE(piece_starts_word("a"));
+}
+
+}  // namespace
+}  // namespace earshot::transducer

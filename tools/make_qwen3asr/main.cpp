@@ -1,0 +1,55 @@
+// earshot-make-qwen3asr: writes a random-weight Qwen3-ASR GGUF pair (text model,
+// arch qwen3vl, + mmproj, projector qwen3a) as llama.cpp v0.5.0 converts the real ones.
+//   earshot-make-qwen3asr --vocab third_party/src/llama.cpp/models/ggml-vocab-qwen2.gguf
+//       --out PREFIX [--size tiny|0.6b] [--seed N]
+// writes PREFIX.gguf and PREFIX-mmproj.gguf.
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "model/qwen3asr/model_writer.h"
+
+int main(int argc, char** argv) {
+  try {
+    std::string vocab, out, size = "tiny";
+    uint32_t seed = 1;
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view flag = argv[i];
+      if (i + 1 >= argc)
+        throw earshot::Error(earshot::ErrorCode::kInvalidArgument, std::string(flag) + " needs a value");
+      const char* value = argv[++i];
+      if (flag == "--vocab") {
+        vocab = value;
+      } else if (flag == "--out") {
+        out = value;
+      } else if (flag == "--size") {
+        size = value;
+      } else if (flag == "--seed") {
+        seed = static_cast<uint32_t>(std::strtoul(value, nullptr, 10));
+      } else {
+        throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "unknown option " + std::string(flag));
+      }
+    }
+    if (vocab.empty() || out.empty()) {
+      throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--vocab and --out are required");
+    }
+    earshot::qwen3asr::PairDims dims;
+    if (size == "0.6b") {
+      dims = earshot::qwen3asr::PairDims::real_0_6b();
+    } else if (size != "tiny") {
+      throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--size is tiny or 0.6b, not " + size);
+    }
+    const auto pair = earshot::qwen3asr::write_random_pair(dims, vocab, out, seed);
+    std::printf("wrote %s and %s\n", pair.text.string().c_str(), pair.mmproj.string().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "earshot-make-qwen3asr: %s\n", e.what());
+    std::fprintf(
+        stderr,
+        "usage: earshot-make-qwen3asr --vocab ggml-vocab-qwen2.gguf --out PREFIX [--size tiny|0.6b] [--seed N]\n");
+    return 1;
+  }
+}
