@@ -161,7 +161,17 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
               "")
       .option("max-audio-minutes", "longest decoded audio of one uploaded file (minutes; more is refused with 413)",
               "60")
-      .option("idle-timeout", "seconds without any message before a stream is ended", "60")
+      .option("idle-timeout",
+              "seconds without any message before a stream is ended (and an idle or stalled HTTP connection "
+              "closed)",
+              "60")
+      .option("write-timeout",
+              "seconds one update may wait to be written before a stream that stopped reading "
+              "is ended",
+              "30")
+      .option("shutdown-grace-s",
+              "SIGINT/SIGTERM: seconds streams get to finish; then their text so far is sent as final", "30")
+      .option("max-uploads", "upload bodies received at once (more get 503 with Retry-After)", "4")
       .option("drain-seconds",
               "on SIGTERM, seconds live streams may go on while new sessions are refused and /ready says 503 "
               "(a rolling restart behind a balancer); then the rest are ended with their final lines",
@@ -199,6 +209,14 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   config.max_audio_seconds = 60.0 * args.get_double("max-audio-minutes");
   if (!(config.max_audio_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-audio-minutes must be > 0");
   config.idle_timeout_seconds = args.get_double("idle-timeout");
+  config.write_timeout_seconds = args.get_double("write-timeout");
+  config.shutdown_grace_seconds = args.get_double("shutdown-grace-s");
+  config.max_uploads = static_cast<int>(args.get_int("max-uploads"));
+  if (!(config.idle_timeout_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--idle-timeout must be > 0");
+  if (!(config.write_timeout_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--write-timeout must be > 0");
+  if (!(config.shutdown_grace_seconds >= 0))
+    throw Error(ErrorCode::kInvalidArgument, "--shutdown-grace-s must be >= 0");
+  if (config.max_uploads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-uploads must be >= 1");
   config.drain_seconds = args.get_double("drain-seconds");
   if (!(config.drain_seconds >= 0)) throw Error(ErrorCode::kInvalidArgument, "--drain-seconds must be >= 0");
   config.transcription_timeout_seconds = args.get_double("transcription-timeout");

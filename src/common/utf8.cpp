@@ -60,4 +60,14 @@ std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
+std::string valid_utf8_prefix(std::string_view text, size_t max_bytes) {
+  std::string out = to_valid_utf8(text);
+  if (out.size() <= max_bytes) return out;
+  size_t end = max_bytes;
+  // Back off over continuation bytes (10xxxxxx) to the start of the character cut in two.
+  while (end > 0 && (static_cast<unsigned char>(out[end]) & 0xC0) == 0x80) --end;
+  out.resize(end);
+  return out;
+}
+
 }  // namespace earshot

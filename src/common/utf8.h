@@ -3,6 +3,7 @@
 // before it is quoted in a message.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,9 @@ bool is_valid_utf8(std::string_view text);
 // `text` with every byte that does not start a well-formed sequence replaced by
 // U+FFFD (valid text is returned unchanged).
 std::string to_valid_utf8(std::string_view text);
+
+// to_valid_utf8(text) cut to at most `max_bytes` at a character boundary (a
+// WebSocket close reason, say: 123 bytes at most, and valid UTF-8).
+std::string valid_utf8_prefix(std::string_view text, size_t max_bytes);
 
 }  // namespace earshot

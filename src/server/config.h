@@ -31,12 +31,14 @@ struct ServerConfig {
   size_t max_message_bytes = 1 << 20;     // one WebSocket frame/message of audio
   double idle_timeout_seconds = 60;       // a stream that sends nothing this long is ended
   size_t max_upload_bytes = 25u << 20;    // POST /v1/audio/transcriptions
+  int max_uploads = 4;                    // upload bodies received at once (each up to max_upload_bytes)
   // Decoded length of one uploaded file: a low-bitrate upload under the byte limit
   // can still decode to hours of samples (1 h of 16 kHz float audio is 230 MB).
   double max_audio_seconds = 3600;
   double transcription_timeout_seconds = 600;
   double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
   double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
+  double write_timeout_seconds = 30;      // a stream update not written this long ends the stream
   // SIGTERM first drains this long: /ready answers 503, new sessions are refused, and live
   // streams go on until their clients end them; those still running then get the grace
   // above (ended at once: final lines, ready_to_stop). 0 = end them at once.

@@ -1,5 +1,9 @@
 #include "server/core.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -165,6 +169,7 @@ void Core::close_session(const std::shared_ptr<session::StreamSession>& session)
   totals_.audio_seconds += stats.audio_seconds;
   totals_.skipped_seconds += status.skipped_seconds;
   if (!status.error.empty()) ++totals_.session_errors;
+  session_ended_ = true;
   live_.erase(std::remove_if(live_.begin(), live_.end(),
                              [&](const LiveSession& l) {
                                auto p = l.session.lock();
@@ -178,10 +183,12 @@ bool Core::token_ok(const std::string& token) const {
 }
 
 std::string Core::bearer_token(const std::string& authorization) {
+  // Auth schemes are case-insensitive (RFC 9110 section 11.1).
   std::string value = trim(authorization);
-  if (value.size() > 7 && (value.compare(0, 7, "Bearer ") == 0 || value.compare(0, 7, "bearer ") == 0))
-    return trim(value.substr(7));
-  return "";
+  if (value.size() <= 7 || value[6] != ' ') return "";
+  for (size_t i = 0; i < 6; ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != "bearer"[i]) return "";
+  return trim(value.substr(7));
 }
 
 void Core::fail_all(const std::string& message) {
@@ -201,6 +208,18 @@ void Core::count_http_request() {
   ++totals_.http_requests;
 }
 
+void Core::trim_heap_if_sessions_ended() {
+  if (!session_ended_.exchange(false)) return;
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+void Core::count_slow_client() {
+  std::lock_guard lock(mutex_);
+  ++totals_.slow_clients;
+}
+
 void Core::count_error() {
   std::lock_guard lock(mutex_);
   ++totals_.session_errors;
@@ -216,6 +235,19 @@ std::vector<std::pair<std::string, std::string>> Core::cors_headers(const std::s
           {"Vary", "Origin"},
           {"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
           {"Access-Control-Allow-Headers", "Authorization, Content-Type"}};
+}
+
+bool Core::origin_allowed(const std::string& origin, const std::string& host) const {
+  if (origin.empty()) return true;
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  };
+  const std::string o = lower(origin), h = lower(trim(host));
+  if (!h.empty() && (o == "http://" + h || o == "https://" + h)) return true;
+  for (const std::string& allowed : config_.cors_origins)
+    if (allowed == "*" || lower(allowed) == o) return true;
+  return false;
 }
 
 bool Core::is_blocking_route(const HttpRequest& request) const {
@@ -284,6 +316,12 @@ HttpResponse Core::route(const HttpRequest& request) {
     HttpResponse r;
     r.content_type = "text/html; charset=utf-8";
     r.body = std::string(web_page());
+    return r;
+  }
+  const bool get_only = path == "/health" || path == "/ready" || path == "/v1/models" || path == "/metrics";
+  if (get_only && request.method != "GET" && request.method != "HEAD") {
+    HttpResponse r = openai_error(405, "use GET for " + path);
+    r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
   if (path == "/health") {
@@ -378,6 +416,8 @@ std::string Core::metrics_text() const {
   metric("earshot_scheduler_queued", "gauge", "Sessions waiting for a worker.", scheduler_.queued());
   metric("earshot_http_requests_total", "counter", "HTTP requests served (WebSocket upgrades excluded).",
          t.http_requests);
+  metric("earshot_streams_slow_client_total", "counter",
+         "Streams ended because the client did not read its updates within --write-timeout.", t.slow_clients);
   // Fleet metrics: what a balancer's dashboard sums or compares across instances.
   out << "# HELP earshot_sessions_live Sessions open now, by kind.\n# TYPE earshot_sessions_live gauge\n"
       << "earshot_sessions_live{kind=\"websocket\"} " << live_streams << '\n'

@@ -50,6 +50,7 @@ struct MetricTotals {
   double audio_seconds = 0;
   double skipped_seconds = 0;
   uint64_t http_requests = 0;
+  uint64_t slow_clients = 0;  // streams ended because the client stopped reading
 };
 
 // Why a session was not admitted (/metrics: earshot_refusals_total{reason}).
@@ -140,6 +141,11 @@ class Core {
   // Every other route (fast).
   HttpResponse route(const HttpRequest& request);
   bool is_blocking_route(const HttpRequest& request) const;
+  // Whether a browser page at `origin` may open a WebSocket stream: no Origin (not a
+  // browser), the page's own origin (http or https on the Host the request came to), or
+  // one listed in --cors-origins ("*" = any). Browsers do not apply CORS to WebSocket,
+  // so without this check any page the user opens could stream to a local server.
+  bool origin_allowed(const std::string& origin, const std::string& host) const;
   // CORS headers for a response to a request with this Origin ("" when none apply).
   std::vector<std::pair<std::string, std::string>> cors_headers(const std::string& origin) const;
 
@@ -165,6 +171,11 @@ class Core {
   void fail_all(const std::string& message);
   void count_http_request();
   void count_error();
+  void count_slow_client();
+  // Returns the heap's free memory to the system (glibc's malloc_trim) when a session
+  // ended since the last call: glibc keeps what a session freed otherwise, and RSS only
+  // ratchets up under churn. Cheap when nothing ended; the server calls it once a second.
+  void trim_heap_if_sessions_ended();
 
  private:
   HttpResponse transcribe(const HttpRequest& request);
@@ -182,6 +193,7 @@ class Core {
   };
   std::vector<LiveSession> live_;
   bool stopped_ = false;  // after fail_all(); under mutex_
+  std::atomic<bool> session_ended_{false};
   std::atomic<bool> draining_{false};
   uint64_t refusals_[kRefusalKinds] = {};    // under mutex_
   LagHistogram lag_;                         // under mutex_

@@ -152,7 +152,7 @@ class DeepgramProtocol : public AudioStreamProtocol {
   Outgoing refusal(const std::string& message, uint16_t code) override {
     Outgoing out;
     out.send(deepgram::error_message(message).dump());
-    out.close_with(code, message.substr(0, 120));  // close reasons are limited to 123 bytes
+    out.close_with(code, message);  // close_with keeps 120 bytes at a character boundary
     return out;
   }
 
@@ -194,8 +194,7 @@ class DeepgramProtocol : public AudioStreamProtocol {
       final_sent_ = true;
       out.finished_now = true;
       if (!status_.error.empty()) {
-        out.close_with(status_.error.rfind("invalid audio", 0) == 0 ? kClosePolicy : kCloseFailed,
-                       status_.error.substr(0, 120));
+        out.close_with(status_.error.rfind("invalid audio", 0) == 0 ? kClosePolicy : kCloseFailed, status_.error);
       } else {
         out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
         out.close_with(kCloseNormal, "");
@@ -204,6 +203,19 @@ class DeepgramProtocol : public AudioStreamProtocol {
     return out;
   }
   bool finished() const override { return final_sent_; }
+
+  // The results so far, then Metadata and a close saying why (the provisional tail is
+  // lost: Deepgram's finals are the committed words).
+  Outgoing force_finish() override {
+    Outgoing out;
+    if (final_sent_) return out;
+    final_sent_ = true;
+    send_all(out, tick_messages());
+    out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
+    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.finished_now = true;
+    return out;
+  }
 
  private:
   void on_audio_bytes(std::span<const uint8_t> chunk) override { sha_.update(chunk.data(), chunk.size()); }

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -44,6 +45,10 @@ using protocol::parse_target;
 namespace {
 
 void log_line(const std::string& text) { std::fprintf(stderr, "earshot serve: %s\n", text.c_str()); }
+
+std::chrono::steady_clock::duration seconds_of(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
 
 void shutdown_stream(PlainStream& stream) {
   beast::error_code ec;
@@ -87,6 +92,11 @@ class StreamConnection {
  public:
   virtual ~StreamConnection() = default;
   virtual void begin_shutdown() = 0;
+  // The shutdown grace ran out: send the final result now, then close. `done` is
+  // decremented once that happened (or there was nothing to do).
+  virtual void force_finish(std::shared_ptr<std::atomic<int>> done) = 0;
+  // Bytes of messages waiting to be written to the client (the one in flight included).
+  virtual size_t queued_bytes() const = 0;
 };
 
 }  // namespace
@@ -104,12 +114,34 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   uint16_t port = 0;
   std::atomic<bool> shutting_down{false};
+  std::atomic<int> uploads{0};  // upload bodies being received (--max-uploads)
   // After the io_context: jobs hold connections, which must die before it.
   WorkerPool blocking;
   std::mutex mutex;
   std::vector<std::weak_ptr<StreamConnection>> streams;
+  net::steady_timer accept_timer{ioc};
+  net::steady_timer housekeeping{ioc};
+  int accept_backoff_ms = 0;  // > 0 while accept() fails for want of file descriptors
+  std::atomic<uint64_t> accept_attempts{0};
 
   void do_accept();
+  void on_accept_error(beast::error_code ec);
+  // Once a second: the heap trimmed after sessions ended (bursts of ends cost one trim).
+  void arm_housekeeping() {
+    housekeeping.expires_after(std::chrono::seconds(1));
+    housekeeping.async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      core.trim_heap_if_sessions_ended();
+      arm_housekeeping();
+    });
+  }
+  std::vector<std::shared_ptr<StreamConnection>> live_connections() {
+    std::lock_guard lock(mutex);
+    std::vector<std::shared_ptr<StreamConnection>> live;
+    for (auto& w : streams)
+      if (auto p = w.lock()) live.push_back(p);
+    return live;
+  }
   void register_stream(const std::shared_ptr<StreamConnection>& s) {
     std::lock_guard lock(mutex);
     streams.push_back(s);
@@ -168,6 +200,19 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     });
   }
 
+  void force_finish(std::shared_ptr<std::atomic<int>> done) override {
+    net::post(ws_.get_executor(), [self = this->shared_from_this(), done] {
+      if (self->started_ && !self->finished_ && !self->close_code_ && !self->protocol_->finished()) {
+        log_line("shutdown grace time over: sending a stream its text so far as final (--shutdown-grace-s)");
+        self->apply(self->protocol_->force_finish());
+        self->finish_connection();  // the model stops working on it
+      }
+      --*done;
+    });
+  }
+
+  size_t queued_bytes() const override { return queued_bytes_.load(); }
+
  private:
   void on_accept(beast::error_code ec) {
     if (ec) return;
@@ -218,7 +263,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     last_activity_ = std::chrono::steady_clock::now();
     const size_t max_bytes = impl_.core.config().max_message_bytes;
     if (buffer_.size() > max_bytes) {
-      log_line("closing a stream: message over --max-message-bytes");
+      log_line("closing a stream: message over --max-message-kb");
       buffer_.consume(buffer_.size());
       finish_connection();
       // Beast's close reads and discards the rest of the message until the peer's close frame.
@@ -259,6 +304,14 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     }
     if (protocol_->finished() && shutting_down_)
       return close_after_writes(websocket::close_code::going_away, "server shutting down");
+    if (writing_) {
+      // The client reads slower than updates come: none is made until the last one is
+      // written, so the queue stays one update long and the next one carries every change
+      // since (full mode: the latest snapshot; diff mode: one diff from what the client has).
+      const double write_timeout = impl_.core.config().write_timeout_seconds;
+      if (std::chrono::duration<double>(now - write_started_).count() > write_timeout) return end_slow_client();
+      return arm_timer();
+    }
     Outgoing out = protocol_->on_tick();
     apply(out);
     if (out.close) return;
@@ -271,8 +324,33 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   }
 
   void send(std::string text) {
+    queued_bytes_ += text.size();
     queue_.push_back(std::move(text));
     if (!writing_) do_write();
+  }
+
+  // One update has waited --write-timeout to be written: the client does not read. The
+  // session ends (its slot is free again); the close (1008, with the reason) follows the
+  // update in flight, and the connection is dropped if even that cannot be written.
+  void end_slow_client() {
+    const double write_timeout = impl_.core.config().write_timeout_seconds;
+    log_line("ending a stream whose client stopped reading: an update waited " +
+             std::to_string(static_cast<int>(write_timeout)) + " s to be written (--write-timeout)");
+    impl_.core.count_slow_client();
+    finish_connection();
+    while (queue_.size() > 1) {  // keep the one in flight
+      queued_bytes_ -= queue_.back().size();
+      queue_.pop_back();
+    }
+    close_after_writes(websocket::close_code::policy_error, "client not reading: an update waited " +
+                                                                std::to_string(static_cast<int>(write_timeout)) +
+                                                                " s (--write-timeout)");
+    timer_.expires_after(seconds_of(std::max(5.0, write_timeout)));
+    timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      beast::error_code ignored;
+      beast::get_lowest_layer(self->ws_).socket().close(ignored);
+    });
   }
 
   void do_write() {
@@ -281,14 +359,19 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
       if (close_code_ && !closing_) {
         closing_ = true;
         ws_.async_close(websocket::close_reason(static_cast<websocket::close_code>(*close_code_), close_reason_),
-                        [self = this->shared_from_this()](beast::error_code) { self->finish_connection(); });
+                        [self = this->shared_from_this()](beast::error_code) {
+                          self->timer_.cancel();  // end_slow_client's deadline
+                          self->finish_connection();
+                        });
       }
       return;
     }
     writing_ = true;
+    write_started_ = std::chrono::steady_clock::now();
     ws_.text(true);
     ws_.async_write(net::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->finish_connection();
+      self->queued_bytes_ -= self->queue_.front().size();
       self->queue_.pop_front();
       self->do_write();
     });
@@ -328,84 +411,224 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   bool idle_ended_ = false;
   bool shutting_down_ = false;
   std::chrono::steady_clock::time_point last_activity_;
+  std::chrono::steady_clock::time_point write_started_;  // of the write in flight
+  std::atomic<size_t> queued_bytes_{0};
 };
 
+// Header fields beyond this are refused with 431: a request's headers stay small in memory.
+constexpr size_t kHeaderLimit = 16 * 1024;
+// Bodies of routes that do not read them (anything but an upload): kept small.
+constexpr size_t kSmallBodyLimit = 64 * 1024;
+
+// One of the --max-uploads permits, held while an upload's body is being received.
+class UploadPermit {
+ public:
+  UploadPermit() = default;
+  explicit UploadPermit(std::atomic<int>* count) : count_(count) {}
+  UploadPermit(UploadPermit&& o) noexcept : count_(std::exchange(o.count_, nullptr)) {}
+  UploadPermit& operator=(UploadPermit&& o) noexcept {
+    if (this != &o) {
+      release();
+      count_ = std::exchange(o.count_, nullptr);
+    }
+    return *this;
+  }
+  ~UploadPermit() { release(); }
+
+ private:
+  void release() {
+    if (count_) --*count_;
+    count_ = nullptr;
+  }
+  std::atomic<int>* count_ = nullptr;
+};
+
+// HTTP/1.1: the headers are read and admitted (token, method, session slot, upload
+// permit) before any body byte is, so an unauthenticated or refused upload costs
+// the server its headers only.
 template <class Stream>
 class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
-  HttpSession(Stream&& stream, Server::Impl& impl) : stream_(std::move(stream)), impl_(impl) {}
+  HttpSession(Stream&& stream, Server::Impl& impl)
+      : stream_(std::move(stream)), impl_(impl), body_timer_(stream_.get_executor()) {}
 
   void run() { do_read(); }
 
  private:
+  std::chrono::steady_clock::duration idle() const { return seconds_of(impl_.core.config().idle_timeout_seconds); }
+
   void do_read() {
     parser_.emplace();
-    // Multipart framing adds a little to the file itself.
-    parser_->body_limit(impl_.core.config().max_upload_bytes + 64 * 1024);
-    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(60));
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
+    parser_->header_limit(kHeaderLimit);
+    // Set once the headers are admitted. Not boost::none: Boost 1.74's header check then
+    // compares a length with an empty optional and refuses every body.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    // A connection idle between requests, or sending its headers too slowly, is closed quietly.
+    beast::get_lowest_layer(stream_).expires_after(idle());
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&HttpSession::on_header, this->shared_from_this()));
   }
 
-  void on_read(beast::error_code ec, size_t) {
+  void on_header(beast::error_code ec, size_t) {
     if (ec == http::error::end_of_stream) return shutdown_stream(stream_);
-    if (ec == http::error::body_limit) {
-      HttpResponse r = openai_error(
-          413, "upload larger than the limit of " + std::to_string(impl_.core.config().max_upload_bytes) + " bytes");
-      keep_alive_ = false;
-      linger_ = true;
-      return write(r, parser_->get()[http::field::origin]);
-    }
-    if (ec) return;
-    http::request<http::string_body> req = parser_->release();
-    keep_alive_ = req.keep_alive();
-    if (websocket::is_upgrade(req)) {
-      if (impl_.shutting_down) {
-        // Refused before the upgrade: a balancer retries another instance (deploy/nginx).
-        keep_alive_ = false;
-        return write(impl_.core.draining_refusal(parse_target(std::string(req.target())).path),
-                     req[http::field::origin]);
-      }
-      std::unique_ptr<StreamProtocol> protocol =
-          make_stream_protocol(parse_target(std::string(req.target())).path, impl_.core);
-      if (!protocol) {
-        keep_alive_ = false;
-        return write(openai_error(404, "no WebSocket endpoint at " + std::string(req.target())), "");
-      }
-      beast::get_lowest_layer(stream_).expires_never();
-      std::make_shared<WsSession<Stream>>(std::move(stream_), impl_, std::move(protocol))->run(std::move(req));
-      return;
+    if (ec == http::error::header_limit)
+      return refuse(openai_error(431, "request headers larger than " + std::to_string(kHeaderLimit / 1024) + " KiB"));
+    if (ec && ec.category() == http::make_error_code(http::error::bad_method).category())
+      return refuse(openai_error(400, "malformed HTTP request: " + ec.message()));
+    if (ec) return;  // timeout, reset
+    http::request_parser<http::string_body>& parser = *parser_;
+    keep_alive_ = parser.get().keep_alive();
+    if (websocket::is_upgrade(parser.get())) {
+      if (!parser.is_done()) return refuse(openai_error(400, "a WebSocket upgrade has no body"));
+      return upgrade(parser.release());
     }
     HttpRequest request;
-    request.method = std::string(req.method_string());
-    request.target = std::string(req.target());
-    for (const auto& field : req) {
+    request.method = std::string(parser.get().method_string());
+    request.target = std::string(parser.get().target());
+    for (const auto& field : parser.get()) {
       std::string name(field.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       request.headers[name] = std::string(field.value());
     }
-    request.body = std::move(req.body());
     std::string origin = request.header("origin");
     Core& core = impl_.core;
+    SessionSlot slot;
+    try {
+      if (std::optional<HttpResponse> refusal = core.admit(request, slot)) return refuse(*refusal, origin);
+    } catch (const std::exception& e) {
+      return refuse(openai_error(500, e.what(), "server_error"), origin);
+    }
+    if (slot && impl_.shutting_down) {
+      core.count_refusal(Refusal::kDraining);
+      HttpResponse r = openai_error(503, "server shutting down", "server_error");
+      r.headers.emplace_back("Retry-After", "5");
+      return refuse(r, origin);
+    }
+    if (parser.is_done()) return dispatch(std::move(request), std::move(slot), std::move(origin));
+    const ServerConfig& config = core.config();
+    // Multipart framing adds a little to the file itself.
+    const uint64_t limit = slot ? config.max_upload_bytes + 64 * 1024 : kSmallBodyLimit;
+    if (parser.content_length() && *parser.content_length() > limit) return too_large(origin, bool(slot));
+    if (slot) {
+      if (++impl_.uploads > std::max(1, config.max_uploads)) {
+        --impl_.uploads;
+        HttpResponse r = openai_error(503,
+                                      "server busy: " + std::to_string(config.max_uploads) +
+                                          " uploads being received (--max-uploads); retry later",
+                                      "server_error");
+        r.headers.emplace_back("Retry-After", "1");
+        return refuse(r, origin);
+      }
+      permit_ = UploadPermit(&impl_.uploads);
+    }
+    parser.body_limit(limit);
+    pending_.emplace(Pending{std::move(request), std::move(slot), std::move(origin)});
+    if (boost::beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+      // curl waits for this (or a second) before sending a large body: the headers are admitted.
+      auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+      beast::get_lowest_layer(stream_).expires_after(idle());
+      return http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code wec, size_t) {
+        if (!wec) self->read_body();
+      });
+    }
+    read_body();
+  }
+
+  // The body in pieces, each within --idle-timeout: a stalled upload gets 408, a slow
+  // but steady one is not cut off. Our own timer: the stream's would close the socket
+  // and leave no way to answer.
+  void read_body() {
+    beast::get_lowest_layer(stream_).expires_never();
+    const uint64_t generation = ++read_generation_;
+    body_timer_.expires_after(idle());
+    body_timer_.async_wait([self = this->shared_from_this(), generation](beast::error_code ec) {
+      if (ec || generation != self->read_generation_) return;
+      self->stalled_ = true;
+      beast::error_code ignored;
+      beast::get_lowest_layer(self->stream_).socket().cancel(ignored);
+    });
+    http::async_read_some(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      ++self->read_generation_;
+      self->body_timer_.cancel();
+      if (self->stalled_) {
+        self->permit_ = UploadPermit();
+        log_line("closing a stalled upload (nothing received for --idle-timeout)");
+        return self->refuse(openai_error(408, "request body stalled: nothing received for " +
+                                                  std::to_string(self->impl_.core.config().idle_timeout_seconds) +
+                                                  " s (--idle-timeout)"),
+                            self->pending_->origin);
+      }
+      if (ec == http::error::body_limit) return self->too_large(self->pending_->origin, bool(self->pending_->slot));
+      if (ec) return;
+      if (!self->parser_->is_done()) return self->read_body();
+      self->permit_ = UploadPermit();
+      Pending p = std::move(*self->pending_);
+      self->pending_.reset();
+      p.request.body = std::move(self->parser_->get().body());
+      self->dispatch(std::move(p.request), std::move(p.slot), std::move(p.origin));
+    });
+  }
+
+  void dispatch(HttpRequest request, SessionSlot slot, std::string origin) {
+    if (slot) return run_blocking(std::move(request), std::move(slot), std::move(origin));
     HttpResponse response;
     try {
-      SessionSlot slot;
-      if (std::optional<HttpResponse> refusal = core.admit(request, slot)) {
-        response = std::move(*refusal);
-      } else if (slot && impl_.shutting_down) {
-        core.count_refusal(Refusal::kDraining);
-        response = openai_error(503, "server shutting down", "server_error");
-        response.headers.emplace_back("Retry-After", "5");
-      } else if (slot) {
-        return run_blocking(std::move(request), std::move(slot), std::move(origin));
-      } else {
-        response = core.route(request);
-      }
+      response = impl_.core.route(request);
     } catch (const std::exception& e) {
       response = openai_error(500, e.what(), "server_error");
     }
     if (request.method == "HEAD") response.body.clear();
     write(response, origin);
+  }
+
+  void upgrade(http::request<http::string_body> req) {
+    if (impl_.shutting_down) {
+      // Refused before the upgrade: a balancer retries another instance (deploy/nginx).
+      keep_alive_ = false;
+      return write(impl_.core.draining_refusal(parse_target(std::string(req.target())).path), req[http::field::origin]);
+    }
+    std::unique_ptr<StreamProtocol> protocol =
+        make_stream_protocol(parse_target(std::string(req.target())).path, impl_.core);
+    if (!protocol) {
+      keep_alive_ = false;
+      return write(openai_error(404, "no WebSocket endpoint at " + std::string(req.target())), "");
+    }
+    const std::string origin(req[http::field::origin]);
+    if (!impl_.core.origin_allowed(origin, std::string(req[http::field::host]))) {
+      log_line("refused a WebSocket upgrade from origin " + origin.substr(0, 200) +
+               " (not this server's page nor in --cors-origins)");
+      keep_alive_ = false;
+      return write(openai_error(403, "WebSocket from origin '" + origin +
+                                         "' refused: not this server's own page nor listed in --cors-origins"),
+                   "");
+    }
+    beast::get_lowest_layer(stream_).expires_never();
+    std::make_shared<WsSession<Stream>>(std::move(stream_), impl_, std::move(protocol))->run(std::move(req));
+  }
+
+  // An answer without reading (the rest of) the request: then the connection ends. Until
+  // then what the client still sends of its declared body (at most the upload limit, 10 s)
+  // is read into a 64 KiB scratch and dropped: clients such as Node's fetch read the
+  // answer only once their body is written, and would see a reset instead of the 401.
+  void refuse(const HttpResponse& r, const std::string& origin = "") {
+    if (!parser_->is_done()) {
+      keep_alive_ = false;
+      const uint64_t most = impl_.core.config().max_upload_bytes + 64 * 1024;
+      const auto declared = parser_->content_length();
+      linger_limit_ = declared ? static_cast<size_t>(std::min<uint64_t>(*declared, most)) : kSmallBodyLimit;
+    }
+    write(r, origin);
+  }
+
+  void too_large(const std::string& origin, bool upload) {
+    permit_ = UploadPermit();
+    keep_alive_ = false;
+    const size_t limit = upload ? impl_.core.config().max_upload_bytes : kSmallBodyLimit;
+    // The client may be sending the whole file: drop (never keep) up to a few times the limit.
+    linger_limit_ = 4 * limit + (1u << 20);
+    write(openai_error(413, std::string(upload ? "upload" : "request body") + " larger than the limit of " +
+                                std::to_string(limit) + " bytes"),
+          origin);
   }
 
   // Model work for a whole file: on the bounded pool, answered on this connection's strand.
@@ -438,46 +661,59 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     res->keep_alive(keep_alive_);
     res->body() = r.body;
     res->prepare_payload();
-    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(60));
+    beast::get_lowest_layer(stream_).expires_after(idle());
     http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code ec, size_t) {
       if (ec) return;
-      if (self->linger_) return self->linger(0);
+      if (self->linger_limit_ > 0) return self->linger(0);
       if (!self->keep_alive_) return shutdown_stream(self->stream_);
       self->do_read();
     });
   }
 
-  // After refusing an oversized upload: keep reading (and dropping) what the client is
-  // still sending for a while, so it gets to read the 413 instead of a reset.
+  // After refusing a request whose body was not read: keep reading (and dropping) what
+  // the client is still sending, up to linger_limit_ bytes or 10 s.
   void linger(size_t discarded) {
     if (discarded == 0) {
       shutdown_stream(stream_);
       beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
       scratch_.resize(64 * 1024);
     }
-    if (discarded > 4 * impl_.core.config().max_upload_bytes + (1u << 20)) return;
+    if (discarded > linger_limit_) return;
     stream_.async_read_some(net::buffer(scratch_),
                             [self = this->shared_from_this(), discarded](beast::error_code ec, size_t n) {
                               if (!ec) self->linger(discarded + n);
                             });
   }
 
+  struct Pending {
+    HttpRequest request;
+    SessionSlot slot;
+    std::string origin;
+  };
+
   Stream stream_;
   Server::Impl& impl_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<Pending> pending_;
+  UploadPermit permit_;
+  net::steady_timer body_timer_;
+  uint64_t read_generation_ = 0;  // a body timer armed for an earlier read is stale
+  bool stalled_ = false;
   bool keep_alive_ = true;
-  bool linger_ = false;
+  size_t linger_limit_ = 0;  // > 0: linger after the response, then close
   std::vector<char> scratch_;
 };
 
 }  // namespace
 
 void Server::Impl::do_accept() {
+  ++accept_attempts;
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-    if (ec) {
-      if (ec != net::error::operation_aborted && acceptor.is_open()) do_accept();
-      return;
+    if (ec) return on_accept_error(ec);
+    if (accept_backoff_ms > 0) {
+      log_line("accepting connections again");
+      accept_backoff_ms = 0;
     }
     if (tls) {
       auto stream = std::make_shared<TlsStream>(std::move(socket), *tls);
@@ -490,6 +726,25 @@ void Server::Impl::do_accept() {
       std::make_shared<HttpSession<PlainStream>>(PlainStream(std::move(socket)), *this)->run();
     }
     do_accept();
+  });
+}
+
+// Out of file descriptors (or kernel memory) the listening socket stays readable and
+// accept fails at once: retrying at once would spin. Wait, longer each time (50 ms up to
+// 1 s), while the open connections are served; log once per episode.
+void Server::Impl::on_accept_error(beast::error_code ec) {
+  if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  const int e = ec.value();
+  const bool exhausted =
+      ec.category() == beast::system_category() && (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
+  if (!exhausted) return do_accept();  // the peer gave up (ECONNABORTED...): next one
+  if (accept_backoff_ms == 0)
+    log_line("cannot accept new connections: " + ec.message() +
+             " (raise the open-file limit, ulimit -n); open connections are still served, retrying");
+  accept_backoff_ms = accept_backoff_ms == 0 ? 50 : std::min(1000, accept_backoff_ms * 2);
+  accept_timer.expires_after(std::chrono::milliseconds(accept_backoff_ms));
+  accept_timer.async_wait([this](beast::error_code tec) {
+    if (!tec && acceptor.is_open()) do_accept();
   });
 }
 
@@ -531,6 +786,7 @@ void Server::start() {
   }
   impl_->port = acceptor.local_endpoint().port();
   impl_->do_accept();
+  impl_->arm_housekeeping();
   for (int i = 0; i < std::max(1, config.io_threads); ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
 }
 
@@ -543,6 +799,14 @@ std::string Server::url() const {
 
 size_t Server::active_sessions() const { return impl_->core.active(); }
 
+size_t Server::send_queue_bytes() const {
+  size_t total = 0;
+  for (const auto& s : impl_->live_connections()) total += s->queued_bytes();
+  return total;
+}
+
+uint64_t Server::accept_attempts() const { return impl_->accept_attempts.load(); }
+
 std::string Server::metrics_text() const { return impl_->core.metrics_text(); }
 
 void Server::shutdown() {
@@ -554,20 +818,22 @@ void Server::shutdown() {
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().drain_seconds);
   while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < drain_end)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::vector<std::shared_ptr<StreamConnection>> live;
-  {
-    std::lock_guard lock(impl_->mutex);
-    for (auto& w : impl_->streams)
-      if (auto p = w.lock()) live.push_back(p);
-  }
-  for (auto& s : live) s->begin_shutdown();
-  live.clear();
+  for (auto& s : impl_->live_connections()) s->begin_shutdown();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().shutdown_grace_seconds);
   while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0)
+  if (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) {
     log_line("shutdown grace time over; ending the sessions still running");
+    // Streams first get their text so far as final (and ready_to_stop); then the rest fails.
+    std::vector<std::shared_ptr<StreamConnection>> live = impl_->live_connections();
+    auto pending = std::make_shared<std::atomic<int>>(static_cast<int>(live.size()));
+    for (auto& s : live) s->force_finish(pending);
+    live.clear();
+    const auto forced_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (*pending > 0 && std::chrono::steady_clock::now() < forced_deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   net::post(impl_->acceptor.get_executor(), [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);

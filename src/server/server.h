@@ -34,6 +34,10 @@ class Server {
   void run_until_signal();
 
   size_t active_sessions() const;
+  // Bytes waiting in the WebSocket streams' write queues now (all streams together).
+  size_t send_queue_bytes() const;
+  // accept() calls since start (each retry after an error counts).
+  uint64_t accept_attempts() const;
   std::string metrics_text() const;
 
   struct Impl;

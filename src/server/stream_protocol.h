@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
 #include "protocol/target.h"
 
 namespace earshot::server {
@@ -28,7 +29,9 @@ struct Outgoing {
   bool finished_now = false;                              // the stream's last result just went out
 
   void send(std::string text) { messages.push_back(std::move(text)); }
-  void close_with(uint16_t code, std::string reason) { close.emplace(code, std::move(reason)); }
+  // A close reason is at most 123 bytes of valid UTF-8 (RFC 6455 5.5.1, 5.5): error texts may
+  // quote the client's bytes, so they are repaired and cut at a character boundary here.
+  void close_with(uint16_t code, std::string_view reason) { close.emplace(code, valid_utf8_prefix(reason, 120)); }
 };
 
 // The upgrade request as an adapter sees it.
@@ -60,6 +63,13 @@ class StreamProtocol {
   virtual bool ended() const = 0;
   // Called every update interval: what the session produced since the last call.
   virtual Outgoing on_tick() = 0;
+  // The server stops before the session is done: everything so far (the provisional
+  // text included) as the final result, the protocol's end message, and a close.
+  virtual Outgoing force_finish() {
+    Outgoing out;
+    out.close_with(1001, "server shutting down");
+    return out;
+  }
   // The last result was sent (the stream is over for the client).
   virtual bool finished() const = 0;
   // The connection is gone: the session is failed if still running and released. Idempotent.

@@ -1,5 +1,6 @@
 #include "server/wlk_adapter.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/error.h"
@@ -83,7 +84,7 @@ class WlkProtocol : public AudioStreamProtocol {
     protocol::wlk::Snapshot snap = projection_.pull(*session_);
     if (!snap.error.empty()) {
       if (auto message = encoder_->next(snap, true)) out.send(message->dump());
-      out.close_with(kCloseBadRequest, snap.error.substr(0, 120));  // close reasons are limited to 123 bytes
+      out.close_with(kCloseBadRequest, snap.error);  // close_with keeps 120 bytes at a character boundary
       return out;
     }
     if (snap.finished && !final_sent_) {
@@ -97,6 +98,33 @@ class WlkProtocol : public AudioStreamProtocol {
     return out;
   }
   bool finished() const override { return final_sent_; }
+
+  // What a client would have got at the end had the model caught up, as far as it got:
+  // the provisional tail closes the last line (or opens one), then ready_to_stop.
+  Outgoing force_finish() override {
+    Outgoing out;
+    if (final_sent_) return out;
+    final_sent_ = true;
+    protocol::wlk::Snapshot snap = projection_.pull(*session_);
+    if (!snap.buffer_transcription.empty()) {
+      if (snap.lines.empty() || snap.lines.back().speaker == -2) {
+        protocol::wlk::Line line;
+        line.start = snap.lines.empty() ? snap.committed_until : snap.lines.back().end;
+        for (auto it = snap.lines.rbegin(); it != snap.lines.rend() && line.detected_language.empty(); ++it)
+          line.detected_language = it->detected_language;
+        snap.lines.push_back(line);
+      }
+      protocol::wlk::Line& last = snap.lines.back();
+      last.text += snap.buffer_transcription;
+      last.end = std::max(last.end, snap.transcribed_until);
+      snap.buffer_transcription.clear();
+    }
+    if (auto message = encoder_->next(snap, true)) out.send(message->dump());
+    out.send(ready_to_stop_message().dump());
+    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.finished_now = true;
+    return out;
+  }
 
  private:
   StreamParams params_;

@@ -35,5 +35,18 @@ TEST(Utf8, RepairReplacesEachBadByteAndKeepsTheRest) {
   EXPECT_TRUE(is_valid_utf8(to_valid_utf8("\x80\xC0\xAF\xF4\x90\x80\x80 ok")));
 }
 
+TEST(Utf8, PrefixCutsAtACharacterBoundaryAndRepairs) {
+  EXPECT_EQ(valid_utf8_prefix("short", 120), "short");
+  EXPECT_EQ(valid_utf8_prefix("abcdef", 3), "abc");
+  EXPECT_EQ(valid_utf8_prefix("ab\xE4\xB8\x96", 4), "ab");  // a 3-byte character is not cut in two
+  EXPECT_EQ(valid_utf8_prefix("ab\xE4\xB8\x96", 5), "ab\xE4\xB8\x96");
+  EXPECT_EQ(valid_utf8_prefix("a\xFF", 120), "a\xEF\xBF\xBD");  // invalid bytes replaced first
+  EXPECT_EQ(valid_utf8_prefix("a\xFF", 3), "a");                // U+FFFD (3 bytes) does not fit
+  std::string long_text(119, 'x');
+  long_text += "\xF0\x9F\x98\x80";  // a 4-byte character across the 120-byte limit
+  EXPECT_EQ(valid_utf8_prefix(long_text, 120), std::string(119, 'x'));
+  EXPECT_TRUE(is_valid_utf8(valid_utf8_prefix(std::string(200, '\xC3'), 120)));
+}
+
 }  // namespace
 }  // namespace earshot

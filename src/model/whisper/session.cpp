@@ -37,7 +37,11 @@ struct Session::Impl {
   // after a reorder from one source): a reorder is then a no-op, and tokens appended
   // alike to all may be computed once (SessionOptions::share_prompt).
   bool identical = true;
-  std::vector<uint8_t> graph_meta;
+  // Room for a graph's tensor and node metadata (~7 MB). Left uninitialised: ggml writes
+  // each object it places, and a zeroed buffer made every session resident by that much
+  // before its first pass (an idle stream never makes one).
+  std::unique_ptr<uint8_t[]> graph_meta;
+  size_t graph_meta_size = 0;
   features::Mel mel;
   std::vector<float> mel_input;
   bool encoded = false;
@@ -56,7 +60,7 @@ struct Session::Impl {
   }
 
   ggml_context* new_graph_context() {
-    ggml_init_params params{graph_meta.size(), graph_meta.data(), true};
+    ggml_init_params params{graph_meta_size, graph_meta.get(), true};
     ggml_context* ctx = ggml_init(params);
     if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for a graph context");
     return ctx;
@@ -111,8 +115,9 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
 
   // The session computes where the model's weights are (CPU, or a GPU in a CUDA build).
   impl_->backend = runtime::create_backend(model_->device(), options_.n_threads).release();
-  impl_->graph_meta.resize(ggml_tensor_overhead() * detail::kMaxGraphNodes +
-                           ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
+  impl_->graph_meta_size =
+      (ggml_tensor_overhead() * detail::kMaxGraphNodes + ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
+  impl_->graph_meta.reset(new uint8_t[impl_->graph_meta_size]);
   impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
 
   ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};

@@ -1,0 +1,173 @@
+// What a server does when a client or the machine runs out of patience: a WebSocket
+// client that never reads (bounded queue, write timeout), a shutdown whose grace ends
+// before a backlog (the text so far as final), and no file descriptors left (accept
+// backs off, open connections are served).
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "test_support.h"
+
+namespace earshot::testing {
+namespace {
+
+using nlohmann::json;
+
+class StreamLimits : public ServerFixture {};
+
+TEST_F(StreamLimits, ClientThatNeverReadsHasABoundedQueueAndIsEnded) {
+  server::ServerConfig config;
+  config.pcm_input = true;
+  config.write_timeout_seconds = 0.5;
+  start(config);
+  WsClient client(port_, "/asr");  // full mode: every update carries every line
+  ASSERT_EQ(client.read().value()["type"], "config");
+  size_t max_queued = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int chunk = 0;
+  // Audio far faster than real time, never reading: the updates back up in the kernel's buffers.
+  while (server_->active_sessions() > 0 && std::chrono::steady_clock::now() < deadline) {
+    client.send_pcm(to_s16(tone(0.5, 0.05f + 0.001f * static_cast<float>(chunk++ % 100))), 16000);
+    max_queued = std::max(max_queued, server_->send_queue_bytes());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(server_->active_sessions(), 0u) << "the stream was not ended";
+  // One update in flight and at most one tick's worth behind it (updates here are a few KB).
+  EXPECT_LT(max_queued, 256u * 1024) << max_queued;
+  while (client.read()) {
+  }
+  EXPECT_EQ(client.close_code(), 1008);
+  EXPECT_NE(client.close_reason().find("--write-timeout"), std::string::npos) << client.close_reason();
+  EXPECT_NE(http_request(port_, "GET", "/metrics").body.find("earshot_streams_slow_client_total 1\n"),
+            std::string::npos);
+}
+
+TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
+  server::ServerConfig config;
+  config.pcm_input = true;
+  config.shutdown_grace_seconds = 0.3;
+  config.stream.max_step_seconds = 0.2;
+  server::ServerHooks hooks = fake_hooks();
+  hooks.make_processor = [](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+    FakeProcessor::Hooks h;
+    h.on_process = [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); };  // 0.2 s of audio: 30 ms
+    return std::make_unique<FakeProcessor>(h);
+  };
+  start(config, hooks);
+  WsClient client(port_, "/asr");
+  ASSERT_EQ(client.read().value()["type"], "config");
+  client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);  // 3 s of model work
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread stopper([&] { server_->shutdown(); });
+  std::vector<json> messages = client.read_until_stop();
+  while (client.read()) {
+  }
+  stopper.join();
+  ASSERT_GE(messages.size(), 2u);
+  EXPECT_EQ(messages.back(), json::parse(R"({"type":"ready_to_stop"})"));
+  const json& final_update = messages[messages.size() - 2];
+  EXPECT_FALSE(final_update.contains("type")) << final_update.dump();
+  EXPECT_FALSE(final_update.contains("error")) << final_update.dump();
+  EXPECT_EQ(final_update["buffer_transcription"], "");
+  ASSERT_FALSE(final_update["lines"].empty()) << final_update.dump();
+  // The committed words so far and the provisional tail, not the 40 words of the whole audio.
+  const std::string text = final_update["lines"].back()["text"];
+  const size_t words = static_cast<size_t>(std::count(text.begin(), text.end(), ' '));
+  EXPECT_GT(words, 0u);
+  EXPECT_LT(words, 40u) << text;
+  EXPECT_EQ(client.close_code(), 1001);
+  EXPECT_NE(client.close_reason().find("--shutdown-grace-s"), std::string::npos) << client.close_reason();
+}
+
+int connect_to(int fd, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+}
+
+// A request on a connected socket; its status ("" on timeout).
+std::string get_health(int fd) {
+  const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return "";
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buffer[4096];
+  while (got.find("\r\n\r\n") == std::string::npos) {
+    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) return "";
+    got.append(buffer, static_cast<size_t>(n));
+  }
+  // Drop the body so the next request on this socket reads its own answer.
+  const size_t at = got.find("Content-Length: ");
+  const size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
+  size_t have = got.size() - got.find("\r\n\r\n") - 4;
+  while (have < length) {
+    ssize_t n = ::recv(fd, buffer, std::min(sizeof buffer, length - have), 0);
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+  }
+  return got.substr(9, 3);
+}
+
+int highest_open_fd() {
+  int highest = 0;
+  DIR* dir = ::opendir("/proc/self/fd");
+  while (dirent* e = ::readdir(dir))
+    if (e->d_name[0] != '.') highest = std::max(highest, std::atoi(e->d_name));
+  ::closedir(dir);
+  return highest;
+}
+
+TEST_F(StreamLimits, OutOfFileDescriptorsAcceptBacksOffAndOpenConnectionsAreServed) {
+  start();
+  int keep = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect_to(keep, port_), 0);
+  ASSERT_EQ(get_health(keep), "200");
+  ::testing::internal::CaptureStderr();
+  rlimit original{};
+  ::getrlimit(RLIMIT_NOFILE, &original);
+  rlimit low = original;
+  low.rlim_cur = static_cast<rlim_t>(highest_open_fd() + 4);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  // Every descriptor taken, then two of them connected: the server has none to accept them with.
+  std::vector<int> sockets;
+  for (int fd; (fd = ::socket(AF_INET, SOCK_STREAM, 0)) >= 0;) sockets.push_back(fd);
+  EXPECT_EQ(errno, EMFILE);
+  ASSERT_GE(sockets.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) ASSERT_EQ(connect_to(sockets[i], port_), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const uint64_t before = server_->accept_attempts();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const uint64_t attempts = server_->accept_attempts() - before;
+  // Backing off 50, 100, 200, 400 ms: a handful of attempts (a spinning loop makes thousands).
+  EXPECT_GE(attempts, 1u);
+  EXPECT_LE(attempts, 6u);
+  EXPECT_EQ(get_health(keep), "200");
+
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &original), 0);
+  for (size_t i = 2; i < sockets.size(); ++i) ::close(sockets[i]);
+  // The waiting connections are accepted at the next retry (at most 1 s away).
+  EXPECT_EQ(get_health(sockets[0]), "200");
+  EXPECT_EQ(get_health(sockets[1]), "200");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  size_t episodes = 0;
+  for (size_t at = 0; (at = log.find("cannot accept new connections", at)) != std::string::npos; ++at) ++episodes;
+  EXPECT_EQ(episodes, 1u) << log;
+  EXPECT_NE(log.find("accepting connections again"), std::string::npos) << log;
+  ::close(sockets[0]);
+  ::close(sockets[1]);
+  ::close(keep);
+}
+
+}  // namespace
+}  // namespace earshot::testing
