@@ -614,7 +614,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     if (!parser_->is_done()) {
       keep_alive_ = false;
       const uint64_t most = impl_.core.config().max_upload_bytes + 64 * 1024;
-      const auto declared = parser_->content_length();
+      // content_length() is only defined once the header is parsed (beast asserts it):
+      // a refusal of a malformed or oversized header has no declared body to drain.
+      const auto declared = parser_->is_header_done() ? parser_->content_length() : boost::none;
       linger_limit_ = declared ? static_cast<size_t>(std::min<uint64_t>(*declared, most)) : kSmallBodyLimit;
     }
     write(r, origin);
