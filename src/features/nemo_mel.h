@@ -27,6 +27,11 @@ struct FrameMajorMel {
 };
 
 // filters: [n_mels][n_fft/2 + 1]; window: at most n_fft samples.
+// The log-mel of n_frames frames hop apart over x, samples already
+// pre-emphasised and centre-padded (frame f reads x[f * hop, f * hop + n_fft)).
+void nemo_mel_frames(std::span<const float> x, int n_frames, const NemoMelConfig& config,
+                     std::span<const float> filters, std::span<const float> window, float* out);
+
 FrameMajorMel nemo_log_mel(std::span<const float> samples, const NemoMelConfig& config, std::span<const float> filters,
                            std::span<const float> window);
 

@@ -137,11 +137,12 @@ TEST(FastConformerModel, UnsupportedFlagsAreNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
     EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
   };
-  expect_unsupported([](Hparams& h) { h.causal_conv = true; }, "causal depthwise conv");
-  expect_unsupported([](Hparams& h) { h.causal_subsampling = true; }, "causal subsampling");
-  expect_unsupported([](Hparams& h) { h.conv_norm = ConvNorm::kLayerNorm; }, "conv norm layer_norm");
+  // Causal convs, LayerNorm conv norm and limited attention contexts are computed
+  // since the streaming (Nemotron) work: fastconformer_streaming_test.cpp.
   expect_unsupported([](Hparams& h) { h.bias = true; }, "linear biases");
-  expect_unsupported([](Hparams& h) { h.att_left = 70, h.att_right = 13; }, "limited attention context");
+  expect_unsupported([](Hparams& h) { h.att_left = -3; }, "attention context [-3, -1]");
+  expect_unsupported([](Hparams& h) { h.att_right = 2, h.att_right_options = {0, 1}; },
+                     "without the default right context 2");
   expect_unsupported([](Hparams& h) { h.subsampling = "striding"; }, "subsampling 'striding'");
 }
 

@@ -15,12 +15,16 @@ namespace {
 const char* kUsage =
     "usage: earshot-make-parakeet [--bin FILE] [--gguf FILE] [--dims small|real] [--seed N] [--type f32|f16|q8_0..]\n"
     "                             [--blank-bias X] [--n-layer N] [--n-state N] [--rnnt 1] [--probe 1|-1]\n"
+    "                             [--streaming 1] [--att-left N] [--att-right N]\n"
     "\n"
     "Writes one random-weight Parakeet-TDT model: --bin in whisper.cpp's legacy format (f32 or f16),\n"
     "--gguf in earshot's (any ggml type for the matrices). small: d_model 64, 4 heads, 2 layers,\n"
     "64 pieces; real: parakeet-tdt-0.6b (1024, 8 heads, 24 layers, 8192 pieces). Features are\n"
     "real-sized in both (128 mels, n_fft 512, 400-sample window). --probe 1|-1: the probe models\n"
-    "of the parity tool (the same encoder; see src/model/fastconformer/random_model.h).\n";
+    "of the parity tool (the same encoder; see src/model/fastconformer/random_model.h).\n"
+    "--streaming 1: a cache-aware streaming model shaped like Nemotron streaming (GGUF only;\n"
+    "causal convs, LayerNorm conv norm, chunked_limited attention [--att-left, --att-right],\n"
+    "right contexts 0, 1, 6, 13, RNN-T; real: 1024 pieces, left context 70).\n";
 
 }  // namespace
 
@@ -39,7 +43,10 @@ int main(int argc, char** argv) {
          {"--n-layer", [&](const std::string& v) { o.n_layer = std::stoi(v); }},
          {"--n-state", [&](const std::string& v) { o.n_state = std::stoi(v); }},
          {"--rnnt", [&](const std::string& v) { o.rnnt = v == "1"; }},
-         {"--probe", [&](const std::string& v) { o.probe = std::stoi(v); }}});
+         {"--probe", [&](const std::string& v) { o.probe = std::stoi(v); }},
+         {"--streaming", [&](const std::string& v) { o.streaming = v == "1"; }},
+         {"--att-left", [&](const std::string& v) { o.att_left = std::stoi(v); }},
+         {"--att-right", [&](const std::string& v) { o.att_right = std::stoi(v); }}});
     if (bin.empty() && gguf.empty()) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, kUsage);
     o.matrix_type = GGML_TYPE_COUNT;
     for (int t = 0; t < GGML_TYPE_COUNT; ++t)

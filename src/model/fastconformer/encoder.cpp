@@ -2,9 +2,11 @@
 
 #include <ggml.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
+#include "model/fastconformer/encoder_graph.h"
 
 namespace earshot::fastconformer {
 namespace {
@@ -22,53 +24,125 @@ ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_t
   return ggml_add(ctx, x, ggml_scale(ctx, h, 0.5f));
 }
 
-ggml_tensor* self_attention(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
-                            int T) {
+// Relative-position attention of x_q [d, T_q] over x_kv [d, T_k] (x_q is x_kv's last T_q frames).
+ggml_tensor* self_attention(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x_q, ggml_tensor* x_kv,
+                            ggml_tensor* pos_emb, ggml_tensor* mask) {
   const int H = hp.n_head, dh = hp.d_head();
-  ggml_tensor* q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q_w, x), dh, H, T);
-  ggml_tensor* k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k_w, x), dh, H, T);
-  ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.v_w, x), dh, H, T);
-  // Content term (q + u) . k, and position term (q + v) . p over the 2T-1 relative positions.
-  ggml_tensor* qu = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3);  // [dh, T, H]
+  const int Tq = static_cast<int>(x_q->ne[1]), Tk = static_cast<int>(x_kv->ne[1]);
+  ggml_tensor* q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q_w, x_q), dh, H, Tq);
+  ggml_tensor* k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k_w, x_kv), dh, H, Tk);
+  ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.v_w, x_kv), dh, H, Tk);
+  // Content term (q + u) . k, and position term (q + v) . p over the Tk + Tq - 1 relative positions.
+  ggml_tensor* qu = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3);  // [dh, Tq, H]
   ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));
-  ggml_tensor* content = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), qu);  // [T_k, T_q, H]
-  ggml_tensor* p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos_emb), dh, H, 2 * T - 1);
-  p = ggml_cont(ctx, ggml_permute(ctx, p, 0, 2, 1, 3));  // [dh, 2T-1, H]
-  ggml_tensor* raw = ggml_mul_mat(ctx, p, qv);           // [2T-1, T_q, H]: column j is position T-1-j
-  // Relative shift: score(k, i) takes column j = T-1-i+k (relative position i-k),
-  // a view whose rows step one element less than raw's.
-  ggml_tensor* shifted = ggml_view_3d(ctx, raw, T, T, H, raw->nb[1] - raw->nb[0], raw->nb[2], (T - 1) * raw->nb[0]);
+  ggml_tensor* content = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), qu);  // [Tk, Tq, H]
+  const int n_pos = Tk + Tq - 1;
+  ggml_tensor* p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos_emb), dh, H, n_pos);
+  p = ggml_cont(ctx, ggml_permute(ctx, p, 0, 2, 1, 3));  // [dh, n_pos, H]
+  ggml_tensor* raw = ggml_mul_mat(ctx, p, qv);           // [n_pos, Tq, H]: column j is position Tk-1-j
+  // Relative shift: query i (key index Tk-Tq+i) and key k are Tk-Tq+i-k apart, column
+  // j = Tq-1-i+k: a view whose rows step one element less than raw's.
+  ggml_tensor* shifted = ggml_view_3d(ctx, raw, Tk, Tq, H, raw->nb[1] - raw->nb[0], raw->nb[2], (Tq - 1) * raw->nb[0]);
   ggml_tensor* scores = ggml_add(ctx, content, ggml_cont(ctx, shifted));
-  ggml_tensor* probs = ggml_soft_max(ctx, ggml_scale(ctx, scores, 1.0f / std::sqrt(static_cast<float>(dh))));
-  ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));  // [T, dh, H]
-  ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                     // [dh, T, H]
-  out = ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, T);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  // NeMo fills masked scores with -10000 and zeroes their probabilities: -inf does both.
+  ggml_tensor* probs =
+      mask ? ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f) : ggml_soft_max(ctx, ggml_scale(ctx, scores, scale));
+  ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));  // [Tk, dh, H]
+  ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                     // [dh, Tq, H]
+  out = ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, Tq);
   return ggml_mul_mat(ctx, l.out_w, out);
 }
 
-ggml_tensor* conv_module(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, float bn_eps) {
-  const int d = hp.n_state, pad = (hp.n_conv_kernel - 1) / 2;
+ggml_tensor* conv_module(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, float bn_eps,
+                         detail::LayerCaches* caches) {
+  const int d = hp.n_state, K = hp.n_conv_kernel;
   ggml_tensor* h = ggml_mul_mat(ctx, l.pw1_w, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
   ggml_tensor* signal = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], 0);
   ggml_tensor* gate = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], d * h->nb[0]);
   h = ggml_mul(ctx, signal, ggml_sigmoid(ctx, gate));  // GLU
-  // Depthwise conv over time: ssm_conv reads [time + K - 1, channels].
-  h = ggml_pad_ext(ctx, ggml_cont(ctx, ggml_transpose(ctx, h)), pad, pad, 0, 0, 0, 0, 0, 0);
+  // Depthwise conv over time: ssm_conv reads [time + K - 1, channels]. Causal
+  // (NeMo's CausalConv1D): K - 1 frames on the left, the previous inputs when streaming.
+  h = ggml_cont(ctx, ggml_transpose(ctx, h));
+  const int T = static_cast<int>(h->ne[0]);
+  if (caches && caches->conv_in) {
+    h = ggml_concat(ctx, caches->conv_in, h, 0);
+  } else if (hp.causal_conv) {
+    h = ggml_pad_ext(ctx, h, K - 1, 0, 0, 0, 0, 0, 0, 0);
+  } else {
+    h = ggml_pad_ext(ctx, h, (K - 1) / 2, (K - 1) / 2, 0, 0, 0, 0, 0, 0);
+  }
+  if (caches) caches->conv_next = ggml_cont(ctx, ggml_view_2d(ctx, h, K - 1, d, h->nb[1], T * h->nb[0]));
   h = ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T]
-  ggml_tensor* std_dev = ggml_sqrt(ctx, bn_eps != 0 ? ggml_scale_bias(ctx, l.bn_var, 1.0f, bn_eps) : l.bn_var);
-  h = ggml_div(ctx, ggml_sub(ctx, h, l.bn_mean), std_dev);
-  h = ggml_silu(ctx, ggml_add(ctx, ggml_mul(ctx, h, l.bn_w), l.bn_b));
-  return ggml_mul_mat(ctx, l.pw2_w, h);
+  if (hp.conv_norm == ConvNorm::kLayerNorm) {
+    h = layer_norm(ctx, h, l.bn_w, l.bn_b, hp.eps);
+  } else {
+    ggml_tensor* std_dev = ggml_sqrt(ctx, bn_eps != 0 ? ggml_scale_bias(ctx, l.bn_var, 1.0f, bn_eps) : l.bn_var);
+    h = ggml_div(ctx, ggml_sub(ctx, h, l.bn_mean), std_dev);
+    h = ggml_add(ctx, ggml_mul(ctx, h, l.bn_w), l.bn_b);
+  }
+  return ggml_mul_mat(ctx, l.pw2_w, ggml_silu(ctx, h));
+}
+
+// A stride-2 3x3 conv of the subsampling, NeMo's CausalConv2D (pad 2 | 1 on both
+// axes) or a symmetric one (pad 1): [freq, time, channels].
+ggml_tensor* subsampling_conv(ggml_context* ctx, const Hparams& hp, ggml_tensor* w, ggml_tensor* x, bool depthwise) {
+  if (hp.causal_subsampling) {
+    x = ggml_pad_ext(ctx, x, 2, 1, 2, 1, 0, 0, 0, 0);
+    return depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, 0, 0, 1, 1) : ggml_conv_2d(ctx, w, x, 2, 2, 0, 0, 1, 1);
+  }
+  return depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, 1, 1, 1, 1) : ggml_conv_2d(ctx, w, x, 2, 2, 1, 1, 1, 1);
 }
 
 }  // namespace
 
-std::vector<float> relative_positions(int T, int d) {
+namespace detail {
+
+ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel) {
+  const Hparams& hp = m.hparams();
+  // Conv 3x3/2 + ReLU, then twice (depthwise 3x3/2, pointwise 1x1, ReLU).
+  ggml_tensor* x =
+      ggml_relu(ctx, ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[0], mel, false), m.pre_conv_b[0]));
+  for (int stage = 0; stage < 2; ++stage) {
+    const int dw = 1 + 2 * stage, pw = 2 + 2 * stage;
+    x = ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[dw], x, true), m.pre_conv_b[dw]);
+    x = ggml_relu(ctx, ggml_add(ctx, ggml_conv_2d(ctx, m.pre_conv_w[pw], x, 1, 1, 0, 0, 1, 1), m.pre_conv_b[pw]));
+  }
+  // [freq, time, channels] -> [freq * channels, time] (NeMo flattens channels-major), then the linear.
+  x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+  x = ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2]);
+  x = ggml_add(ctx, ggml_mul_mat(ctx, m.pre_out_w, x), m.pre_out_b);
+  if (hp.xscaling) x = ggml_scale(ctx, x, std::sqrt(static_cast<float>(hp.n_state)));
+  return x;
+}
+
+ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
+                         ggml_tensor* mask, float bn_eps, LayerCaches* caches) {
+  const Hparams& hp = m.hparams();
+  x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps);
+  ggml_tensor* x_q = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
+  ggml_tensor* x_kv = x_q;
+  if (caches) {
+    if (caches->att_in) x_kv = ggml_concat(ctx, caches->att_in, x_q, 1);
+    const int n = static_cast<int>(x_kv->ne[1]), keep = std::min(caches->att_keep, n);
+    caches->att_next =
+        keep > 0 ? ggml_cont(ctx, ggml_view_2d(ctx, x_kv, hp.n_state, keep, x_kv->nb[1], (n - keep) * x_kv->nb[1]))
+                 : nullptr;
+  }
+  x = ggml_add(ctx, x, self_attention(ctx, hp, l, x_q, x_kv, pos_emb, mask));
+  x = ggml_add(ctx, x, conv_module(ctx, hp, l, x, bn_eps, caches));
+  x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps);
+  return layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
+}
+
+}  // namespace detail
+
+std::vector<float> relative_positions(int top, int count, int d) {
   std::vector<float> freqs(d / 2);
   for (int k = 0; k < d / 2; ++k) freqs[k] = std::exp(-(static_cast<float>(2 * k) * std::log(10000.0f) / d));
-  std::vector<float> pe(static_cast<size_t>(2 * T - 1) * d);
-  for (int j = 0; j < 2 * T - 1; ++j) {
-    const float position = static_cast<float>(T - 1 - j);
+  std::vector<float> pe(static_cast<size_t>(count) * d);
+  for (int j = 0; j < count; ++j) {
+    const float position = static_cast<float>(top - j);
     for (int k = 0; k < d / 2; ++k) {
       const float theta = freqs[k] * position;
       pe[static_cast<size_t>(j) * d + 2 * k] = std::sin(theta);
@@ -78,8 +152,45 @@ std::vector<float> relative_positions(int T, int d) {
   return pe;
 }
 
+std::vector<float> relative_positions(int T, int d) { return relative_positions(T - 1, 2 * T - 1, d); }
+
+int resolve_right_context(const Hparams& hp, std::optional<int> right) {
+  if (!right) return hp.att_right;
+  if (*right != hp.att_right && !hp.supports_right_context(*right)) {
+    std::string options;
+    for (int r : hp.att_right_options.empty() ? std::vector<int>{hp.att_right} : hp.att_right_options)
+      options += (options.empty() ? "" : ", ") + std::to_string(r);
+    throw Error(ErrorCode::kInvalidArgument,
+                "right context " + std::to_string(*right) + " frames is not one the model supports (" + options + ")");
+  }
+  return *right;
+}
+
+std::vector<float> attention_mask(const Hparams& hp, int right, int T) {
+  const int left = hp.att_left;
+  std::vector<float> mask(static_cast<size_t>(T) * T, 0.0f);
+  const bool chunked = hp.att_style == AttentionStyle::kChunkedLimited && right >= 0;
+  // NeMo's chunked_limited: chunks of right + 1 frames, each seeing itself and
+  // left / (right + 1) whole chunks before it (unlimited left: all of them).
+  const int chunk = right + 1, left_chunks = left >= 0 ? left / std::max(chunk, 1) : T;
+  for (int i = 0; i < T; ++i) {
+    for (int j = 0; j < T; ++j) {
+      bool visible;
+      if (chunked) {
+        const int diff = i / chunk - j / chunk;
+        visible = diff >= 0 && diff <= left_chunks;
+      } else {
+        visible = (left < 0 || i - j <= left) && (right < 0 || j - i <= right);
+      }
+      if (!visible) mask[static_cast<size_t>(i) * T + j] = -INFINITY;
+    }
+  }
+  return mask;
+}
+
 Encoder::Encoder(std::shared_ptr<const Model> model, ggml_backend_t backend, EncoderOptions options)
     : model_(std::move(model)), backend_(backend), options_(options) {
+  right_ = resolve_right_context(model_->hparams(), options_.right_context);
   alloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend_));
   meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
 }
@@ -101,31 +212,16 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
 
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_mel_frames, 1, 1);
   ggml_set_input(input);
-  // Subsampling: conv 3x3/2 + ReLU, then twice (depthwise 3x3/2, pointwise 1x1, ReLU).
-  ggml_tensor* x =
-      ggml_relu(ctx, ggml_add(ctx, ggml_conv_2d(ctx, m.pre_conv_w[0], input, 2, 2, 1, 1, 1, 1), m.pre_conv_b[0]));
-  for (int stage = 0; stage < 2; ++stage) {
-    const int dw = 1 + 2 * stage, pw = 2 + 2 * stage;
-    x = ggml_add(ctx, ggml_conv_2d_dw_direct(ctx, m.pre_conv_w[dw], x, 2, 2, 1, 1, 1, 1), m.pre_conv_b[dw]);
-    x = ggml_relu(ctx, ggml_add(ctx, ggml_conv_2d(ctx, m.pre_conv_w[pw], x, 1, 1, 0, 0, 1, 1), m.pre_conv_b[pw]));
-  }
-  // [freq, time, channels] -> [freq * channels, time] (NeMo flattens channels-major), then the linear.
-  x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
-  const int T = static_cast<int>(x->ne[2]);
-  x = ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], T);
-  x = ggml_add(ctx, ggml_mul_mat(ctx, m.pre_out_w, x), m.pre_out_b);
-  if (hp.xscaling) x = ggml_scale(ctx, x, std::sqrt(static_cast<float>(hp.n_state)));
-
+  ggml_tensor* x = detail::build_subsampling(ctx, m, input);
+  const int T = static_cast<int>(x->ne[1]);
   ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.n_state, 2 * T - 1);
   ggml_set_input(pos_emb);
-  for (const Layer& l : m.layers) {
-    x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps);
-    x = ggml_add(ctx, x,
-                 self_attention(ctx, hp, l, layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps), pos_emb, T));
-    x = ggml_add(ctx, x, conv_module(ctx, hp, l, x, options_.batch_norm_eps));
-    x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps);
-    x = layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
-  }
+  // Full attention computes without a mask (the path libparakeet's parity holds on).
+  const bool limited = hp.att_left >= 0 || right_ >= 0;
+  ggml_tensor* mask = limited ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, T, T) : nullptr;
+  if (mask) ggml_set_input(mask);
+  for (const Layer& l : m.layers)
+    x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, nullptr);
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
   if (!ggml_gallocr_alloc_graph(alloc_, graph))
@@ -134,6 +230,10 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));
   const std::vector<float> pe = relative_positions(T, hp.n_state);
   ggml_backend_tensor_set(pos_emb, pe.data(), 0, pe.size() * sizeof(float));
+  if (mask) {
+    const std::vector<float> values = attention_mask(hp, right_, T);
+    ggml_backend_tensor_set(mask, values.data(), 0, values.size() * sizeof(float));
+  }
   if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
     throw Error(ErrorCode::kInternal, "the encoder graph failed to compute");
   EncoderOutput out;

@@ -203,6 +203,18 @@ Parsed parse_gguf(const runtime::GgufFile& f, const std::string& label) {
   const std::vector<int32_t> context = f.get_array<int32_t>(key("attention.context"));
   if (context.size() != 2) invalid(label, key("attention.context") + " must hold [left, right]");
   hp.att_left = context[0], hp.att_right = context[1];
+  if (hp.att_left != -1 || hp.att_right != -1) {
+    // A limited context means nothing without its style: never guess one.
+    const std::string style = f.get_string(key("attention.context_style"));
+    if (style == "regular")
+      hp.att_style = AttentionStyle::kRegular;
+    else if (style == "chunked_limited")
+      hp.att_style = AttentionStyle::kChunkedLimited;
+    else
+      invalid(label, "unknown " + key("attention.context_style") + " '" + style + "' (regular or chunked_limited)");
+  }
+  if (f.has(key("attention.right_contexts")))
+    hp.att_right_options = f.get_array<int32_t>(key("attention.right_contexts"));
   hp.n_pred_dim = u("prediction.embedding_length");
   hp.n_pred_layers = u("prediction.block_count");
   hp.n_max_symbols = u("decoding.max_symbols");
@@ -258,8 +270,20 @@ transducer::Matrix host_matrix(const ggml_tensor* t) {
 }  // namespace
 
 int Hparams::encoder_frames(int n) const {
-  for (int i = 0; i < 3; ++i) n = (n + 1) / 2;
+  for (int i = 0; i < 3; ++i) n = causal_subsampling ? n / 2 + 1 : (n + 1) / 2;
   return n;
+}
+
+int Hparams::subsampled_bins() const { return causal_subsampling ? encoder_frames(n_mels) : n_mels / 8; }
+
+bool Hparams::supports_right_context(int right) const {
+  if (att_right_options.empty()) return right == att_right;
+  return std::find(att_right_options.begin(), att_right_options.end(), right) != att_right_options.end();
+}
+
+bool Hparams::streaming() const {
+  return causal_subsampling && causal_conv && att_style == AttentionStyle::kChunkedLimited && att_left >= 0 &&
+         att_right >= 0 && feature_norm == FeatureNorm::kNone;
 }
 
 bool is_matrix_tensor(const std::string& n) {
@@ -283,7 +307,7 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
     out.push_back(std::move(t));
   };
   const int64_t d = hp.n_state, c = hp.n_sub_channels, p = hp.n_pred_dim, ff = hp.ff_expansion * d;
-  add("encoder.pre_encode.out.weight", {(hp.n_mels / hp.subsampling_factor) * c, d});
+  add("encoder.pre_encode.out.weight", {hp.subsampled_bins() * c, d});
   add("encoder.pre_encode.out.bias", {d});
   for (const char* conv : {"0", "2", "3", "5", "6"}) {
     const bool pointwise = conv[0] == '3' || conv[0] == '6';
@@ -301,11 +325,13 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
     add(l + "norm_conv.bias", {d});
     add(l + "conv.pointwise_conv1.weight", {d, 2 * d});
     add(l + "conv.depthwise_conv.weight", {hp.n_conv_kernel, d});
-    add(l + "conv.batch_norm.weight", {d});
+    add(l + "conv.batch_norm.weight", {d});  // NeMo keeps the name for its LayerNorm too
     add(l + "conv.batch_norm.bias", {d});
-    add(l + "conv.batch_norm.running_mean", {d});
-    add(l + "conv.batch_norm.running_var", {d});
-    add(l + "conv.batch_norm.num_batches_tracked", {1}, GGML_TYPE_I32);
+    if (hp.conv_norm == ConvNorm::kBatchNorm) {
+      add(l + "conv.batch_norm.running_mean", {d});
+      add(l + "conv.batch_norm.running_var", {d});
+      add(l + "conv.batch_norm.num_batches_tracked", {1}, GGML_TYPE_I32);
+    }
     add(l + "conv.pointwise_conv2.weight", {d, d});
     add(l + "norm_self_att.weight", {d});
     add(l + "norm_self_att.bias", {d});
@@ -344,12 +370,32 @@ void check_supported(const Hparams& hp, const std::string& label) {
   if (hp.subsampling != "dw_striding") refuse("subsampling '" + hp.subsampling + "'");
   if (hp.subsampling_factor != 8) refuse("subsampling factor " + std::to_string(hp.subsampling_factor));
   if (hp.n_mels % 8 != 0) refuse("n_mels " + std::to_string(hp.n_mels) + " (not a multiple of 8)");
-  if (hp.causal_subsampling) refuse("causal subsampling (cache-aware streaming models)");
-  if (hp.causal_conv) refuse("a causal depthwise conv (cache-aware streaming models)");
-  if (hp.conv_norm != ConvNorm::kBatchNorm) refuse("conv norm layer_norm");
   if (hp.bias) refuse("linear biases (bias = true)");
-  if (hp.att_left >= 0 || hp.att_right >= 0) refuse("a limited attention context");
+  if (hp.att_left < -1 || hp.att_right < -1)
+    refuse("attention context [" + std::to_string(hp.att_left) + ", " + std::to_string(hp.att_right) + "]");
+  for (int r : hp.att_right_options)
+    if (r < 0) refuse("right context option " + std::to_string(r));
+  if (!hp.att_right_options.empty() && !hp.supports_right_context(hp.att_right))
+    refuse("attention.right_contexts without the default right context " + std::to_string(hp.att_right));
   if (hp.hop_length != 160 || hp.sample_rate != 16000) refuse("features other than 16 kHz with a 160-sample hop");
+}
+
+void check_streaming(const Hparams& hp, int right, const std::string& label) {
+  auto refuse = [&](const std::string& why) { throw Error(ErrorCode::kUnsupported, label + " cannot stream: " + why); };
+  if (!hp.causal_subsampling) refuse("its subsampling is not causal");
+  if (!hp.causal_conv) refuse("its depthwise conv is not causal");
+  if (hp.att_style != AttentionStyle::kChunkedLimited || hp.att_right < 0)
+    refuse("its attention is not chunked_limited with a right context");
+  if (hp.att_left < 0) refuse("its left attention context is unlimited");
+  if (hp.n_conv_kernel < 3) refuse("its depthwise conv has no left context (kernel 1)");
+  if (hp.feature_norm != FeatureNorm::kNone) refuse("its features are normalised over the utterance");
+  if (!hp.supports_right_context(right)) {
+    std::string options;
+    for (int r : hp.att_right_options.empty() ? std::vector<int>{hp.att_right} : hp.att_right_options)
+      options += (options.empty() ? "" : ", ") + std::to_string((r + 1) * 80) + " ms (" + std::to_string(r) + ")";
+    throw Error(ErrorCode::kInvalidArgument, label + ": right context " + std::to_string(right) +
+                                                 " frames is not one the model supports: " + options);
+  }
 }
 
 // Fills a Model from parsed metadata and its tensor table.
@@ -437,7 +483,9 @@ struct ModelBuilder {
       y.norm_conv_w = get(l + "norm_conv.weight"), y.norm_conv_b = get(l + "norm_conv.bias");
       y.pw1_w = get(l + "conv.pointwise_conv1.weight"), y.dw_w = get(l + "conv.depthwise_conv.weight");
       y.bn_w = get(l + "conv.batch_norm.weight"), y.bn_b = get(l + "conv.batch_norm.bias");
-      y.bn_mean = get(l + "conv.batch_norm.running_mean"), y.bn_var = get(l + "conv.batch_norm.running_var");
+      y.bn_mean = y.bn_var = nullptr;
+      if (hp.conv_norm == ConvNorm::kBatchNorm)
+        y.bn_mean = get(l + "conv.batch_norm.running_mean"), y.bn_var = get(l + "conv.batch_norm.running_var");
       y.pw2_w = get(l + "conv.pointwise_conv2.weight");
       y.norm_ff2_w = get(l + "norm_feed_forward2.weight"), y.norm_ff2_b = get(l + "norm_feed_forward2.bias");
       y.ff2_w1 = get(l + "feed_forward2.linear1.weight"), y.ff2_w2 = get(l + "feed_forward2.linear2.weight");

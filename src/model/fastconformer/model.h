@@ -26,6 +26,10 @@ inline constexpr char kGgufArchitecture[] = "earshot-fastconformer-transducer";
 
 enum class ConvNorm { kBatchNorm, kLayerNorm };
 enum class FeatureNorm { kPerFeature, kNone };
+// NeMo's att_context_style: kRegular masks a band of [left, right] frames around
+// each query; kChunkedLimited splits time into chunks of right + 1 frames, each
+// seeing itself and left / (right + 1) whole chunks before it (cache-aware streaming).
+enum class AttentionStyle { kRegular, kChunkedLimited };
 
 struct Hparams {
   int n_vocab = 0;      // SentencePiece pieces (blank is n_vocab)
@@ -54,20 +58,33 @@ struct Hparams {
   bool causal_subsampling = false;
   bool causal_conv = false;
   int att_left = -1, att_right = -1;  // attention context in frames; -1: unlimited
+  AttentionStyle att_style = AttentionStyle::kRegular;
+  // The right contexts a multi-lookahead model was trained with (att_right among
+  // them, the default); empty: att_right only.
+  std::vector<int> att_right_options;
   // Featuriser.
   float preemph = 0.97f;
   float log_guard = 5.960464477539063e-08f;  // 2^-24, added before the log
   FeatureNorm feature_norm = FeatureNorm::kPerFeature;
 
   int d_head() const { return n_state / n_head; }
-  // Encoder frames of n_mel_frames mel frames (three stride-2 convs, kernel 3, pad 1).
+  // Encoder frames of n_mel_frames mel frames: three stride-2 convs, kernel 3,
+  // padded 1 | 1 (symmetric) or 2 | 1 (causal: floor(n / 2) + 1 per stage).
   int encoder_frames(int n_mel_frames) const;
+  // Frequency bins left after the subsampling (n_mels / 8; causal: 17 of 128).
+  int subsampled_bins() const;
+  // Whether this right context (frames) is one the file supports.
+  bool supports_right_context(int right) const;
+  // A cache-aware streaming model (causal subsampling and conv, chunked_limited
+  // attention with a bounded left context, no utterance normalisation).
+  bool streaming() const;
 };
 
 // Per conformer layer, views into the model's weights.
 struct Layer {
   ggml_tensor *norm_ff1_w, *norm_ff1_b, *ff1_w1, *ff1_w2;
   ggml_tensor *norm_att_w, *norm_att_b, *q_w, *k_w, *v_w, *out_w, *pos_w, *pos_bias_u, *pos_bias_v;
+  // bn_*: the conv module's norm (BatchNorm; LayerNorm: bn_w and bn_b only, the rest null).
   ggml_tensor *norm_conv_w, *norm_conv_b, *pw1_w, *dw_w, *bn_w, *bn_b, *bn_mean, *bn_var, *pw2_w;
   ggml_tensor *norm_ff2_w, *norm_ff2_b, *ff2_w1, *ff2_w2;
   ggml_tensor *norm_out_w, *norm_out_b;
@@ -119,5 +136,8 @@ bool is_matrix_tensor(const std::string& name);
 
 // Throws Error(kUnsupported) naming the first flag this build cannot compute.
 void check_supported(const Hparams& hp, const std::string& label);
+// Throws Error(kUnsupported) when the model cannot stream (naming why), and
+// kInvalidArgument for a right context the file does not support (listing those it does).
+void check_streaming(const Hparams& hp, int right_context, const std::string& label);
 
 }  // namespace earshot::fastconformer

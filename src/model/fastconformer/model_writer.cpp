@@ -33,6 +33,11 @@ std::string key(const char* k) { return std::string(kGgufArchitecture) + "." + k
 
 void write_legacy(const std::filesystem::path& path, const ModelData& m) {
   const Hparams& hp = m.hparams;
+  // whisper.cpp's format fixes every flag to Parakeet-TDT's: a file that says otherwise would lie.
+  if (hp.causal_subsampling || hp.causal_conv || hp.conv_norm != ConvNorm::kBatchNorm || hp.att_left != -1 ||
+      hp.att_right != -1 || hp.xscaling || hp.bias || hp.feature_norm != FeatureNorm::kPerFeature)
+    throw Error(ErrorCode::kInvalidArgument,
+                "the legacy Parakeet format holds Parakeet-TDT's flags only; write this model as GGUF");
   Out out(path);
   out.i32(static_cast<int32_t>(runtime::kGgmlMagic));
   const bool f16 = !m.tensors.empty() && m.tensors[0].type == GGML_TYPE_F16;
@@ -90,6 +95,12 @@ void write_gguf(const std::filesystem::path& path, const ModelData& m) {
   w.set(key("attention.layer_norm_epsilon"), hp.eps);
   const std::vector<int32_t> context = {hp.att_left, hp.att_right};
   w.set_array<int32_t>(key("attention.context"), context);
+  w.set(key("attention.context_style"),
+        hp.att_style == AttentionStyle::kChunkedLimited ? "chunked_limited" : "regular");
+  if (!hp.att_right_options.empty()) {
+    const std::vector<int32_t> options(hp.att_right_options.begin(), hp.att_right_options.end());
+    w.set_array<int32_t>(key("attention.right_contexts"), options);
+  }
   u("conv.kernel_size", hp.n_conv_kernel);
   w.set(key("conv.norm"), hp.conv_norm == ConvNorm::kBatchNorm ? "batch_norm" : "layer_norm");
   w.set(key("conv.causal"), hp.causal_conv);

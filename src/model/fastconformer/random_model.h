@@ -26,6 +26,13 @@ struct RandomModelOptions {
   // every frame (n_pred_dim = n_state), so that the encoder output of a library
   // that only reports logits can be read back.
   int probe = 0;
+  // A cache-aware streaming model shaped like NVIDIA's Nemotron streaming ASR:
+  // causal subsampling and depthwise conv, LayerNorm in the conv module,
+  // chunked_limited attention [att_left, att_right] with right contexts
+  // {0, 1, 6, 13} (80 to 1120 ms chunks), xscaling, no feature normalisation, RNN-T.
+  bool streaming = false;
+  int att_left = -1;   // streaming: -1 = the dimensions' (small 12, real 70)
+  int att_right = 13;  // streaming: the default right context
 };
 
 ModelData random_model(const RandomModelOptions& options);
