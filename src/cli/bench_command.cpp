@@ -546,6 +546,7 @@ int run_bench(const CommandArgs& argv) {
   s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
   s.model.runtime = read_runtime_options(args);  // a bad --device fails before any work
   s.model.qwen3asr = read_qwen3asr_options(args);
+  s.model.transducer = read_transducer_options(args);
   s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 

@@ -26,6 +26,10 @@ void declare_model_options(Args& args) {
               "Qwen3-ASR: a JSON file with alignment_heads_compact ([[layer, head], ...], top 20 used); default: "
               "every head of the last quarter of the layers",
               "");
+  args.option("lookahead-ms",
+              "a cache-aware streaming transducer's chunk (Nemotron streaming: 80, 160, 560 or 1120 ms, as the "
+              "model file allows): words come that much after their audio; 0 = the model's default",
+              "0");
 }
 
 namespace {
@@ -58,6 +62,18 @@ engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args) {
   engine::Qwen3AsrOptions options;
   options.mmproj = args.get("mmproj");
   options.alignment_heads = args.get("alignment-heads-file");
+  return options;
+}
+
+}  // namespace earshot::cli
+
+namespace earshot::cli {
+
+engine::TransducerOptions read_transducer_options(const Args& args) {
+  engine::TransducerOptions options;
+  const long ms = args.get_int("lookahead-ms");
+  if (ms < 0 || ms > 100000) throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms must be 0 to 100000");
+  options.lookahead_ms = static_cast<int>(ms);
   return options;
 }
 

@@ -1,7 +1,8 @@
 // Where and how the model runs, offered by every command that loads one
 // (serve, transcribe, bench): --device auto (default) | cpu | a ggml device name
 // (`earshot version` lists them; CUDA0 in a CUDA build), --flash-attention on | off,
-// the command's own --threads, and Qwen3-ASR's --mmproj and --alignment-heads-file.
+// the command's own --threads, Qwen3-ASR's --mmproj and --alignment-heads-file, and
+// a streaming transducer's --lookahead-ms.
 #pragma once
 
 #include "common/command_line.h"
@@ -19,5 +20,9 @@ engine::RuntimeOptions read_runtime_options(const Args& args);
 
 // --mmproj and --alignment-heads-file (Qwen3-ASR; other families ignore them).
 engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args);
+
+// --lookahead-ms (cache-aware streaming transducers; 0 = the model's default).
+// Throws Error(kInvalidArgument) for a negative value; the engine checks it against the file.
+engine::TransducerOptions read_transducer_options(const Args& args);
 
 }  // namespace earshot::cli

@@ -248,6 +248,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   engine::ModelSpec spec;
   spec.runtime = read_runtime_options(args);
   spec.qwen3asr = read_qwen3asr_options(args);
+  spec.transducer = read_transducer_options(args);
   spec.policies.alignatt = policy_config;
   spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 

@@ -92,6 +92,7 @@ int run_transcribe(const CommandArgs& argv) {
   engine::ModelSpec spec;
   spec.runtime = read_runtime_options(args);
   spec.qwen3asr = read_qwen3asr_options(args);
+  spec.transducer = read_transducer_options(args);
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");

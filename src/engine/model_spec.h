@@ -29,6 +29,10 @@ struct WhisperOptions {
 
 struct TransducerOptions {
   double window_seconds = 20;  // audio an offline transducer encodes at once (1 to 120 s)
+  // A cache-aware streaming model's chunk, (right context + 1) x 80 ms: 80, 160,
+  // 560, 1120 for Nemotron streaming, validated against the file; 0 = the file's
+  // default. A non-streaming model refuses any other value than 0.
+  int lookahead_ms = 0;
 };
 
 // Qwen3-ASR: a text GGUF (--model) and its audio encoder (--mmproj).

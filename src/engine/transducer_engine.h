@@ -4,7 +4,10 @@
 // over it: its one "policy", native, commits each word as soon as the next one
 // starts (or the window ends). This offline model encodes the audio in windows
 // (TransducerOptions::window_seconds, utterance-normalised features per window,
-// the decoder state carried across), so words arrive a window at a time.
+// the decoder state carried across), so words arrive a window at a time. A
+// cache-aware streaming model (Nemotron streaming) encodes chunks of
+// (right context + 1) x 80 ms as their audio arrives (--lookahead-ms picks the
+// right context among the file's): words come a chunk after their audio.
 #pragma once
 
 #include <memory>
@@ -26,6 +29,7 @@ class TransducerEngine : public Engine {
   std::shared_ptr<const fastconformer::Model> model_;
   ModelSpec spec_;
   Capabilities capabilities_;
+  int right_context_ = -1;  // a streaming model's chunk - 1 (frames); -1: an offline model
 };
 
 // Loads spec.path as a FastConformer transducer (engine/families.cpp registers this).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "../model/model_test_util.h"
 #include "audio/wav.h"
@@ -111,6 +112,93 @@ TEST(TransducerEngine, ShortWindowsStayAppendOnlyAndInOrder) {
   for (size_t i = 1; i < words.size(); ++i) EXPECT_GE(words[i].start, words[i - 1].start);
   EXPECT_LE(words.back().end, 11.0 + 0.08);
   spec.transducer.window_seconds = 0.5;
+  EXPECT_THROW(load(spec), Error);
+}
+
+}  // namespace
+}  // namespace earshot::engine
+
+namespace earshot::engine {
+namespace {
+
+// Feeds pcm in the given pieces; checks after each that the words already
+// decoded reach to within a chunk (and the mel's half window) of the audio fed.
+std::vector<Word> stream_pieces(const Engine& engine, const std::vector<float>& pcm, const std::vector<size_t>& pieces,
+                                double chunk_seconds) {
+  auto processor = engine.open_stream({});
+  std::vector<Word> words;
+  size_t at = 0;
+  for (size_t n : pieces) {
+    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
+    at += n;
+    ProcessResult r = processor->process();
+    EXPECT_GE(r.processed_until, static_cast<double>(at) / 16000 - chunk_seconds - 0.02) << at;
+    for (Word& w : r.committed) words.push_back(std::move(w));
+  }
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  return words;
+}
+
+TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
+  TempDir dir("transducer-engine");
+  fastconformer::RandomModelOptions options;
+  options.streaming = true;
+  options.seed = 3;
+  fastconformer::write_gguf(dir / "nemotron-small.gguf", fastconformer::random_model(options));
+  ModelSpec spec;
+  spec.path = dir / "nemotron-small.gguf";
+  spec.runtime.threads = 1;
+  const std::vector<float> pcm = jfk();
+  const auto model = fastconformer::Model::load(spec.path);
+  ggml_backend_ptr backend = runtime::create_backend(nullptr, 1);
+  features::NemoMelConfig mc;
+  mc.normalize_per_feature = false;
+  const features::FrameMajorMel mel = features::nemo_log_mel(pcm, mc, model->mel_filters(), model->window());
+  for (int lookahead_ms : {80, 560}) {
+    spec.transducer.lookahead_ms = lookahead_ms;
+    const std::shared_ptr<const Engine> engine = load(spec);
+    EXPECT_EQ(engine->capabilities().languages, std::vector<std::string>{"en"});
+    // Offline: the chunked_limited encoder over the whole file, then greedy RNN-T.
+    fastconformer::Encoder encoder(model, backend.get(), {.right_context = lookahead_ms / 80 - 1});
+    const fastconformer::EncoderOutput enc = encoder.encode(mel.data, mel.n_frames);
+    transducer::Decoder decoder(&model->decoder_weights());
+    transducer::DecoderState state = decoder.initial_state();
+    std::vector<transducer::Emission> emissions;
+    decoder.greedy(decoder.project_encoder(enc.data, enc.n_frames), enc.n_frames, state, emissions);
+    std::string direct;
+    for (const transducer::Emission& e : emissions)
+      direct += transducer::piece_text(model->pieces()[e.token], direct.empty());
+    ASSERT_FALSE(emissions.empty());
+
+    const double chunk = lookahead_ms / 1000.0;
+    const std::vector<Word> whole = stream_pieces(*engine, pcm, {pcm.size()}, chunk);
+    ASSERT_GE(whole.size(), 3u);
+    EXPECT_EQ(text_of(whole), direct);
+    EXPECT_NEAR(whole.front().start, emissions.front().frame * 0.08, 1e-9);
+    for (size_t i = 1; i < whole.size(); ++i) EXPECT_GE(whole[i].start, whole[i - 1].start);
+    std::mt19937 rng(lookahead_ms);
+    std::uniform_int_distribution<size_t> size(1, 6000);
+    std::vector<size_t> pieces;
+    for (size_t done = 0; done < pcm.size();)
+      pieces.push_back(std::min(size(rng), pcm.size() - done)), done += pieces.back();
+    const std::vector<Word> split = stream_pieces(*engine, pcm, pieces, chunk);
+    ASSERT_EQ(split.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_EQ(split[i].text, whole[i].text) << i;
+      EXPECT_DOUBLE_EQ(split[i].start, whole[i].start) << i;
+      EXPECT_DOUBLE_EQ(split[i].end, whole[i].end) << i;
+    }
+  }
+  // Lookaheads the file does not have, and any lookahead on an offline model, are refused at load.
+  spec.transducer.lookahead_ms = 240;
+  EXPECT_THROW(load(spec), Error);
+  spec.transducer.lookahead_ms = 100;
+  EXPECT_THROW(load(spec), Error);
+  fastconformer::RandomModelOptions parakeet;
+  parakeet.n_layer = 1;
+  fastconformer::write_gguf(dir / "parakeet.gguf", fastconformer::random_model(parakeet));
+  spec.path = dir / "parakeet.gguf";
+  spec.transducer.lookahead_ms = 160;
   EXPECT_THROW(load(spec), Error);
 }
 
