@@ -71,13 +71,20 @@ def hparams_from_config(cfg):
     # models); NeMo's default at inference is the first.
     context = _get(cfg, "encoder.att_context_size", [-1, -1])
     if context and isinstance(context[0], (list, tuple)):
-        context = context[0]
+        contexts = [list(c) for c in context]
+        if len({c[0] if len(c) == 2 else None for c in contexts}) != 1:
+            raise ConvertError(f"config encoder.att_context_size = {context!r}: the pairs' left contexts differ "
+                               "(earshot's layout keeps one left context and a list of right ones)")
+        if len(contexts) > 1:
+            hp["attention.right_contexts"] = [int(c[1]) for c in contexts]
+        context = contexts[0]
     if len(context) != 2 or not all(isinstance(v, int) for v in context):
         raise ConvertError(f"config encoder.att_context_size = {context!r} is not a [left, right] pair")
     style = _one_of(cfg, "encoder.att_context_style", ["regular", "chunked_limited"], "regular")
     if style == "chunked_limited" and list(context) == [-1, -1]:
         raise ConvertError("config encoder.att_context_style = 'chunked_limited' needs a limited att_context_size")
     hp["attention.context"] = [int(context[0]), int(context[1])]
+    hp["attention.context_style"] = style
     hp["conv.kernel_size"] = int(_get(cfg, "encoder.conv_kernel_size"))
     hp["conv.norm"] = _one_of(cfg, "encoder.conv_norm_type", ["batch_norm", "layer_norm"], "batch_norm")
     conv_context = _get(cfg, "encoder.conv_context_size", None)
@@ -238,8 +245,8 @@ def tensors_from_state_dict(sd, hp):
              "norm_feed_forward2.bias", "feed_forward2.linear1.weight", "feed_forward2.linear2.weight",
              "norm_out.weight", "norm_out.bias"]
     if hp["conv.norm"] == "layer_norm":
-        names = [n.replace("conv.batch_norm.", "conv.layer_norm.") for n in names
-                 if not n.endswith(("running_mean", "running_var"))]
+        # NeMo's ConformerConvolution keeps the attribute name batch_norm for its LayerNorm.
+        names = [n for n in names if not n.endswith(("running_mean", "running_var"))]
     for layer in range(hp["block_count"]):
         for n in names:
             name = f"encoder.layers.{layer}.{n}"
@@ -297,7 +304,8 @@ def write_gguf(path, hp, pieces, tensors, fb, window, matrix_type="f32"):
         elif isinstance(value, float):
             w.add_float32(full, value)
         elif isinstance(value, list):  # the loader reads the context as i32, the durations as u32
-            sub = gguf.GGUFValueType.INT32 if key == "attention.context" else gguf.GGUFValueType.UINT32
+            signed = key in ("attention.context", "attention.right_contexts")
+            sub = gguf.GGUFValueType.INT32 if signed else gguf.GGUFValueType.UINT32
             w.add_key_value(full, value, gguf.GGUFValueType.ARRAY, sub_type=sub)
         else:
             w.add_uint32(full, value)
