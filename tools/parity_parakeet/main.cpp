@@ -94,7 +94,8 @@ Ours run_ours(const std::string& path, const earshot::features::FrameMajorMel& m
   Ours o;
   o.model = fc::Model::load(path);
   fc::EncoderOptions options;
-  options.batch_norm_eps = 0;  // libparakeet's BatchNorm (see EncoderOptions)
+  options.batch_norm_eps = 0;      // libparakeet's BatchNorm (see EncoderOptions)
+  options.f16_subsampling = true;  // libparakeet's f16 im2col in the subsampling convs (see EncoderOptions)
   fc::Encoder encoder(o.model, backend, options);
   o.enc = encoder.encode(mel.data, mel.n_frames);
   td::Decoder decoder(&o.model->decoder_weights());

@@ -84,29 +84,43 @@ ggml_tensor* conv_module(ggml_context* ctx, const Hparams& hp, const Layer& l, g
   return ggml_mul_mat(ctx, l.pw2_w, ggml_silu(ctx, h));
 }
 
+// ggml_conv_2d with the im2col in f16 (as ggml_conv_2d does) or in f32:
+// kernel [KW, KH, IC, OC], input [W, H, IC] -> [OW, OH, OC].
+ggml_tensor* conv_2d(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, int stride, int pad, bool f16) {
+  if (f16) return ggml_conv_2d(ctx, w, x, stride, stride, pad, pad, 1, 1);
+  ggml_tensor* im2col = ggml_im2col(ctx, w, x, stride, stride, pad, pad, 1, 1, true, GGML_TYPE_F32);
+  ggml_tensor* out =
+      ggml_mul_mat(ctx, ggml_reshape_2d(ctx, im2col, im2col->ne[0], im2col->ne[3] * im2col->ne[2] * im2col->ne[1]),
+                   ggml_reshape_2d(ctx, w, w->ne[0] * w->ne[1] * w->ne[2], w->ne[3]));
+  out = ggml_reshape_4d(ctx, out, im2col->ne[1], im2col->ne[2], im2col->ne[3], w->ne[3]);
+  return ggml_cont(ctx, ggml_permute(ctx, out, 0, 1, 3, 2));
+}
+
 // A stride-2 3x3 conv of the subsampling, NeMo's CausalConv2D (pad 2 | 1 on both
 // axes) or a symmetric one (pad 1): [freq, time, channels].
-ggml_tensor* subsampling_conv(ggml_context* ctx, const Hparams& hp, ggml_tensor* w, ggml_tensor* x, bool depthwise) {
+ggml_tensor* subsampling_conv(ggml_context* ctx, const Hparams& hp, ggml_tensor* w, ggml_tensor* x, bool depthwise,
+                              bool f16) {
+  int pad = 1;
   if (hp.causal_subsampling) {
     x = ggml_pad_ext(ctx, x, 2, 1, 2, 1, 0, 0, 0, 0);
-    return depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, 0, 0, 1, 1) : ggml_conv_2d(ctx, w, x, 2, 2, 0, 0, 1, 1);
+    pad = 0;
   }
-  return depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, 1, 1, 1, 1) : ggml_conv_2d(ctx, w, x, 2, 2, 1, 1, 1, 1);
+  return depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, pad, pad, 1, 1) : conv_2d(ctx, w, x, 2, pad, f16);
 }
 
 }  // namespace
 
 namespace detail {
 
-ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel) {
+ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
   const Hparams& hp = m.hparams();
   // Conv 3x3/2 + ReLU, then twice (depthwise 3x3/2, pointwise 1x1, ReLU).
   ggml_tensor* x =
-      ggml_relu(ctx, ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[0], mel, false), m.pre_conv_b[0]));
+      ggml_relu(ctx, ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[0], mel, false, f16), m.pre_conv_b[0]));
   for (int stage = 0; stage < 2; ++stage) {
     const int dw = 1 + 2 * stage, pw = 2 + 2 * stage;
-    x = ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[dw], x, true), m.pre_conv_b[dw]);
-    x = ggml_relu(ctx, ggml_add(ctx, ggml_conv_2d(ctx, m.pre_conv_w[pw], x, 1, 1, 0, 0, 1, 1), m.pre_conv_b[pw]));
+    x = ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[dw], x, true, f16), m.pre_conv_b[dw]);
+    x = ggml_relu(ctx, ggml_add(ctx, conv_2d(ctx, m.pre_conv_w[pw], x, 1, 0, f16), m.pre_conv_b[pw]));
   }
   // [freq, time, channels] -> [freq * channels, time] (NeMo flattens channels-major), then the linear.
   x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
@@ -212,7 +226,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
 
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_mel_frames, 1, 1);
   ggml_set_input(input);
-  ggml_tensor* x = detail::build_subsampling(ctx, m, input);
+  ggml_tensor* x = detail::build_subsampling(ctx, m, input, options_.f16_subsampling);
   const int T = static_cast<int>(x->ne[1]);
   ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.n_state, 2 * T - 1);
   ggml_set_input(pos_emb);

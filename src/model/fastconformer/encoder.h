@@ -25,6 +25,10 @@ struct EncoderOptions {
   // whisper.cpp's libparakeet by sqrt(running_var). NeMo's is the model as
   // trained and the default; 0 reproduces libparakeet (the parity tool).
   float batch_norm_eps = 1e-5f;
+  // ggml_conv_2d (and so libparakeet) lays the subsampling convs' input out in
+  // f16 (im2col), ~3e-4 relative error; NeMo computes them in f32, the default
+  // here. true reproduces libparakeet (the parity tool).
+  bool f16_subsampling = false;
   // The right attention context in frames (a multi-lookahead model's choice,
   // validated against the file: kInvalidArgument otherwise); unset: the file's.
   std::optional<int> right_context;

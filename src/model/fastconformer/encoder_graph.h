@@ -21,7 +21,8 @@ struct LayerCaches {
 
 // The dw_striding subsampling (causal or symmetric as the file says), the output
 // linear and xscaling: mel [n_mels, frames] -> [d, encoder frames].
-ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel);
+// f16: ggml_conv_2d's f16 im2col (libparakeet's), else f32 throughout.
+ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16);
 
 // One conformer layer on x [d, T]. pos_emb: [d, T_k + T - 1] relative positions
 // T_k - 1 ... -(T - 1), T_k = T plus the cached frames; mask: null or [T_k, T]

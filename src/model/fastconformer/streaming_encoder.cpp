@@ -93,7 +93,7 @@ void StreamingEncoder::encode_chunk(int t0, int t1, bool at_end, EncoderOutput& 
   ggml_cgraph* graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_win, 1, 1);
   ggml_set_input(input);
-  ggml_tensor* x = detail::build_subsampling(ctx, m, input);
+  ggml_tensor* x = detail::build_subsampling(ctx, m, input, options_.f16_subsampling);
   if (x->ne[1] != drop + n_q)
     throw Error(ErrorCode::kInternal, "the streaming subsampling gave " + std::to_string(x->ne[1]) +
                                           " frames for a window of " + std::to_string(n_win) + ", expected " +
