@@ -141,8 +141,11 @@ TEST(FastConformerModel, UnsupportedFlagsAreNamed) {
   // since the streaming (Nemotron) work: fastconformer_streaming_test.cpp.
   expect_unsupported([](Hparams& h) { h.bias = true; }, "linear biases");
   expect_unsupported([](Hparams& h) { h.att_left = -3; }, "attention context [-3, -1]");
-  expect_unsupported([](Hparams& h) { h.att_right = 2, h.att_right_options = {0, 1}; },
-                     "without the default right context 2");
+  expect_unsupported(
+      [](Hparams& h) {
+        h.att_right = 2, h.att_right_options = {0, 1};
+      },
+      "without the default right context 2");
   expect_unsupported([](Hparams& h) { h.subsampling = "striding"; }, "subsampling 'striding'");
 }
 
