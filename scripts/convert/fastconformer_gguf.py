@@ -76,7 +76,7 @@ def hparams_from_config(cfg):
             raise ConvertError(f"config encoder.att_context_size = {context!r}: the pairs' left contexts differ "
                                "(earshot's layout keeps one left context and a list of right ones)")
         if len(contexts) > 1:
-            hp["attention.right_contexts"] = [int(c[1]) for c in contexts]
+            hp["attention.right_contexts"] = sorted({int(c[1]) for c in contexts})
         context = contexts[0]
     if len(context) != 2 or not all(isinstance(v, int) for v in context):
         raise ConvertError(f"config encoder.att_context_size = {context!r} is not a [left, right] pair")

@@ -71,7 +71,17 @@ def nemo_config(kv):
     """A NeMo model_config.yaml for the generated model's hyper-parameters."""
     d, p = value(kv, "embedding_length"), value(kv, "prediction.embedding_length")
     durations = value(kv, "decoder.durations") if value(kv, "decoder.kind") == "tdt" else None
-    return {
+    # A streaming (Nemotron-shaped) model: a multi-lookahead list, its default first, as NeMo's configs have it.
+    left, right = value(kv, "attention.context")
+    contexts = [[left, right]]
+    if f"{ARCH}.attention.right_contexts" in kv:
+        contexts += [[left, r] for r in value(kv, "attention.right_contexts") if r != right]
+    streaming = {"causal_downsampling": value(kv, "subsampling.causal"),
+                 "att_context_size": contexts if len(contexts) > 1 else contexts[0],
+                 "att_context_style": value(kv, "attention.context_style"),
+                 "conv_norm_type": value(kv, "conv.norm"),
+                 "conv_context_size": "causal" if value(kv, "conv.causal") else None}
+    config = {
         "preprocessor": {"_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
                          "sample_rate": value(kv, "features.sample_rate"), "normalize": "per_feature",
                          "window_size": 0.025, "window_stride": 0.01, "window": "hann",
@@ -95,6 +105,10 @@ def nemo_config(kv):
         "model_defaults": {"tdt_durations": durations},
         "tokenizer": {"dir": None, "type": "bpe", "model_path": "nemo:tokenizer.model"},
     }
+    config["encoder"].update(streaming)
+    if value(kv, "features.normalize") == "none":
+        config["preprocessor"]["normalize"] = "NA"
+    return config
 
 
 def nemo_state_dict(kv, tensors, rng):
@@ -250,7 +264,7 @@ def main():
     earshot, make_parakeet, wav = sys.argv[1:4]
     rng = np.random.default_rng(5)
     with tempfile.TemporaryDirectory() as tmp:
-        for variant, extra in (("tdt", []), ("rnnt", ["--rnnt", "1"])):
+        for variant, extra in (("tdt", []), ("rnnt", ["--rnnt", "1"]), ("streaming", ["--streaming", "1"])):
             original = os.path.join(tmp, f"generated-{variant}.gguf")
             subprocess.run([make_parakeet, "--gguf", original, "--dims", "small", "--seed", "3"] + extra, check=True)
             kv, tensors = read_gguf(original)
@@ -287,7 +301,7 @@ def main():
             _, comp = read_gguf(computed)
             for n in ("preprocessor.featurizer.fb", "preprocessor.featurizer.window"):
                 check(np.allclose(comp[n][1], tensors[n][1], rtol=0, atol=1e-6), f"{variant}: computed {n} differs")
-            if variant == "rnnt":
+            if variant in ("rnnt", "streaming"):
                 continue
             check_safetensors(tmp, cfg, sd, pieces, kv, tensors, earshot, wav)
 
