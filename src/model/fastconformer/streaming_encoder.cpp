@@ -3,6 +3,7 @@
 #include <ggml.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 #include "model/fastconformer/encoder_graph.h"
@@ -15,6 +16,8 @@ constexpr int kMaxNodes = 16384;
 // window that starts 16 mel frames before a chunk (a multiple of 8) gives that
 // chunk's frames exactly from its third output on.
 constexpr int kSubsamplingOverlap = 2;
+// At most this many encoder frames (whole chunks) per pass, to bound the graph's memory.
+constexpr int kMaxBatchFrames = 64;
 
 }  // namespace
 
@@ -52,11 +55,15 @@ EncoderOutput StreamingEncoder::push(std::span<const float> mel, int n_mel_frame
   EncoderOutput out;
   out.first_frame = frames_done_;
   out.n_state = hp.n_state;
-  // Encoder frame t reads mel frames up to 8t: a chunk is ready once its last frame's are here.
-  for (;;) {
-    const int t0 = frames_done_, t1 = t0 + right_;
-    if (8 * t1 > n_mel_ - 1) break;
-    encode_chunk(t0, t1, false, out);
+  // Encoder frame t reads mel frames up to 8t: a chunk is ready once its last
+  // frame's are here. Chunks ready together are encoded in one pass (the weights
+  // read once), masked as offline.
+  const int chunk = right_ + 1;
+  const int ready = n_mel_ > 0 ? ((n_mel_ - 1) / 8 + 1 - frames_done_) / chunk : 0;
+  for (int done = 0; done < ready;) {
+    const int n = std::min(ready - done, std::max(1, kMaxBatchFrames / chunk));
+    encode_chunk(frames_done_, frames_done_ + n * chunk - 1, false, out);
+    done += n;
   }
   return out;
 }
@@ -67,8 +74,9 @@ EncoderOutput StreamingEncoder::finish() {
   out.first_frame = frames_done_;
   out.n_state = hp.n_state;
   const int total = n_mel_ > 0 ? hp.encoder_frames(n_mel_) : 0;
+  const int max_frames = std::max(1, kMaxBatchFrames / (right_ + 1)) * (right_ + 1);
   while (frames_done_ < total) {
-    const int t0 = frames_done_, t1 = std::min(t0 + right_, total - 1);
+    const int t0 = frames_done_, t1 = std::min(t0 + max_frames - 1, total - 1);
     encode_chunk(t0, t1, 8 * t1 > n_mel_ - 1, out);
   }
   reset();
@@ -103,6 +111,22 @@ void StreamingEncoder::encode_chunk(int t0, int t1, bool at_end, EncoderOutput& 
   const int n_cached = att_cache_frames_[0], n_k = n_cached + n_q;
   ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_k + n_q - 1);
   ggml_set_input(pos_emb);
+  // Several chunks in one pass: each query sees its own chunk and the
+  // left / (right + 1) chunks before it, the offline chunked_limited mask.
+  const int chunk = right_ + 1, left_chunks = hp.att_left / chunk;
+  ggml_tensor* mask = nullptr;
+  std::vector<float> mask_values;
+  if (n_q > chunk) {
+    mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_k, n_q);
+    ggml_set_input(mask);
+    mask_values.assign(static_cast<size_t>(n_k) * n_q, 0.0f);
+    for (int i = 0; i < n_q; ++i) {
+      for (int j = 0; j < n_k; ++j) {
+        const int diff = (t0 + i) / chunk - (t0 - n_cached + j) / chunk;
+        if (diff < 0 || diff > left_chunks) mask_values[static_cast<size_t>(i) * n_k + j] = -INFINITY;
+      }
+    }
+  }
   std::vector<detail::LayerCaches> caches(hp.n_layer);
   for (int i = 0; i < hp.n_layer; ++i) {
     detail::LayerCaches& c = caches[i];
@@ -113,7 +137,7 @@ void StreamingEncoder::encode_chunk(int t0, int t1, bool at_end, EncoderOutput& 
     c.conv_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K - 1, d);
     ggml_set_input(c.conv_in);
     c.att_keep = cache_frames_;
-    x = detail::build_layer(ctx, m, m.layers[i], x, pos_emb, nullptr, options_.batch_norm_eps, &c);
+    x = detail::build_layer(ctx, m, m.layers[i], x, pos_emb, mask, options_.batch_norm_eps, &c);
     if (c.att_next) {
       ggml_set_output(c.att_next);
       ggml_build_forward_expand(graph, c.att_next);
@@ -129,6 +153,7 @@ void StreamingEncoder::encode_chunk(int t0, int t1, bool at_end, EncoderOutput& 
                           static_cast<size_t>(n_win) * hp.n_mels * sizeof(float));
   const std::vector<float> pe = relative_positions(n_k - 1, n_k + n_q - 1, d);
   ggml_backend_tensor_set(pos_emb, pe.data(), 0, pe.size() * sizeof(float));
+  if (mask) ggml_backend_tensor_set(mask, mask_values.data(), 0, mask_values.size() * sizeof(float));
   for (int i = 0; i < hp.n_layer; ++i) {
     if (caches[i].att_in)
       ggml_backend_tensor_set(caches[i].att_in, att_cache_[i].data(), 0, att_cache_[i].size() * sizeof(float));

@@ -3,7 +3,8 @@
 // encoded as soon as the mel it depends on is there, with per-layer caches of the
 // last attention inputs (left context) and depthwise conv inputs (kernel - 1).
 // The subsampling re-reads 16 mel frames before each chunk (its causal convs'
-// receptive field) instead of caching each stage. The output equals the offline
+// receptive field) instead of caching each stage. Chunks ready at once share one
+// pass (masked as offline: the weights are read once). The output equals the offline
 // Encoder's chunked_limited output frame for frame, whatever the split of the mel.
 //
 //   StreamingEncoder enc(model, backend, {.right_context = 6});
@@ -46,7 +47,8 @@ class StreamingEncoder {
   int frames_done() const { return frames_done_; }
 
  private:
-  // Encodes encoder frames [t0, t1] (at most one chunk) from the buffered mel.
+  // Encodes encoder frames [t0, t1] (whole chunks from t0; at the end, the last
+  // may be partial) from the buffered mel, in one pass.
   void encode_chunk(int t0, int t1, bool at_end, EncoderOutput& out);
 
   std::shared_ptr<const Model> model_;
