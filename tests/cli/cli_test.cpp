@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "model/fastconformer/random_model.h"
 #include "model/llm/random_llm.h"
 #include "model/whisper/model_format.h"
 #include "model/whisper/model_writer.h"
@@ -111,6 +112,28 @@ TEST_F(Cli, TranscribeErrorsNameWhatIsWrong) {
   const Outcome bad_model = earshot("transcribe " + audio_.string() + " --model " + truncated.string());
   EXPECT_EQ(bad_model.status, 1);
   EXPECT_NE(bad_model.err.find("truncated"), std::string::npos) << bad_model.err;
+}
+
+TEST_F(Cli, LookaheadIsCheckedAgainstAStreamingTransducer) {
+  fastconformer::RandomModelOptions o;
+  o.streaming = true;
+  o.seed = 3;
+  const fs::path model = dir_ / "nemotron-small.gguf";
+  fastconformer::write_gguf(model, fastconformer::random_model(o));
+  const std::string base = "transcribe " + audio_.string() + " --model " + model.string() + " --threads 1 ";
+  const Outcome ok = earshot(base + "--lookahead-ms 160");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_FALSE(ok.out.empty());
+  const Outcome bad = earshot(base + "--lookahead-ms 240");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("80 ms (0), 160 ms (1), 560 ms (6), 1120 ms (13)"), std::string::npos) << bad.err;
+  o.streaming = false;
+  const fs::path offline = dir_ / "parakeet-small.gguf";
+  fastconformer::write_gguf(offline, fastconformer::random_model(o));
+  const Outcome refused =
+      earshot("transcribe " + audio_.string() + " --model " + offline.string() + " --lookahead-ms 160");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find("is an offline model"), std::string::npos) << refused.err;
 }
 
 TEST_F(Cli, DeviceOptionNamesTheDevicesThereAre) {
