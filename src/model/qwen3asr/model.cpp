@@ -191,6 +191,7 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   cp.cb_eval = capture_callback;
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
+  if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
   ctx_ = llama_init_from_model(model_->llama(), cp);
   if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
 }

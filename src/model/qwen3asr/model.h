@@ -30,6 +30,7 @@ std::string language_code(const std::string& name);
 struct ModelOptions {
   int n_threads = 2;
   bool reference_audio_length = true;  // drop mtmd's padding tokens (model-families.md); false: mtmd's count
+  bool f32_kv_cache = false;           // F32 K/V instead of F16 (exact comparisons with a reference)
 };
 
 // The loaded pair, shared by every stream.
