@@ -26,6 +26,14 @@ void declare_model_options(Args& args) {
               "Qwen3-ASR: a JSON file with alignment_heads_compact ([[layer, head], ...], top 20 used); default: "
               "every head of the last quarter of the layers",
               "");
+  args.option("rolling-unfixed-tokens",
+              "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
+              "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
+              "5");
+  args.option("rolling-unfixed-passes",
+              "Qwen3-ASR --policy rolling: passes of each segment decoded without a prefix (Qwen3-ASR's "
+              "unfixed_chunk_num)",
+              "2");
 }
 
 namespace {
@@ -58,6 +66,14 @@ engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args) {
   engine::Qwen3AsrOptions options;
   options.mmproj = args.get("mmproj");
   options.alignment_heads = args.get("alignment-heads-file");
+  options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
+  options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
+  try {
+    options.rolling.validate();
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("--rolling-unfixed-tokens/--rolling-unfixed-passes: ") + e.what());
+  }
   return options;
 }
 
