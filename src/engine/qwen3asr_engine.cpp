@@ -68,6 +68,10 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   qwen3asr::ModelOptions options;
   options.n_threads = spec.runtime.threads;
   if (options.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  // A bad heads file fails before the pair is read (seconds for the real models).
+  if (!spec.qwen3asr.alignment_heads.empty()) {
+    qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(spec.qwen3asr.alignment_heads, 20), spec.path);
+  }
   return std::make_shared<Qwen3AsrEngine>(
       qwen3asr::Model::load(spec.path, find_mmproj(spec.path, spec.qwen3asr.mmproj), options), spec);
 }

@@ -26,8 +26,21 @@ struct Qwen3AsrEngineTest : ::testing::Test {
     dir = fs::temp_directory_path() / ("earshot-qwen3asr-engine-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     pair = qwen3asr::write_random_pair(qwen3asr::PairDims::tiny(), EARSHOT_QWEN2_VOCAB, dir / "tiny", 3);
+    engine = load(spec_of(pair.text));  // one load for the tests that need no other (each costs ~1 s)
   }
-  static void TearDownTestSuite() { fs::remove_all(dir); }
+  static void TearDownTestSuite() {
+    engine.reset();
+    fs::remove_all(dir);
+  }
+  static inline std::shared_ptr<const Engine> engine;
+  // One thread: with more, ggml's spinning thread barriers dominate the test's
+  // time on a busy 2-core machine (perf: 58% in libgomp), for nothing it checks.
+  static ModelSpec spec_of(const fs::path& path) {
+    ModelSpec spec;
+    spec.path = path;
+    spec.runtime.threads = 1;
+    return spec;
+  }
   static std::string stream(const Engine& engine, const std::string& policy, double seconds) {
     StreamRequest request;
     request.policy = policy;
@@ -49,10 +62,6 @@ struct Qwen3AsrEngineTest : ::testing::Test {
 };
 
 TEST_F(Qwen3AsrEngineTest, LoadsThePairWithTheMmprojFoundBesideIt) {
-  ModelSpec spec;
-  spec.path = pair.text;
-  spec.runtime.threads = 2;
-  const auto engine = load(spec);
   EXPECT_EQ(engine->capabilities().family, "qwen3asr");
   EXPECT_EQ(engine->capabilities().policies, (std::vector<std::string>{"alignatt", "rolling"}));
   EXPECT_DOUBLE_EQ(engine->capabilities().frames_per_second, 12.5);
@@ -65,8 +74,7 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
   const fs::path alone = dir / "alone";
   fs::create_directories(alone);
   fs::copy_file(pair.text, alone / "model.gguf", fs::copy_options::overwrite_existing);
-  ModelSpec spec;
-  spec.path = alone / "model.gguf";
+  ModelSpec spec = spec_of(alone / "model.gguf");
   try {
     load(spec);
     FAIL() << "loaded without an mmproj";
@@ -79,10 +87,6 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
 }
 
 TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {
-  ModelSpec spec;
-  spec.path = pair.text;
-  spec.runtime.threads = 2;
-  const auto engine = load(spec);
   EXPECT_FALSE(stream(*engine, "alignatt", 2.0).empty());
   EXPECT_FALSE(stream(*engine, "rolling", 2.5).empty());
 }
@@ -90,8 +94,7 @@ TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {
 TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
   const fs::path heads = dir / "heads.json";
   { std::ofstream(heads) << R"({"alignment_heads_compact": [[3, 1], [2, 0], [3, 3]], "other": 1})"; }
-  ModelSpec spec;
-  spec.path = pair.text;
+  ModelSpec spec = spec_of(pair.text);
   spec.qwen3asr.alignment_heads = heads;
   EXPECT_NO_THROW(load(spec));
   std::ofstream(heads) << R"({"alignment_heads_compact": [[9, 0]]})";

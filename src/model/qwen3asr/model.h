@@ -66,6 +66,12 @@ class Model {
 // The alignment heads (layer, query head).
 using Head = std::pair<int, int>;
 
+// Throws earshot::Error(kInvalidArgument) naming the first head outside n_layer x n_head.
+void check_alignment_heads(const std::vector<Head>& heads, int n_layer, int n_head);
+// The same against a text GGUF's header (qwen3vl.block_count, .attention.head_count),
+// before the model is loaded; a file without those keys is left to Model::load.
+void check_alignment_heads(const std::vector<Head>& heads, const std::filesystem::path& text);
+
 // What a pass decodes against: audio embeddings and the text around them.
 struct PromptSpec {
   std::string context;                 // system text (earlier transcript or user context)
