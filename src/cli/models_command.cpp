@@ -22,12 +22,13 @@ int run_models(const CommandArgs& argv) {
   std::printf("model cache: %s\n\n%-26s %10s  %-6s %s\n", cache.string().c_str(), "NAME", "SIZE", "SHA-1", "STATUS");
   std::vector<models::ModelInfo> all = models::known_models();
   all.insert(all.end(), models::known_transducer_models().begin(), models::known_transducer_models().end());
+  all.insert(all.end(), models::known_qwen3asr_models().begin(), models::known_qwen3asr_models().end());
   for (const models::ModelInfo& m : all) {
     const std::filesystem::path path = models::cached_model_path(m, cache);
     const std::filesystem::path part = path.string() + ".part";
     std::error_code ec;
     std::string status = "-";
-    if (std::filesystem::exists(path, ec)) {
+    if (models::is_cached(m, cache)) {
       status = "cached";
     } else if (std::filesystem::exists(part, ec)) {
       status = "partial (" + std::to_string(std::filesystem::file_size(part, ec) / 1000000) + " MB; `earshot pull " +
@@ -41,7 +42,8 @@ int run_models(const CommandArgs& argv) {
     std::printf("%-26s %10s  %-6s %s\n", m.name.c_str(), size, m.sha1.empty() ? "-" : "known", status.c_str());
   }
   std::printf(
-      "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize).\n"
+      "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize);\n"
+      "qwen3-asr-*: a text GGUF and its mmproj, pulled together (Q8_0; no published SHA-1 known).\n"
       "`earshot pull NAME` downloads one; `--model NAME` uses it from the cache.\n");
   return 0;
 }

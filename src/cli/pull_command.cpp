@@ -82,7 +82,7 @@ class ProgressPrinter {
 int run_pull(const CommandArgs& argv) {
   Args args("pull",
             "earshot pull NAME... [--base-url URL] [--cache-dir DIR] [--force]\n\n"
-            "Downloads whisper.cpp ggml models (see `earshot models`) into the model cache.\n"
+            "Downloads whisper.cpp ggml models and Qwen3-ASR GGUF pairs (see `earshot models`) into the model cache.\n"
             "Interrupted downloads resume where they stopped when run again.");
   args.option("base-url", "where ggml-NAME.bin files are downloaded from (env EARSHOT_MODEL_BASE_URL)",
               models::kDefaultBaseUrl)
@@ -107,7 +107,7 @@ int run_pull(const CommandArgs& argv) {
       throw Error(ErrorCode::kInvalidArgument,
                   "unknown model '" + name + "'; known models: " + models::known_model_names());
     const std::filesystem::path target = models::cached_model_path(*model, options.cache_dir);
-    if (std::filesystem::exists(target) && !args.get_flag("force")) {
+    if (models::is_cached(*model, options.cache_dir) && !args.get_flag("force")) {
       std::printf("%s is already in the cache: %s\n", model->name.c_str(), target.string().c_str());
       continue;
     }
@@ -115,18 +115,30 @@ int run_pull(const CommandArgs& argv) {
     std::fprintf(stderr, "downloading %s from %s\n", model->name.c_str(), url.c_str());
     ProgressPrinter progress(models::model_file_name(*model));
     options.progress = [&](uint64_t done, std::optional<uint64_t> total) { progress.update(done, total); };
-    if (args.get_flag("force")) std::filesystem::remove(target);
+    if (args.get_flag("force")) {
+      std::filesystem::remove(target);
+      if (!model->mmproj.empty()) std::filesystem::remove(models::cached_mmproj_path(*model, options.cache_dir));
+    }
     std::filesystem::path path;
     try {
       path = models::pull_model(*model, options);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kIo) throw;
-      throw Error(e.code(), std::string(e.what()) + "\nWithout network access to it, download " + url +
-                                " elsewhere and place it at " + target.string());
+      std::string by_hand = url + " elsewhere and place it at " + target.string();
+      if (!model->mmproj.empty()) {
+        by_hand += ", and " + models::mmproj_url(*model, options.base_url) + " at " +
+                   models::cached_mmproj_path(*model, options.cache_dir).string();
+      }
+      throw Error(e.code(), std::string(e.what()) + "\nWithout network access to it, download " + by_hand);
     }
     std::printf("%s verified (%s%s) and saved to %s\n", model->name.c_str(),
                 megabytes(std::filesystem::file_size(path)).c_str(), model->sha1.empty() ? "" : ", SHA-1 matches",
                 path.string().c_str());
+    if (!model->mmproj.empty()) {
+      const std::filesystem::path mmproj = models::cached_mmproj_path(*model, options.cache_dir);
+      std::printf("  with its audio encoder (%s): %s\n", megabytes(std::filesystem::file_size(mmproj)).c_str(),
+                  mmproj.string().c_str());
+    }
   }
   return 0;
 }

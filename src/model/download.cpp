@@ -15,6 +15,7 @@
 #pragma GCC diagnostic pop
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <thread>
@@ -333,6 +334,23 @@ DownloadResult download_file(const DownloadOptions& options) {
   return result;
 }
 
+namespace {
+
+// A GGUF file (Qwen3-ASR's text model and mmproj): the magic and version only; the
+// loader checks the rest.
+void check_gguf_magic(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  uint32_t version = 0;
+  in.read(magic, 4);
+  in.read(reinterpret_cast<char*>(&version), sizeof version);
+  if (!in || std::memcmp(magic, "GGUF", 4) != 0 || version < 2 || version > 3) {
+    throw Error(ErrorCode::kInvalidModel, path.string() + ": not a GGUF file (no 'GGUF' magic and version 2 or 3)");
+  }
+}
+
+}  // namespace
+
 std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options) {
   const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   DownloadOptions d;
@@ -341,12 +359,23 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   d.expected_sha1 = model.sha1;
   if (model.family == "parakeet") {
     d.verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
+  } else if (model.family == "qwen3asr") {
+    d.verify = [](const std::filesystem::path& part) { check_gguf_magic(part); };
   } else {
     d.verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
   }
   d.progress = options.progress;
   d.max_attempts = options.max_attempts;
   download_file(d);
+  if (!model.mmproj.empty()) {
+    // The audio encoder belongs to the model: fetched with it, no SHA-1 known (registry.cpp).
+    DownloadOptions m = d;
+    m.url = mmproj_url(model, options.base_url);
+    m.destination = cached_mmproj_path(model, cache);
+    m.expected_sha1.clear();
+    m.verify = [](const std::filesystem::path& part) { check_gguf_magic(part); };
+    download_file(m);
+  }
   return d.destination;
 }
 

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "engine/families.h"
 #include "model/qwen3asr/model_writer.h"
+#include "model/registry.h"
 
 namespace earshot::engine {
 namespace {
@@ -84,6 +85,19 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
   }
   spec.qwen3asr.mmproj = pair.mmproj;  // named explicitly it loads
   EXPECT_EQ(load(spec)->capabilities().family, "qwen3asr");
+}
+
+// `--model qwen3-asr-0.6b`: the registry name resolves to the cached text GGUF,
+// and the engine's mmproj lookup finds the pulled mmproj beside it.
+TEST_F(Qwen3AsrEngineTest, ARegistryNameResolvesBothFiles) {
+  const fs::path cache = dir / "cache";
+  fs::create_directories(cache);
+  const models::ModelInfo& m = *models::find_model("qwen3-asr-0.6b");
+  fs::create_symlink(pair.text, models::cached_model_path(m, cache));
+  fs::create_symlink(pair.mmproj, models::cached_mmproj_path(m, cache));
+  const fs::path text = models::resolve_model("qwen3-asr-0.6b", cache);
+  EXPECT_EQ(text, cache / "Qwen3-ASR-0.6B-Q8_0.gguf");
+  EXPECT_EQ(find_mmproj(text, ""), cache / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf");
 }
 
 TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {

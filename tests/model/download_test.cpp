@@ -250,6 +250,32 @@ TEST_F(DownloadTest, ConnectionRefusedIsAClearError) {
   EXPECT_FALSE(std::filesystem::exists(cached()));
 }
 
+// Qwen3-ASR's entries: the text GGUF and its mmproj come down together, each
+// checked to be GGUF (no SHA-1 is published for them).
+TEST_F(DownloadTest, Qwen3AsrPullsTheTextModelAndItsMmproj) {
+  std::string text = "GGUF", mmproj = "GGUF";
+  const uint32_t version = 3;
+  text.append(reinterpret_cast<const char*>(&version), 4);
+  mmproj.append(reinterpret_cast<const char*>(&version), 4);
+  text += std::string(70000, 't');
+  mmproj += std::string(50000, 'm');
+  server_.serve("/models/Qwen3-ASR-0.6B-Q8_0.gguf", text);
+  server_.serve("/models/mmproj-Qwen3-ASR-0.6B-Q8_0.gguf", mmproj);
+  const ModelInfo& m = *find_model("qwen3-asr-0.6b");
+  EXPECT_EQ(pull_model(m, options()), cache_ / "Qwen3-ASR-0.6B-Q8_0.gguf");
+  EXPECT_EQ(read_file(cache_ / "Qwen3-ASR-0.6B-Q8_0.gguf"), text);
+  EXPECT_EQ(read_file(cache_ / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf"), mmproj);
+  EXPECT_TRUE(is_cached(m, cache_));
+  // A file that is not GGUF (an HTML error page) is refused and not kept.
+  server_.serve("/models/mmproj-Qwen3-ASR-1.7B-Q8_0.gguf", "<html>not found</html>" + std::string(1000, ' '));
+  server_.serve("/models/Qwen3-ASR-1.7B-Q8_0.gguf", text);
+  const Error e = error_of([&] { pull_model(*find_model("qwen3-asr-1.7b"), options()); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+  EXPECT_NE(std::string(e.what()).find("not a GGUF file"), std::string::npos) << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cache_ / "mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"));
+  EXPECT_FALSE(is_cached(*find_model("qwen3-asr-1.7b"), cache_));
+}
+
 TEST(Sha1, MatchesKnownDigest) {
   const auto path = std::filesystem::temp_directory_path() / ("earshot-sha1-" + std::to_string(::getpid()));
   std::ofstream(path) << "abc";
