@@ -122,6 +122,17 @@ TEST_F(Rolling, AnOutputNoLongerThanTheRollbackGivesNoPrefix) {
   EXPECT_TRUE(scripted->requests[2].prefix_tokens.empty());  // five tokens, all rolled back
 }
 
+TEST_F(Rolling, WithoutAForcedLanguageThePrefixKeepsTheHeader) {
+  make({.unfixed_passes = 1, .unfixed_tokens = 1});
+  scripted->passes = {{kLanguage, kEnglish, kMarker, 1, 2, 3}, {4}};
+  scripted->pieces[kEnglish] = " Klingon";  // a header no language code is read from: nothing gets forced
+  pass(0, "", "auto");
+  const WindowPass b = pass(1, "", "auto");
+  EXPECT_EQ(scripted->requests[1].language, "");
+  EXPECT_EQ(scripted->requests[1].prefix_tokens, (std::vector<int32_t>{kLanguage, kEnglish, kMarker, 1, 2}));
+  EXPECT_EQ(b.hypothesis.text, " w1 w2 w4");
+}
+
 TEST_F(Rolling, TheCountsAreOptions) {
   make({.unfixed_passes = 0, .unfixed_tokens = 2});
   scripted->passes = {range(1, 6), range(1, 6)};
@@ -141,10 +152,11 @@ TEST_F(Rolling, TheLanguageHeaderIsReadAndKeptInThePrefix) {
   EXPECT_EQ(a.language, "en");
   ASSERT_EQ(a.hypothesis.tokens.size(), 3u);
   EXPECT_EQ(a.hypothesis.tokens[2], " w3");
-  // The stream's language is forced from then on; the prefix still holds the header the model wrote.
+  // The stream's language is forced from then on (the header is in the prompt):
+  // the prefix is the earlier text without the header the model wrote.
   const WindowPass b = pass(1, "", "auto");
   EXPECT_EQ(scripted->requests[1].language, "en");
-  EXPECT_EQ(scripted->requests[1].prefix_tokens, (std::vector<int32_t>{kLanguage, kEnglish, kMarker, 1, 2}));
+  EXPECT_EQ(scripted->requests[1].prefix_tokens, (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(b.hypothesis.text, " w1 w2 w4 w5");
 }
 

@@ -23,14 +23,22 @@ WindowPass RollingDecoder::decode(const WindowRequest& r) {
   prefix_.clear();
   if (r.audio.empty()) return pass;
   decoder_->encode(r.audio);
+  const std::string code = r.language != "auto" ? r.language : language_;
+  // A forced language puts the "language X<asr_text>" header in the prompt: a
+  // header the model wrote on an earlier pass must not follow it a second time.
+  auto from = previous_.begin();
+  if (!code.empty()) {
+    const auto end = previous_.begin() + std::min<std::ptrdiff_t>(10, std::ssize(previous_));
+    if (const auto marker = std::find(previous_.begin(), end, decoder_->text_marker()); marker != end) {
+      from = marker + 1;
+    }
+  }
   // As the reference counts: pass (chunk) k of a segment, 1-based, uses a prefix once k > unfixed_passes.
-  if (r.pass + 1 > static_cast<size_t>(config_.unfixed_passes) &&
-      previous_.size() > static_cast<size_t>(config_.unfixed_tokens)) {
-    prefix_.assign(previous_.begin(), previous_.end() - config_.unfixed_tokens);
+  if (r.pass + 1 > static_cast<size_t>(config_.unfixed_passes) && previous_.end() - from > config_.unfixed_tokens) {
+    prefix_.assign(from, previous_.end() - config_.unfixed_tokens);
   }
   PromptedRequest p;
   p.context = r.context;
-  const std::string code = r.language != "auto" ? r.language : language_;
   p.language = code;
   p.prefix_tokens = prefix_;
   const double seconds = static_cast<double>(r.audio.size()) / 16000.0;
