@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "../stages/fake_llm.h"
 #include "bench/dataset.h"
+#include "bench/report.h"
 #include "fake_processor.h"
 #include "stages/translation/translation_stage.h"
 
@@ -80,6 +82,24 @@ TEST(BenchTranslation, EveryCommittedWordHasANonNegativeDelayOnTheAudioClock) {
   EXPECT_NEAR(*wrong.chrf, chrf("HELLO WORLD AGAIN", "HELLO WORLD"), 1e-12);
   EXPECT_LT(*wrong.chrf, 100.0);
   EXPECT_FALSE(summarize_translation("xx", {t}, {""}).chrf.has_value());
+
+  // The report carries the block (table) and every number (JSON).
+  BenchReport report;
+  report.config.pacing = "as-fast-as-possible";
+  SystemResult system;
+  system.name = "alignatt";
+  system.translation = s;
+  report.systems.push_back(system);
+  std::ostringstream table, json;
+  write_table(table, report);
+  write_json(json, report);
+  EXPECT_NE(table.str().find("translation alignatt -> xx: 2 segments, 6 committed words, chrF 100.0 (1 streams)"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(json.str().find("\"translation\":{\"target_language\":\"xx\",\"segments\":2,\"committed_words\":6,"
+                            "\"chrf\":100,"),
+            std::string::npos)
+      << json.str();
 }
 
 TEST(BenchTranslation, RealtimeDelaysAreOnTheWallClockAndNonNegative) {
