@@ -15,7 +15,6 @@
 #pragma GCC diagnostic pop
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <thread>
@@ -334,23 +333,6 @@ DownloadResult download_file(const DownloadOptions& options) {
   return result;
 }
 
-namespace {
-
-// A GGUF file (Qwen3-ASR's text model and mmproj): the magic and version only; the
-// loader checks the rest.
-void check_gguf_magic(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  uint32_t version = 0;
-  in.read(magic, 4);
-  in.read(reinterpret_cast<char*>(&version), sizeof version);
-  if (!in || std::memcmp(magic, "GGUF", 4) != 0 || version < 2 || version > 3) {
-    throw Error(ErrorCode::kInvalidModel, path.string() + ": not a GGUF file (no 'GGUF' magic and version 2 or 3)");
-  }
-}
-
-}  // namespace
-
 std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options) {
   const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   DownloadOptions d;
@@ -360,7 +342,7 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   if (model.family == "parakeet") {
     d.verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
   } else if (model.family == "qwen3asr") {
-    d.verify = [](const std::filesystem::path& part) { check_gguf_magic(part); };
+    d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
   } else {
     d.verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
   }
@@ -373,9 +355,22 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
     m.url = mmproj_url(model, options.base_url);
     m.destination = cached_mmproj_path(model, cache);
     m.expected_sha1.clear();
-    m.verify = [](const std::filesystem::path& part) { check_gguf_magic(part); };
+    m.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
     download_file(m);
   }
+  return d.destination;
+}
+
+std::filesystem::path pull_translation_model(const LlmModelInfo& model, const PullOptions& options) {
+  const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  DownloadOptions d;
+  d.url = translation_model_url(model, options.base_url);
+  d.destination = cached_translation_model_path(model, cache);
+  d.expected_sha1 = model.sha1;
+  d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
+  d.progress = options.progress;
+  d.max_attempts = options.max_attempts;
+  download_file(d);
   return d.destination;
 }
 
