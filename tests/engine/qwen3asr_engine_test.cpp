@@ -27,13 +27,17 @@ struct Qwen3AsrEngineTest : ::testing::Test {
     dir = fs::temp_directory_path() / ("earshot-qwen3asr-engine-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     pair = qwen3asr::write_random_pair(qwen3asr::PairDims::tiny(), EARSHOT_QWEN2_VOCAB, dir / "tiny", 3);
-    engine = load(spec_of(pair.text));  // one load for the tests that need no other (each costs ~1 s)
   }
   static void TearDownTestSuite() {
     engine.reset();
     fs::remove_all(dir);
   }
   static inline std::shared_ptr<const Engine> engine;
+  // Loaded on first use and shared (a load costs ~1 s; CTest runs each test in a process of its own).
+  static const Engine& shared() {
+    if (!engine) engine = load(spec_of(pair.text));
+    return *engine;
+  }
   // One thread: with more, ggml's spinning thread barriers dominate the test's
   // time on a busy 2-core machine (perf: 58% in libgomp), for nothing it checks.
   static ModelSpec spec_of(const fs::path& path) {
@@ -63,12 +67,13 @@ struct Qwen3AsrEngineTest : ::testing::Test {
 };
 
 TEST_F(Qwen3AsrEngineTest, LoadsThePairWithTheMmprojFoundBesideIt) {
-  EXPECT_EQ(engine->capabilities().family, "qwen3asr");
-  EXPECT_EQ(engine->capabilities().policies, (std::vector<std::string>{"alignatt", "rolling"}));
-  EXPECT_DOUBLE_EQ(engine->capabilities().frames_per_second, 12.5);
+  const Engine& e = shared();
+  EXPECT_EQ(e.capabilities().family, "qwen3asr");
+  EXPECT_EQ(e.capabilities().policies, (std::vector<std::string>{"alignatt", "rolling"}));
+  EXPECT_DOUBLE_EQ(e.capabilities().frames_per_second, 12.5);
   EXPECT_EQ(find_mmproj(pair.text, ""), pair.mmproj);
-  EXPECT_EQ(engine->language_problem("en"), "");
-  EXPECT_NE(engine->language_problem("xx"), "");
+  EXPECT_EQ(e.language_problem("en"), "");
+  EXPECT_NE(e.language_problem("xx"), "");
 }
 
 TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
@@ -101,8 +106,8 @@ TEST_F(Qwen3AsrEngineTest, ARegistryNameResolvesBothFiles) {
 }
 
 TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {
-  EXPECT_FALSE(stream(*engine, "alignatt", 2.0).empty());
-  EXPECT_FALSE(stream(*engine, "rolling", 2.5).empty());
+  EXPECT_FALSE(stream(shared(), "alignatt", 2.0).empty());
+  EXPECT_FALSE(stream(shared(), "rolling", 2.5).empty());
 }
 
 TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
