@@ -1,6 +1,10 @@
 """An independent numpy decoder for the GGUF architectures earshot translates with
-(hunyuan-dense, qwen3): RMSNorm, NEOX RoPE, per-head Q/K RMSNorm (hunyuan: after
-RoPE; qwen3: before), grouped-query attention, SwiGLU, tied output head.
+(hunyuan-dense, qwen3) and Qwen3-ASR's text model (qwen3vl): RMSNorm, NEOX RoPE,
+per-head Q/K RMSNorm (hunyuan: after RoPE; qwen3: before), grouped-query
+attention, SwiGLU, tied output head. qwen3vl is Qwen3 with M-RoPE; earshot gives
+every section the sequence position, where M-RoPE is NEOX RoPE (the rotated
+pairs and frequencies are the same, only the position source of each pair
+differs), so it runs as qwen3.
 
 Written from the architectures' definitions, not from llama.cpp's graph code; it
 reads the GGUF with llama.cpp's gguf-py (PYTHONPATH=third_party/src/llama.cpp/gguf-py)
@@ -20,8 +24,10 @@ class Decoder:
             return f.contents()
 
         self.arch = value("general.architecture")
-        if self.arch not in ("hunyuan-dense", "qwen3"):
-            raise ValueError(f"{path}: architecture {self.arch!r} (the reference runs hunyuan-dense and qwen3)")
+        if self.arch not in ("hunyuan-dense", "qwen3", "qwen3vl"):
+            raise ValueError(f"{path}: architecture {self.arch!r} (the reference runs hunyuan-dense, qwen3, qwen3vl)")
+        if self.arch == "qwen3vl" and int(value("qwen3vl.n_deepstack_layers")) != 0:
+            raise ValueError(f"{path}: deepstack layers (Qwen3-VL's vision path) are not part of Qwen3-ASR")
         p = self.arch + "."
         self.n_layer = int(value(p + "block_count"))
         self.n_head = int(value(p + "attention.head_count"))
@@ -54,11 +60,20 @@ class Decoder:
     def forward(self, tokens):
         """Logits of every token and the attention probabilities of every layer,
         (n_layer, n_head, n_tokens, n_tokens), of the sequence at positions 0..n-1."""
+        hidden, attentions = self.forward_embeddings(self.weights["token_embd.weight"][np.asarray(tokens)])
+        return self.logits(hidden), attentions
+
+    def logits(self, hidden):
+        head = self.weights.get("output.weight", self.weights["token_embd.weight"])  # tied when absent
+        return hidden @ head.T
+
+    def forward_embeddings(self, x):
+        """forward() from input embeddings (n, n_embd) (token rows, or an audio
+        encoder's outputs in their place): the final-normed hidden states and the attentions."""
         w = self.weights
-        n = len(tokens)
+        n = x.shape[0]
         hd, nh, nkv = self.head_dim, self.n_head, self.n_head_kv
         positions = np.arange(n, dtype=np.float64)
-        x = w["token_embd.weight"][np.asarray(tokens)]
         mask = np.triu(np.full((n, n), -np.inf), k=1)
         attentions = []
         for l in range(self.n_layer):
@@ -87,6 +102,4 @@ class Decoder:
             gate = h @ w[b + "ffn_gate.weight"].T
             up = h @ w[b + "ffn_up.weight"].T
             x = x + (gate / (1.0 + np.exp(-gate)) * up) @ w[b + "ffn_down.weight"].T
-        x = self.rms_norm(x, w["output_norm.weight"])
-        head = w.get("output.weight", w["token_embd.weight"])  # tied when absent
-        return x @ head.T, np.stack(attentions)
+        return self.rms_norm(x, w["output_norm.weight"]), np.stack(attentions)

@@ -30,6 +30,14 @@ void declare_model_options(Args& args) {
               "a cache-aware streaming transducer's chunk (Nemotron streaming: 80, 160, 560 or 1120 ms, as the "
               "model file allows): words come that much after their audio; 0 = the model's default",
               "0");
+  args.option("rolling-unfixed-tokens",
+              "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
+              "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
+              "5");
+  args.option("rolling-unfixed-passes",
+              "Qwen3-ASR --policy rolling: passes of each segment decoded without a prefix (Qwen3-ASR's "
+              "unfixed_chunk_num)",
+              "2");
 }
 
 namespace {
@@ -62,12 +70,16 @@ engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args) {
   engine::Qwen3AsrOptions options;
   options.mmproj = args.get("mmproj");
   options.alignment_heads = args.get("alignment-heads-file");
+  options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
+  options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
+  try {
+    options.rolling.validate();
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("--rolling-unfixed-tokens/--rolling-unfixed-passes: ") + e.what());
+  }
   return options;
 }
-
-}  // namespace earshot::cli
-
-namespace earshot::cli {
 
 engine::TransducerOptions read_transducer_options(const Args& args) {
   engine::TransducerOptions options;

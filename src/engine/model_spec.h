@@ -12,6 +12,7 @@
 #include "policy/alignatt/alignatt_config.h"
 #include "policy/alignatt/prompted_alignatt.h"
 #include "policy/commit/revising_processor.h"
+#include "policy/commit/rolling_decoder.h"
 #include "policy/localagreement/local_agreement_processor.h"
 
 namespace earshot::engine {
@@ -40,6 +41,7 @@ struct Qwen3AsrOptions {
   std::filesystem::path mmproj;           // "" = found next to the model (PREFIX-mmproj.gguf, mmproj-NAME.gguf)
   std::filesystem::path alignment_heads;  // a file with alignment_heads_compact; "" = the last quarter of layers
   int n_ctx = 1024;                       // decoder context per stream (prompt, 15 s of audio, context, output)
+  policy::commit::RollingConfig rolling;  // the rolling policy's prefix: previous pass minus its last tokens
 };
 
 struct PolicySettings {

@@ -7,6 +7,7 @@
 #include "model/qwen3asr/prompted_decoder.h"
 #include "policy/alignatt/prompted_alignatt.h"
 #include "policy/commit/revising_processor.h"
+#include "policy/commit/rolling_decoder.h"
 
 namespace earshot::engine {
 namespace {
@@ -15,54 +16,13 @@ constexpr const char* kCodes[] = {"zh", "en", "yue", "ar", "de", "fr", "es", "pt
                                   "ko", "ru", "th",  "vi", "ja", "tr", "hi", "ms", "nl", "sv",
                                   "da", "fi", "pl",  "cs", "fa", "el", "hu", "mk", "ro"};
 
-// The rolling mode's model side: re-encode the segment, force its committed text
-// as prefix and decode greedily to the end; the hypothesis is the whole segment.
-class RollingDecoder : public policy::commit::WindowDecoder {
- public:
-  RollingDecoder(std::shared_ptr<const qwen3asr::Model> model, std::vector<qwen3asr::Head> heads, int n_ctx)
-      : model_(model), session_(std::move(model), std::move(heads), n_ctx) {}
-
-  policy::commit::WindowPass decode(const policy::commit::WindowRequest& r) override {
-    policy::commit::WindowPass pass;
-    if (r.audio.empty()) return pass;
-    session_.encode(r.audio);
-    qwen3asr::PromptSpec p;
-    p.context = r.context;
-    const std::string code = r.language != "auto" ? r.language : language_;
-    p.language = code.empty() ? "" : qwen3asr::language_name(code);
-    p.prefix_tokens = model_->tokenize(r.committed, false);
-    const double seconds = static_cast<double>(r.audio.size()) / 16000.0;
-    const int budget = std::min(static_cast<int>(seconds * 6) + 10, 120);
-    std::vector<int32_t> out{session_.prefill(p)};
-    while (static_cast<int>(out.size()) < budget && !model_->is_end(out.back()))
-      out.push_back(session_.step(out.back()));
-    while (!out.empty() && model_->is_end(out.back())) out.pop_back();
-    // Without a forced language the model writes "language X<asr_text>" first.
-    const auto marker =
-        std::find(out.begin(), out.begin() + std::min<std::ptrdiff_t>(10, std::ssize(out)), qwen3asr::kAsrText);
-    if (marker != out.begin() + std::min<std::ptrdiff_t>(10, std::ssize(out))) {
-      const std::string header = model_->detokenize(std::span(out.data(), static_cast<size_t>(marker - out.begin())));
-      const size_t at = header.find("language ");
-      if (at != std::string::npos && language_.empty()) language_ = qwen3asr::language_code(header.substr(at + 9));
-      out.erase(out.begin(), marker + 1);
-    }
-    pass.hypothesis.text = r.committed + model_->detokenize(out);
-    pass.language = code.empty() ? language_ : code;
-    return pass;
-  }
-
- private:
-  std::shared_ptr<const qwen3asr::Model> model_;
-  qwen3asr::Session session_;
-  std::string language_;  // named by the model, kept for the stream
-};
-
 }  // namespace
 
 Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), options_(spec.qwen3asr), policies_(spec.policies) {
   policies_.prompted_alignatt.validate();
   policies_.rolling.validate();
+  options_.rolling.validate();
   heads_ = options_.alignment_heads.empty() ? qwen3asr::default_alignment_heads(model_->n_layer(), model_->n_head(), 20)
                                             : qwen3asr::load_alignment_heads(options_.alignment_heads, 20);
   qwen3asr::Session check(model_, heads_, 16);  // heads outside the model fail at load, not at the first stream
@@ -83,7 +43,9 @@ std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest
     policy::commit::RevisingConfig config = policies_.rolling;
     config.language = request.language;
     return std::make_unique<policy::commit::RevisingProcessor>(
-        std::make_unique<RollingDecoder>(model_, heads_, options_.n_ctx), std::move(config));
+        std::make_unique<policy::commit::RollingDecoder>(
+            std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx), options_.rolling),
+        std::move(config));
   }
   policy::PromptedAlignAttConfig config = policies_.prompted_alignatt;
   config.language = request.language;
@@ -106,6 +68,10 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   qwen3asr::ModelOptions options;
   options.n_threads = spec.runtime.threads;
   if (options.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  // A bad heads file fails before the pair is read (seconds for the real models).
+  if (!spec.qwen3asr.alignment_heads.empty()) {
+    qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(spec.qwen3asr.alignment_heads, 20), spec.path);
+  }
   return std::make_shared<Qwen3AsrEngine>(
       qwen3asr::Model::load(spec.path, find_mmproj(spec.path, spec.qwen3asr.mmproj), options), spec);
 }

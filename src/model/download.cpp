@@ -341,9 +341,33 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   d.expected_sha1 = model.sha1;
   if (model.family == "parakeet") {
     d.verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
+  } else if (model.family == "qwen3asr") {
+    d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
   } else {
     d.verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
   }
+  d.progress = options.progress;
+  d.max_attempts = options.max_attempts;
+  download_file(d);
+  if (!model.mmproj.empty()) {
+    // The audio encoder belongs to the model: fetched with it, no SHA-1 known (registry.cpp).
+    DownloadOptions m = d;
+    m.url = mmproj_url(model, options.base_url);
+    m.destination = cached_mmproj_path(model, cache);
+    m.expected_sha1.clear();
+    m.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
+    download_file(m);
+  }
+  return d.destination;
+}
+
+std::filesystem::path pull_translation_model(const LlmModelInfo& model, const PullOptions& options) {
+  const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  DownloadOptions d;
+  d.url = translation_model_url(model, options.base_url);
+  d.destination = cached_translation_model_path(model, cache);
+  d.expected_sha1 = model.sha1;
+  d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
   d.progress = options.progress;
   d.max_attempts = options.max_attempts;
   download_file(d);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "model/runtime/gguf_file.h"
 
 namespace earshot::models {
 namespace {
@@ -64,6 +65,20 @@ std::vector<ModelInfo> make_transducer_registry() {
   };
 }
 
+// ggml-org's Qwen3-ASR-{0.6B,1.7B}-GGUF as llama.cpp converts them: Q8_0 text model
+// (arch qwen3vl) and mmproj (projector qwen3a); the file names as published
+// projects download them. No SHA-1 is known for them: pulls verify the server's
+// Content-Length and that both files are GGUF, not a hash. Sizes approximate.
+std::vector<ModelInfo> make_qwen3asr_registry() {
+  const std::string hf = kQwen3AsrBaseUrl;
+  return {
+      {"qwen3-asr-0.6b", 850 * kMiB, "", hf + "/Qwen3-ASR-0.6B-GGUF/resolve/main", "qwen3asr",
+       "Qwen3-ASR-0.6B-Q8_0.gguf", "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf"},
+      {"qwen3-asr-1.7b", 2200 * kMiB, "", hf + "/Qwen3-ASR-1.7B-GGUF/resolve/main", "qwen3asr",
+       "Qwen3-ASR-1.7B-Q8_0.gguf", "mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"},
+  };
+}
+
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -86,28 +101,45 @@ const std::vector<ModelInfo>& known_transducer_models() {
   return registry;
 }
 
+const std::vector<ModelInfo>& known_qwen3asr_models() {
+  static const std::vector<ModelInfo> registry = make_qwen3asr_registry();
+  return registry;
+}
+
 const ModelInfo* find_model(std::string_view name) {
   if (name.starts_with("ggml-") && name.ends_with(".bin")) name = name.substr(5, name.size() - 9);
   if (name == "parakeet-tdt-0.6b-v3") name = "parakeet-tdt-0.6b-v3-f16";
-  for (const auto* list : {&known_models(), &known_transducer_models()})
+  for (const auto* list : {&known_models(), &known_transducer_models(), &known_qwen3asr_models()})
     for (const ModelInfo& m : *list)
-      if (m.name == name) return &m;
+      if (m.name == name || (!m.file.empty() && m.file == name)) return &m;
   return nullptr;
 }
 
 std::string known_model_names() {
   std::string names;
-  for (const auto* list : {&known_models(), &known_transducer_models()})
+  for (const auto* list : {&known_models(), &known_transducer_models(), &known_qwen3asr_models()})
     for (const ModelInfo& m : *list) names += (names.empty() ? "" : ", ") + m.name;
   return names;
 }
 
-std::string model_file_name(const ModelInfo& model) { return "ggml-" + model.name + ".bin"; }
+std::string model_file_name(const ModelInfo& model) {
+  return model.file.empty() ? "ggml-" + model.name + ".bin" : model.file;
+}
 
-std::string model_url(const ModelInfo& model, const std::optional<std::string>& base_url) {
+namespace {
+std::string url_of(const ModelInfo& model, const std::optional<std::string>& base_url, const std::string& file) {
   std::string base = base_url ? *base_url : env("EARSHOT_MODEL_BASE_URL");
   if (base.empty()) base = model.repository;
-  return strip_slashes(base) + "/" + model_file_name(model);
+  return strip_slashes(base) + "/" + file;
+}
+}  // namespace
+
+std::string model_url(const ModelInfo& model, const std::optional<std::string>& base_url) {
+  return url_of(model, base_url, model_file_name(model));
+}
+
+std::string mmproj_url(const ModelInfo& model, const std::optional<std::string>& base_url) {
+  return model.mmproj.empty() ? "" : url_of(model, base_url, model.mmproj);
 }
 
 std::filesystem::path default_cache_dir() {
@@ -122,6 +154,16 @@ std::filesystem::path cached_model_path(const ModelInfo& model, const std::files
   return cache_dir / model_file_name(model);
 }
 
+std::filesystem::path cached_mmproj_path(const ModelInfo& model, const std::filesystem::path& cache_dir) {
+  return model.mmproj.empty() ? std::filesystem::path() : cache_dir / model.mmproj;
+}
+
+bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  return std::filesystem::exists(cached_model_path(model, cache_dir), ec) &&
+         (model.mmproj.empty() || std::filesystem::exists(cached_mmproj_path(model, cache_dir), ec));
+}
+
 std::filesystem::path resolve_model(const std::string& name_or_path, const std::filesystem::path& cache_dir) {
   std::error_code ec;
   const std::filesystem::path as_path(name_or_path);
@@ -132,10 +174,13 @@ std::filesystem::path resolve_model(const std::string& name_or_path, const std::
   }
   if (const ModelInfo* model = find_model(name_or_path)) {
     const std::filesystem::path cached = cached_model_path(*model, cache_dir);
-    if (std::filesystem::exists(cached, ec)) return cached;
+    if (is_cached(*model, cache_dir)) return cached;
+    std::string by_hand = "download " + model_url(*model) + " by hand and place it at " + cached.string();
+    if (!model->mmproj.empty()) {
+      by_hand += ", and " + mmproj_url(*model) + " at " + cached_mmproj_path(*model, cache_dir).string();
+    }
     throw Error(ErrorCode::kIo, "model '" + model->name + "' is not downloaded yet. Run `earshot pull " + model->name +
-                                    "`, or download " + model_url(*model) + " by hand and place it at " +
-                                    cached.string() + " (or pass --model /path/to/" + model_file_name(*model) + ")");
+                                    "`, or " + by_hand + " (or pass --model /path/to/" + model_file_name(*model) + ")");
   }
   if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".bin")
     throw Error(ErrorCode::kIo, "model file " + name_or_path + " does not exist");
@@ -243,6 +288,43 @@ std::string translation_model_url(const LlmModelInfo& model, const std::optional
 
 std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir) {
   return cache_dir / model.file;
+}
+
+std::string known_translation_model_names() {
+  std::string names;
+  for (const LlmModelInfo& m : known_translation_models()) names += (names.empty() ? "" : ", ") + m.name;
+  return names;
+}
+
+std::filesystem::path resolve_translation_model(const std::string& name_or_path,
+                                                const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  const std::filesystem::path as_path(name_or_path);
+  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
+    if (std::filesystem::is_directory(as_path, ec))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "translation model '" + name_or_path + "' is a directory, not a GGUF file");
+    return as_path;
+  }
+  if (const LlmModelInfo* model = find_translation_model(name_or_path)) {
+    const std::filesystem::path cached = cached_translation_model_path(*model, cache_dir);
+    if (std::filesystem::exists(cached, ec)) return cached;
+    throw Error(ErrorCode::kIo, "translation model '" + model->name + "' is not downloaded yet. Run `earshot pull " +
+                                    model->name + "`, or download " + translation_model_url(*model) +
+                                    " by hand and place it at " + cached.string());
+  }
+  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".gguf")
+    throw Error(ErrorCode::kIo, "translation model file " + name_or_path + " does not exist");
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown translation model '" + name_or_path +
+                  "': give a path to a GGUF file or one of: " + known_translation_model_names());
+}
+
+void check_gguf_llm_header(const std::filesystem::path& path) {
+  // GgufFile names what a foreign file looks like (an HTML error page, a ggml .bin...).
+  const runtime::GgufFile file = runtime::GgufFile::open(path);
+  if (file.architecture().empty())
+    throw Error(ErrorCode::kInvalidModel, path.string() + ": a GGUF file without general.architecture, not an LLM");
 }
 
 }  // namespace earshot::models

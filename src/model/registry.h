@@ -17,8 +17,13 @@ struct ModelInfo {
   uint64_t approx_bytes;           // for listings only; downloads verify the server's Content-Length
   std::string sha1;                // hex, from whisper.cpp's models/README.md; empty where it lists none
   std::string repository;          // default base URL of the file (tinydiarize lives elsewhere)
-  std::string family = "whisper";  // "whisper", or "parakeet" (whisper.cpp's legacy Parakeet-TDT files)
+  std::string family = "whisper";  // "whisper", "parakeet" (whisper.cpp's legacy Parakeet-TDT files), "qwen3asr"
+  std::string file = "";           // the file's name in the repository; "" = ggml-NAME.bin
+  std::string mmproj = "";         // a second file fetched and cached with it (Qwen3-ASR's audio encoder); "" = none
 };
+
+// ggml-org's Qwen3-ASR GGUF repositories (text GGUF + mmproj-... beside it).
+inline constexpr const char* kQwen3AsrBaseUrl = "https://huggingface.co/ggml-org";
 
 // ggml-org's Parakeet-TDT files (whisper.cpp's scripts/upload-parakeet.py and its
 // Ruby bindings' URI list): ggml-NAME.bin in this repository.
@@ -31,19 +36,28 @@ inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov
 const std::vector<ModelInfo>& known_models();
 // The models of the other families (Parakeet-TDT).
 const std::vector<ModelInfo>& known_transducer_models();
+// Qwen3-ASR (0.6B, 1.7B): each a text GGUF and its mmproj, pulled together.
+const std::vector<ModelInfo>& known_qwen3asr_models();
 // Accepts "tiny.en" as well as "ggml-tiny.en.bin", and the models of every family;
 // "parakeet-tdt-0.6b-v3" is its f16 file. Null when unknown.
 const ModelInfo* find_model(std::string_view name);
 // "tiny, tiny.en, ..." for error messages.
 std::string known_model_names();
 
-std::string model_file_name(const ModelInfo& model);  // ggml-NAME.bin
-// --base-url, else $EARSHOT_MODEL_BASE_URL, else the model's public repository; then /ggml-NAME.bin.
+std::string model_file_name(const ModelInfo& model);  // model.file, else ggml-NAME.bin
+// --base-url, else $EARSHOT_MODEL_BASE_URL, else the model's public repository; then /model_file_name().
 std::string model_url(const ModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
+// The same for the model's mmproj ("" when it has none).
+std::string mmproj_url(const ModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
 
 // $EARSHOT_CACHE_DIR, else $XDG_CACHE_HOME/earshot/models, else ~/.cache/earshot/models.
 std::filesystem::path default_cache_dir();
 std::filesystem::path cached_model_path(const ModelInfo& model, const std::filesystem::path& cache_dir);
+// Where its mmproj is cached: beside the model, under the name the engine looks for
+// (mmproj-FILE); "" when it has none.
+std::filesystem::path cached_mmproj_path(const ModelInfo& model, const std::filesystem::path& cache_dir);
+// Every file of the model is in the cache.
+bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir);
 
 // A model argument to a file: an existing path; else a known name present in the cache.
 // Otherwise throws earshot::Error saying to run `earshot pull NAME`, or where to put
@@ -69,8 +83,9 @@ struct LlmModelInfo {
   std::string name;
   std::string repository;  // Hugging Face repository, "owner/name"
   std::string file;        // the GGUF's name in it
-  uint64_t approx_bytes;   // for listings only
+  uint64_t approx_bytes;   // for listings only; downloads verify the server's Content-Length
   bool file_verified;      // the file name was seen on the repository's page; false: by its naming pattern
+  std::string sha1 = "";   // hex; empty where none is published (the GGUF check still runs)
 };
 
 const std::vector<LlmModelInfo>& known_translation_models();
@@ -79,5 +94,17 @@ const LlmModelInfo* find_translation_model(std::string_view name);
 // https://huggingface.co/REPOSITORY/resolve/main/FILE, or under --base-url / $EARSHOT_MODEL_BASE_URL.
 std::string translation_model_url(const LlmModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
 std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir);
+// "hy-mt2-1.8b-q4_k_m, ..." for error messages.
+std::string known_translation_model_names();
+
+// A --translation-model argument to a file: an existing path; else a known name
+// present in the cache. Otherwise throws earshot::Error saying to run `earshot
+// pull NAME` (kIo) or that the name is unknown (kInvalidArgument).
+std::filesystem::path resolve_translation_model(const std::string& name_or_path,
+                                                const std::filesystem::path& cache_dir = default_cache_dir());
+
+// Throws earshot::Error(kInvalidModel) unless `path` is a GGUF file (complete
+// metadata and tensor table) naming a general.architecture.
+void check_gguf_llm_header(const std::filesystem::path& path);
 
 }  // namespace earshot::models

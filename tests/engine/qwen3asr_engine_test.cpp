@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "engine/families.h"
 #include "model/qwen3asr/model_writer.h"
+#include "model/registry.h"
 
 namespace earshot::engine {
 namespace {
@@ -27,7 +28,24 @@ struct Qwen3AsrEngineTest : ::testing::Test {
     fs::create_directories(dir);
     pair = qwen3asr::write_random_pair(qwen3asr::PairDims::tiny(), EARSHOT_QWEN2_VOCAB, dir / "tiny", 3);
   }
-  static void TearDownTestSuite() { fs::remove_all(dir); }
+  static void TearDownTestSuite() {
+    engine.reset();
+    fs::remove_all(dir);
+  }
+  static inline std::shared_ptr<const Engine> engine;
+  // Loaded on first use and shared (a load costs ~1 s; CTest runs each test in a process of its own).
+  static const Engine& shared() {
+    if (!engine) engine = load(spec_of(pair.text));
+    return *engine;
+  }
+  // One thread: with more, ggml's spinning thread barriers dominate the test's
+  // time on a busy 2-core machine (perf: 58% in libgomp), for nothing it checks.
+  static ModelSpec spec_of(const fs::path& path) {
+    ModelSpec spec;
+    spec.path = path;
+    spec.runtime.threads = 1;
+    return spec;
+  }
   static std::string stream(const Engine& engine, const std::string& policy, double seconds) {
     StreamRequest request;
     request.policy = policy;
@@ -49,24 +67,20 @@ struct Qwen3AsrEngineTest : ::testing::Test {
 };
 
 TEST_F(Qwen3AsrEngineTest, LoadsThePairWithTheMmprojFoundBesideIt) {
-  ModelSpec spec;
-  spec.path = pair.text;
-  spec.runtime.threads = 2;
-  const auto engine = load(spec);
-  EXPECT_EQ(engine->capabilities().family, "qwen3asr");
-  EXPECT_EQ(engine->capabilities().policies, (std::vector<std::string>{"alignatt", "rolling"}));
-  EXPECT_DOUBLE_EQ(engine->capabilities().frames_per_second, 12.5);
+  const Engine& e = shared();
+  EXPECT_EQ(e.capabilities().family, "qwen3asr");
+  EXPECT_EQ(e.capabilities().policies, (std::vector<std::string>{"alignatt", "rolling"}));
+  EXPECT_DOUBLE_EQ(e.capabilities().frames_per_second, 12.5);
   EXPECT_EQ(find_mmproj(pair.text, ""), pair.mmproj);
-  EXPECT_EQ(engine->language_problem("en"), "");
-  EXPECT_NE(engine->language_problem("xx"), "");
+  EXPECT_EQ(e.language_problem("en"), "");
+  EXPECT_NE(e.language_problem("xx"), "");
 }
 
 TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
   const fs::path alone = dir / "alone";
   fs::create_directories(alone);
   fs::copy_file(pair.text, alone / "model.gguf", fs::copy_options::overwrite_existing);
-  ModelSpec spec;
-  spec.path = alone / "model.gguf";
+  ModelSpec spec = spec_of(alone / "model.gguf");
   try {
     load(spec);
     FAIL() << "loaded without an mmproj";
@@ -78,20 +92,28 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
   EXPECT_EQ(load(spec)->capabilities().family, "qwen3asr");
 }
 
+// `--model qwen3-asr-0.6b`: the registry name resolves to the cached text GGUF,
+// and the engine's mmproj lookup finds the pulled mmproj beside it.
+TEST_F(Qwen3AsrEngineTest, ARegistryNameResolvesBothFiles) {
+  const fs::path cache = dir / "cache";
+  fs::create_directories(cache);
+  const models::ModelInfo& m = *models::find_model("qwen3-asr-0.6b");
+  fs::create_symlink(pair.text, models::cached_model_path(m, cache));
+  fs::create_symlink(pair.mmproj, models::cached_mmproj_path(m, cache));
+  const fs::path text = models::resolve_model("qwen3-asr-0.6b", cache);
+  EXPECT_EQ(text, cache / "Qwen3-ASR-0.6B-Q8_0.gguf");
+  EXPECT_EQ(find_mmproj(text, ""), cache / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf");
+}
+
 TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {
-  ModelSpec spec;
-  spec.path = pair.text;
-  spec.runtime.threads = 2;
-  const auto engine = load(spec);
-  EXPECT_FALSE(stream(*engine, "alignatt", 2.0).empty());
-  EXPECT_FALSE(stream(*engine, "rolling", 2.5).empty());
+  EXPECT_FALSE(stream(shared(), "alignatt", 2.0).empty());
+  EXPECT_FALSE(stream(shared(), "rolling", 2.5).empty());
 }
 
 TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
   const fs::path heads = dir / "heads.json";
   { std::ofstream(heads) << R"({"alignment_heads_compact": [[3, 1], [2, 0], [3, 3]], "other": 1})"; }
-  ModelSpec spec;
-  spec.path = pair.text;
+  ModelSpec spec = spec_of(pair.text);
   spec.qwen3asr.alignment_heads = heads;
   EXPECT_NO_THROW(load(spec));
   std::ofstream(heads) << R"({"alignment_heads_compact": [[9, 0]]})";

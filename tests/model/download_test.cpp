@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "error_of.h"
 #include "model/registry.h"
+#include "model/runtime/gguf_file.h"
 #include "test_http_server.h"
 
 namespace earshot::models {
@@ -248,6 +249,37 @@ TEST_F(DownloadTest, ConnectionRefusedIsAClearError) {
       << e.what();
   EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(cached()));
+}
+
+// Qwen3-ASR's entries: the text GGUF and its mmproj come down together, each
+// checked to be GGUF naming an architecture (no SHA-1 is published for them).
+TEST_F(DownloadTest, Qwen3AsrPullsTheTextModelAndItsMmproj) {
+  const auto gguf = [&](const std::string& architecture, size_t n) {
+    runtime::GgufWriter w;
+    w.set_architecture(architecture);
+    w.add_tensor_f32("t", GGML_TYPE_F32, std::vector<int64_t>{static_cast<int64_t>(n)}, std::vector<float>(n, 0.5f));
+    const std::filesystem::path at = std::filesystem::temp_directory_path() / ("earshot-dl-" + architecture + ".gguf");
+    w.write(at);
+    std::string bytes = read_file(at);
+    std::filesystem::remove(at);
+    return bytes;
+  };
+  const std::string text = gguf("qwen3vl", 20000), mmproj = gguf("clip", 12000);
+  server_.serve("/models/Qwen3-ASR-0.6B-Q8_0.gguf", text);
+  server_.serve("/models/mmproj-Qwen3-ASR-0.6B-Q8_0.gguf", mmproj);
+  const ModelInfo& m = *find_model("qwen3-asr-0.6b");
+  EXPECT_EQ(pull_model(m, options()), cache_ / "Qwen3-ASR-0.6B-Q8_0.gguf");
+  EXPECT_EQ(read_file(cache_ / "Qwen3-ASR-0.6B-Q8_0.gguf"), text);
+  EXPECT_EQ(read_file(cache_ / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf"), mmproj);
+  EXPECT_TRUE(is_cached(m, cache_));
+  // A file that is not GGUF (an HTML error page) is refused and not kept.
+  server_.serve("/models/mmproj-Qwen3-ASR-1.7B-Q8_0.gguf", "<html>not found</html>" + std::string(1000, ' '));
+  server_.serve("/models/Qwen3-ASR-1.7B-Q8_0.gguf", text);
+  const Error e = error_of([&] { pull_model(*find_model("qwen3-asr-1.7b"), options()); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+  EXPECT_NE(std::string(e.what()).find("mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"), std::string::npos) << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cache_ / "mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"));
+  EXPECT_FALSE(is_cached(*find_model("qwen3-asr-1.7b"), cache_));
 }
 
 TEST(Sha1, MatchesKnownDigest) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -116,6 +117,52 @@ TEST_F(ResolveTest, KnownNameNotDownloadedSaysHowToGetIt) {
   EXPECT_NE(msg.find("https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-tiny.en.bin"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find((dir_ / "ggml-tiny.en.bin").string()), std::string::npos) << msg;
+}
+
+// Qwen3-ASR: two files per entry (text GGUF + mmproj), cached side by side under
+// the names the engine's mmproj lookup expects (mmproj-FILE beside FILE).
+TEST(Registry, Qwen3AsrEntriesNameBothFilesOfGgmlOrgsRepositories) {
+  EnvGuard guard("EARSHOT_MODEL_BASE_URL");
+  unsetenv("EARSHOT_MODEL_BASE_URL");
+  for (const char* size : {"0.6B", "1.7B"}) {
+    std::string name = std::string("qwen3-asr-") + size;
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const ModelInfo* m = find_model(name);
+    ASSERT_NE(m, nullptr) << name;
+    EXPECT_EQ(m->family, "qwen3asr");
+    const std::string file = std::string("Qwen3-ASR-") + size + "-Q8_0.gguf";
+    EXPECT_EQ(model_file_name(*m), file);
+    EXPECT_EQ(m->mmproj, "mmproj-" + file);
+    const std::string repo = std::string("https://huggingface.co/ggml-org/Qwen3-ASR-") + size + "-GGUF/resolve/main/";
+    EXPECT_EQ(model_url(*m), repo + file);
+    EXPECT_EQ(mmproj_url(*m), repo + "mmproj-" + file);
+    EXPECT_EQ(mmproj_url(*m, std::string("http://mirror/q")), "http://mirror/q/mmproj-" + file);
+    EXPECT_EQ(cached_mmproj_path(*m, "/c"), std::filesystem::path("/c") / ("mmproj-" + file));
+    EXPECT_TRUE(m->sha1.empty());  // none published; registry.cpp says so
+    EXPECT_EQ(find_model(file), m);
+    EXPECT_NE(known_model_names().find(name), std::string::npos);
+  }
+  // The Whisper entries keep their single ggml file.
+  EXPECT_TRUE(find_model("base.en")->mmproj.empty());
+  EXPECT_EQ(mmproj_url(*find_model("base.en")), "");
+}
+
+TEST_F(ResolveTest, Qwen3AsrResolvesOnlyWithBothFilesCached) {
+  EnvGuard guard("EARSHOT_MODEL_BASE_URL");
+  unsetenv("EARSHOT_MODEL_BASE_URL");
+  const ModelInfo& m = *find_model("qwen3-asr-0.6b");
+  std::ofstream(dir_ / "Qwen3-ASR-0.6B-Q8_0.gguf") << "x";
+  EXPECT_FALSE(is_cached(m, dir_));
+  const Error e = error_of([&] { resolve_model("qwen3-asr-0.6b", dir_); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("Run `earshot pull qwen3-asr-0.6b`"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("mmproj-Qwen3-ASR-0.6B-Q8_0.gguf at " + (dir_ / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf").string()),
+            std::string::npos)
+      << msg;
+  std::ofstream(dir_ / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf") << "x";
+  EXPECT_TRUE(is_cached(m, dir_));
+  EXPECT_EQ(resolve_model("qwen3-asr-0.6b", dir_), dir_ / "Qwen3-ASR-0.6B-Q8_0.gguf");
 }
 
 TEST_F(ResolveTest, UnknownNameListsTheKnownOnes) {

@@ -163,19 +163,29 @@ std::string Model::detokenize(std::span<const int32_t> tokens) const {
 
 bool Model::is_end(int32_t token) const { return token == kImEnd || token == kEndOfText; }
 
-Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx)
-    : model_(std::move(model)), heads_(std::move(heads)) {
-  const int n_layer = model_->n_layer(), n_head = model_->n_head();
-  heads_by_layer_.assign(static_cast<size_t>(n_layer), {});
-  for (const auto& [layer, head] : heads_) {
+void check_alignment_heads(const std::vector<Head>& heads, int n_layer, int n_head) {
+  for (const auto& [layer, head] : heads) {
     if (layer < 0 || layer >= n_layer || head < 0 || head >= n_head) {
       throw Error(ErrorCode::kInvalidArgument, "alignment head (" + std::to_string(layer) + ", " +
                                                    std::to_string(head) + ") is outside the model's " +
                                                    std::to_string(n_layer) + " layers x " + std::to_string(n_head) +
                                                    " heads");
     }
-    heads_by_layer_[static_cast<size_t>(layer)].push_back(head);
   }
+}
+
+void check_alignment_heads(const std::vector<Head>& heads, const std::filesystem::path& text) {
+  const runtime::GgufFile t = runtime::GgufFile::open(text);
+  const auto n_layer = t.find_u32("qwen3vl.block_count"), n_head = t.find_u32("qwen3vl.attention.head_count");
+  if (n_layer && n_head) check_alignment_heads(heads, static_cast<int>(*n_layer), static_cast<int>(*n_head));
+}
+
+Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx)
+    : model_(std::move(model)), heads_(std::move(heads)) {
+  const int n_layer = model_->n_layer(), n_head = model_->n_head();
+  heads_by_layer_.assign(static_cast<size_t>(n_layer), {});
+  check_alignment_heads(heads_, n_layer, n_head);
+  for (const auto& [layer, head] : heads_) heads_by_layer_[static_cast<size_t>(layer)].push_back(head);
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(n_ctx);
   cp.n_batch = static_cast<uint32_t>(n_ctx);
@@ -191,6 +201,7 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   cp.cb_eval = capture_callback;
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
+  if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
   ctx_ = llama_init_from_model(model_->llama(), cp);
   if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
 }

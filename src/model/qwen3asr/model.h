@@ -30,6 +30,7 @@ std::string language_code(const std::string& name);
 struct ModelOptions {
   int n_threads = 2;
   bool reference_audio_length = true;  // drop mtmd's padding tokens (model-families.md); false: mtmd's count
+  bool f32_kv_cache = false;           // F32 K/V instead of F16 (exact comparisons with a reference)
 };
 
 // The loaded pair, shared by every stream.
@@ -64,6 +65,12 @@ class Model {
 
 // The alignment heads (layer, query head).
 using Head = std::pair<int, int>;
+
+// Throws earshot::Error(kInvalidArgument) naming the first head outside n_layer x n_head.
+void check_alignment_heads(const std::vector<Head>& heads, int n_layer, int n_head);
+// The same against a text GGUF's header (qwen3vl.block_count, .attention.head_count),
+// before the model is loaded; a file without those keys is left to Model::load.
+void check_alignment_heads(const std::vector<Head>& heads, const std::filesystem::path& text);
 
 // What a pass decodes against: audio embeddings and the text around them.
 struct PromptSpec {

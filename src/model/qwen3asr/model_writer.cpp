@@ -53,7 +53,8 @@ class Random {
 struct Tensors {
   GgufWriter& out;
   Random& random;
-  void matrix(const std::string& name, std::vector<int64_t> ne, float gain = 1.0f, ggml_type type = GGML_TYPE_F16) {
+  ggml_type type = GGML_TYPE_F16;  // of the matrices
+  void matrix(const std::string& name, std::vector<int64_t> ne, float gain = 1.0f) {
     size_t n = 1;
     for (int64_t x : ne) n *= static_cast<size_t>(x);
     const int64_t fan_in = ne.size() == 4 ? ne[0] * ne[1] * ne[2] : ne[0];
@@ -140,12 +141,12 @@ void graft_vocabulary(const std::filesystem::path& path, GgufWriter& out) {
 }
 
 void write_text(const TextDims& d, const std::filesystem::path& vocab, const std::filesystem::path& path,
-                Random& random) {
+                Random& random, ggml_type type) {
   GgufWriter out;
   const std::string a = "qwen3vl";
   out.set_architecture(a);
   out.set("general.name", std::string("earshot random Qwen3-ASR text model"));
-  out.set("general.file_type", static_cast<uint32_t>(1));  // mostly f16
+  out.set("general.file_type", static_cast<uint32_t>(type == GGML_TYPE_F32 ? 0 : 1));  // all f32 / mostly f16
   out.set(a + ".context_length", d.n_ctx);
   out.set(a + ".embedding_length", d.n_embd);
   out.set(a + ".block_count", d.n_layer);
@@ -160,7 +161,7 @@ void write_text(const TextDims& d, const std::filesystem::path& vocab, const std
   out.set(a + ".n_deepstack_layers", static_cast<uint32_t>(0));
   graft_vocabulary(vocab, out);
 
-  Tensors t{out, random};
+  Tensors t{out, random, type};
   const int64_t e = d.n_embd, q = int64_t{d.n_head} * d.head_dim, kv = int64_t{d.n_head_kv} * d.head_dim;
   // Tied head: logits = h . E, so E's scale sets the logits' spread.
   t.matrix("token_embd.weight", {e, kVocabSize});
@@ -184,11 +185,12 @@ void write_text(const TextDims& d, const std::filesystem::path& vocab, const std
   out.write(path);
 }
 
-void write_mmproj(const AudioDims& d, uint32_t text_embd, const std::filesystem::path& path, Random& random) {
+void write_mmproj(const AudioDims& d, uint32_t text_embd, const std::filesystem::path& path, Random& random,
+                  ggml_type type) {
   GgufWriter out;
   out.set_architecture("clip");
   out.set("general.name", std::string("earshot random Qwen3-ASR audio encoder"));
-  out.set("general.file_type", static_cast<uint32_t>(1));
+  out.set("general.file_type", static_cast<uint32_t>(type == GGML_TYPE_F32 ? 0 : 1));
   out.set("clip.has_audio_encoder", true);
   out.set("clip.audio.projector_type", std::string("qwen3a"));
   out.set("clip.audio.projection_dim", text_embd);
@@ -199,9 +201,9 @@ void write_mmproj(const AudioDims& d, uint32_t text_embd, const std::filesystem:
   out.set("clip.audio.num_mel_bins", d.n_mel);
   out.set("clip.audio.attention.layer_norm_epsilon", d.ln_eps);
 
-  Tensors t{out, random};
+  Tensors t{out, random, type};
   const int64_t c = d.conv_channels, e = d.n_embd;
-  // Conv weights are f16 (the converter forces it); biases [1, 1, C] as it reshapes them.
+  // Conv weights are f16 (the converter forces it; f32 with f32_weights); biases [1, 1, C] as it reshapes them.
   t.matrix("a.conv2d.1.weight", {3, 3, 1, c});
   t.small("a.conv2d.1.bias", {1, 1, c}, 0.02f);
   t.matrix("a.conv2d.2.weight", {3, 3, c, c});
@@ -259,8 +261,9 @@ WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path&
   }
   Random random(seed);
   WrittenPair pair{out_prefix.string() + ".gguf", out_prefix.string() + "-mmproj.gguf"};
-  write_text(dims.text, vocab, pair.text, random);
-  write_mmproj(dims.audio, dims.text.n_embd, pair.mmproj, random);
+  const ggml_type type = dims.f32_weights ? GGML_TYPE_F32 : GGML_TYPE_F16;
+  write_text(dims.text, vocab, pair.text, random, type);
+  write_mmproj(dims.audio, dims.text.n_embd, pair.mmproj, random, type);
   return pair;
 }
 

@@ -49,6 +49,7 @@ struct AudioDims {
 struct PairDims {
   TextDims text;
   AudioDims audio;
+  bool f32_weights = false;  // every tensor F32 (the numpy reference's exact comparisons); else matrices F16
   static PairDims tiny() { return {}; }
   // Qwen3-ASR-0.6B (public config): for the benchmark, written at bench time.
   static PairDims real_0_6b();

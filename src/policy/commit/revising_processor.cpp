@@ -33,6 +33,7 @@ WindowRequest RevisingProcessor::request(bool is_last) const {
   r.committed = committer_.committed_text();
   r.language = config_.language;
   r.is_last = is_last;
+  r.pass = passes_;
   // Committed words of earlier segments, up to context_chars, whole words only.
   size_t k = committed_.size(), chars = 0;
   while (k > 0 && committed_[k - 1].end > buffer_start_time_) --k;
@@ -69,6 +70,7 @@ void RevisingProcessor::end_segment() {
   buffer_start_time_ += buffered_seconds();
   audio_.clear();
   samples_at_last_pass_ = 0;
+  passes_ = 0;
   provisional_.clear();
 }
 
@@ -85,6 +87,7 @@ ProcessResult RevisingProcessor::process(bool is_last) {
   const bool final_pass = is_last || too_long;
   WindowPass pass = decoder_->decode(request(final_pass));
   samples_at_last_pass_ = audio_.size();
+  ++passes_;
   if (!pass.language.empty()) language_ = pass.language;
 
   const size_t before = committer_.committed_text().size();
@@ -111,6 +114,7 @@ void RevisingProcessor::end_silence(double duration, double offset) {
   } else {
     audio_.clear();
     samples_at_last_pass_ = 0;
+    passes_ = 0;
     committer_.reset();
     provisional_.clear();
     buffer_start_time_ = offset;

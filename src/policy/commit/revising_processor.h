@@ -22,6 +22,7 @@ struct WindowRequest {
   std::string committed;         // what is committed of this segment: a decoder may force it as prefix
   std::string language;          // a code, or "auto"
   bool is_last = false;          // the segment ends after this pass
+  size_t pass = 0;               // passes of this segment before this one (0: a new segment)
 };
 
 struct WindowPass {
@@ -71,6 +72,7 @@ class RevisingProcessor : public ProcessorBase {
   StableCommitter committer_;
   std::vector<float> audio_;
   size_t samples_at_last_pass_ = 0;
+  size_t passes_ = 0;  // of the current segment
   size_t corrections_ = 0;
 };
 
