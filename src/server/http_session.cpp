@@ -12,37 +12,17 @@ constexpr size_t kHeaderLimit = 16 * 1024;
 // Bodies of routes that do not read them (anything but an upload): kept small.
 constexpr size_t kSmallBodyLimit = 64 * 1024;
 
-// One of the --max-uploads permits, held while an upload's body is being received.
-class UploadPermit {
- public:
-  UploadPermit() = default;
-  explicit UploadPermit(std::atomic<int>* count) : count_(count) {}
-  UploadPermit(UploadPermit&& o) noexcept : count_(std::exchange(o.count_, nullptr)) {}
-  UploadPermit& operator=(UploadPermit&& o) noexcept {
-    if (this != &o) {
-      release();
-      count_ = std::exchange(o.count_, nullptr);
-    }
-    return *this;
-  }
-  ~UploadPermit() { release(); }
-
- private:
-  void release() {
-    if (count_) --*count_;
-    count_ = nullptr;
-  }
-  std::atomic<int>* count_ = nullptr;
-};
-
 // HTTP/1.1: the headers are read and admitted (token, method, session slot, upload
 // permit) before any body byte is, so an unauthenticated or refused upload costs
 // the server its headers only.
 template <class Stream>
 class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
-  HttpSession(Stream&& stream, Server::Impl& impl)
-      : stream_(std::move(stream)), impl_(impl), body_timer_(stream_.get_executor()) {}
+  HttpSession(Stream&& stream, Server::Impl& impl, Permit connection)
+      : stream_(std::move(stream)),
+        impl_(impl),
+        connection_(std::move(connection)),
+        body_timer_(stream_.get_executor()) {}
 
   void run() { do_read(); }
 
@@ -111,7 +91,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
         r.headers.emplace_back("Retry-After", "1");
         return refuse(r, origin);
       }
-      permit_ = UploadPermit(&impl_.uploads);
+      permit_ = Permit(&impl_.uploads);
     }
     parser.body_limit(limit);
     pending_.emplace(Pending{std::move(request), std::move(slot), std::move(origin)});
@@ -143,7 +123,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       ++self->read_generation_;
       self->body_timer_.cancel();
       if (self->stalled_) {
-        self->permit_ = UploadPermit();
+        self->permit_ = Permit();
         log_line("closing a stalled upload (nothing received for --idle-timeout)");
         return self->refuse(openai_error(408, "request body stalled: nothing received for " +
                                                   std::to_string(self->impl_.core.config().idle_timeout_seconds) +
@@ -153,7 +133,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       if (ec == http::error::body_limit) return self->too_large(self->pending_->origin, bool(self->pending_->slot));
       if (ec) return;
       if (!self->parser_->is_done()) return self->read_body();
-      self->permit_ = UploadPermit();
+      self->permit_ = Permit();
       Pending p = std::move(*self->pending_);
       self->pending_.reset();
       p.request.body = std::move(self->parser_->get().body());
@@ -195,7 +175,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
                    "");
     }
     beast::get_lowest_layer(stream_).expires_never();
-    serve_websocket(std::move(stream_), impl_, std::move(protocol), std::move(req));
+    serve_websocket(std::move(stream_), impl_, std::move(connection_), std::move(protocol), std::move(req));
   }
 
   // An answer without reading (the rest of) the request: then the connection ends. Until
@@ -215,7 +195,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   }
 
   void too_large(const std::string& origin, bool upload) {
-    permit_ = UploadPermit();
+    permit_ = Permit();
     keep_alive_ = false;
     const size_t limit = upload ? impl_.core.config().max_upload_bytes : kSmallBodyLimit;
     // The client may be sending the whole file: drop (never keep) up to a few times the limit.
@@ -287,10 +267,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 
   Stream stream_;
   Server::Impl& impl_;
+  Permit connection_;  // --max-connections
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Pending> pending_;
-  UploadPermit permit_;
+  Permit permit_;
   net::steady_timer body_timer_;
   uint64_t read_generation_ = 0;  // a body timer armed for an earlier read is stale
   bool stalled_ = false;
@@ -301,11 +282,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 
 }  // namespace
 
-void serve_http(PlainStream&& stream, Server::Impl& impl) {
-  std::make_shared<HttpSession<PlainStream>>(std::move(stream), impl)->run();
+void serve_http(PlainStream&& stream, Server::Impl& impl, Permit connection) {
+  std::make_shared<HttpSession<PlainStream>>(std::move(stream), impl, std::move(connection))->run();
 }
-void serve_http(TlsStream&& stream, Server::Impl& impl) {
-  std::make_shared<HttpSession<TlsStream>>(std::move(stream), impl)->run();
+void serve_http(TlsStream&& stream, Server::Impl& impl, Permit connection) {
+  std::make_shared<HttpSession<TlsStream>>(std::move(stream), impl, std::move(connection))->run();
 }
 
 }  // namespace earshot::server

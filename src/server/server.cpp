@@ -42,8 +42,12 @@ void load_tls_files(ssl::context& tls, const std::string& certfile, const std::s
 template <class Stream>
 class WsSession : public StreamConnection, public std::enable_shared_from_this<WsSession<Stream>> {
  public:
-  WsSession(Stream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol)
-      : ws_(std::move(stream)), impl_(impl), protocol_(std::move(protocol)), timer_(ws_.get_executor()) {}
+  WsSession(Stream&& stream, Server::Impl& impl, Permit connection, std::unique_ptr<StreamProtocol> protocol)
+      : ws_(std::move(stream)),
+        impl_(impl),
+        connection_(std::move(connection)),
+        protocol_(std::move(protocol)),
+        timer_(ws_.get_executor()) {}
 
   ~WsSession() override { finish_connection(); }
 
@@ -270,6 +274,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
   websocket::stream<Stream> ws_;
   Server::Impl& impl_;
+  Permit connection_;  // --max-connections
   std::unique_ptr<StreamProtocol> protocol_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
@@ -291,13 +296,15 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
 }  // namespace
 
-void serve_websocket(PlainStream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol,
-                     http::request<http::string_body> request) {
-  std::make_shared<WsSession<PlainStream>>(std::move(stream), impl, std::move(protocol))->run(std::move(request));
+void serve_websocket(PlainStream&& stream, Server::Impl& impl, Permit connection,
+                     std::unique_ptr<StreamProtocol> protocol, http::request<http::string_body> request) {
+  std::make_shared<WsSession<PlainStream>>(std::move(stream), impl, std::move(connection), std::move(protocol))
+      ->run(std::move(request));
 }
-void serve_websocket(TlsStream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol,
-                     http::request<http::string_body> request) {
-  std::make_shared<WsSession<TlsStream>>(std::move(stream), impl, std::move(protocol))->run(std::move(request));
+void serve_websocket(TlsStream&& stream, Server::Impl& impl, Permit connection,
+                     std::unique_ptr<StreamProtocol> protocol, http::request<http::string_body> request) {
+  std::make_shared<WsSession<TlsStream>>(std::move(stream), impl, std::move(connection), std::move(protocol))
+      ->run(std::move(request));
 }
 
 void Server::Impl::do_accept() {
@@ -308,18 +315,61 @@ void Server::Impl::do_accept() {
       log_line("accepting connections again");
       accept_backoff_ms = 0;
     }
+    if (connections.fetch_add(1) >= std::max(1, core.config().max_connections)) {
+      --connections;
+      refuse_connection(socket);
+      return do_accept();
+    }
+    Permit connection(&connections);
+    if (connections_full) {
+      log_line("serving new connections again (below --max-connections)");
+      connections_full = false;
+    }
     if (tls) {
       auto stream = std::make_shared<TlsStream>(std::move(socket), *tls);
       beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(30));
-      stream->async_handshake(ssl::stream_base::server, [this, stream](beast::error_code hec) {
-        if (hec) return;
-        serve_http(std::move(*stream), *this);
-      });
+      stream->async_handshake(ssl::stream_base::server,
+                              [this, stream, connection = std::move(connection)](beast::error_code hec) mutable {
+                                if (hec) return;
+                                serve_http(std::move(*stream), *this, std::move(connection));
+                              });
     } else {
-      serve_http(PlainStream(std::move(socket)), *this);
+      serve_http(PlainStream(std::move(socket)), *this, std::move(connection));
     }
     do_accept();
   });
+}
+
+// At --max-connections a new connection is closed at once (the accept loop goes on, so
+// it never spins on a full backlog). Plain HTTP first gets a 503 with Retry-After: one
+// non-blocking write into a fresh socket's empty send buffer, so it costs no wait; what
+// the client already sent is read and dropped so that the close is not a reset that
+// could discard the answer. TLS connections are just closed (no handshake for a refusal).
+void Server::Impl::refuse_connection(tcp::socket& socket) {
+  core.count_refusal(Refusal::kMaxConnections);
+  const int limit = core.config().max_connections;
+  if (!connections_full) {
+    log_line("refusing new connections: " + std::to_string(limit) +
+             " already open (--max-connections); open connections are still served");
+    connections_full = true;
+  }
+  beast::error_code ec;
+  if (!tls) {
+    const std::string body =
+        openai_error(503, "server busy: " + std::to_string(limit) + " connections open (--max-connections)",
+                     "server_error")
+            .body;
+    const std::string answer =
+        "HTTP/1.1 503 Service Unavailable\r\nServer: earshot\r\nRetry-After: 1\r\nConnection: close\r\n"
+        "Content-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    socket.non_blocking(true, ec);
+    if (!ec) socket.write_some(net::buffer(answer), ec);
+    if (!ec) socket.shutdown(tcp::socket::shutdown_send, ec);
+    char scratch[4096];
+    for (int i = 0; i < 16 && !ec; ++i) socket.read_some(net::buffer(scratch), ec);
+  }
+  socket.close(ec);
 }
 
 // Out of file descriptors (or kernel memory) the listening socket stays readable and

@@ -62,6 +62,30 @@ inline void shutdown_stream(TlsStream& stream) {
   beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
+// One unit of a counted limit (--max-uploads, --max-connections), held for as long as
+// the object lives (move-only).
+class Permit {
+ public:
+  Permit() = default;
+  explicit Permit(std::atomic<int>* count) : count_(count) {}
+  Permit(Permit&& o) noexcept : count_(std::exchange(o.count_, nullptr)) {}
+  Permit& operator=(Permit&& o) noexcept {
+    if (this != &o) {
+      release();
+      count_ = std::exchange(o.count_, nullptr);
+    }
+    return *this;
+  }
+  ~Permit() { release(); }
+
+ private:
+  void release() {
+    if (count_) --*count_;
+    count_ = nullptr;
+  }
+  std::atomic<int>* count_ = nullptr;
+};
+
 // A live /asr connection, as the server sees it for shutdown.
 class StreamConnection {
  public:
@@ -87,7 +111,9 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   uint16_t port = 0;
   std::atomic<bool> shutting_down{false};
-  std::atomic<int> uploads{0};  // upload bodies being received (--max-uploads)
+  std::atomic<int> uploads{0};      // upload bodies being received (--max-uploads)
+  std::atomic<int> connections{0};  // open connections (--max-connections), each holding a Permit
+  bool connections_full = false;    // refusing at --max-connections (logged once); the accept handler's
   // After the io_context: jobs hold connections, which must die before it.
   WorkerPool blocking;
   std::mutex mutex;
@@ -99,6 +125,7 @@ struct Server::Impl {
 
   void do_accept();
   void on_accept_error(beast::error_code ec);
+  void refuse_connection(tcp::socket& socket);
   // Once a second: the heap trimmed after sessions ended (bursts of ends cost one trim).
   void arm_housekeeping() {
     housekeeping.expires_after(std::chrono::seconds(1));
@@ -134,12 +161,13 @@ struct Server::Impl {
 };
 
 // A new connection's HTTP/1.1 session (http_session.cpp), after the TLS handshake for TlsStream.
-void serve_http(PlainStream&& stream, Server::Impl& impl);
-void serve_http(TlsStream&& stream, Server::Impl& impl);
+// `connection` (--max-connections) goes with the socket, to the WebSocket session on an upgrade.
+void serve_http(PlainStream&& stream, Server::Impl& impl, Permit connection);
+void serve_http(TlsStream&& stream, Server::Impl& impl, Permit connection);
 // An upgraded connection's WebSocket session (server.cpp), speaking `protocol`.
-void serve_websocket(PlainStream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol,
-                     http::request<http::string_body> request);
-void serve_websocket(TlsStream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol,
-                     http::request<http::string_body> request);
+void serve_websocket(PlainStream&& stream, Server::Impl& impl, Permit connection,
+                     std::unique_ptr<StreamProtocol> protocol, http::request<http::string_body> request);
+void serve_websocket(TlsStream&& stream, Server::Impl& impl, Permit connection,
+                     std::unique_ptr<StreamProtocol> protocol, http::request<http::string_body> request);
 
 }  // namespace earshot::server

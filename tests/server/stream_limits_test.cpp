@@ -1,7 +1,7 @@
 // What a server does when a client or the machine runs out of patience: a WebSocket
 // client that never reads (bounded queue, write timeout), a shutdown whose grace ends
-// before a backlog (the text so far as final), and no file descriptors left (accept
-// backs off, open connections are served).
+// before a backlog (the text so far as final), no file descriptors left (accept backs
+// off, open connections are served), and more connections than --max-connections.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -167,6 +167,74 @@ TEST_F(StreamLimits, OutOfFileDescriptorsAcceptBacksOffAndOpenConnectionsAreServ
   ::close(sockets[0]);
   ::close(sockets[1]);
   ::close(keep);
+}
+
+// Everything a connection sends until the server closes it; `eof` says whether it did (within 3 s).
+std::string read_to_close(int fd, bool& eof) {
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) got.append(buffer, static_cast<size_t>(n));
+  eof = n == 0;
+  return got;
+}
+
+TEST_F(StreamLimits, ConnectionsBeyondMaxConnectionsAreRefusedAtOnceAndHeldOnesServed) {
+  server::ServerConfig config;
+  config.max_connections = 4;
+  ::testing::internal::CaptureStderr();
+  start(config);
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(connect_to(held.back(), port_), 0);
+    ASSERT_EQ(get_health(held.back()), "200");  // accepted, then left idle (keep-alive)
+  }
+  // Two more: each gets a 503 at once and is closed, without sending anything.
+  for (int i = 0; i < 2; ++i) {
+    int extra = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect_to(extra, port_), 0);
+    bool eof = false;
+    const std::string answer = read_to_close(extra, eof);
+    EXPECT_TRUE(eof) << "not closed by the server";
+    EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+    EXPECT_NE(answer.find("Retry-After: 1\r\n"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("--max-connections"), std::string::npos) << answer;
+    ::close(extra);
+  }
+  // Refusing is one accept per connection: nothing runs while none arrives (the sleep
+  // lets the accept after the last refusal start: it follows the close).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t attempts = server_->accept_attempts();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(server_->accept_attempts(), attempts);
+  for (int fd : held) EXPECT_EQ(get_health(fd), "200");
+  EXPECT_NE(server_->metrics_text().find("earshot_refusals_total{reason=\"max_connections\"} 2\n"), std::string::npos)
+      << server_->metrics_text();
+
+  ::close(held[0]);
+  held.erase(held.begin());
+  // The server frees the slot once it sees the close: a new connection is served then.
+  std::string status;
+  for (int i = 0; i < 100 && status != "200"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int fresh = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect_to(fresh, port_), 0);
+    status = get_health(fresh);
+    if (status == "200")
+      held.push_back(fresh);
+    else
+      ::close(fresh);
+  }
+  EXPECT_EQ(status, "200");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  size_t episodes = 0;
+  for (size_t at = 0; (at = log.find("refusing new connections", at)) != std::string::npos; ++at) ++episodes;
+  EXPECT_EQ(episodes, 1u) << log;
+  EXPECT_NE(log.find("serving new connections again"), std::string::npos) << log;
+  for (int fd : held) ::close(fd);
 }
 
 }  // namespace
