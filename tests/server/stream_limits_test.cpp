@@ -1,6 +1,6 @@
 // What a server does when a client or the machine runs out of patience: a WebSocket
 // client that never reads (bounded queue, write timeout), a shutdown whose grace ends
-// before a backlog (the text so far as final), no file descriptors left (accept backs
+// before a backlog (the text so far as final, WhisperLiveKit and Deepgram), no file descriptors left (accept backs
 // off, open connections are served), and more connections than --max-connections.
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -82,6 +82,69 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   const size_t words = static_cast<size_t>(std::count(text.begin(), text.end(), ' '));
   EXPECT_GT(words, 0u);
   EXPECT_LT(words, 40u) << text;
+  EXPECT_EQ(client.close_code(), 1001);
+  EXPECT_NE(client.close_reason().find("--shutdown-grace-s"), std::string::npos) << client.close_reason();
+}
+
+// Deepgram's /v1/listen the same way: the provisional tail as a last final Results
+// (is_final, speech_final), then Metadata and the close.
+// FakeProcessor's provisional " ~" is punctuation, which Deepgram's words drop: a word instead.
+class TailProcessor : public FakeProcessor {
+ public:
+  using FakeProcessor::FakeProcessor;
+  std::vector<Word> provisional() const override {
+    std::vector<Word> words = FakeProcessor::provisional();
+    for (Word& w : words) w.text = " tail";
+    return words;
+  }
+};
+
+TEST_F(StreamLimits, ShutdownGraceOverSendsDeepgramTheProvisionalTailAsFinal) {
+  server::ServerConfig config;
+  config.shutdown_grace_seconds = 0.3;
+  config.stream.max_step_seconds = 0.2;
+  config.idle_timeout_seconds = 10;  // a failure to see the interim ends the test sooner
+  server::ServerHooks hooks = fake_hooks();
+  auto slow = std::make_shared<std::atomic<bool>>(false);
+  hooks.make_processor = [slow](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+    FakeProcessor::Hooks h;
+    // Once the shutdown starts, the model's last pass outlasts the grace.
+    h.on_process = [slow] {
+      if (*slow) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    };
+    return std::make_unique<TailProcessor>(h);
+  };
+  start(config, hooks);
+  WsClient client(port_, "/v1/listen?encoding=linear16&sample_rate=16000&interim_results=true");
+  client.send_pcm(to_s16(tone(1.3, 0.1f)), 3200);
+  // Until the provisional word shows (the model is then between passes or in one).
+  std::vector<json> messages;
+  auto words_of = [](const json& m) { return m["channel"]["alternatives"][0]["words"]; };
+  auto is_interim = [](const json& m) { return m["type"] == "Results" && !m["is_final"].get<bool>(); };
+  while (messages.empty() || !is_interim(messages.back()) || words_of(messages.back()).empty() ||
+         words_of(messages.back()).back()["word"] != "tail") {
+    std::optional<json> m = client.read();
+    ASSERT_TRUE(m.has_value()) << "closed before the interim; got " << json(messages).dump();
+    messages.push_back(*m);
+  }
+  *slow = true;
+  std::thread stopper([&] { server_->shutdown(); });
+  while (std::optional<json> m = client.read()) messages.push_back(*m);
+  stopper.join();
+  ASSERT_GE(messages.size(), 3u);
+  EXPECT_EQ(messages.back()["type"], "Metadata");
+  const json& last = messages[messages.size() - 2];
+  EXPECT_EQ(last["type"], "Results");
+  EXPECT_EQ(last["is_final"], true);
+  EXPECT_EQ(last["speech_final"], true);
+  // The last final is what the last interim showed: the provisional tail, now final.
+  auto interim = std::find_if(messages.rbegin(), messages.rend(), is_interim);
+  ASSERT_NE(interim, messages.rend());
+  ASSERT_FALSE(words_of(last).empty()) << last.dump();
+  EXPECT_EQ(words_of(last), words_of(*interim)) << last.dump();
+  EXPECT_EQ(words_of(last).back()["word"], "tail");
+  EXPECT_DOUBLE_EQ(last["start"].get<double>() + last["duration"].get<double>(),
+                   words_of(last).back()["end"].get<double>());
   EXPECT_EQ(client.close_code(), 1001);
   EXPECT_NE(client.close_reason().find("--shutdown-grace-s"), std::string::npos) << client.close_reason();
 }
