@@ -8,7 +8,12 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_L
 endif()
 if(EARSHOT_SANITIZE)
   target_compile_options(earshot_compile_options INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+    # UBSan's vptr check probes the vtable through a pipe(): out of file descriptors (a
+    # state the server must survive; StreamLimits.OutOfFileDescriptors... creates it) every
+    # probe fails and a valid Beast operation is reported as "invalid vptr". ASan still
+    # catches the use-after-free a bad vptr would mean; the fuzz flavour keeps the check.
+    -fno-sanitize=vptr)
   target_link_options(earshot_compile_options INTERFACE -fsanitize=address,undefined)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # ASan instrumentation makes GCC's -Wmaybe-uninitialized fire inside Boost.Beast's

@@ -108,4 +108,19 @@ Dataset load_dataset(const fs::path& path) {
   return d;
 }
 
+std::vector<std::string> load_reference_translations(const std::vector<Utterance>& utterances,
+                                                     const std::string& language) {
+  std::vector<std::string> out;
+  for (const Utterance& u : utterances) {
+    fs::path path = u.audio_path;
+    path.replace_extension("." + language + ".txt");
+    std::string text;
+    if (!fs::is_regular_file(path) || !read_text(path, text)) text.clear();
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    std::replace(text.begin(), text.end(), '\r', ' ');
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
 }  // namespace earshot::bench

@@ -23,4 +23,10 @@ struct Dataset {
 // the message); bad single files are skipped and listed in `problems`.
 Dataset load_dataset(const std::filesystem::path& folder_or_manifest);
 
+// Reference translations into `language` (bench --translate-to): the file
+// AUDIO.LANG.txt next to each audio file (a.wav -> a.zh.txt), in either layout.
+// One entry per utterance; "" where there is no such file.
+std::vector<std::string> load_reference_translations(const std::vector<Utterance>& utterances,
+                                                     const std::string& language);
+
 }  // namespace earshot::bench

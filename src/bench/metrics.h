@@ -72,6 +72,17 @@ struct SessionResult {
   std::optional<double> mean_lag, max_lag, final_lag;  // realtime only
 };
 
+// bench --translate-to (translation.h defines each delay).
+struct TranslationSummary {
+  std::string target_language;
+  Distribution first_draft_delay, commit_delay, final_lag;
+  long committed_words = 0;
+  long segments = 0;
+  std::optional<double> chrf;  // corpus chrF over the streams whose utterance has a reference translation
+  long chrf_streams = 0;
+  double compute_seconds = 0;  // inside the translation stage, all streams
+};
+
 struct SystemResult {
   std::string name;    // e.g. "alignatt", "whispercpp-stream"
   std::string detail;  // model file and settings
@@ -88,6 +99,7 @@ struct SystemResult {
   ComputeStats compute;
   long future_timestamps = 0;
   long failed_streams = 0;
+  std::optional<TranslationSummary> translation;
 
   double rtf_wall() const { return audio_seconds > 0 ? compute_wall_seconds / audio_seconds : 0; }
   std::optional<double> rtf_cpu() const;

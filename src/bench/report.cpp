@@ -138,6 +138,22 @@ void write_table(std::ostream& out, const BenchReport& report) {
       << (report.config.pacing == "realtime" ? ": wall clock from word end to commit"
                                              : ": audio clock, audio fed at commit minus word end")
       << "); RTF = seconds per audio second\n";
+  for (const SystemResult& s : report.systems) {
+    if (!s.translation) continue;
+    const TranslationSummary& t = *s.translation;
+    auto dist = [](const Distribution& d) {
+      char buf[96];
+      if (d.count == 0) return std::string("-");
+      std::snprintf(buf, sizeof buf, "median %.2f p90 %.2f max %.2f (n=%ld)", d.median, d.p90, d.max, d.count);
+      return std::string(buf);
+    };
+    char chrf[48] = "-";
+    if (t.chrf) std::snprintf(chrf, sizeof chrf, "%.1f (%ld streams)", *t.chrf, t.chrf_streams);
+    out << "translation " << s.name << " -> " << t.target_language << ": " << t.segments << " segments, "
+        << t.committed_words << " committed words, chrF " << chrf << "\n  first-draft delay "
+        << dist(t.first_draft_delay) << "\n  commit delay      " << dist(t.commit_delay) << "\n  final lag         "
+        << dist(t.final_lag) << "\n";
+  }
 }
 
 void write_json(std::ostream& out, const BenchReport& report) {
@@ -179,8 +195,18 @@ void write_json(std::ostream& out, const BenchReport& report) {
         << ",\"decoder_ms_per_pass\":" << json_opt(s.decoder_ms_per_pass())
         << ",\"passes_per_audio_second\":" << json_opt(s.passes_per_audio_second())
         << ",\"decoder_calls_per_pass\":" << json_opt(s.decoder_calls_per_pass()) << "}"
-        << ",\"future_timestamps\":" << s.future_timestamps << ",\"failed_streams\":" << s.failed_streams
-        << ",\n \"sessions\":[";
+        << ",\"future_timestamps\":" << s.future_timestamps << ",\"failed_streams\":" << s.failed_streams;
+    if (s.translation) {
+      const TranslationSummary& t = *s.translation;
+      out << ",\n \"translation\":{\"target_language\":" << json_quote(t.target_language)
+          << ",\"segments\":" << t.segments << ",\"committed_words\":" << t.committed_words
+          << ",\"chrf\":" << json_opt(t.chrf) << ",\"chrf_streams\":" << t.chrf_streams
+          << ",\"compute_seconds\":" << json_number(t.compute_seconds)
+          << ",\"first_draft_delay\":" << json_distribution(t.first_draft_delay, false)
+          << ",\"commit_delay\":" << json_distribution(t.commit_delay, true)
+          << ",\"final_lag\":" << json_distribution(t.final_lag, false) << "}";
+    }
+    out << ",\n \"sessions\":[";
     for (size_t i = 0; i < s.sessions.size(); ++i) {
       const SessionResult& r = s.sessions[i];
       out << (i ? "," : "") << "{\"session\":" << r.session << ",\"audio_seconds\":" << json_number(r.audio_seconds)

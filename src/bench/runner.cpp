@@ -130,6 +130,7 @@ StreamTrace run_stream(OnlineProcessor& processor, std::span<const float> sample
     e.provisional = static_cast<int>(provisional.size());
     trace.emissions.push_back(e);
     trace.compute_wall += e.compute;
+    if (options.keep_tails) trace.tails.push_back(provisional);
 
     const size_t first_new = committed_so_far.size();
     committed_so_far.insert(committed_so_far.end(), result.committed.begin(), result.committed.end());

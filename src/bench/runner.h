@@ -70,7 +70,8 @@ const char* to_string(Pacing pacing);
 struct StreamOptions {
   double chunk_seconds = 0.5;  // the server's and `earshot transcribe`'s default chunk
   Pacing pacing = Pacing::kAsFastAsPossible;
-  bool warmup = true;  // call warmup() before the stream clock starts (not measured)
+  bool warmup = true;       // call warmup() before the stream clock starts (not measured)
+  bool keep_tails = false;  // keep each emission's provisional words (StreamTrace::tails; translation input)
 };
 
 struct Emission {
@@ -95,7 +96,8 @@ struct StreamTrace {
   double compute_wall = 0;  // sum of Emission::compute
   std::vector<Emission> emissions;
   std::vector<CommittedWord> words;
-  std::string text;  // committed words joined (the transcript scored)
+  std::string text;                      // committed words joined (the transcript scored)
+  std::vector<std::vector<Word>> tails;  // per emission, its provisional words (StreamOptions::keep_tails)
 };
 
 // Runs one stream to its end (finish()). Throws what the processor throws.

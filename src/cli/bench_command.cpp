@@ -29,9 +29,11 @@
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/trace_io.h"
+#include "bench/translation.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
+#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
@@ -155,9 +157,37 @@ bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::
   return h;
 }
 
+// --translate-to: every stream's ASR output through a fresh synchronous
+// translation stage, after the ASR run (its numbers stay the ASR's own).
+struct TranslationBench {
+  std::shared_ptr<stages::translation::TranslationService> service;
+  std::string target;
+  std::vector<std::string> references;  // per utterance, "" = none
+};
+
+bench::TranslationSummary run_translation(const bench::SystemRun& run, const TranslationBench& t,
+                                          const BenchSettings& s, const std::string& name) {
+  ProgressLine progress(name + " translation");
+  stages::translation::TranslationOptions options = t.service->defaults();
+  options.target_language = t.target;
+  std::vector<bench::TranslationTrace> traces;
+  std::vector<std::string> references;
+  bench::SteadyClock clock;
+  for (const bench::StreamRecord& r : run.streams) {
+    if (!r.error.empty()) continue;
+    const std::unique_ptr<stages::Stage> stage = t.service->make_synchronous_stage(s.language, options);
+    traces.push_back(bench::translate_trace(r.trace, *stage, s.stream.pacing, clock));
+    references.push_back(t.references.at(static_cast<size_t>(r.file)));
+    progress.update(std::to_string(traces.size()) + "/" + std::to_string(run.streams.size()) + " streams");
+  }
+  bench::TranslationSummary summary = bench::summarize_translation(t.target, traces, references);
+  progress.done("done: " + std::to_string(summary.segments) + " segments");
+  return summary;
+}
+
 SystemResult run_in_process(const std::string& name, const bench::FileProcessorFactory& factory,
                             const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
-                            const BenchSettings& s) {
+                            const BenchSettings& s, const TranslationBench* translation = nullptr) {
   ProgressLine progress(name);
   const bool own_peak = reset_peak_rss();
   const double cpu0 = cpu_seconds_self();
@@ -178,6 +208,7 @@ SystemResult run_in_process(const std::string& name, const bench::FileProcessorF
   progress.done("done: " + std::to_string(run.streams.size()) + " streams, " +
                 std::to_string(static_cast<int>(r.audio_seconds)) + " s of audio in " +
                 std::to_string(static_cast<int>(run.elapsed_wall)) + " s");
+  if (translation) r.translation = run_translation(run, *translation, s, name);
   return r;
 }
 
@@ -497,6 +528,7 @@ int run_bench(const CommandArgs& argv) {
       .option("plot", "write an SVG plot of the delay distributions to this file");
   declare_alignatt_options(args);
   declare_model_options(args);
+  declare_translation_options(args, "translate-to");
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -617,6 +649,16 @@ int run_bench(const CommandArgs& argv) {
   if (config.utterances.empty())
     throw Error(ErrorCode::kInvalidArgument, "dataset " + config.dataset + ": no readable audio file left");
 
+  std::optional<TranslationBench> translation;
+  if (std::optional<TranslationSetup> setup = read_translation_options(args, "translate-to", 5.0)) {
+    if (setup->default_target.empty())
+      throw Error(ErrorCode::kInvalidArgument, "--translation-model needs --translate-to LANG in bench");
+    if (capacity_mode) throw Error(ErrorCode::kInvalidArgument, "--translate-to is not measured with --capacity");
+    translation = TranslationBench{setup->service, setup->default_target,
+                                   bench::load_reference_translations(config.utterances, setup->default_target)};
+    s.stream.keep_tails = true;
+  }
+
   for (const fs::path& model_file : models) {
     const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";
     if (!policies.empty()) {
@@ -630,7 +672,8 @@ int run_bench(const CommandArgs& argv) {
           continue;
         }
         SystemResult r = run_in_process(
-            p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s);
+            p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s,
+            translation ? &*translation : nullptr);
         r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
                    encoder_input +
                    (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +

@@ -15,11 +15,12 @@ struct Command {
   int (*run)(const CommandArgs& args);
 };
 
-int run_transcribe(const CommandArgs& args);          // transcribe_command.cpp
-int run_serve(const CommandArgs& args);               // serve_command.cpp
-int run_pull(const CommandArgs& args);                // pull_command.cpp
-int run_models(const CommandArgs& args);              // models_command.cpp
-int run_bench(const CommandArgs& args);               // bench_command.cpp
-int run_replay_translation(const CommandArgs& args);  // replay_translation_command.cpp
+int run_transcribe(const CommandArgs& args);             // transcribe_command.cpp
+int run_serve(const CommandArgs& args);                  // serve_command.cpp
+int run_pull(const CommandArgs& args);                   // pull_command.cpp
+int run_models(const CommandArgs& args);                 // models_command.cpp
+int run_bench(const CommandArgs& args);                  // bench_command.cpp
+int run_replay_translation(const CommandArgs& args);     // replay_translation_command.cpp
+int run_calibrate_translation(const CommandArgs& args);  // calibrate_translation_command.cpp
 
 }  // namespace earshot::cli

@@ -38,11 +38,13 @@ constexpr Command kCommands[] = {
     {"version", "print the version and the compute devices", run_version},
     {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe},
     {"serve", "run the live transcription server (WebSocket /asr, web page, OpenAI API)", earshot::cli::run_serve},
-    {"pull", "download a Whisper model into the cache", earshot::cli::run_pull},
-    {"models", "list the Whisper models and which are cached", earshot::cli::run_models},
+    {"pull", "download a Whisper or translation model into the cache", earshot::cli::run_pull},
+    {"models", "list the known models, their sizes and which are cached", earshot::cli::run_models},
     {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench},
     {"replay-translation", "replay a recorded translation input stream (A/B of --commit-mode)",
      earshot::cli::run_replay_translation},
+    {"calibrate-translation", "rank a translation model's alignment heads on sentence pairs (writes a calibration)",
+     earshot::cli::run_calibrate_translation},
 };
 
 void print_usage() {

@@ -9,8 +9,33 @@
 
 namespace earshot::cli {
 
+namespace {
+
+void print_row(const std::string& name, const std::filesystem::path& path, uint64_t approx_bytes, bool sha1_known) {
+  const std::filesystem::path part = path.string() + ".part";
+  std::error_code ec;
+  std::string status = "-";
+  if (std::filesystem::exists(path, ec)) {
+    status = "cached";
+  } else if (std::filesystem::exists(part, ec)) {
+    status = "partial (" + std::to_string(std::filesystem::file_size(part, ec) / 1000000) + " MB; `earshot pull " +
+             name + "` resumes)";
+  }
+  char size[32];
+  if (approx_bytes >= (1ull << 30))
+    std::snprintf(size, sizeof size, "%.1f GiB", double(approx_bytes) / double(1ull << 30));
+  else
+    std::snprintf(size, sizeof size, "%llu MiB", static_cast<unsigned long long>(approx_bytes >> 20));
+  std::printf("%-26s %10s  %-6s %s\n", name.c_str(), size, sha1_known ? "known" : "-", status.c_str());
+}
+
+}  // namespace
+
 int run_models(const CommandArgs& argv) {
-  Args args("models", "earshot models [--cache-dir DIR]\n\nLists the Whisper models `earshot pull` can download.");
+  Args args("models",
+            "earshot models [--cache-dir DIR]\n\nLists the models `earshot pull` can download: Whisper and Parakeet "
+            "(--model),\n"
+            "translation LLMs (--translation-model).");
   args.option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models");
   args.parse(argv);
   if (args.help_requested()) {
@@ -22,27 +47,14 @@ int run_models(const CommandArgs& argv) {
   std::printf("model cache: %s\n\n%-26s %10s  %-6s %s\n", cache.string().c_str(), "NAME", "SIZE", "SHA-1", "STATUS");
   std::vector<models::ModelInfo> all = models::known_models();
   all.insert(all.end(), models::known_transducer_models().begin(), models::known_transducer_models().end());
-  for (const models::ModelInfo& m : all) {
-    const std::filesystem::path path = models::cached_model_path(m, cache);
-    const std::filesystem::path part = path.string() + ".part";
-    std::error_code ec;
-    std::string status = "-";
-    if (std::filesystem::exists(path, ec)) {
-      status = "cached";
-    } else if (std::filesystem::exists(part, ec)) {
-      status = "partial (" + std::to_string(std::filesystem::file_size(part, ec) / 1000000) + " MB; `earshot pull " +
-               m.name + "` resumes)";
-    }
-    char size[32];
-    if (m.approx_bytes >= (1ull << 30))
-      std::snprintf(size, sizeof size, "%.1f GiB", double(m.approx_bytes) / double(1ull << 30));
-    else
-      std::snprintf(size, sizeof size, "%llu MiB", static_cast<unsigned long long>(m.approx_bytes >> 20));
-    std::printf("%-26s %10s  %-6s %s\n", m.name.c_str(), size, m.sha1.empty() ? "-" : "known", status.c_str());
-  }
+  for (const models::ModelInfo& m : all)
+    print_row(m.name, models::cached_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
+  std::printf("\ntranslation models (--translation-model NAME):\n");
+  for (const models::LlmModelInfo& m : models::known_translation_models())
+    print_row(m.name, models::cached_translation_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize).\n"
-      "`earshot pull NAME` downloads one; `--model NAME` uses it from the cache.\n");
+      "`earshot pull NAME` downloads one; `--model NAME` / `--translation-model NAME` uses it from the cache.\n");
   return 0;
 }
 

@@ -1,9 +1,11 @@
-// `earshot pull NAME...`: downloads whisper.cpp ggml models into the cache.
+// `earshot pull NAME...`: downloads whisper.cpp ggml models and translation
+// LLMs (GGUF) into the cache.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "cli/commands.h"
 #include "common/command_line.h"
@@ -77,56 +79,80 @@ class ProgressPrinter {
   int last_decile_ = -2;
 };
 
+// Downloads one model (either kind) with progress, turning a network failure
+// into where to put the file by hand.
+void pull_one(const std::string& name, const std::string& file_name, const std::string& url,
+              const std::filesystem::path& target, bool force, bool known_sha1,
+              const std::function<std::filesystem::path(const models::PullOptions&)>& pull,
+              models::PullOptions options) {
+  if (std::filesystem::exists(target) && !force) {
+    std::printf("%s is already in the cache: %s\n", name.c_str(), target.string().c_str());
+    return;
+  }
+  std::fprintf(stderr, "downloading %s from %s\n", name.c_str(), url.c_str());
+  ProgressPrinter progress(file_name);
+  options.progress = [&](uint64_t done, std::optional<uint64_t> total) { progress.update(done, total); };
+  if (force) std::filesystem::remove(target);
+  std::filesystem::path path;
+  try {
+    path = pull(options);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kIo) throw;
+    throw Error(e.code(), std::string(e.what()) + "\nWithout network access to it, download " + url +
+                              " elsewhere and place it at " + target.string());
+  }
+  std::printf("%s verified (%s%s) and saved to %s\n", name.c_str(), megabytes(std::filesystem::file_size(path)).c_str(),
+              known_sha1 ? ", SHA-1 matches" : "", path.string().c_str());
+}
+
 }  // namespace
 
 int run_pull(const CommandArgs& argv) {
   Args args("pull",
-            "earshot pull NAME... [--base-url URL] [--cache-dir DIR] [--force]\n\n"
-            "Downloads whisper.cpp ggml models (see `earshot models`) into the model cache.\n"
-            "Interrupted downloads resume where they stopped when run again.");
-  args.option("base-url", "where ggml-NAME.bin files are downloaded from (env EARSHOT_MODEL_BASE_URL)",
-              models::kDefaultBaseUrl)
+            "earshot pull NAME... [--base-url URL] [--cache-dir DIR] [--force]\n"
+            "earshot pull --list\n\n"
+            "Downloads whisper.cpp ggml models and translation LLMs (GGUF; see `earshot models`) into\n"
+            "the model cache. Interrupted downloads resume where they stopped when run again.");
+  args.option("base-url", "where model files are downloaded from (env EARSHOT_MODEL_BASE_URL)", models::kDefaultBaseUrl)
       .option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models")
-      .flag("force", "download again even when the model is already cached");
+      .flag("force", "download again even when the model is already cached")
+      .flag("list", "list the known models with their sizes and cache status (as `earshot models`)");
   args.parse(argv);
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
     return 0;
   }
+  if (args.get_flag("list")) {
+    if (!args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "--list takes no model names");
+    CommandArgs list;
+    if (args.has("cache-dir")) list = {"--cache-dir", args.get("cache-dir")};
+    return run_models(list);
+  }
   if (args.positional().empty())
     throw Error(ErrorCode::kInvalidArgument,
-                "name a model to download, e.g. `earshot pull base.en` (list: `earshot models`)");
+                "name a model to download, e.g. `earshot pull base.en` (list: `earshot pull --list`)");
 
   models::PullOptions options;
   if (args.has("base-url")) options.base_url = args.get("base-url");
   options.cache_dir =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
+  const bool force = args.get_flag("force");
   for (const std::string& name : args.positional()) {
-    const models::ModelInfo* model = models::find_model(name);
-    if (!model)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "unknown model '" + name + "'; known models: " + models::known_model_names());
-    const std::filesystem::path target = models::cached_model_path(*model, options.cache_dir);
-    if (std::filesystem::exists(target) && !args.get_flag("force")) {
-      std::printf("%s is already in the cache: %s\n", model->name.c_str(), target.string().c_str());
-      continue;
+    if (const models::ModelInfo* model = models::find_model(name)) {
+      pull_one(
+          model->name, models::model_file_name(*model), models::model_url(*model, options.base_url),
+          models::cached_model_path(*model, options.cache_dir), force, !model->sha1.empty(),
+          [&](const models::PullOptions& o) { return models::pull_model(*model, o); }, options);
+    } else if (const models::LlmModelInfo* llm = models::find_translation_model(name)) {
+      pull_one(
+          llm->name, llm->file, models::translation_model_url(*llm, options.base_url),
+          models::cached_translation_model_path(*llm, options.cache_dir), force, !llm->sha1.empty(),
+          [&](const models::PullOptions& o) { return models::pull_translation_model(*llm, o); }, options);
+    } else {
+      throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name +
+                                                   "'; known models: " + models::known_model_names() + ", " +
+                                                   models::known_translation_model_names());
     }
-    const std::string url = models::model_url(*model, options.base_url);
-    std::fprintf(stderr, "downloading %s from %s\n", model->name.c_str(), url.c_str());
-    ProgressPrinter progress(models::model_file_name(*model));
-    options.progress = [&](uint64_t done, std::optional<uint64_t> total) { progress.update(done, total); };
-    if (args.get_flag("force")) std::filesystem::remove(target);
-    std::filesystem::path path;
-    try {
-      path = models::pull_model(*model, options);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kIo) throw;
-      throw Error(e.code(), std::string(e.what()) + "\nWithout network access to it, download " + url +
-                                " elsewhere and place it at " + target.string());
-    }
-    std::printf("%s verified (%s%s) and saved to %s\n", model->name.c_str(),
-                megabytes(std::filesystem::file_size(path)).c_str(), model->sha1.empty() ? "" : ", SHA-1 matches",
-                path.string().c_str());
   }
   return 0;
 }

@@ -5,6 +5,9 @@
 
 #include "common/error.h"
 #include "model/llm/llama_backend.h"
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+#include "model/registry.h"
+#endif
 
 namespace earshot::cli {
 
@@ -13,7 +16,9 @@ namespace tr = stages::translation;
 void declare_translation_options(Args& args, const std::string& target_flag) {
   args.option(target_flag, "translate into this language (a code: en, zh, de...); needs --translation-model", "")
       .option("translation-model",
-              "translation LLM (GGUF, e.g. Hy-MT2-1.8B); its calibration decides simultaneous mode", "")
+              "translation LLM: a GGUF path or a name `earshot pull` knows (hy-mt2-1.8b-q8_0); its calibration decides "
+              "simultaneous mode",
+              "")
       .option("translation-soft-max", "seconds after which punctuation closes a translation segment", "4")
       .option("translation-hard-max", "seconds after which a translation segment always closes", "20")
       .option("commit-mode", "when drafted target words commit: paper, argmax or mass", "paper")
@@ -24,9 +29,20 @@ void declare_translation_options(Args& args, const std::string& target_flag) {
               "record the translation stage's input events to this JSONL file (replay-translation)", "");
 }
 
-std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& path, int threads) {
+std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads) {
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+  // A registry name (`earshot pull hy-mt2-1.8b-q8_0`) is the cached file.
+  std::string path;
+  try {
+    path = models::resolve_translation_model(name_or_path).string();
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("--translation-model: ") + e.what());
+  }
+#else
+  const std::string& path = name_or_path;
   if (!std::filesystem::exists(path))
     throw Error(ErrorCode::kInvalidArgument, "--translation-model: no file at " + path);
+#endif
   llm::LlamaModelOptions options;
   options.threads = threads;
   try {

@@ -30,8 +30,9 @@ struct TranslationSetup {
 std::optional<TranslationSetup> read_translation_options(const Args& args, const std::string& target_flag,
                                                          double pause_seconds);
 
-// The LLM behind --translation-model. Throws Error(kUnsupported) in a build
-// without the libllama backend.
-std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& path, int threads);
+// The LLM behind --translation-model: a GGUF path, or a registry name resolved
+// to the model cache. Throws Error(kUnsupported) in a build without the libllama
+// backend, Error(kIo) naming `earshot pull NAME` for a known name not downloaded.
+std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads);
 
 }  // namespace earshot::cli

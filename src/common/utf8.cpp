@@ -4,12 +4,12 @@
 
 namespace earshot {
 
-namespace {
-
-// Length of the well-formed sequence starting at text[i], 0 when there is none.
-size_t sequence_length(std::string_view text, size_t i) {
+size_t utf8_sequence_length(std::string_view text, size_t i, char32_t* code_point) {
   const auto c = static_cast<unsigned char>(text[i]);
-  if (c < 0x80) return 1;
+  if (c < 0x80) {
+    if (code_point) *code_point = c;
+    return 1;
+  }
   size_t n = 0;
   uint32_t cp = 0;
   if ((c >> 5) == 0x6) {
@@ -29,14 +29,13 @@ size_t sequence_length(std::string_view text, size_t i) {
   }
   static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  if (code_point) *code_point = cp;
   return n;
 }
 
-}  // namespace
-
 bool is_valid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t n = sequence_length(text, i);
+    const size_t n = utf8_sequence_length(text, i);
     if (n == 0) return false;
     i += n;
   }
@@ -48,7 +47,7 @@ std::string to_valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
   for (size_t i = 0; i < text.size();) {
-    const size_t n = sequence_length(text, i);
+    const size_t n = utf8_sequence_length(text, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;

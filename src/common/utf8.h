@@ -9,6 +9,11 @@
 
 namespace earshot {
 
+// Length of the well-formed UTF-8 sequence at text[pos] (RFC 3629), 0 when none
+// starts there (a stray continuation byte, an overlong form, a surrogate, a cut
+// sequence); *code_point gets its value when given and the length is not 0.
+size_t utf8_sequence_length(std::string_view text, size_t pos, char32_t* code_point = nullptr);
+
 // True for well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
 bool is_valid_utf8(std::string_view text);
 

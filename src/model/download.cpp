@@ -350,4 +350,17 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   return d.destination;
 }
 
+std::filesystem::path pull_translation_model(const LlmModelInfo& model, const PullOptions& options) {
+  const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  DownloadOptions d;
+  d.url = translation_model_url(model, options.base_url);
+  d.destination = cached_translation_model_path(model, cache);
+  d.expected_sha1 = model.sha1;
+  d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
+  d.progress = options.progress;
+  d.max_attempts = options.max_attempts;
+  download_file(d);
+  return d.destination;
+}
+
 }  // namespace earshot::models

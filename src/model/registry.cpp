@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "model/runtime/gguf_file.h"
 
 namespace earshot::models {
 namespace {
@@ -243,6 +244,43 @@ std::string translation_model_url(const LlmModelInfo& model, const std::optional
 
 std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir) {
   return cache_dir / model.file;
+}
+
+std::string known_translation_model_names() {
+  std::string names;
+  for (const LlmModelInfo& m : known_translation_models()) names += (names.empty() ? "" : ", ") + m.name;
+  return names;
+}
+
+std::filesystem::path resolve_translation_model(const std::string& name_or_path,
+                                                const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  const std::filesystem::path as_path(name_or_path);
+  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
+    if (std::filesystem::is_directory(as_path, ec))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "translation model '" + name_or_path + "' is a directory, not a GGUF file");
+    return as_path;
+  }
+  if (const LlmModelInfo* model = find_translation_model(name_or_path)) {
+    const std::filesystem::path cached = cached_translation_model_path(*model, cache_dir);
+    if (std::filesystem::exists(cached, ec)) return cached;
+    throw Error(ErrorCode::kIo, "translation model '" + model->name + "' is not downloaded yet. Run `earshot pull " +
+                                    model->name + "`, or download " + translation_model_url(*model) +
+                                    " by hand and place it at " + cached.string());
+  }
+  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".gguf")
+    throw Error(ErrorCode::kIo, "translation model file " + name_or_path + " does not exist");
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown translation model '" + name_or_path +
+                  "': give a path to a GGUF file or one of: " + known_translation_model_names());
+}
+
+void check_gguf_llm_header(const std::filesystem::path& path) {
+  // GgufFile names what a foreign file looks like (an HTML error page, a ggml .bin...).
+  const runtime::GgufFile file = runtime::GgufFile::open(path);
+  if (file.architecture().empty())
+    throw Error(ErrorCode::kInvalidModel, path.string() + ": a GGUF file without general.architecture, not an LLM");
 }
 
 }  // namespace earshot::models

@@ -69,8 +69,9 @@ struct LlmModelInfo {
   std::string name;
   std::string repository;  // Hugging Face repository, "owner/name"
   std::string file;        // the GGUF's name in it
-  uint64_t approx_bytes;   // for listings only
+  uint64_t approx_bytes;   // for listings only; downloads verify the server's Content-Length
   bool file_verified;      // the file name was seen on the repository's page; false: by its naming pattern
+  std::string sha1 = "";   // hex; empty where none is published (the GGUF check still runs)
 };
 
 const std::vector<LlmModelInfo>& known_translation_models();
@@ -79,5 +80,17 @@ const LlmModelInfo* find_translation_model(std::string_view name);
 // https://huggingface.co/REPOSITORY/resolve/main/FILE, or under --base-url / $EARSHOT_MODEL_BASE_URL.
 std::string translation_model_url(const LlmModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
 std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir);
+// "hy-mt2-1.8b-q4_k_m, ..." for error messages.
+std::string known_translation_model_names();
+
+// A --translation-model argument to a file: an existing path; else a known name
+// present in the cache. Otherwise throws earshot::Error saying to run `earshot
+// pull NAME` (kIo) or that the name is unknown (kInvalidArgument).
+std::filesystem::path resolve_translation_model(const std::string& name_or_path,
+                                                const std::filesystem::path& cache_dir = default_cache_dir());
+
+// Throws earshot::Error(kInvalidModel) unless `path` is a GGUF file (complete
+// metadata and tensor table) naming a general.architecture.
+void check_gguf_llm_header(const std::filesystem::path& path);
 
 }  // namespace earshot::models

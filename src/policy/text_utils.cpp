@@ -3,42 +3,13 @@
 #include <cctype>
 #include <cstdint>
 
+#include "common/utf8.h"
+
 namespace earshot::policy {
 
 bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int extra = 0;
-    uint32_t code = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      code = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      code = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size()) return false;
-    for (int k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      code = (code << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinimum[] = {0, 0x80, 0x800, 0x10000};
-    if (code < kMinimum[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
-    // U+FFFD is what decoders put for broken bytes: treat it as incomplete too.
-    if (code == 0xFFFD) return false;
-    i += extra + 1;
-  }
-  return true;
+  // U+FFFD is what decoders put for broken bytes: treat it as incomplete too.
+  return earshot::is_valid_utf8(s) && s.find("\xEF\xBF\xBD") == std::string_view::npos;
 }
 
 std::string normalize_word(std::string_view word) {

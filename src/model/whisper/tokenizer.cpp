@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace earshot::whisper {
 namespace {
@@ -44,41 +45,6 @@ CharClass classify(char32_t cp) {
   return is_white_space(cp) ? CharClass::kSpace : CharClass::kOther;
 }
 
-// Length of the valid UTF-8 sequence at s[pos], or 0 when the bytes there are
-// not one (stray continuation, overlong form, surrogate, truncated sequence).
-size_t utf8_sequence_length(std::string_view s, size_t pos, char32_t* cp) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char lead = byte(pos);
-  if (lead < 0x80) {
-    *cp = lead;
-    return 1;
-  }
-  size_t length = 0;
-  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return 0;
-  }
-  if (pos + length > s.size()) return 0;
-  if (byte(pos + 1) < low || byte(pos + 1) > high) return 0;
-  char32_t value = lead & (0xFF >> (length + 1));
-  for (size_t i = 1; i < length; ++i) {
-    if (i > 1 && (byte(pos + i) & 0xC0) != 0x80) return 0;
-    value = (value << 6) | (byte(pos + i) & 0x3F);
-  }
-  *cp = value;
-  return length;
-}
-
 // Bytes still missing at the end of s to complete a valid UTF-8 sequence that
 // has started there; 0 when s ends on a character boundary or the tail can
 // never become valid.
@@ -93,16 +59,6 @@ size_t missing_tail_bytes(std::string_view s) {
     return length > back ? length - back : 0;
   }
   return 0;
-}
-
-bool is_valid_utf8(std::string_view s) {
-  char32_t cp = 0;
-  for (size_t pos = 0; pos < s.size();) {
-    const size_t length = utf8_sequence_length(s, pos, &cp);
-    if (length == 0) return false;
-    pos += length;
-  }
-  return true;
 }
 
 // One character of the input for pre-tokenisation; an invalid byte is a

@@ -1,42 +1,17 @@
 #include "policy/commit/text_units.h"
 
+#include "common/utf8.h"
+
 namespace earshot::policy::commit {
 namespace {
 
 // Decodes the code point at s[i]; returns its length in bytes (1 for a byte that
 // does not start a well-formed sequence, which then decodes as 0xFFFD).
 size_t decode(std::string_view s, size_t i, uint32_t& code) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t extra = 0;
-  if (c < 0x80) {
-    code = c;
-    return 1;
-  } else if ((c & 0xE0) == 0xC0) {
-    extra = 1;
-    code = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    extra = 2;
-    code = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    extra = 3;
-    code = c & 0x07;
-  } else {
-    code = 0xFFFD;
-    return 1;
-  }
-  if (i + extra >= s.size()) {  // cut short
-    code = 0xFFFD;
-    return 1;
-  }
-  for (size_t k = 1; k <= extra; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) {
-      code = 0xFFFD;
-      return 1;
-    }
-    code = (code << 6) | (cc & 0x3F);
-  }
-  return extra + 1;
+  char32_t cp = 0;
+  const size_t n = utf8_sequence_length(s, i, &cp);
+  code = n == 0 ? 0xFFFD : static_cast<uint32_t>(cp);
+  return n == 0 ? 1 : n;
 }
 
 bool is_space(uint32_t code) {
