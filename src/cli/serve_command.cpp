@@ -172,6 +172,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("shutdown-grace-s",
               "SIGINT/SIGTERM: seconds streams get to finish; then their text so far is sent as final", "30")
       .option("max-uploads", "upload bodies received at once (more get 503 with Retry-After)", "4")
+      .option("max-connections",
+              "open TCP connections at once (HTTP, WebSocket, TLS handshakes); more are closed at accept "
+              "(plain HTTP first gets 503 with Retry-After)",
+              "1024")
       .option("drain-seconds",
               "on SIGTERM, seconds live streams may go on while new sessions are refused and /ready says 503 "
               "(a rolling restart behind a balancer); then the rest are ended with their final lines",
@@ -212,6 +216,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   config.write_timeout_seconds = args.get_double("write-timeout");
   config.shutdown_grace_seconds = args.get_double("shutdown-grace-s");
   config.max_uploads = static_cast<int>(args.get_int("max-uploads"));
+  const long max_connections = args.get_int("max-connections");
+  if (max_connections < 1 || max_connections > 1000000)
+    throw Error(ErrorCode::kInvalidArgument, "--max-connections must be 1..1000000");
+  config.max_connections = static_cast<int>(max_connections);
   if (!(config.idle_timeout_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--idle-timeout must be > 0");
   if (!(config.write_timeout_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--write-timeout must be > 0");
   if (!(config.shutdown_grace_seconds >= 0))

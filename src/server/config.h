@@ -28,6 +28,7 @@ struct ServerConfig {
   std::vector<std::string> cors_origins;  // "*" allows any origin
   std::string ssl_certfile, ssl_keyfile;  // both set = TLS (https/wss)
   int max_sessions = 16;                  // WebSocket streams + file transcriptions at once
+  int max_connections = 1024;             // open TCP connections (HTTP, WebSocket, TLS handshakes)
   size_t max_message_bytes = 1 << 20;     // one WebSocket frame/message of audio
   double idle_timeout_seconds = 60;       // a stream that sends nothing this long is ended
   size_t max_upload_bytes = 25u << 20;    // POST /v1/audio/transcriptions

@@ -423,8 +423,10 @@ std::string Core::metrics_text() const {
       << "earshot_sessions_live{kind=\"websocket\"} " << live_streams << '\n'
       << "earshot_sessions_live{kind=\"file\"} " << live_files << '\n';
   metric("earshot_sessions_max", "gauge", "Sessions admitted at once (--max-sessions).", config_.max_sessions);
-  out << "# HELP earshot_refusals_total Sessions not admitted, by reason.\n# TYPE earshot_refusals_total counter\n";
-  const char* reasons[kRefusalKinds] = {"max_sessions", "draining", "unauthorized", "bad_request"};
+  out << "# HELP earshot_refusals_total Sessions not admitted, by reason (max_connections: TCP "
+         "connections closed at accept).\n"
+         "# TYPE earshot_refusals_total counter\n";
+  const char* reasons[kRefusalKinds] = {"max_sessions", "draining", "unauthorized", "bad_request", "max_connections"};
   for (size_t i = 0; i < kRefusalKinds; ++i)
     out << "earshot_refusals_total{reason=\"" << reasons[i] << "\"} " << refusals[i] << '\n';
   metric("earshot_draining", "gauge", "1 while the instance drains (SIGTERM): new sessions go elsewhere.",

@@ -53,9 +53,10 @@ struct MetricTotals {
   uint64_t slow_clients = 0;  // streams ended because the client stopped reading
 };
 
-// Why a session was not admitted (/metrics: earshot_refusals_total{reason}).
-enum class Refusal { kMaxSessions, kDraining, kUnauthorized, kBadRequest };
-inline constexpr size_t kRefusalKinds = 4;
+// Why a session (or, kMaxConnections, a TCP connection) was not admitted
+// (/metrics: earshot_refusals_total{reason}).
+enum class Refusal { kMaxSessions, kDraining, kUnauthorized, kBadRequest, kMaxConnections };
+inline constexpr size_t kRefusalKinds = 5;
 
 // Lag of live streams behind the audio received (remaining_time_transcription),
 // sampled once a second per stream: a Prometheus histogram, so a fleet's

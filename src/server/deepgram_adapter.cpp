@@ -204,13 +204,14 @@ class DeepgramProtocol : public AudioStreamProtocol {
   }
   bool finished() const override { return final_sent_; }
 
-  // The results so far, then Metadata and a close saying why (the provisional tail is
-  // lost: Deepgram's finals are the committed words).
+  // The results so far, the rest (provisional tail included) as a last final with
+  // speech_final, as WhisperLiveKit clients get it; then Metadata and a close saying why.
   Outgoing force_finish() override {
     Outgoing out;
     if (final_sent_) return out;
     final_sent_ = true;
     send_all(out, tick_messages());
+    send_all(out, projection_->force_final());
     out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
     out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
     out.finished_now = true;

@@ -1,63 +1,12 @@
-// Beast around the Core: listener (plain or TLS), HTTP sessions, and the
-// WebSocket transport under the protocol adapters (/asr, /v1/listen).
+// Beast around the Core: the listener (plain or TLS) and the WebSocket transport
+// under the protocol adapters (/asr, /v1/listen); plain HTTP is http_session.cpp.
 #include "server/server.h"
 
-#include <atomic>
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket.hpp>
-#include <boost/beast/websocket/ssl.hpp>
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <csignal>
-#include <cstdio>
-#include <cstring>
-#include <deque>
-#include <limits>
-#include <mutex>
-#include <optional>
-#include <thread>
-#include <utility>
-
-#include "common/error.h"
-#include "protocol/target.h"
-#include "protocol/wlk/projection.h"
-#include "server/core.h"
-#include "server/stream_protocol.h"
-#include "server/worker_pool.h"
+#include "server/server_impl.h"
 
 namespace earshot::server {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-namespace net = boost::asio;
-namespace ssl = net::ssl;
-using tcp = net::ip::tcp;
-using PlainStream = beast::tcp_stream;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-using protocol::parse_target;
-
 namespace {
-
-void log_line(const std::string& text) { std::fprintf(stderr, "earshot serve: %s\n", text.c_str()); }
-
-std::chrono::steady_clock::duration seconds_of(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-
-void shutdown_stream(PlainStream& stream) {
-  beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-}
-void shutdown_stream(TlsStream& stream) {
-  beast::error_code ec;
-  beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ec);
-}
 
 // --ssl-certfile/--ssl-keyfile into `tls`. Throws Error(kInvalidArgument) naming the file
 // that is missing, unreadable, not PEM, or a key that does not belong to the certificate.
@@ -87,89 +36,18 @@ void load_tls_files(ssl::context& tls, const std::string& certfile, const std::s
                 "TLS key '" + keyfile + "' does not match the certificate '" + certfile + "'");
 }
 
-// A live /asr connection, as the server sees it for shutdown.
-class StreamConnection {
- public:
-  virtual ~StreamConnection() = default;
-  virtual void begin_shutdown() = 0;
-  // The shutdown grace ran out: send the final result now, then close. `done` is
-  // decremented once that happened (or there was nothing to do).
-  virtual void force_finish(std::shared_ptr<std::atomic<int>> done) = 0;
-  // Bytes of messages waiting to be written to the client (the one in flight included).
-  virtual size_t queued_bytes() const = 0;
-};
-
-}  // namespace
-
-struct Server::Impl {
-  Impl(ServerConfig config, ServerHooks hooks)
-      : core(std::move(config), std::move(hooks)),
-        acceptor(ioc),
-        blocking(static_cast<size_t>(std::max(1, core.config().max_sessions))) {}
-
-  Core core;
-  net::io_context ioc;
-  std::optional<ssl::context> tls;
-  tcp::acceptor acceptor;
-  std::vector<std::thread> threads;
-  uint16_t port = 0;
-  std::atomic<bool> shutting_down{false};
-  std::atomic<int> uploads{0};  // upload bodies being received (--max-uploads)
-  // After the io_context: jobs hold connections, which must die before it.
-  WorkerPool blocking;
-  std::mutex mutex;
-  std::vector<std::weak_ptr<StreamConnection>> streams;
-  net::steady_timer accept_timer{ioc};
-  net::steady_timer housekeeping{ioc};
-  int accept_backoff_ms = 0;  // > 0 while accept() fails for want of file descriptors
-  std::atomic<uint64_t> accept_attempts{0};
-
-  void do_accept();
-  void on_accept_error(beast::error_code ec);
-  // Once a second: the heap trimmed after sessions ended (bursts of ends cost one trim).
-  void arm_housekeeping() {
-    housekeeping.expires_after(std::chrono::seconds(1));
-    housekeeping.async_wait([this](beast::error_code ec) {
-      if (ec) return;
-      core.trim_heap_if_sessions_ended();
-      arm_housekeeping();
-    });
-  }
-  std::vector<std::shared_ptr<StreamConnection>> live_connections() {
-    std::lock_guard lock(mutex);
-    std::vector<std::shared_ptr<StreamConnection>> live;
-    for (auto& w : streams)
-      if (auto p = w.lock()) live.push_back(p);
-    return live;
-  }
-  void register_stream(const std::shared_ptr<StreamConnection>& s) {
-    std::lock_guard lock(mutex);
-    streams.push_back(s);
-  }
-  size_t live_streams() {
-    std::lock_guard lock(mutex);
-    size_t n = 0;
-    for (auto& w : streams) n += !w.expired();
-    return n;
-  }
-  void stop_threads() {
-    ioc.stop();
-    for (std::thread& t : threads)
-      if (t.joinable()) t.join();
-    threads.clear();
-  }
-};
-
-namespace {
-
 // The WebSocket transport: Beast, limits, the token check, a session slot, the
 // idle timeout, shutdown and the write queue. What the messages mean is the
 // protocol adapter's (stream_protocol.h).
 template <class Stream>
 class WsSession : public StreamConnection, public std::enable_shared_from_this<WsSession<Stream>> {
  public:
-  WsSession(Stream&& stream, Server::Impl& impl, std::unique_ptr<StreamProtocol> protocol)
-      : ws_(std::move(stream)), impl_(impl), protocol_(std::move(protocol)), timer_(ws_.get_executor()) {}
+  WsSession(Stream&& stream, Server::Impl& impl, Permit connection, std::unique_ptr<StreamProtocol> protocol)
+      : ws_(std::move(stream)),
+        impl_(impl),
+        connection_(std::move(connection)),
+        protocol_(std::move(protocol)),
+        timer_(ws_.get_executor()) {}
 
   ~WsSession() override { finish_connection(); }
 
@@ -396,6 +274,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
 
   websocket::stream<Stream> ws_;
   Server::Impl& impl_;
+  Permit connection_;  // --max-connections
   std::unique_ptr<StreamProtocol> protocol_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
@@ -415,299 +294,18 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   std::atomic<size_t> queued_bytes_{0};
 };
 
-// Header fields beyond this are refused with 431: a request's headers stay small in memory.
-constexpr size_t kHeaderLimit = 16 * 1024;
-// Bodies of routes that do not read them (anything but an upload): kept small.
-constexpr size_t kSmallBodyLimit = 64 * 1024;
-
-// One of the --max-uploads permits, held while an upload's body is being received.
-class UploadPermit {
- public:
-  UploadPermit() = default;
-  explicit UploadPermit(std::atomic<int>* count) : count_(count) {}
-  UploadPermit(UploadPermit&& o) noexcept : count_(std::exchange(o.count_, nullptr)) {}
-  UploadPermit& operator=(UploadPermit&& o) noexcept {
-    if (this != &o) {
-      release();
-      count_ = std::exchange(o.count_, nullptr);
-    }
-    return *this;
-  }
-  ~UploadPermit() { release(); }
-
- private:
-  void release() {
-    if (count_) --*count_;
-    count_ = nullptr;
-  }
-  std::atomic<int>* count_ = nullptr;
-};
-
-// HTTP/1.1: the headers are read and admitted (token, method, session slot, upload
-// permit) before any body byte is, so an unauthenticated or refused upload costs
-// the server its headers only.
-template <class Stream>
-class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
- public:
-  HttpSession(Stream&& stream, Server::Impl& impl)
-      : stream_(std::move(stream)), impl_(impl), body_timer_(stream_.get_executor()) {}
-
-  void run() { do_read(); }
-
- private:
-  std::chrono::steady_clock::duration idle() const { return seconds_of(impl_.core.config().idle_timeout_seconds); }
-
-  void do_read() {
-    parser_.emplace();
-    parser_->header_limit(kHeaderLimit);
-    // Set once the headers are admitted. Not boost::none: Boost 1.74's header check then
-    // compares a length with an empty optional and refuses every body.
-    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    // A connection idle between requests, or sending its headers too slowly, is closed quietly.
-    beast::get_lowest_layer(stream_).expires_after(idle());
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&HttpSession::on_header, this->shared_from_this()));
-  }
-
-  void on_header(beast::error_code ec, size_t) {
-    if (ec == http::error::end_of_stream) return shutdown_stream(stream_);
-    if (ec == http::error::header_limit)
-      return refuse(openai_error(431, "request headers larger than " + std::to_string(kHeaderLimit / 1024) + " KiB"));
-    if (ec && ec.category() == http::make_error_code(http::error::bad_method).category())
-      return refuse(openai_error(400, "malformed HTTP request: " + ec.message()));
-    if (ec) return;  // timeout, reset
-    http::request_parser<http::string_body>& parser = *parser_;
-    keep_alive_ = parser.get().keep_alive();
-    if (websocket::is_upgrade(parser.get())) {
-      if (!parser.is_done()) return refuse(openai_error(400, "a WebSocket upgrade has no body"));
-      return upgrade(parser.release());
-    }
-    HttpRequest request;
-    request.method = std::string(parser.get().method_string());
-    request.target = std::string(parser.get().target());
-    for (const auto& field : parser.get()) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers[name] = std::string(field.value());
-    }
-    std::string origin = request.header("origin");
-    Core& core = impl_.core;
-    SessionSlot slot;
-    try {
-      if (std::optional<HttpResponse> refusal = core.admit(request, slot)) return refuse(*refusal, origin);
-    } catch (const std::exception& e) {
-      return refuse(openai_error(500, e.what(), "server_error"), origin);
-    }
-    if (slot && impl_.shutting_down) {
-      core.count_refusal(Refusal::kDraining);
-      HttpResponse r = openai_error(503, "server shutting down", "server_error");
-      r.headers.emplace_back("Retry-After", "5");
-      return refuse(r, origin);
-    }
-    if (parser.is_done()) return dispatch(std::move(request), std::move(slot), std::move(origin));
-    const ServerConfig& config = core.config();
-    // Multipart framing adds a little to the file itself.
-    const uint64_t limit = slot ? config.max_upload_bytes + 64 * 1024 : kSmallBodyLimit;
-    if (parser.content_length() && *parser.content_length() > limit) return too_large(origin, bool(slot));
-    if (slot) {
-      if (++impl_.uploads > std::max(1, config.max_uploads)) {
-        --impl_.uploads;
-        HttpResponse r = openai_error(503,
-                                      "server busy: " + std::to_string(config.max_uploads) +
-                                          " uploads being received (--max-uploads); retry later",
-                                      "server_error");
-        r.headers.emplace_back("Retry-After", "1");
-        return refuse(r, origin);
-      }
-      permit_ = UploadPermit(&impl_.uploads);
-    }
-    parser.body_limit(limit);
-    pending_.emplace(Pending{std::move(request), std::move(slot), std::move(origin)});
-    if (boost::beast::iequals(parser.get()[http::field::expect], "100-continue")) {
-      // curl waits for this (or a second) before sending a large body: the headers are admitted.
-      auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-      beast::get_lowest_layer(stream_).expires_after(idle());
-      return http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code wec, size_t) {
-        if (!wec) self->read_body();
-      });
-    }
-    read_body();
-  }
-
-  // The body in pieces, each within --idle-timeout: a stalled upload gets 408, a slow
-  // but steady one is not cut off. Our own timer: the stream's would close the socket
-  // and leave no way to answer.
-  void read_body() {
-    beast::get_lowest_layer(stream_).expires_never();
-    const uint64_t generation = ++read_generation_;
-    body_timer_.expires_after(idle());
-    body_timer_.async_wait([self = this->shared_from_this(), generation](beast::error_code ec) {
-      if (ec || generation != self->read_generation_) return;
-      self->stalled_ = true;
-      beast::error_code ignored;
-      beast::get_lowest_layer(self->stream_).socket().cancel(ignored);
-    });
-    http::async_read_some(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      ++self->read_generation_;
-      self->body_timer_.cancel();
-      if (self->stalled_) {
-        self->permit_ = UploadPermit();
-        log_line("closing a stalled upload (nothing received for --idle-timeout)");
-        return self->refuse(openai_error(408, "request body stalled: nothing received for " +
-                                                  std::to_string(self->impl_.core.config().idle_timeout_seconds) +
-                                                  " s (--idle-timeout)"),
-                            self->pending_->origin);
-      }
-      if (ec == http::error::body_limit) return self->too_large(self->pending_->origin, bool(self->pending_->slot));
-      if (ec) return;
-      if (!self->parser_->is_done()) return self->read_body();
-      self->permit_ = UploadPermit();
-      Pending p = std::move(*self->pending_);
-      self->pending_.reset();
-      p.request.body = std::move(self->parser_->get().body());
-      self->dispatch(std::move(p.request), std::move(p.slot), std::move(p.origin));
-    });
-  }
-
-  void dispatch(HttpRequest request, SessionSlot slot, std::string origin) {
-    if (slot) return run_blocking(std::move(request), std::move(slot), std::move(origin));
-    HttpResponse response;
-    try {
-      response = impl_.core.route(request);
-    } catch (const std::exception& e) {
-      response = openai_error(500, e.what(), "server_error");
-    }
-    if (request.method == "HEAD") response.body.clear();
-    write(response, origin);
-  }
-
-  void upgrade(http::request<http::string_body> req) {
-    if (impl_.shutting_down) {
-      // Refused before the upgrade: a balancer retries another instance (deploy/nginx).
-      keep_alive_ = false;
-      return write(impl_.core.draining_refusal(parse_target(std::string(req.target())).path), req[http::field::origin]);
-    }
-    std::unique_ptr<StreamProtocol> protocol =
-        make_stream_protocol(parse_target(std::string(req.target())).path, impl_.core);
-    if (!protocol) {
-      keep_alive_ = false;
-      return write(openai_error(404, "no WebSocket endpoint at " + std::string(req.target())), "");
-    }
-    const std::string origin(req[http::field::origin]);
-    if (!impl_.core.origin_allowed(origin, std::string(req[http::field::host]))) {
-      log_line("refused a WebSocket upgrade from origin " + origin.substr(0, 200) +
-               " (not this server's page nor in --cors-origins)");
-      keep_alive_ = false;
-      return write(openai_error(403, "WebSocket from origin '" + origin +
-                                         "' refused: not this server's own page nor listed in --cors-origins"),
-                   "");
-    }
-    beast::get_lowest_layer(stream_).expires_never();
-    std::make_shared<WsSession<Stream>>(std::move(stream_), impl_, std::move(protocol))->run(std::move(req));
-  }
-
-  // An answer without reading (the rest of) the request: then the connection ends. Until
-  // then what the client still sends of its declared body (at most the upload limit, 10 s)
-  // is read into a 64 KiB scratch and dropped: clients such as Node's fetch read the
-  // answer only once their body is written, and would see a reset instead of the 401.
-  void refuse(const HttpResponse& r, const std::string& origin = "") {
-    if (!parser_->is_done()) {
-      keep_alive_ = false;
-      const uint64_t most = impl_.core.config().max_upload_bytes + 64 * 1024;
-      // content_length() is only defined once the header is parsed (beast asserts it):
-      // a refusal of a malformed or oversized header has no declared body to drain.
-      const auto declared = parser_->is_header_done() ? parser_->content_length() : boost::none;
-      linger_limit_ = declared ? static_cast<size_t>(std::min<uint64_t>(*declared, most)) : kSmallBodyLimit;
-    }
-    write(r, origin);
-  }
-
-  void too_large(const std::string& origin, bool upload) {
-    permit_ = UploadPermit();
-    keep_alive_ = false;
-    const size_t limit = upload ? impl_.core.config().max_upload_bytes : kSmallBodyLimit;
-    // The client may be sending the whole file: drop (never keep) up to a few times the limit.
-    linger_limit_ = 4 * limit + (1u << 20);
-    write(openai_error(413, std::string(upload ? "upload" : "request body") + " larger than the limit of " +
-                                std::to_string(limit) + " bytes"),
-          origin);
-  }
-
-  // Model work for a whole file: on the bounded pool, answered on this connection's strand.
-  void run_blocking(HttpRequest request, SessionSlot slot, std::string origin) {
-    beast::get_lowest_layer(stream_).expires_never();
-    auto job = [self = this->shared_from_this(), request = std::move(request), slot = std::move(slot),
-                origin]() mutable {
-      HttpResponse response;
-      try {
-        response = self->impl_.core.run(request, std::move(slot));
-      } catch (const std::exception& e) {
-        response = openai_error(500, e.what(), "server_error");
-      }
-      auto executor = self->stream_.get_executor();
-      net::post(executor,
-                [self = std::move(self), response = std::move(response), origin] { self->write(response, origin); });
-    };
-    // std::function needs a copyable callable: the move-only job rides in a shared_ptr.
-    auto shared = std::make_shared<decltype(job)>(std::move(job));
-    if (!impl_.blocking.post([shared] { (*shared)(); }))
-      write(openai_error(503, "server shutting down", "server_error"), origin);
-  }
-
-  void write(const HttpResponse& r, beast::string_view origin) {
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
-    res->set(http::field::server, "earshot");
-    if (!r.content_type.empty()) res->set(http::field::content_type, r.content_type);
-    for (const auto& [name, value] : r.headers) res->set(name, value);
-    for (const auto& [name, value] : impl_.core.cors_headers(std::string(origin))) res->set(name, value);
-    res->keep_alive(keep_alive_);
-    res->body() = r.body;
-    res->prepare_payload();
-    beast::get_lowest_layer(stream_).expires_after(idle());
-    http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code ec, size_t) {
-      if (ec) return;
-      if (self->linger_limit_ > 0) return self->linger(0);
-      if (!self->keep_alive_) return shutdown_stream(self->stream_);
-      self->do_read();
-    });
-  }
-
-  // After refusing a request whose body was not read: keep reading (and dropping) what
-  // the client is still sending, up to linger_limit_ bytes or 10 s.
-  void linger(size_t discarded) {
-    if (discarded == 0) {
-      shutdown_stream(stream_);
-      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
-      scratch_.resize(64 * 1024);
-    }
-    if (discarded > linger_limit_) return;
-    stream_.async_read_some(net::buffer(scratch_),
-                            [self = this->shared_from_this(), discarded](beast::error_code ec, size_t n) {
-                              if (!ec) self->linger(discarded + n);
-                            });
-  }
-
-  struct Pending {
-    HttpRequest request;
-    SessionSlot slot;
-    std::string origin;
-  };
-
-  Stream stream_;
-  Server::Impl& impl_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<Pending> pending_;
-  UploadPermit permit_;
-  net::steady_timer body_timer_;
-  uint64_t read_generation_ = 0;  // a body timer armed for an earlier read is stale
-  bool stalled_ = false;
-  bool keep_alive_ = true;
-  size_t linger_limit_ = 0;  // > 0: linger after the response, then close
-  std::vector<char> scratch_;
-};
-
 }  // namespace
+
+void serve_websocket(PlainStream&& stream, Server::Impl& impl, Permit connection,
+                     std::unique_ptr<StreamProtocol> protocol, http::request<http::string_body> request) {
+  std::make_shared<WsSession<PlainStream>>(std::move(stream), impl, std::move(connection), std::move(protocol))
+      ->run(std::move(request));
+}
+void serve_websocket(TlsStream&& stream, Server::Impl& impl, Permit connection,
+                     std::unique_ptr<StreamProtocol> protocol, http::request<http::string_body> request) {
+  std::make_shared<WsSession<TlsStream>>(std::move(stream), impl, std::move(connection), std::move(protocol))
+      ->run(std::move(request));
+}
 
 void Server::Impl::do_accept() {
   ++accept_attempts;
@@ -717,18 +315,61 @@ void Server::Impl::do_accept() {
       log_line("accepting connections again");
       accept_backoff_ms = 0;
     }
+    if (connections.fetch_add(1) >= std::max(1, core.config().max_connections)) {
+      --connections;
+      refuse_connection(socket);
+      return do_accept();
+    }
+    Permit connection(&connections);
+    if (connections_full) {
+      log_line("serving new connections again (below --max-connections)");
+      connections_full = false;
+    }
     if (tls) {
       auto stream = std::make_shared<TlsStream>(std::move(socket), *tls);
       beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(30));
-      stream->async_handshake(ssl::stream_base::server, [this, stream](beast::error_code hec) {
-        if (hec) return;
-        std::make_shared<HttpSession<TlsStream>>(std::move(*stream), *this)->run();
-      });
+      stream->async_handshake(ssl::stream_base::server,
+                              [this, stream, connection = std::move(connection)](beast::error_code hec) mutable {
+                                if (hec) return;
+                                serve_http(std::move(*stream), *this, std::move(connection));
+                              });
     } else {
-      std::make_shared<HttpSession<PlainStream>>(PlainStream(std::move(socket)), *this)->run();
+      serve_http(PlainStream(std::move(socket)), *this, std::move(connection));
     }
     do_accept();
   });
+}
+
+// At --max-connections a new connection is closed at once (the accept loop goes on, so
+// it never spins on a full backlog). Plain HTTP first gets a 503 with Retry-After: one
+// non-blocking write into a fresh socket's empty send buffer, so it costs no wait; what
+// the client already sent is read and dropped so that the close is not a reset that
+// could discard the answer. TLS connections are just closed (no handshake for a refusal).
+void Server::Impl::refuse_connection(tcp::socket& socket) {
+  core.count_refusal(Refusal::kMaxConnections);
+  const int limit = core.config().max_connections;
+  if (!connections_full) {
+    log_line("refusing new connections: " + std::to_string(limit) +
+             " already open (--max-connections); open connections are still served");
+    connections_full = true;
+  }
+  beast::error_code ec;
+  if (!tls) {
+    const std::string body =
+        openai_error(503, "server busy: " + std::to_string(limit) + " connections open (--max-connections)",
+                     "server_error")
+            .body;
+    const std::string answer =
+        "HTTP/1.1 503 Service Unavailable\r\nServer: earshot\r\nRetry-After: 1\r\nConnection: close\r\n"
+        "Content-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    socket.non_blocking(true, ec);
+    if (!ec) socket.write_some(net::buffer(answer), ec);
+    if (!ec) socket.shutdown(tcp::socket::shutdown_send, ec);
+    char scratch[4096];
+    for (int i = 0; i < 16 && !ec; ++i) socket.read_some(net::buffer(scratch), ec);
+  }
+  socket.close(ec);
 }
 
 // Out of file descriptors (or kernel memory) the listening socket stays readable and

@@ -209,6 +209,31 @@ TEST(DeepgramProjection, FinalizeErrorAndEndOfStream) {
   EXPECT_TRUE(w.ended());
 }
 
+TEST(DeepgramProjection, ForcedFinalCarriesHeldWordsAndTheProvisionalTail) {
+  Projection p(options(true, 5000), StreamInfo{});
+  p.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}, events::SpeechEnded{0.6},
+                                         events::ProvisionalChanged{{word(" b", 0.7, 0.9), word(" c", 0.9, 1.1)}}},
+              1.2);
+  std::vector<json> forced = p.force_final();
+  ASSERT_EQ(forced.size(), 1u);
+  EXPECT_EQ(forced[0]["type"], "Results");
+  EXPECT_EQ(forced[0]["is_final"], true);
+  EXPECT_EQ(forced[0]["speech_final"], true);
+  EXPECT_EQ(words_of(forced[0]), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_DOUBLE_EQ(forced[0]["start"], 0.0);
+  EXPECT_DOUBLE_EQ(forced[0]["duration"], 1.1);
+  EXPECT_TRUE(p.ended());
+  EXPECT_TRUE(p.force_final().empty()) << "sent once";
+  EXPECT_TRUE(p.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" d", 1.2, 1.4)}}}, 1.5).empty());
+
+  // Nothing pending: no empty final.
+  Projection q(options(), StreamInfo{});
+  auto sent = q.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}}, 0.6);
+  ASSERT_EQ(of_type(sent, "Results").size(), 1u);
+  EXPECT_TRUE(q.force_final().empty());
+  EXPECT_TRUE(q.ended());
+}
+
 TEST(DeepgramProjection, BatchedEventsJudgeEndpointsAndGapsOnTheirOwnClock) {
   // Seconds of audio in one batch (a session that fell behind): the pause is still an
   // endpoint and a word gap, judged on the events' times, not on the batch's end.

@@ -1,7 +1,7 @@
 // What a server does when a client or the machine runs out of patience: a WebSocket
 // client that never reads (bounded queue, write timeout), a shutdown whose grace ends
-// before a backlog (the text so far as final), and no file descriptors left (accept
-// backs off, open connections are served).
+// before a backlog (the text so far as final, WhisperLiveKit and Deepgram), no file descriptors left (accept backs
+// off, open connections are served), and more connections than --max-connections.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -82,6 +82,69 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   const size_t words = static_cast<size_t>(std::count(text.begin(), text.end(), ' '));
   EXPECT_GT(words, 0u);
   EXPECT_LT(words, 40u) << text;
+  EXPECT_EQ(client.close_code(), 1001);
+  EXPECT_NE(client.close_reason().find("--shutdown-grace-s"), std::string::npos) << client.close_reason();
+}
+
+// Deepgram's /v1/listen the same way: the provisional tail as a last final Results
+// (is_final, speech_final), then Metadata and the close.
+// FakeProcessor's provisional " ~" is punctuation, which Deepgram's words drop: a word instead.
+class TailProcessor : public FakeProcessor {
+ public:
+  using FakeProcessor::FakeProcessor;
+  std::vector<Word> provisional() const override {
+    std::vector<Word> words = FakeProcessor::provisional();
+    for (Word& w : words) w.text = " tail";
+    return words;
+  }
+};
+
+TEST_F(StreamLimits, ShutdownGraceOverSendsDeepgramTheProvisionalTailAsFinal) {
+  server::ServerConfig config;
+  config.shutdown_grace_seconds = 0.3;
+  config.stream.max_step_seconds = 0.2;
+  config.idle_timeout_seconds = 10;  // a failure to see the interim ends the test sooner
+  server::ServerHooks hooks = fake_hooks();
+  auto slow = std::make_shared<std::atomic<bool>>(false);
+  hooks.make_processor = [slow](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+    FakeProcessor::Hooks h;
+    // Once the shutdown starts, the model's last pass outlasts the grace.
+    h.on_process = [slow] {
+      if (*slow) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    };
+    return std::make_unique<TailProcessor>(h);
+  };
+  start(config, hooks);
+  WsClient client(port_, "/v1/listen?encoding=linear16&sample_rate=16000&interim_results=true");
+  client.send_pcm(to_s16(tone(1.3, 0.1f)), 3200);
+  // Until the provisional word shows (the model is then between passes or in one).
+  std::vector<json> messages;
+  auto words_of = [](const json& m) { return m["channel"]["alternatives"][0]["words"]; };
+  auto is_interim = [](const json& m) { return m["type"] == "Results" && !m["is_final"].get<bool>(); };
+  while (messages.empty() || !is_interim(messages.back()) || words_of(messages.back()).empty() ||
+         words_of(messages.back()).back()["word"] != "tail") {
+    std::optional<json> m = client.read();
+    ASSERT_TRUE(m.has_value()) << "closed before the interim; got " << json(messages).dump();
+    messages.push_back(*m);
+  }
+  *slow = true;
+  std::thread stopper([&] { server_->shutdown(); });
+  while (std::optional<json> m = client.read()) messages.push_back(*m);
+  stopper.join();
+  ASSERT_GE(messages.size(), 3u);
+  EXPECT_EQ(messages.back()["type"], "Metadata");
+  const json& last = messages[messages.size() - 2];
+  EXPECT_EQ(last["type"], "Results");
+  EXPECT_EQ(last["is_final"], true);
+  EXPECT_EQ(last["speech_final"], true);
+  // The last final is what the last interim showed: the provisional tail, now final.
+  auto interim = std::find_if(messages.rbegin(), messages.rend(), is_interim);
+  ASSERT_NE(interim, messages.rend());
+  ASSERT_FALSE(words_of(last).empty()) << last.dump();
+  EXPECT_EQ(words_of(last), words_of(*interim)) << last.dump();
+  EXPECT_EQ(words_of(last).back()["word"], "tail");
+  EXPECT_DOUBLE_EQ(last["start"].get<double>() + last["duration"].get<double>(),
+                   words_of(last).back()["end"].get<double>());
   EXPECT_EQ(client.close_code(), 1001);
   EXPECT_NE(client.close_reason().find("--shutdown-grace-s"), std::string::npos) << client.close_reason();
 }
@@ -167,6 +230,74 @@ TEST_F(StreamLimits, OutOfFileDescriptorsAcceptBacksOffAndOpenConnectionsAreServ
   ::close(sockets[0]);
   ::close(sockets[1]);
   ::close(keep);
+}
+
+// Everything a connection sends until the server closes it; `eof` says whether it did (within 3 s).
+std::string read_to_close(int fd, bool& eof) {
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) got.append(buffer, static_cast<size_t>(n));
+  eof = n == 0;
+  return got;
+}
+
+TEST_F(StreamLimits, ConnectionsBeyondMaxConnectionsAreRefusedAtOnceAndHeldOnesServed) {
+  server::ServerConfig config;
+  config.max_connections = 4;
+  ::testing::internal::CaptureStderr();
+  start(config);
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(connect_to(held.back(), port_), 0);
+    ASSERT_EQ(get_health(held.back()), "200");  // accepted, then left idle (keep-alive)
+  }
+  // Two more: each gets a 503 at once and is closed, without sending anything.
+  for (int i = 0; i < 2; ++i) {
+    int extra = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect_to(extra, port_), 0);
+    bool eof = false;
+    const std::string answer = read_to_close(extra, eof);
+    EXPECT_TRUE(eof) << "not closed by the server";
+    EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+    EXPECT_NE(answer.find("Retry-After: 1\r\n"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("--max-connections"), std::string::npos) << answer;
+    ::close(extra);
+  }
+  // Refusing is one accept per connection: nothing runs while none arrives (the sleep
+  // lets the accept after the last refusal start: it follows the close).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t attempts = server_->accept_attempts();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(server_->accept_attempts(), attempts);
+  for (int fd : held) EXPECT_EQ(get_health(fd), "200");
+  EXPECT_NE(server_->metrics_text().find("earshot_refusals_total{reason=\"max_connections\"} 2\n"), std::string::npos)
+      << server_->metrics_text();
+
+  ::close(held[0]);
+  held.erase(held.begin());
+  // The server frees the slot once it sees the close: a new connection is served then.
+  std::string status;
+  for (int i = 0; i < 100 && status != "200"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int fresh = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect_to(fresh, port_), 0);
+    status = get_health(fresh);
+    if (status == "200")
+      held.push_back(fresh);
+    else
+      ::close(fresh);
+  }
+  EXPECT_EQ(status, "200");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  size_t episodes = 0;
+  for (size_t at = 0; (at = log.find("refusing new connections", at)) != std::string::npos; ++at) ++episodes;
+  EXPECT_EQ(episodes, 1u) << log;
+  EXPECT_NE(log.find("serving new connections again"), std::string::npos) << log;
+  for (int fd : held) ::close(fd);
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ struct Session::Impl {
   // Cross K/V: fixed size (the full audio context); self KV: grows with the sequence count.
   ggml_context* cross_ctx = nullptr;
   ggml_backend_buffer_t cross_buf = nullptr;
-  std::unique_ptr<runtime::KvCache> kv;
+  std::unique_ptr<runtime::KvCache> kv;  // made by cache() on first use
+  runtime::KvCacheShape kv_shape;
   detail::StateTensors state;
   ggml_gallocr_t encoder_alloc = nullptr;
   ggml_gallocr_t decoder_alloc = nullptr;
@@ -97,6 +98,18 @@ struct Session::Impl {
     return ggml_backend_supports_op(backend, ggml_flash_attn_ext(ctx, q, k, v, nullptr, 1.0f, 0.0f, 0.0f));
   }
 
+  // The self-attention cache, allocated on first use (the first encode, reset or
+  // language detection) rather than with the session: a stream nobody speaks into never
+  // makes a model pass, and the cache, cleared when allocated, is most of an idle
+  // session's memory (base: 448 positions x 512 x 6 layers x K and V in f16, 5.5 MB).
+  runtime::KvCache& cache() {
+    if (!kv) {
+      kv = std::make_unique<runtime::KvCache>(backend, kv_shape, 1);
+      state.self_kv = kv.get();
+    }
+    return *kv;
+  }
+
   DecodeResult step(const Model& model, const detail::DecoderGraphSpec& spec);
 };
 
@@ -127,14 +140,12 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   impl_->state.cross_v = ggml_new_tensor_1d(impl_->cross_ctx, GGML_TYPE_F16, n_cross);
   impl_->cross_buf = ggml_backend_alloc_ctx_tensors(impl_->cross_ctx, impl_->backend);
   if (!impl_->cross_buf) throw Error(ErrorCode::kInternal, "cannot allocate the cross-attention K/V");
-  runtime::KvCacheShape kv_shape;
+  runtime::KvCacheShape& kv_shape = impl_->kv_shape;
   kv_shape.n_layer = hp.n_text_layer;
   kv_shape.n_embd = hp.n_text_state;
   kv_shape.n_ctx = hp.n_text_ctx;
   kv_shape.type = GGML_TYPE_F16;
   kv_shape.n_scratch = 1;  // language detection's one position
-  impl_->kv = std::make_unique<runtime::KvCache>(impl_->backend, kv_shape, 1);
-  impl_->state.self_kv = impl_->kv.get();
 
   ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(impl_->backend);
   impl_->encoder_alloc = ggml_gallocr_new(buft);
@@ -218,7 +229,7 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   n_audio_ctx_ = n_ctx;
   impl_->encoded = true;
   n_past_ = 0;
-  impl_->kv->clear();
+  impl_->cache().clear();
   impl_->identical = true;
   if (impl_->reserved_audio_ctx != n_ctx || impl_->reserved_sequences != n_sequences_) reset(n_sequences_);
   return std::min(n_ctx, (content_frames + 1) / 2);
@@ -230,8 +241,8 @@ void Session::reset(int n_sequences) {
                                                  ", got " + std::to_string(n_sequences));
   }
   const Hparams& hp = model_->hparams();
-  impl_->kv->reserve(n_sequences);  // grows (and checks the device's copies) once per size
-  impl_->kv->clear();
+  impl_->cache().reserve(n_sequences);  // grows (and checks the device's copies) once per size
+  impl_->cache().clear();
   impl_->identical = true;
   n_sequences_ = n_sequences;
   n_past_ = 0;
@@ -262,7 +273,7 @@ void Session::rollback(int n_past) {
     throw Error(ErrorCode::kInvalidArgument,
                 "rollback to " + std::to_string(n_past) + " tokens, but the cache holds " + std::to_string(n_past_));
   }
-  for (int s = 0; s < n_sequences_; ++s) impl_->kv->remove_suffix(s, n_past);
+  for (int s = 0; s < n_sequences_; ++s) impl_->cache().remove_suffix(s, n_past);
   n_past_ = n_past;
 }
 
@@ -281,7 +292,7 @@ void Session::reorder(std::span<const int> source) {
   }
   // Identical sequences (a shared prompt, before the beams diverge) need no copies.
   if (identity || n_past_ == 0 || impl_->identical) return;
-  impl_->kv->reorder(source);
+  impl_->cache().reorder(source);
   impl_->identical = std::all_of(source.begin(), source.end(), [&](int s) { return s == source[0]; });
 }
 
@@ -345,12 +356,12 @@ DecodeResult Session::decode(const DecodeRequest& request) {
   }
   DecodeResult result = impl_->step(*model_, spec);
   n_past_ += n_tokens;
-  for (int s = 0; s < spec.n_sequences; ++s) impl_->kv->set_length(s, n_past_);
+  for (int s = 0; s < spec.n_sequences; ++s) impl_->cache().set_length(s, n_past_);
   if (!share) {
     impl_->identical = n_sequences_ == 1;
     return result;
   }
-  impl_->kv->reorder(std::vector<int>(n_sequences_, 0));
+  impl_->cache().reorder(std::vector<int>(n_sequences_, 0));
   // Outputs are sequence-major: sequence 0's block, repeated.
   auto repeat = [n = n_sequences_](std::vector<float>& v) {
     const size_t block = v.size();
@@ -431,7 +442,7 @@ std::vector<float> Session::detect_language() {
   spec.tokens = {tokenizer().special().sot};
   // The step writes position 0 of sequence 0: saved to the scratch sequence and put
   // back (copies on the backend), so the caller's cache is left as it was.
-  runtime::KvCache& kv = *impl_->kv;
+  runtime::KvCache& kv = impl_->cache();
   const bool save = kv.length(0) > 0;
   if (save) kv.save_to_scratch(0, 0, 1);
   DecodeResult result;

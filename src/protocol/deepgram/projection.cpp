@@ -113,6 +113,17 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
   return out;
 }
 
+std::vector<nlohmann::json> Projection::force_final() {
+  std::vector<nlohmann::json> out;
+  if (ended_) return out;
+  pending_.insert(pending_.end(), provisional_.begin(), provisional_.end());
+  provisional_.clear();
+  endpoint_at_.reset();
+  if (!pending_.empty()) emit_final(out, true, false, 0);
+  ended_ = true;
+  return out;
+}
+
 std::vector<nlohmann::json> Projection::on_finalized(double at) {
   std::vector<nlohmann::json> out;
   if (ended_) return out;

@@ -30,6 +30,12 @@ class Projection {
   // handled by on_events too): a final with from_finalize (empty when nothing was pending).
   std::vector<nlohmann::json> on_finalized(double at);
 
+  // The server stops before the stream ended (its shutdown grace ran out): what the client
+  // has not had as final yet, committed words held for an endpoint and the provisional
+  // tail alike, as one last final (speech_final: nothing more will be heard); then the
+  // projection has ended. Empty when nothing was left to send.
+  std::vector<nlohmann::json> force_final();
+
   bool ended() const { return ended_; }  // EndOfStream or StreamError seen
   const ListenOptions& options() const { return options_; }
   const StreamInfo& info() const { return info_; }
