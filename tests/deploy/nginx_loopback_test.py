@@ -25,6 +25,7 @@ import urllib.error
 import urllib.request
 
 SOURCE = os.environ.get("EARSHOT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+FAIL_TIMEOUT_S = 10.0  # read from deploy/nginx/earshot.conf by nginx_config()
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 import earshot_ws  # noqa: E402
 
@@ -91,8 +92,10 @@ class Instance:
 
 
 def nginx_config(tmp, listen_port, ports):
+    global FAIL_TIMEOUT_S
     with open(os.path.join(SOURCE, "deploy", "nginx", "earshot.conf")) as f:
         site = f.read()
+    FAIL_TIMEOUT_S = max(float(t) for t in re.findall(r"fail_timeout=(\d+)s", site))
     servers = re.findall(r"^\s*server 127\.0\.0\.1:\d+ .*;$", site, re.M)
     assert len(servers) == 3, servers
     options = servers[0].split(":", 1)[1].split(" ", 1)[1]
@@ -185,13 +188,21 @@ def main():
         while sum(metric(p, "earshot_sessions_total", '{kind="websocket"}') for p in ports) - sum(before) < 12:
             assert time.monotonic() < deadline, "the 6 new streams did not all start on the other instances"
             time.sleep(0.05)
+        # The draining instance's refusals happened by now: nginx's passive health check
+        # (max_fails within fail_timeout) may hold it out for fail_timeout from here.
+        last_refusal = time.monotonic()
         admitted_during_drain = metric(drained.port, "earshot_sessions_total", '{kind="websocket"}') - \
             admitted_before_drain
         refused_draining = metric(drained.port, "earshot_refusals_total", '{reason="draining"}')
         rc = drained.proc.wait(timeout=120)
         drain_exit = time.monotonic()
         drained.start()
-        # The restarted instance takes streams again: 3 more, least_conn sends it at least one.
+        # The restarted instance takes streams again once nginx tries it again (at most
+        # fail_timeout after the refusals, as deploy/README.md says): then 3 more streams,
+        # of which least_conn sends it at least one.
+        # nginx keeps whole seconds and holds a peer while now - checked <= fail_timeout:
+        # up to fail_timeout + 1 s; 2 s of margin.
+        time.sleep(max(0.0, last_refusal + FAIL_TIMEOUT_S + 2.0 - time.monotonic()))
         restarted_before = metric(drained.port, "earshot_sessions_total", '{kind="websocket"}')
         futures += [pool.submit(run, i, i % len(audio)) for i in range(12, 15)]
         for f in concurrent.futures.as_completed(futures, timeout=300):
