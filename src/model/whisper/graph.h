@@ -3,10 +3,12 @@
 // Op order follows whisper.cpp's graphs so that results match libwhisper.
 #pragma once
 
+#include <ggml-backend.h>
 #include <ggml.h>
 
 #include <vector>
 
+#include "model/asr_decoder.h"
 #include "model/runtime/kv_cache.h"
 #include "model/whisper/model.h"
 
@@ -67,5 +69,48 @@ struct DecoderGraph {
 
 DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
                            const DecoderGraphSpec& spec);
+
+// A session's checked decode request: the graph spec of its step, and whether the
+// step computes sequence 0 only for identical beams (a shared prompt).
+struct PreparedStep {
+  DecoderGraphSpec spec;
+  bool share = false;
+};
+
+// Several sessions' steps as one graph (batch_graph.cpp): the matrix products over
+// every row of every part, attention per part against that part's own caches.
+struct BatchPart {
+  const StateTensors* state = nullptr;
+  const DecoderGraphSpec* spec = nullptr;
+};
+
+struct BatchedDecoderGraph {
+  ggml_tensor* indices = nullptr;  // I32 input, to be set to index_values
+  std::vector<int32_t> index_values;
+  ggml_tensor* masks = nullptr;  // F32 input (every part's causal mask), to be set to mask_values; null if none
+  std::vector<float> mask_values;
+  struct Part {
+    ggml_tensor* logits = nullptr;              // [n_vocab_logits, columns...] of the part's vocabulary group
+    size_t logits_offset = 0;                   // bytes into logits where the part's n_seq * n_positions columns start
+    std::vector<ggml_tensor*> cross_attention;  // as DecoderGraph::cross_attention, for this part
+  };
+  std::vector<Part> parts;
+};
+
+// The causal mask of a step of n_tokens after n_past ([n_kv, n_tokens], -inf above
+// the diagonal), appended to `out`.
+void append_causal_mask(std::vector<float>& out, int n_past, int n_tokens);
+
+// Reads a computed step's outputs (logits from byte `logits_offset`, the alignment
+// heads' attention) into a DecodeResult, waiting for the backend once.
+DecodeResult read_step_outputs(ggml_backend_t backend, const Model& model, const DecoderGraphSpec& spec,
+                               ggml_tensor* logits, size_t logits_offset,
+                               const std::vector<ggml_tensor*>& cross_attention);
+
+// Nodes the batched graph needs, for the graph's allocation.
+int batched_graph_size(const Model& model, int n_parts);
+
+BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model,
+                                          const std::vector<BatchPart>& parts);
 
 }  // namespace earshot::whisper::detail

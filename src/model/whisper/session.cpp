@@ -14,6 +14,7 @@
 #include "features/mel.h"
 #include "model/runtime/device.h"
 #include "model/runtime/kv_cache.h"
+#include "model/whisper/batch_decoder.h"
 #include "model/whisper/graph.h"
 
 namespace earshot::whisper {
@@ -296,7 +297,7 @@ void Session::reorder(std::span<const int> source) {
   impl_->identical = std::all_of(source.begin(), source.end(), [&](int s) { return s == source[0]; });
 }
 
-DecodeResult Session::decode(const DecodeRequest& request) {
+detail::PreparedStep Session::prepare_decode(const DecodeRequest& request) {
   const Hparams& hp = model_->hparams();
   if (!impl_->encoded) throw Error(ErrorCode::kInvalidArgument, "decode() called before encode()");
   if (static_cast<int>(request.tokens.size()) != n_sequences_) {
@@ -322,7 +323,8 @@ DecodeResult Session::decode(const DecodeRequest& request) {
                                                  std::to_string(n_past_) + " exceeds the text context of " +
                                                  std::to_string(hp.n_text_ctx) + " tokens");
   }
-  detail::DecoderGraphSpec spec;
+  detail::PreparedStep step;
+  detail::DecoderGraphSpec& spec = step.spec;
   spec.n_sequences = n_sequences_;
   spec.n_tokens = n_tokens;
   spec.n_past = n_past_;
@@ -344,20 +346,33 @@ DecodeResult Session::decode(const DecodeRequest& request) {
 
   // The same tokens appended to identical sequences (AlignAtt's prompt with beams):
   // computed once for sequence 0, whose cache and outputs are then copied to the others.
-  const bool share = options_.share_prompt && n_sequences_ > 1 && impl_->identical &&
-                     std::all_of(request.tokens.begin(), request.tokens.end(),
-                                 [&](const std::vector<int32_t>& seq) { return seq == request.tokens[0]; });
-  if (share) {
+  step.share = options_.share_prompt && n_sequences_ > 1 && impl_->identical &&
+               std::all_of(request.tokens.begin(), request.tokens.end(),
+                           [&](const std::vector<int32_t>& seq) { return seq == request.tokens[0]; });
+  if (step.share) {
     spec.n_sequences = 1;
     spec.tokens = request.tokens[0];
   } else {
     spec.tokens.reserve(static_cast<size_t>(n_sequences_) * n_tokens);
     for (const auto& seq : request.tokens) spec.tokens.insert(spec.tokens.end(), seq.begin(), seq.end());
   }
-  DecodeResult result = impl_->step(*model_, spec);
-  n_past_ += n_tokens;
-  for (int s = 0; s < spec.n_sequences; ++s) impl_->cache().set_length(s, n_past_);
-  if (!share) {
+  return step;
+}
+
+DecodeResult Session::decode(const DecodeRequest& request) {
+  if (options_.batcher) return options_.batcher->decode(*this, request);
+  const detail::PreparedStep step = prepare_decode(request);
+  return finish_decode(step, run_step(step));
+}
+
+DecodeResult Session::run_step(const detail::PreparedStep& step) { return impl_->step(*model_, step.spec); }
+
+const detail::StateTensors& Session::state() const { return impl_->state; }
+
+DecodeResult Session::finish_decode(const detail::PreparedStep& step, DecodeResult result) {
+  n_past_ += step.spec.n_tokens;
+  for (int s = 0; s < step.spec.n_sequences; ++s) impl_->cache().set_length(s, n_past_);
+  if (!step.share) {
     impl_->identical = n_sequences_ == 1;
     return result;
   }
@@ -375,8 +390,6 @@ DecodeResult Session::decode(const DecodeRequest& request) {
 }
 
 DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphSpec& spec) {
-  const Hparams& hp = model.hparams();
-  const int n_tokens = spec.n_tokens;
   const ggml_context_ptr guard(new_graph_context());
   ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
   detail::DecoderGraph g = detail::build_decoder(guard.get(), graph, model, state, spec);
@@ -385,45 +398,13 @@ DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphS
   }
   ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
   if (g.mask) {
-    const int n_kv = spec.n_past + n_tokens;
-    std::vector<float> mask(static_cast<size_t>(n_kv) * n_tokens, 0.0f);
-    for (int i = 0; i < n_tokens; ++i) {
-      for (int j = spec.n_past + i + 1; j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = -INFINITY;
-    }
+    std::vector<float> mask;
+    detail::append_causal_mask(mask, spec.n_past, spec.n_tokens);
     ggml_backend_tensor_set(g.mask, mask.data(), 0, mask.size() * sizeof(float));
   }
   compute(graph);
 
-  const int n_positions = static_cast<int>(spec.logits_positions.size());
-  const int n_seq = spec.n_sequences;
-  DecodeResult result;
-  result.n_sequences = n_seq;
-  result.n_tokens = n_tokens;
-  result.n_positions = n_positions;
-  result.n_vocab = spec.n_vocab_logits;
-  result.n_frames = spec.n_audio_ctx;
-  // Every read is queued on the backend and waited for once: on a GPU, one
-  // device-to-host synchronisation per step.
-  result.logits.resize(static_cast<size_t>(n_seq) * n_positions * result.n_vocab);
-  ggml_backend_tensor_get_async(backend, g.logits, result.logits.data(), 0, result.logits.size() * sizeof(float));
-  if (spec.want_attention) {
-    // Each (sequence, head) of a layer's softmax output [n_frames, n_tokens, n_head,
-    // n_seq] is one contiguous block, copied to its place in the model's head order.
-    const auto& heads = model.alignment_heads();
-    const size_t block = static_cast<size_t>(spec.n_audio_ctx) * n_tokens;
-    result.n_heads = static_cast<int>(heads.size());
-    result.attention.resize(block * heads.size() * n_seq);
-    for (int s = 0; s < n_seq; ++s) {
-      for (size_t i = 0; i < heads.size(); ++i) {
-        const size_t from = (static_cast<size_t>(s) * hp.n_text_head + heads[i].head) * block;
-        ggml_backend_tensor_get_async(backend, g.cross_attention[heads[i].layer],
-                                      result.attention.data() + (s * heads.size() + i) * block, from * sizeof(float),
-                                      block * sizeof(float));
-      }
-    }
-  }
-  ggml_backend_synchronize(backend);
-  return result;
+  return detail::read_step_outputs(backend, model, spec, g.logits, 0, g.cross_attention);
 }
 
 std::vector<float> Session::detect_language() {

@@ -19,6 +19,13 @@
 
 namespace earshot::whisper {
 
+class DecodeBatcher;
+class BatchExecutor;
+namespace detail {
+struct PreparedStep;
+struct StateTensors;
+}  // namespace detail
+
 enum class EncoderInput {
   // Always encode the standard 30 s window (3000 mel frames, 1500 encoder frames),
   // zero-padded after the audio: exactly what whisper.cpp and OpenAI do.
@@ -52,6 +59,11 @@ struct SessionOptions {
   bool share_prompt = true;
   // Vocabulary to share between sessions; built from the model's when null.
   std::shared_ptr<const WhisperText> text;
+  // Decoder steps of the sessions that share this batcher (and the model) run
+  // together as one graph when they are pending at once (batch_decoder.h); the
+  // results equal a lone decode bit for bit on ggml's x86 CPU kernels. Null: every
+  // step is its own graph.
+  std::shared_ptr<DecodeBatcher> batcher;
 };
 
 class Session : public AsrDecoder {
@@ -95,6 +107,17 @@ class Session : public AsrDecoder {
   int n_sequences() const { return n_sequences_; }
 
  private:
+  // The batched step (batch_decoder.cpp) validates, runs and completes a session's
+  // step through these, on the thread blocked in that session's decode().
+  friend class BatchExecutor;
+  // Checks a request and plans its step (throws kInvalidArgument as decode() does).
+  detail::PreparedStep prepare_decode(const DecodeRequest& request);
+  // The step on this session's own buffers.
+  DecodeResult run_step(const detail::PreparedStep& step);
+  // Advances the cache past a computed step; expands a shared prompt's outputs.
+  DecodeResult finish_decode(const detail::PreparedStep& step, DecodeResult result);
+  const detail::StateTensors& state() const;
+
   struct Impl;
   std::shared_ptr<const Model> model_;
   SessionOptions options_;

@@ -1,0 +1,162 @@
+#include "model/whisper/batch_decoder.h"
+
+#include <ggml-alloc.h>
+#include <ggml-backend.h>
+#include <ggml-cpp.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "model/runtime/device.h"
+#include "model/whisper/graph.h"
+#include "model/whisper/session.h"
+
+namespace earshot::whisper {
+
+struct BatchExecutor::Impl {
+  std::shared_ptr<const Model> model;
+  ggml_backend_ptr backend;
+  ggml_gallocr_t alloc = nullptr;
+  std::vector<uint8_t> graph_meta;
+
+  ~Impl() { ggml_gallocr_free(alloc); }
+
+  // The prepared steps as one graph; fills each step's result. Throws on failure.
+  void run_batched(const std::vector<Session*>& sessions, const std::vector<detail::PreparedStep>& steps,
+                   std::vector<DecodeResult>& results) {
+    std::vector<detail::BatchPart> parts;
+    for (size_t i = 0; i < steps.size(); ++i) parts.push_back({&sessions[i]->state(), &steps[i].spec});
+    const int n_nodes = detail::batched_graph_size(*model, static_cast<int>(parts.size()));
+    const size_t meta = ggml_tensor_overhead() * n_nodes + ggml_graph_overhead_custom(n_nodes, false);
+    if (graph_meta.size() < meta) graph_meta.resize(meta);
+    ggml_init_params params{graph_meta.size(), graph_meta.data(), true};
+    const ggml_context_ptr guard(ggml_init(params));
+    if (!guard) throw Error(ErrorCode::kInternal, "ggml_init failed for the batched decoder graph");
+    ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), n_nodes, false);
+    detail::BatchedDecoderGraph g = detail::build_batched_decoder(guard.get(), graph, *model, parts);
+    if (!ggml_gallocr_alloc_graph(alloc, graph)) {
+      throw Error(ErrorCode::kInternal, "cannot allocate the batched decoder compute buffer");
+    }
+    ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
+    if (g.masks) ggml_backend_tensor_set(g.masks, g.mask_values.data(), 0, g.mask_values.size() * sizeof(float));
+    if (ggml_backend_graph_compute(backend.get(), graph) != GGML_STATUS_SUCCESS) {
+      throw Error(ErrorCode::kInternal, "the batched decoder graph failed");
+    }
+    results.resize(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const detail::BatchedDecoderGraph::Part& part = g.parts[i];
+      results[i] = detail::read_step_outputs(backend.get(), *model, steps[i].spec, part.logits, part.logits_offset,
+                                             part.cross_attention);
+    }
+  }
+};
+
+BatchExecutor::BatchExecutor(std::shared_ptr<const Model> model, int n_threads) : impl_(std::make_unique<Impl>()) {
+  if (!model) throw Error(ErrorCode::kInvalidArgument, "the batched decoder needs a loaded model, got null");
+  impl_->model = std::move(model);
+  impl_->backend = runtime::create_backend(impl_->model->device(), n_threads);
+  impl_->alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(impl_->backend.get()));
+}
+
+BatchExecutor::~BatchExecutor() = default;
+
+void BatchExecutor::run(std::span<Item> items) {
+  // Check and plan every request on its session; a bad one fails alone.
+  std::vector<Item*> ready;
+  std::vector<Session*> sessions;
+  std::vector<detail::PreparedStep> steps;
+  for (Item& item : items) {
+    try {
+      if (!item.session || !item.request) throw Error(ErrorCode::kInternal, "batched decode item without a request");
+      if (&item.session->model() != impl_->model.get()) {
+        throw Error(ErrorCode::kInvalidArgument, "a batched decode step came from a session on another model");
+      }
+      if (std::find(sessions.begin(), sessions.end(), item.session) != sessions.end()) {
+        throw Error(ErrorCode::kInvalidArgument, "one session submitted two decode steps to the same batch");
+      }
+      steps.push_back(item.session->prepare_decode(*item.request));
+      sessions.push_back(item.session);
+      ready.push_back(&item);
+    } catch (...) {
+      item.error = std::current_exception();
+    }
+  }
+  std::vector<DecodeResult> results;
+  bool batched = false;
+  if (ready.size() > 1) {
+    try {
+      impl_->run_batched(sessions, steps, results);
+      batched = true;
+    } catch (...) {
+      results.clear();  // each runs alone below, so only a step that fails alone fails
+    }
+  }
+  for (size_t i = 0; i < ready.size(); ++i) {
+    try {
+      DecodeResult r = batched ? std::move(results[i]) : sessions[i]->run_step(steps[i]);
+      ready[i]->result = sessions[i]->finish_decode(steps[i], std::move(r));
+    } catch (...) {
+      ready[i]->error = std::current_exception();
+    }
+  }
+}
+
+struct DecodeBatcher::Pending {
+  BatchExecutor::Item item;
+  bool done = false;
+};
+
+DecodeBatcher::DecodeBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
+    : max_batch_(max_batch), executor_(std::move(model), n_threads) {
+  if (max_batch < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "batch size must be >= 1, got " + std::to_string(max_batch));
+  }
+}
+
+DecodeBatcher::~DecodeBatcher() = default;
+
+DecodeBatcher::Counts DecodeBatcher::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+DecodeResult DecodeBatcher::decode(Session& session, const DecodeRequest& request) {
+  Pending me;
+  me.item.session = &session;
+  me.item.request = &request;
+  std::unique_lock lock(mutex_);
+  queue_.push_back(&me);
+  while (!me.done) {
+    if (running_) {
+      done_.wait(lock);
+      continue;
+    }
+    // The executor is idle: this caller runs the oldest pending requests (its own
+    // among them unless more than max_batch wait, then it stays to run the next batch).
+    running_ = true;
+    const size_t n = std::min(queue_.size(), static_cast<size_t>(max_batch_));
+    std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    lock.unlock();
+    std::vector<BatchExecutor::Item> items;
+    items.reserve(n);
+    for (Pending* p : batch) items.push_back(p->item);
+    executor_.run(items);  // never throws
+    lock.lock();
+    for (size_t i = 0; i < n; ++i) {
+      batch[i]->item.result = std::move(items[i].result);
+      batch[i]->item.error = items[i].error;
+      batch[i]->done = true;
+    }
+    counts_.requests += static_cast<int64_t>(n);
+    counts_.graphs += 1;
+    running_ = false;
+    done_.notify_all();
+  }
+  lock.unlock();
+  if (me.item.error) std::rethrow_exception(me.item.error);
+  return std::move(me.item.result);
+}
+
+}  // namespace earshot::whisper
