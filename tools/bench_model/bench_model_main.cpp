@@ -17,6 +17,7 @@
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
 #include "tools/bench_model/batch_step.h"
+#include "tools/bench_model/batched_sessions.h"
 #include "tools/common/libwhisper_context.h"
 #include "tools/common/tool_args.h"
 
@@ -26,7 +27,8 @@ namespace ew = earshot::whisper;
 using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
-    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts all|encoder|decoder|batch]\n"
+    "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts "
+    "all|encoder|decoder|batch|sessions]\n"
     "                           [--device cpu|NAME] [--control on|off]\n"
     "\n"
     "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
@@ -38,7 +40,9 @@ const char* kUsage =
     "fa=on); earshot's decoder step against libwhisper's with flash attention off and on. Last\n"
     "line: max_ratio=X, the worst ratio ours/libwhisper over those comparisons. --parts times only\n"
     "the encoders or only the decoder steps (default all); --parts batch times only the weight-\n"
-    "bound half of a step (an MLP, the logits) for 1..16 rows in one graph vs one graph per row.\n"
+    "bound half of a step (an MLP, the logits) for 1..16 rows in one graph vs one graph per row;\n"
+    "--parts sessions times whole decoder steps of 1..16 sessions (10 s of audio each) as one batched\n"
+    "graph vs one step per session, S steps per session and repetition, and checks them bit for bit.\n"
     "Our step copies out the alignment\n"
     "heads' cross-attention (as the streaming policies ask); a line per KV length also gives\n"
     "it without, for what that costs (not compared). --device runs both engines on that\n"
@@ -57,6 +61,7 @@ struct Args {
   bool encoder = true;
   bool decoder = true;
   bool batch = false;
+  bool sessions = false;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -78,11 +83,12 @@ Args parse_args(int argc, char** argv) {
            }},
           {"--parts",
            [&](const std::string& v) {
-             if (v != "all" && v != "encoder" && v != "decoder" && v != "batch") {
+             if (v != "all" && v != "encoder" && v != "decoder" && v != "batch" && v != "sessions") {
                throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
-                                    "--parts must be all, encoder, decoder or batch, not " + v);
+                                    "--parts must be all, encoder, decoder, batch or sessions, not " + v);
              }
              args.batch = v == "batch";
+             args.sessions = v == "sessions";
              args.encoder = v != "decoder";
              args.decoder = v != "encoder";
            }},
@@ -120,6 +126,10 @@ int run(const Args& args) {
               device.name(), args.threads, args.reps);
   if (args.batch) {
     earshot::tools::bench_batched_steps(model, args.threads, args.reps);
+    return 0;
+  }
+  if (args.sessions) {
+    earshot::tools::bench_batched_sessions(model, args.threads, args.reps, args.steps, 10);
     return 0;
   }
 
