@@ -490,8 +490,9 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
       bad = mid;
     }
   }
-  std::printf("%s: capacity %d real-time session(s) with p95 lag under 1 s (%d workers, %d threads each)\n",
-              name.c_str(), good, c.workers, s.threads);
+  std::printf(
+      "%s: capacity %d real-time session(s) with p95 lag under 1 s (%d workers, %d threads each, batch-decode %d)\n",
+      name.c_str(), good, c.workers, s.threads, s.model.whisper.batch_decode);
 }
 
 }  // namespace
@@ -528,6 +529,7 @@ int run_bench(const CommandArgs& argv) {
       .option("plot", "write an SVG plot of the delay distributions to this file");
   declare_alignatt_options(args);
   declare_model_options(args);
+  declare_batch_decode_option(args);
   declare_translation_options(args, "translate-to");
   args.parse(argv);
   if (args.help_requested()) {
@@ -579,6 +581,7 @@ int run_bench(const CommandArgs& argv) {
   s.model.runtime = read_runtime_options(args);  // a bad --device fails before any work
   s.model.qwen3asr = read_qwen3asr_options(args);
   s.model.transducer = read_transducer_options(args);
+  s.model.whisper.batch_decode = read_batch_decode(args);
   s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 

@@ -66,6 +66,20 @@ engine::RuntimeOptions read_runtime_options(const Args& args) {
   return options;
 }
 
+void declare_batch_decode_option(Args& args) {
+  args.option("batch-decode",
+              "Whisper: run the decoder steps of up to N streams that wait at the same time as one graph (weights "
+              "read once per step; results identical to unbatched on the x86 CPU); at most --workers wait at once. "
+              "0 = off",
+              "0");
+}
+
+int read_batch_decode(const Args& args) {
+  const long n = args.get_int("batch-decode");
+  if (n < 0 || n > 1000000) throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2..64");
+  return static_cast<int>(n);
+}
+
 engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args) {
   engine::Qwen3AsrOptions options;
   options.mmproj = args.get("mmproj");

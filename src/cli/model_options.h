@@ -18,6 +18,11 @@ void declare_model_options(Args& args);
 // the devices there are).
 engine::RuntimeOptions read_runtime_options(const Args& args);
 
+// --batch-decode N (serve and bench, many streams): Whisper decoder steps of up to N
+// streams pending at once run as one graph; 0 = off. The engine validates it.
+void declare_batch_decode_option(Args& args);
+int read_batch_decode(const Args& args);
+
 // --mmproj and --alignment-heads-file (Qwen3-ASR; other families ignore them).
 engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args);
 

@@ -140,6 +140,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("beams", "beam search width (1 = greedy)", "1");
   declare_alignatt_options(args);
   declare_model_options(args);
+  declare_batch_decode_option(args);
   declare_translation_options(args, "target-language");
   args.option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
@@ -257,6 +258,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   spec.runtime = read_runtime_options(args);
   spec.qwen3asr = read_qwen3asr_options(args);
   spec.transducer = read_transducer_options(args);
+  spec.whisper.batch_decode = read_batch_decode(args);
   spec.policies.alignatt = policy_config;
   spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 

@@ -26,6 +26,9 @@ struct RuntimeOptions {
 struct WhisperOptions {
   std::vector<whisper::AlignmentHead> alignment_heads;  // empty = the preset for the dimensions
   whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
+  // Decoder steps of up to this many streams pending at once run as one graph
+  // (whisper::DecodeBatcher, shared by the engine's streams); 0 = every step alone.
+  int batch_decode = 0;
 };
 
 struct TransducerOptions {

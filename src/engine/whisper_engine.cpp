@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "model/timed_decoder.h"
+#include "model/whisper/batch_decoder.h"
 #include "model/whisper/session.h"
 #include "policy/alignatt/alignatt_processor.h"
 #include "policy/localagreement/local_agreement_processor.h"
@@ -15,6 +16,14 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
   session_options_.encoder_input = spec.whisper.encoder_input;
   session_options_.text = text_;
   if (session_options_.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  const int batch = spec.whisper.batch_decode;
+  if (batch != 0 && (batch < 2 || batch > kMaxBatchDecode)) {
+    throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." + std::to_string(kMaxBatchDecode) +
+                                                 " streams per decoder graph, got " + std::to_string(batch));
+  }
+  if (batch > 0) {
+    session_options_.batcher = std::make_shared<whisper::DecodeBatcher>(model_, batch, session_options_.n_threads);
+  }
   // Settings errors surface at load, not at the first stream.
   policies_.alignatt.validate();
   policies_.localagreement.validate();

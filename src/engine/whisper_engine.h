@@ -12,6 +12,10 @@
 
 namespace earshot::engine {
 
+// The largest --batch-decode: beyond it a graph's per-stream attention nodes outweigh
+// the shared weight reads saved.
+inline constexpr int kMaxBatchDecode = 64;
+
 class WhisperEngine : public Engine {
  public:
   WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec);

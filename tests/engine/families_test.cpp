@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
+#include <thread>
 
 #include "common/error.h"
 #include "engine_test_util.h"
@@ -119,6 +121,54 @@ TEST(WhisperEngine, CapabilitiesLanguagesAndPoliciesOfAnEnglishModel) {
     request.policy = policy;
     EXPECT_EQ(engine->open_stream(request)->language(), "en") << policy;
   }
+}
+
+// A stream's committed words (text and times) over a few seconds of noise, fed in
+// 1 s pieces with a pass after each, then finished.
+std::vector<std::string> stream_words(const Engine& engine, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 0.1f);
+  StreamRequest request;
+  request.language = "en";
+  std::unique_ptr<OnlineProcessor> stream = engine.open_stream(request);
+  std::vector<std::string> words;
+  auto keep = [&](const ProcessResult& r) {
+    for (const Word& w : r.committed)
+      words.push_back(w.text + "@" + std::to_string(w.start) + "-" + std::to_string(w.end));
+  };
+  std::vector<float> second(16000);
+  for (int s = 0; s < 3; ++s) {
+    for (float& x : second) x = noise(rng);
+    stream->insert_audio(second, s + 1.0);
+    keep(stream->process());
+  }
+  keep(stream->finish());
+  return words;
+}
+
+TEST(WhisperEngine, BatchedDecodeStreamsCommitWhatUnbatchedOnesDoAndBadSizesAreRefused) {
+  const whisper::RandomModelSpec model = whisper::testing::pipeline_spec(3);
+  ModelSpec spec;
+  spec.runtime.threads = 1;
+  for (int bad : {1, -2, 65}) {
+    spec.whisper.batch_decode = bad;
+    EXPECT_NE(
+        error_of([&] { load_random_engine(model, "batch-bad", spec); }).find("--batch-decode must be 0 (off) or 2..64"),
+        std::string::npos)
+        << bad;
+  }
+  spec.whisper.batch_decode = 0;
+  const auto alone = load_random_engine(model, "batch-off", spec);
+  spec.whisper.batch_decode = 4;
+  const auto batched = load_random_engine(model, "batch-on", spec);
+  constexpr int kStreams = 3;
+  std::vector<std::vector<std::string>> expected(kStreams), got(kStreams);
+  for (int i = 0; i < kStreams; ++i) expected[i] = stream_words(*alone, 10 + i);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) threads.emplace_back([&, i] { got[i] = stream_words(*batched, 10 + i); });
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kStreams; ++i) EXPECT_EQ(got[i], expected[i]) << "stream " << i;
+  EXPECT_NE(expected[0], expected[1]);  // the streams differ, so a mixed-up result would show
 }
 
 }  // namespace
