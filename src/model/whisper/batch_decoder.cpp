@@ -35,7 +35,11 @@ struct BatchExecutor::Impl {
     if (!guard) throw Error(ErrorCode::kInternal, "ggml_init failed for the batched decoder graph");
     ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), n_nodes, false);
     detail::BatchedDecoderGraph g = detail::build_batched_decoder(guard.get(), graph, *model, parts);
-    if (!ggml_gallocr_alloc_graph(alloc, graph)) {
+    // Planned afresh for every graph: ggml_gallocr_alloc_graph alone reuses the last
+    // plan whenever the node count matches and each tensor fits, and two batches of
+    // the same size but another make-up (order, attention outputs, token counts)
+    // then overwrite each other's outputs. The buffer itself only grows.
+    if (!ggml_gallocr_reserve(alloc, graph) || !ggml_gallocr_alloc_graph(alloc, graph)) {
       throw Error(ErrorCode::kInternal, "cannot allocate the batched decoder compute buffer");
     }
     ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
