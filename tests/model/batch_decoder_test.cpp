@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -208,6 +209,41 @@ TEST(BatchedStep, ABadRequestFailsAloneAndTheOthersStillEqualTheirLoneDecode) {
   executor.run(mixed);
   EXPECT_TRUE(mixed[0].error);
   EXPECT_EQ(foreign.n_past(), 0);
+}
+
+TEST(BatchedStep, AnyOrderAndGroupingOfTheStreamsGivesEachItsLoneResult) {
+  // Every step batches the streams in another order and in pairs (the make-up of a
+  // batch depends on arrival in the batcher).
+  TempDir dir("batch-plan");
+  write_random_model(small_spec(), dir / "m.bin");
+  auto model = Model::load(dir / "m.bin");
+  const std::vector<Stream> script = streams();
+  const auto alone = decode_alone(model, script, nullptr, 1);
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (const Stream& stream : script) {
+    sessions.push_back(std::make_unique<Session>(model, options_for(nullptr, 1)));
+    start(*sessions.back(), stream);
+  }
+  BatchExecutor executor(model, 1);
+  const size_t n = script.size();
+  for (size_t i = 0; i < script[0].steps.size(); ++i) {
+    for (size_t k = 0; k < n; ++k) before_step(*sessions[k], script[k], i);
+    std::vector<size_t> order(n);
+    for (size_t k = 0; k < n; ++k) order[k] = (k + i) % n;
+    if (i % 2) std::reverse(order.begin(), order.end());
+    for (size_t half = 0; half < 2; ++half) {
+      std::vector<BatchExecutor::Item> items;
+      for (size_t j = half * n / 2; j < (half + 1) * n / 2; ++j) {
+        items.push_back({sessions[order[j]].get(), &script[order[j]].steps[i], {}, nullptr});
+      }
+      executor.run(items);
+      for (size_t j = 0; j < items.size(); ++j) {
+        const size_t k = order[half * n / 2 + j];
+        ASSERT_FALSE(items[j].error);
+        expect_same(items[j].result, alone[k][i], "stream " + std::to_string(k) + ", step " + std::to_string(i));
+      }
+    }
+  }
 }
 
 TEST(DecodeBatcher, SessionsOnSeveralThreadsGetTheirLoneResults) {
