@@ -176,7 +176,10 @@ bench::TranslationSummary run_translation(const bench::SystemRun& run, const Tra
   for (const bench::StreamRecord& r : run.streams) {
     if (!r.error.empty()) continue;
     const std::unique_ptr<stages::Stage> stage = t.service->make_synchronous_stage(s.language, options);
-    traces.push_back(bench::translate_trace(r.trace, *stage, s.stream.pacing, clock));
+    traces.push_back(bench::translate_trace(r.trace, *stage, s.stream.pacing, clock, [&] {
+      const stages::translation::TranslationCounts c = t.service->counts();
+      return std::pair<long, long>{c.draft_calls, c.final_calls};
+    }));
     references.push_back(t.references.at(static_cast<size_t>(r.file)));
     progress.update(std::to_string(traces.size()) + "/" + std::to_string(run.streams.size()) + " streams");
   }
