@@ -240,7 +240,7 @@ fs::path find_baseline_binary(const std::string& given) {
 // audio, same runner, traces read back; CPU time and peak RSS from wait4().
 SystemResult run_baseline(const std::string& name, const fs::path& binary, const fs::path& model,
                           const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
-                          const BenchSettings& s) {
+                          const BenchSettings& s, const TranslationBench* translation = nullptr) {
   const fs::path dir = fs::temp_directory_path() / ("earshot-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path audio_file = dir / "audio.f32", trace_file = dir / "run.trace", log_file = dir / "baseline.log";
@@ -326,6 +326,10 @@ SystemResult run_baseline(const std::string& name, const fs::path& binary, const
   r.peak_rss_scope = "baseline child process (wait4)";
   progress.done("done: " + std::to_string(run.streams.size()) + " streams in " +
                 std::to_string(static_cast<int>(run.elapsed_wall)) + " s");
+  // The baseline's committed words through the same translation stage as
+  // earshot's policies; the child's trace file carries no provisional tails,
+  // so the stage drafts over committed source only.
+  if (translation) r.translation = run_translation(run, *translation, s, name);
   return r;
 }
 
@@ -687,7 +691,8 @@ int run_bench(const CommandArgs& argv) {
       }
     }
     for (const std::string& b : baselines) {
-      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s);
+      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s,
+                                    translation ? &*translation : nullptr);
       r.detail = "libwhisper, model " + model_file.string() +
                  ", step 3 s, length 10 s, keep 0.2 s, greedy, flash attention" +
                  (s.baseline_no_fallback ? ", no temperature fallback" : ", temperature fallback");
