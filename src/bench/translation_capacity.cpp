@@ -154,8 +154,9 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
   }
   // A stream's end is posted after its last final (finals are never skipped),
   // so a drained run has every final.
-  run.sustained =
-      run.drained && run.skipped_drafts == 0 && (run.final_lag.count == 0 || run.final_lag.p90 <= o.final_lag_limit);
+  const double interval_limit = o.draft_interval_limit > 0 ? o.draft_interval_limit : 2 * o.emission_seconds;
+  run.sustained = run.drained && (run.final_lag.count == 0 || run.final_lag.p90 <= o.final_lag_limit) &&
+                  (run.draft_interval.count == 0 || run.draft_interval.p90 <= interval_limit);
   return run;
 }
 

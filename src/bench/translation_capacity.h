@@ -8,11 +8,15 @@
 // shows the next `tail_words` as provisional. Streams start staggered over one
 // emission period. The ASR itself is not run: this measures translation alone.
 //
-// A run is sustained when no draft was skipped, every stream ended (its end is
-// posted after its last final) within drain_limit of the last feed, and the
-// p90 final lag (final's arrival minus the wall time of its last source word's
-// audio end, as `bench --translate-to` defines it; the emission period is in it)
-// is within `final_lag_limit`.
+// A run is sustained when every stream ended (its end is posted after its
+// last final) within drain_limit of the last feed, its drafts kept coming (p90
+// of the interval between a stream's successive draft events within
+// draft_interval_limit, by default two emission periods) and the p90 final lag
+// (final's arrival minus the wall time of its last source word's audio end, as
+// `bench --translate-to` defines it; the emission period is in it) is within
+// final_lag_limit. Skipped drafts are reported, not a criterion: an emission's
+// committed-words draft superseded by its own tail's draft, queued right after
+// it, is a skip by design that costs nothing.
 #pragma once
 
 #include <string>
@@ -30,7 +34,8 @@ struct TranslationCapacityOptions {
   int sentence_words = 12;        // a period after every this many words
   int tail_words = 2;
   double final_lag_limit = 3.0;
-  double drain_limit = 120;  // seconds after the last feed to wait for the finals
+  double draft_interval_limit = 0;  // 0: 2 x emission_seconds
+  double drain_limit = 120;         // seconds after the last feed to wait for the finals
   std::string source_language = "en";
   std::string target_language = "zh";
 };

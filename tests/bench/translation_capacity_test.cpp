@@ -1,7 +1,8 @@
 // The translation capacity run (bench/translation_capacity.h) on the scripted
-// fake LLM, in real time over 2 s streams (~5 s in all): a fast model sustains
-// two streams with every final in; a slow one on one worker falls behind, skips
-// drafts (never finals) and is reported as not sustained.
+// fake LLM, in real time over 3 s streams (~9 s in all): a fast model sustains
+// two streams with every final in; a slow one on one worker falls behind (its
+// drafts come seconds apart), skips drafts (never finals) and is reported as
+// not sustained.
 #include "bench/translation_capacity.h"
 
 #include <gtest/gtest.h>
@@ -29,8 +30,8 @@ std::shared_ptr<tr::TranslationService> service(std::shared_ptr<earshot::testing
 
 TranslationCapacityOptions short_streams() {
   TranslationCapacityOptions o;
-  o.stream_seconds = 2.0;
-  o.emission_seconds = 0.25;
+  o.stream_seconds = 3.0;
+  o.emission_seconds = 0.5;
   o.words_per_second = 4.0;
   o.sentence_words = 5;
   o.drain_limit = 20;
@@ -39,7 +40,7 @@ TranslationCapacityOptions short_streams() {
 
 TEST(TranslationCapacity, TheScriptSpeaksSentencesAtTheRate) {
   const std::vector<Word> words = scripted_source(short_streams());
-  ASSERT_EQ(words.size(), 8u);
+  ASSERT_EQ(words.size(), 12u);
   EXPECT_EQ(words[0].text, "the");
   EXPECT_EQ(words[4].text.back(), '.');
   EXPECT_DOUBLE_EQ(words[3].start, 0.75);
@@ -51,26 +52,28 @@ TEST(TranslationCapacity, AFastModelSustainsTwoStreams) {
   auto svc = service(model);
   const TranslationCapacityRun run = run_translation_capacity(*svc, 2, short_streams());
   EXPECT_TRUE(run.drained);
-  EXPECT_EQ(run.skipped_drafts, 0);
   EXPECT_GT(run.draft_calls, 0);
-  // Each stream: the sentence its period closes, then the rest at its end.
-  EXPECT_EQ(run.finals_arrived, 4);
-  EXPECT_EQ(run.final_calls, 4);
-  EXPECT_EQ(run.final_lag.count, 4);
+  // Each stream: the two sentences their periods close, then the rest at its end.
+  EXPECT_EQ(run.finals_arrived, 6);
+  EXPECT_EQ(run.final_calls, 6);
+  EXPECT_EQ(run.final_lag.count, 6);
   EXPECT_GE(run.final_lag.min, 0.0);
-  EXPECT_DOUBLE_EQ(run.audio_seconds, 4.0);
+  EXPECT_GT(run.draft_interval.count, 0);
+  EXPECT_LE(run.draft_interval.p90, 1.0);
+  EXPECT_DOUBLE_EQ(run.audio_seconds, 6.0);
   EXPECT_TRUE(run.sustained);
 }
 
 TEST(TranslationCapacity, ASlowModelSkipsDraftsButNoFinals) {
   auto model = fake();
-  model->decode_delay_ms = 40;  // a draft of ~5 decodes: 0.2 s, four streams every 0.25 s on one worker
+  model->decode_delay_ms = 60;  // a draft of ~6 decodes: ~0.36 s, four streams every 0.5 s on one worker
   auto svc = service(model);
   const TranslationCapacityRun run = run_translation_capacity(*svc, 4, short_streams());
   EXPECT_TRUE(run.drained);
   EXPECT_GT(run.skipped_drafts, 0);
-  EXPECT_EQ(run.finals_arrived, 8);
-  EXPECT_EQ(run.final_calls, 8);
+  EXPECT_EQ(run.finals_arrived, 12);
+  EXPECT_EQ(run.final_calls, 12);
+  EXPECT_GT(run.draft_interval.p90, 1.0);
   EXPECT_FALSE(run.sustained);
 }
 
