@@ -116,7 +116,9 @@ AttentionRows AttentionCapture::finish() {
 bool AttentionCapture::wants(const ggml_tensor* tensor, int* layer) const {
   int value = -1;
   if (route_ == AttentionRoute::kQk) {
-    if (tensor->op != GGML_OP_FLASH_ATTN_EXT || (value = cache_layer(key_operand(tensor)->name)) < 0) return false;
+    if (tensor->op != GGML_OP_FLASH_ATTN_EXT || tensor->src[0] == nullptr || key_operand(tensor) == nullptr ||
+        (value = cache_layer(key_operand(tensor)->name)) < 0)
+      return false;
   } else {
     const std::string_view name(tensor->name);
     if (!name.starts_with(kSoftmaxTensorPrefix)) return false;
@@ -287,7 +289,7 @@ bool AttentionCapture::eval_callback(ggml_tensor* tensor, bool ask, void* user_d
   int layer = -1;
   if (ask) {
     if (self->record_names) {
-      if (tensor->op == GGML_OP_FLASH_ATTN_EXT) {
+      if (tensor->op == GGML_OP_FLASH_ATTN_EXT && tensor->src[0] != nullptr && key_operand(tensor) != nullptr) {
         self->seen_names_.push_back(std::string("flash_attn_ext(") + tensor->src[0]->name + ", " +
                                     key_operand(tensor)->name + ")");
       } else {
