@@ -265,7 +265,9 @@ TEST(TransducerEngine, PromptModelTakesTheLanguageSlotAndReadsItsTags) {
     const std::string want = !last_tag.empty() ? last_tag.substr(0, 2) : requested;
     if (want != requested) ++informative;
     EXPECT_EQ(processor->language(), want) << language;
-    if (!last_tag.empty()) EXPECT_EQ(words.back().language, want) << language;
+    if (!last_tag.empty()) {
+      EXPECT_EQ(words.back().language, want) << language;
+    }
   }
   // The random model emits tags, and in some run one the request did not say, or
   // the test could not see them handled.
