@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,7 @@
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "model/fastconformer/model.h"
 #include "session/silero_vad.h"
 #include "vad/vad.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
@@ -89,6 +91,13 @@ double cpu_seconds_self() {
 
 // Linux lets a process reset its peak RSS (VmHWM) by writing 5 to clear_refs,
 // so each in-process system gets its own peak; otherwise the process peak so far.
+// Whether the transducer family reads this file (its flags, such as --lookahead-ms, apply).
+bool is_transducer_file(const fs::path& path) {
+  const engine::ModelFile f = engine::probe_model_file(path);
+  return f.kind == engine::ModelFileKind::kGgmlParakeet ||
+         (f.kind == engine::ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
+}
+
 bool reset_peak_rss() {
   std::ofstream f("/proc/self/clear_refs");
   f << "5";
@@ -584,8 +593,9 @@ int run_bench(const CommandArgs& argv) {
   std::vector<std::string> policies, baselines;
   for (const std::string& p : split_list(args.get("policy"))) {
     if (p == "none") continue;
-    if (p != "alignatt" && p != "localagreement")
-      throw Error(ErrorCode::kInvalidArgument, "unknown --policy '" + p + "' (use alignatt, localagreement or none)");
+    if (p != "alignatt" && p != "localagreement" && p != "native")
+      throw Error(ErrorCode::kInvalidArgument,
+                  "unknown --policy '" + p + "' (use alignatt, localagreement, native (transducers) or none)");
     policies.push_back(p);
   }
   for (const std::string& b : split_list(args.get("baseline"))) {
@@ -664,8 +674,19 @@ int run_bench(const CommandArgs& argv) {
     if (!policies.empty()) {
       engine::ModelSpec spec = s.model;
       spec.path = model_file;
+      // Side by side (--model whisper.bin,nemotron.gguf --policy alignatt,native): each
+      // model runs the listed policies it has, and --lookahead-ms goes to the
+      // transducers of the list only. One model alone keeps both strict.
+      if (models.size() > 1 && !is_transducer_file(model_file)) spec.transducer.lookahead_ms = 0;
       const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
-      for (const std::string& p : policies) {
+      std::vector<std::string> own = policies;
+      if (models.size() > 1) {
+        const std::vector<std::string>& offered = engine->capabilities().policies;
+        std::erase_if(
+            own, [&](const std::string& p) { return std::find(offered.begin(), offered.end(), p) == offered.end(); });
+        if (own.empty()) own = policies;  // none it has: resolve_policy names them below
+      }
+      for (const std::string& p : own) {
         engine->resolve_policy(p);  // a policy this model lacks fails before the run
         if (capacity_mode) {
           run_capacity_mode(*engine, p + suffix, p, s, capacity, audio);
