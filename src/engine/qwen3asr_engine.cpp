@@ -67,6 +67,7 @@ std::filesystem::path find_mmproj(const std::filesystem::path& model, const std:
 std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   qwen3asr::ModelOptions options;
   options.n_threads = spec.runtime.threads;
+  options.mel_frames = spec.qwen3asr.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
   if (options.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!spec.qwen3asr.alignment_heads.empty()) {
