@@ -677,11 +677,17 @@ int run_bench(const CommandArgs& argv) {
         SystemResult r = run_in_process(
             p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s,
             translation ? &*translation : nullptr);
-        r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
-                   encoder_input +
-                   (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
-                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
-                   ", workload " + workload;
+        if (engine->capabilities().family == "qwen3asr") {  // Whisper's encoder input, attention and beams do not apply
+          r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) +
+                     " threads, libllama + libmtmd, mel frames " + (s.model.qwen3asr.hf_mel_frames ? "hf" : "mtmd") +
+                     ", greedy, workload " + workload;
+        } else {
+          r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
+                     encoder_input +
+                     (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
+                     (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
+                     ", workload " + workload;
+        }
         report.systems.push_back(std::move(r));
       }
     }
