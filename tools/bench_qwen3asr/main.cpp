@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <random>
 #include <sstream>
@@ -37,7 +38,8 @@ const char* kUsage =
     "max_context_tokens), the median of S decode steps after it (default 16; each copies out the\n"
     "alignment heads' attention rows, as AlignAtt's steps do), and one AlignAtt pass over the\n"
     "buffer (encode + prefill + steps until the policy stops; its step count is printed: with\n"
-    "random weights it depends on where the attention happens to peak). --mmproj defaults to\n"
+    "random weights it depends on where the attention happens to peak). Each time is wall / process\n"
+    "CPU milliseconds (the step: the median over all S x N steps). --mmproj defaults to\n"
     "PREFIX-mmproj.gguf. --threads defaults to 2.\n";
 
 struct Args {
@@ -46,13 +48,37 @@ struct Args {
   std::vector<double> seconds = {5, 10, 15};
 };
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+// Wall and process CPU time of measured calls: on a shared machine the wall time
+// holds the waits for a core, the CPU time what the work took (with T threads up
+// to T x the wall time, ggml's spinning workers included).
+struct Times {
+  std::vector<double> wall, cpu;
+  struct Mark {
+    Clock::time_point wall = Clock::now();
+    double cpu = cpu_ms();
+  };
+  void add(const Mark& m) {
+    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - m.wall).count());
+    cpu.push_back(cpu_ms() - m.cpu);
+  }
+  std::string str() const {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f / %.1f", median(wall), median(cpu));
+    return buf;
+  }
+};
 
 // A rising tone with noise: every mel chunk differs, as speech does.
 std::vector<float> audio(double seconds) {
@@ -123,39 +149,39 @@ int main(int argc, char** argv) {
     {
       // One whole 800-frame window: 7.99 s = 799 + 1 mel frames (mtmd's count).
       const std::vector<float> pcm = audio(7.99);
-      std::vector<double> t;
+      Times t;
       session.encode(pcm);  // warm-up (graph allocation)
       for (int r = 0; r < a.reps; ++r) {
-        const auto t0 = Clock::now();
+        const Times::Mark m;
         session.encode(pcm);
-        t.push_back(ms_since(t0));
+        t.add(m);
       }
-      std::printf("encoder, one 800-frame window (8 s, %d audio tokens): %.1f\n", session.n_audio_tokens(), median(t));
+      std::printf("encoder, one 800-frame window (8 s, %d audio tokens): %s\n", session.n_audio_tokens(),
+                  t.str().c_str());
     }
 
-    std::printf("%8s %7s %9s %8s %12s %8s %8s %14s %11s\n", "audio s", "tokens", "encoder", "windows", "prefill",
-                "prompt", "step", "alignatt pass", "steps/pass");
+    std::printf("each time: wall / process CPU ms\n%7s %6s %7s %20s %6s %20s %18s %20s %10s\n", "audio s", "tokens",
+                "windows", "encoder", "prompt", "prefill", "step", "alignatt pass", "steps/pass");
     for (double seconds : a.seconds) {
       const std::vector<float> pcm = audio(seconds);
-      std::vector<double> enc, pre, step, pass, pass_steps;
+      Times enc, pre, step, pass;
+      std::vector<double> pass_steps;
       int prompt = 0;
       for (int r = 0; r < a.reps; ++r) {
-        auto t0 = Clock::now();
+        Times::Mark m;
         session.encode(pcm);
-        enc.push_back(ms_since(t0));
-        t0 = Clock::now();
+        enc.add(m);
+        m = {};
         int32_t token = session.prefill({"", "English", context});
-        pre.push_back(ms_since(t0));
+        pre.add(m);
         prompt = session.n_past();
-        std::vector<double> steps;
         for (int s = 0; s < a.steps; ++s) {
           // Greedy continuation; an end token is replaced so the KV keeps growing as a long pass does.
           if (model->is_end(token)) token = context.empty() ? 0 : context.front();
-          t0 = Clock::now();
+          m = {};
           token = session.step(token);
-          steps.push_back(ms_since(t0));
+          step.add(m);
         }
-        step.push_back(median(steps));
 
         // One AlignAtt pass over the whole buffer, as the first pass of a stream that has buffered it.
         int decoder_calls = 0;
@@ -168,14 +194,15 @@ int main(int argc, char** argv) {
             std::make_unique<earshot::TimedPromptedDecoder>(std::make_unique<q::PromptedDecoder>(model, heads), count),
             config);
         processor.insert_audio(pcm, seconds);
-        t0 = Clock::now();
+        m = {};
         processor.process();
-        pass.push_back(ms_since(t0));
+        pass.add(m);
         pass_steps.push_back(decoder_calls - 1);  // the prefill is one of them
       }
       const int windows = static_cast<int>((static_cast<int64_t>(pcm.size() / 160 + 1) + 799) / 800);
-      std::printf("%8.1f %7d %9.1f %8d %12.1f %8d %8.2f %14.1f %11.1f\n", seconds, session.n_audio_tokens(),
-                  median(enc), windows, median(pre), prompt, median(step), median(pass), median(pass_steps));
+      std::printf("%7.1f %6d %7d %20s %6d %20s %18s %20s %10.1f\n", seconds, session.n_audio_tokens(), windows,
+                  enc.str().c_str(), prompt, pre.str().c_str(), step.str().c_str(), pass.str().c_str(),
+                  median(pass_steps));
     }
     return 0;
   } catch (const std::exception& e) {
