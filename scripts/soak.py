@@ -46,6 +46,22 @@ def live_sessions(port):
     return -1
 
 
+def health_ms(port):
+    """Wall time of one GET /health: how responsive the server stays under the load (-1: no answer in 5 s)."""
+    t = time.monotonic()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+            r.read()
+    except OSError:
+        return -1.0
+    return (time.monotonic() - t) * 1000.0
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
 def webm_of(wav, tmp):
     out = os.path.join(tmp, os.path.basename(wav) + ".webm")
     subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", wav, "-c:a", "libopus", "-f", "webm", out],
@@ -180,10 +196,11 @@ def main():
     samples = []
     with open(args.csv, "w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["seconds", "rss_kb", "fds", "threads", "sessions"])
+        out.writerow(["seconds", "rss_kb", "fds", "threads", "sessions", "health_ms"])
         while any(t.is_alive() for t in threads):
             rss, fds, nthreads = proc_sample(args.pid)
-            row = [round(time.monotonic() - t0, 1), rss, fds, nthreads, live_sessions(args.port)]
+            row = [round(time.monotonic() - t0, 1), rss, fds, nthreads, live_sessions(args.port),
+                   round(health_ms(args.port), 2)]
             out.writerow(row)
             f.flush()
             samples.append(row)
@@ -207,9 +224,12 @@ def main():
     print(f"soak: RSS {rss[0]:.0f} -> {rss[-1]:.0f} MB (max {max(rss):.0f}); slope after the first "
           f"{args.warmup * 100:.0f}%: {slope:+.1f} MB/hour; fds {min(fds)}..{max(fds)} (last {fds[-1]}); "
           f"threads {min(thr)}..{max(thr)}; {len(samples)} samples in {args.csv}")
+    health = [s[5] for s in samples if s[5] >= 0]
+    print(f"soak: /health answered {len(health)} of {len(samples)} probes; latency p50 {percentile(health, 0.5):.1f} ms, "
+          f"p95 {percentile(health, 0.95):.1f} ms, max {max(health, default=float('nan')):.1f} ms")
     for line in problems[:20]:
         print("  " + line)
-    return 1 if stats["mismatches"] or stats["errors"] else 0
+    return 1 if stats["mismatches"] or stats["errors"] or len(health) < len(samples) else 0
 
 
 if __name__ == "__main__":

@@ -35,13 +35,8 @@ int main(int argc, char** argv) {
       .flag("no-fallback", "stream.cpp -nf: no temperature fallback")
       .flag("cpu", "libwhisper on the CPU only (earshot bench --device cpu); else its first GPU when it has one");
   try {
-    args.parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (args.help_requested()) {
-      std::printf("%s", args.help().c_str());
+    if (!args.parse_or_help(std::vector<std::string>(argv + 1, argv + argc), {.required = {"model", "audio", "out"}}))
       return 0;
-    }
-    for (const char* required : {"model", "audio", "out"})
-      if (!args.has(required)) throw Error(ErrorCode::kInvalidArgument, std::string("--") + required + " is required");
     bench::WhisperCppStreamOptions o;
     o.model_path = args.get("model");
     o.language = args.get("language");

@@ -532,15 +532,7 @@ int run_bench(const CommandArgs& argv) {
   declare_alignatt_options(args);
   declare_model_options(args);
   declare_translation_options(args, "translate-to");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
-  if (!args.positional().empty())
-    throw Error(ErrorCode::kInvalidArgument, "unexpected argument '" + args.positional()[0] + "' (see --help)");
-  if (!args.has("dataset")) throw Error(ErrorCode::kInvalidArgument, "--dataset is required (see --help)");
-  if (!args.has("model")) throw Error(ErrorCode::kInvalidArgument, "--model is required (a ggml Whisper .bin file)");
+  if (!args.parse_or_help(argv, {.required = {"dataset", "model"}})) return 0;
   if (args.get_flag("realtime") && args.get_flag("as-fast-as-possible"))
     throw Error(ErrorCode::kInvalidArgument, "--realtime and --as-fast-as-possible exclude each other");
 

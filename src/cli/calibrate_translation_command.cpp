@@ -34,16 +34,7 @@ int run_calibrate_translation(const CommandArgs& argv) {
       .option("tolerance", "diagonal alignment: tokens off the diagonal that still count as a hit", "1")
       .option("model-id", "the id the entry is keyed by (default: the model's own id)", "")
       .option("threads", "CPU threads (0: the backend's default)", "0");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
-  if (!args.positional().empty())
-    throw Error(ErrorCode::kInvalidArgument, "unexpected argument '" + args.positional()[0] + "' (see --help)");
-  for (const char* required : {"model", "source-lang", "target-lang", "pairs"})
-    if (!args.has(required) || args.get(required).empty())
-      throw Error(ErrorCode::kInvalidArgument, std::string("--") + required + " is required (see --help)");
+  if (!args.parse_or_help(argv, {.required = {"model", "source-lang", "target-lang", "pairs"}})) return 0;
   const long top = args.get_int("top"), show = args.get_int("show"), tolerance = args.get_int("tolerance");
   if (top < 1 || show < 0 || tolerance < 0)
     throw Error(ErrorCode::kInvalidArgument, "--top must be >= 1, --show and --tolerance >= 0");

@@ -39,11 +39,7 @@ int run_models(const CommandArgs& argv) {
             "and Qwen3-ASR (--model),\n"
             "translation LLMs (--translation-model).");
   args.option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+  if (!args.parse_or_help(argv)) return 0;
   const std::filesystem::path cache =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
   std::printf("model cache: %s\n\n%-26s %10s  %-6s %s\n", cache.string().c_str(), "NAME", "SIZE", "SHA-1", "STATUS");

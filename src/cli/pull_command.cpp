@@ -126,11 +126,7 @@ int run_pull(const CommandArgs& argv) {
       .option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models")
       .flag("force", "download again even when the model is already cached")
       .flag("list", "list the known models with their sizes and cache status (as `earshot models`)");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+  if (!args.parse_or_help(argv, {.required = {}, .positional = true})) return 0;
   if (args.get_flag("list")) {
     if (!args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "--list takes no model names");
     CommandArgs list;

@@ -18,13 +18,8 @@ int run_replay_translation(const CommandArgs& argv) {
   args.option("source-language", "the recording's source language (a code; auto = from its words)", "auto")
       .option("output", "write the replayed translation events (JSONL) here", "");
   declare_translation_options(args, "target-language");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+  if (!args.parse_or_help(argv, {.required = {"target-language"}, .positional = true})) return 0;
   if (args.positional().size() != 1) throw Error(ErrorCode::kInvalidArgument, "give one recording (see --help)");
-  if (args.get("target-language").empty()) throw Error(ErrorCode::kInvalidArgument, "--target-language is required");
   const std::vector<tr::RecordedEvent> input = tr::read_recording(args.positional()[0]);
   std::optional<TranslationSetup> setup = read_translation_options(args, "target-language", 5.0);
   if (!setup) throw Error(ErrorCode::kInvalidArgument, "--translation-model is required");

@@ -183,11 +183,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       .option("transcription-timeout", "seconds a file transcription may take (then 408)", "600")
       .option("max-step-seconds", "most audio one model step takes when a session fell behind", "10")
       .option("max-buffered-seconds", "audio waiting per stream beyond which the oldest is skipped", "60");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return std::nullopt;
-  }
+  if (!args.parse_or_help(argv)) return std::nullopt;
 
   server::ServerConfig config;
   config.host = args.get("host");

@@ -79,13 +79,8 @@ int run_transcribe(const CommandArgs& argv) {
   declare_alignatt_options(args);
   declare_model_options(args);
   declare_translation_options(args, "translate-to");
-  args.parse(argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+  if (!args.parse_or_help(argv, {.required = {"model"}, .positional = true})) return 0;
   if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
-  if (!args.has("model")) throw Error(ErrorCode::kInvalidArgument, "--model is required (a model file or name)");
   TranscribeOptions options;
   options.chunk_seconds = args.get_double("chunk");
   options.realtime = args.get_flag("realtime");

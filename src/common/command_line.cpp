@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -59,6 +60,20 @@ void Args::parse(const std::vector<std::string>& argv) {
     }
     values_[name] = *value;
   }
+}
+
+bool Args::parse_or_help(const std::vector<std::string>& argv, const ArgsRules& rules) {
+  parse(argv);
+  if (help_) {
+    std::printf("%s", help().c_str());
+    return false;
+  }
+  if (!rules.positional && !positional_.empty())
+    throw bad(command_ + ": unexpected argument '" + positional_[0] + "' (see --help)");
+  for (const std::string& name : rules.required) {
+    if (!has(name) || get(name).empty()) throw bad(command_ + ": --" + name + " is required (see --help)");
+  }
+  return true;
 }
 
 std::string Args::help() const {

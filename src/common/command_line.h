@@ -16,6 +16,12 @@ namespace earshot {
 // waiting, so more threads than cores only slows a pass down).
 std::string default_thread_count();
 
+// What a command needs of its command line beyond the options it declares.
+struct ArgsRules {
+  std::vector<std::string> required;  // options that must be given a non-empty value
+  bool positional = false;            // whether positional arguments may be given
+};
+
 class Args {
  public:
   Args(std::string command, std::string usage) : command_(std::move(command)), usage_(std::move(usage)) {}
@@ -28,6 +34,10 @@ class Args {
   // Parses argv (without the program and command names). Throws
   // earshot::Error(kInvalidArgument) naming the bad argument.
   void parse(const std::vector<std::string>& argv);
+  // parse(), then the rules: prints the help and returns false when --help was
+  // given (the command then exits 0); throws kInvalidArgument for a positional
+  // argument the rules do not allow or a required option not given.
+  bool parse_or_help(const std::vector<std::string>& argv, const ArgsRules& rules = {});
 
   bool help_requested() const { return help_; }
   std::string help() const;

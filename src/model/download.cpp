@@ -333,45 +333,52 @@ DownloadResult download_file(const DownloadOptions& options) {
   return result;
 }
 
-std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options) {
-  const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+namespace {
+
+std::filesystem::path pull_cache_dir(const PullOptions& options) {
+  return options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+}
+
+// One file of a pull: where from, where to, how it is checked; progress and retries as the pull says.
+std::filesystem::path pull_file(std::string url, std::filesystem::path destination, std::string sha1,
+                                std::function<void(const std::filesystem::path&)> verify, const PullOptions& options) {
   DownloadOptions d;
-  d.url = model_url(model, options.base_url);
-  d.destination = cached_model_path(model, cache);
-  d.expected_sha1 = model.sha1;
-  if (model.family == "parakeet") {
-    d.verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
-  } else if (model.family == "qwen3asr") {
-    d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
-  } else {
-    d.verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
-  }
+  d.url = std::move(url);
+  d.destination = std::move(destination);
+  d.expected_sha1 = std::move(sha1);
+  d.verify = std::move(verify);
   d.progress = options.progress;
   d.max_attempts = options.max_attempts;
   download_file(d);
-  if (!model.mmproj.empty()) {
-    // The audio encoder belongs to the model: fetched with it, no SHA-1 known (registry.cpp).
-    DownloadOptions m = d;
-    m.url = mmproj_url(model, options.base_url);
-    m.destination = cached_mmproj_path(model, cache);
-    m.expected_sha1.clear();
-    m.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
-    download_file(m);
-  }
   return d.destination;
 }
 
+void verify_gguf_llm(const std::filesystem::path& part) { check_gguf_llm_header(part); }
+
+}  // namespace
+
+std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options) {
+  const std::filesystem::path cache = pull_cache_dir(options);
+  std::function<void(const std::filesystem::path&)> verify;
+  if (model.family == "parakeet") {
+    verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
+  } else if (model.family == "qwen3asr") {
+    verify = verify_gguf_llm;
+  } else {
+    verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
+  }
+  std::filesystem::path path =
+      pull_file(model_url(model, options.base_url), cached_model_path(model, cache), model.sha1, verify, options);
+  if (!model.mmproj.empty()) {
+    // The audio encoder belongs to the model: fetched with it, no SHA-1 known (registry.cpp).
+    pull_file(mmproj_url(model, options.base_url), cached_mmproj_path(model, cache), "", verify_gguf_llm, options);
+  }
+  return path;
+}
+
 std::filesystem::path pull_translation_model(const LlmModelInfo& model, const PullOptions& options) {
-  const std::filesystem::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  DownloadOptions d;
-  d.url = translation_model_url(model, options.base_url);
-  d.destination = cached_translation_model_path(model, cache);
-  d.expected_sha1 = model.sha1;
-  d.verify = [](const std::filesystem::path& part) { check_gguf_llm_header(part); };
-  d.progress = options.progress;
-  d.max_attempts = options.max_attempts;
-  download_file(d);
-  return d.destination;
+  return pull_file(translation_model_url(model, options.base_url),
+                   cached_translation_model_path(model, pull_cache_dir(options)), model.sha1, verify_gguf_llm, options);
 }
 
 }  // namespace earshot::models

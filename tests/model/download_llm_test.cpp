@@ -1,35 +1,24 @@
 // `earshot pull` for the translation LLMs (GGUF): the same resumable, verified
 // download as the Whisper models, against the in-process loopback server.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <fstream>
-#include <iterator>
 
 #include "common/error.h"
 #include "error_of.h"
 #include "model/download.h"
 #include "model/registry.h"
 #include "model/runtime/gguf_file.h"
-#include "test_http_server.h"
+#include "pull_fixture.h"
 
 namespace earshot::models {
 namespace {
 
 using earshot::testing::error_of;
-using earshot::testing::TestHttpServer;
+using earshot::testing::read_file;
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-class LlmDownloadTest : public ::testing::Test {
+class LlmDownloadTest : public earshot::testing::PullFixture {
  protected:
   void SetUp() override {
-    cache_ = std::filesystem::temp_directory_path() / ("earshot-llm-download-test-" + std::to_string(::getpid()) + "-" +
-                                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(cache_);
+    make_cache("earshot-llm-download-test-");
     std::filesystem::create_directories(cache_);
     // A small but complete GGUF (metadata, one tensor): what the GGUF check reads.
     runtime::GgufWriter w;
@@ -48,21 +37,9 @@ class LlmDownloadTest : public ::testing::Test {
     model_ = *known;
     server_.serve("/models/" + model_.file, content_);
   }
-  void TearDown() override { std::filesystem::remove_all(cache_); }
-
-  PullOptions options(int attempts = 4) {
-    PullOptions o;
-    o.base_url = server_.base_url() + "/models";
-    o.cache_dir = cache_;
-    o.max_attempts = attempts;
-    return o;
-  }
   std::filesystem::path cached() const { return cache_ / model_.file; }
   std::filesystem::path part() const { return cache_ / (model_.file + ".part"); }
 
-  TestHttpServer server_;
-  std::filesystem::path cache_;
-  std::string content_;
   LlmModelInfo model_;
 };
 

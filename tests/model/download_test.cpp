@@ -17,50 +17,33 @@
 #include "error_of.h"
 #include "model/registry.h"
 #include "model/runtime/gguf_file.h"
+#include "pull_fixture.h"
 #include "test_http_server.h"
 
 namespace earshot::models {
 namespace {
 
 using earshot::testing::error_of;
+using earshot::testing::read_file;
 using earshot::testing::TestHttpServer;
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // A real ggml Whisper header + vocabulary + mel filters (no tensors): passes the header check.
 std::filesystem::path template_model() {
   return std::filesystem::path(EARSHOT_SHARED_DIR) / "models" / "for-tests-ggml-tiny.bin";
 }
 
-class DownloadTest : public ::testing::Test {
+class DownloadTest : public earshot::testing::PullFixture {
  protected:
   void SetUp() override {
-    cache_ = std::filesystem::temp_directory_path() / ("earshot-download-test-" + std::to_string(::getpid()) + "-" +
-                                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(cache_);
+    make_cache("earshot-download-test-");
     content_ = read_file(template_model());
     ASSERT_GT(content_.size(), 500000u);
     model_ = ModelInfo{"tiny", content_.size(), sha1_of_file(template_model()), kDefaultBaseUrl};
     server_.serve("/models/ggml-tiny.bin", content_);
   }
-  void TearDown() override { std::filesystem::remove_all(cache_); }
-
-  PullOptions options(int attempts = 4) {
-    PullOptions o;
-    o.base_url = server_.base_url() + "/models";
-    o.cache_dir = cache_;
-    o.max_attempts = attempts;
-    return o;
-  }
   std::filesystem::path cached() const { return cache_ / "ggml-tiny.bin"; }
   std::filesystem::path part() const { return cache_ / "ggml-tiny.bin.part"; }
 
-  TestHttpServer server_;
-  std::filesystem::path cache_;
-  std::string content_;
   ModelInfo model_;
 };
 

@@ -11,11 +11,16 @@
 #include <map>
 
 #include "common/error.h"
+#include "scripted_prompted_decoder.h"
 
 namespace earshot::policy {
 namespace {
 
-constexpr int32_t kEnd = 0, kMarker = 99, kLanguage = 50, kEnglish = 51;
+using scripted::kEnd;
+using scripted::kEnglish;
+using scripted::kLanguage;
+using scripted::kMarker;
+using scripted::ScriptedPromptedDecoder;
 
 struct Step {
   int32_t next;             // the token this step returns
@@ -27,22 +32,16 @@ struct ScriptedPass {
   std::vector<Step> steps;
 };
 
-// Tokens 1..40 are " w1".." w40"; 60.. are pieces of CJK text; 0 ends.
-struct Scripted : PromptedAsrDecoder {
+// Besides the shared vocabulary, 60.. are pieces of CJK text; German is supported too.
+struct Scripted : ScriptedPromptedDecoder {
   std::deque<ScriptedPass> passes;
   ScriptedPass current;
   size_t at = 0;
   int encodes = 0;
   std::vector<size_t> encoded_samples;
-  std::vector<PromptedRequest> requests;
-  std::vector<int> frames;
-  std::map<int32_t, std::string> pieces;
 
   Scripted() {
-    for (int i = 1; i <= 40; ++i) pieces[i] = " w" + std::to_string(i);
-    pieces[kLanguage] = "language";
-    pieces[kEnglish] = " English";
-    pieces[kMarker] = "<asr_text>";
+    languages.insert("de");
     pieces[60] = "你";
     pieces[61] = "\xE5\xA5";  // the first two bytes of 好
     pieces[62] = "\xBD";
@@ -71,18 +70,6 @@ struct Scripted : PromptedAsrDecoder {
     }
     frames = current.steps[at].frames;
     return current.steps[at++].next;
-  }
-  const std::vector<int>& step_frames() const override { return frames; }
-  bool is_end(int32_t t) const override { return t == kEnd; }
-  int32_t text_marker() const override { return kMarker; }
-  std::string detokenize(std::span<const int32_t> tokens) const override {
-    std::string s;
-    for (int32_t t : tokens) s += pieces.at(t);
-    return s;
-  }
-  bool supports_language(const std::string& code) const override { return code == "en" || code == "de"; }
-  std::string language_of_header(const std::string& header) const override {
-    return header == "language English" ? "en" : "";
   }
 };
 

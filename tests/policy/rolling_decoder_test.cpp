@@ -11,27 +11,23 @@
 #include <map>
 
 #include "common/error.h"
+#include "scripted_prompted_decoder.h"
 
 namespace earshot::policy::commit {
 namespace {
 
-constexpr int32_t kEnd = 0, kMarker = 99, kLanguage = 50, kEnglish = 51;
+using scripted::kEnd;
+using scripted::kEnglish;
+using scripted::kLanguage;
+using scripted::kMarker;
+using scripted::ScriptedPromptedDecoder;
 
-// Tokens 1..40 are " w1".." w40"; each pass returns its scripted continuation.
-struct Scripted : PromptedAsrDecoder {
+// Each pass returns its scripted continuation.
+struct Scripted : ScriptedPromptedDecoder {
   std::deque<std::vector<int32_t>> passes;
   std::vector<int32_t> current;
   size_t at = 0;
-  std::vector<PromptedRequest> requests;
-  std::vector<int> frames;
-  std::map<int32_t, std::string> pieces;
 
-  Scripted() {
-    for (int i = 1; i <= 40; ++i) pieces[i] = " w" + std::to_string(i);
-    pieces[kLanguage] = "language";
-    pieces[kEnglish] = " English";
-    pieces[kMarker] = "<asr_text>";
-  }
   int encode(std::span<const float>) override {
     current = passes.empty() ? std::vector<int32_t>{} : passes.front();
     if (!passes.empty()) passes.pop_front();
@@ -44,18 +40,6 @@ struct Scripted : PromptedAsrDecoder {
     return current[at++];
   }
   int32_t step(int32_t) override { return at < current.size() ? current[at++] : kEnd; }
-  const std::vector<int>& step_frames() const override { return frames; }
-  bool is_end(int32_t t) const override { return t == kEnd; }
-  int32_t text_marker() const override { return kMarker; }
-  std::string detokenize(std::span<const int32_t> tokens) const override {
-    std::string s;
-    for (int32_t t : tokens) s += pieces.at(t);
-    return s;
-  }
-  bool supports_language(const std::string& code) const override { return code == "en"; }
-  std::string language_of_header(const std::string& header) const override {
-    return header == "language English" ? "en" : "";
-  }
 };
 
 std::vector<int32_t> range(int32_t from, int32_t to) {

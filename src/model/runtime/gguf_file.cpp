@@ -502,18 +502,7 @@ std::vector<T> GgufFile::get_array(std::string_view key) const {
   template T GgufFile::get<T>(std::string_view) const;                                    \
   template std::optional<std::vector<T>> GgufFile::find_array<T>(std::string_view) const; \
   template std::vector<T> GgufFile::get_array<T>(std::string_view) const;
-EARSHOT_GGUF_INSTANTIATE(uint8_t)
-EARSHOT_GGUF_INSTANTIATE(int8_t)
-EARSHOT_GGUF_INSTANTIATE(uint16_t)
-EARSHOT_GGUF_INSTANTIATE(int16_t)
-EARSHOT_GGUF_INSTANTIATE(uint32_t)
-EARSHOT_GGUF_INSTANTIATE(int32_t)
-EARSHOT_GGUF_INSTANTIATE(uint64_t)
-EARSHOT_GGUF_INSTANTIATE(int64_t)
-EARSHOT_GGUF_INSTANTIATE(float)
-EARSHOT_GGUF_INSTANTIATE(double)
-EARSHOT_GGUF_INSTANTIATE(bool)
-EARSHOT_GGUF_INSTANTIATE(std::string)
+EARSHOT_GGUF_VALUE_TYPES(EARSHOT_GGUF_INSTANTIATE)
 #undef EARSHOT_GGUF_INSTANTIATE
 
 }  // namespace earshot::runtime

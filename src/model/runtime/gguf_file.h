@@ -24,6 +24,14 @@
 
 struct gguf_context;
 
+// The value types GGUF metadata holds: the T of GgufFile::find/get and
+// GgufWriter::set, instantiated in the .cpp files by applying X to each.
+// clang-format off
+#define EARSHOT_GGUF_VALUE_TYPES(X)                                             \
+  X(uint8_t) X(int8_t) X(uint16_t) X(int16_t) X(uint32_t) X(int32_t)            \
+  X(uint64_t) X(int64_t) X(float) X(double) X(bool) X(std::string)
+// clang-format on
+
 namespace earshot::runtime {
 
 inline constexpr char kArchitectureKey[] = "general.architecture";
@@ -89,7 +97,7 @@ class GgufFile {
   bool has(std::string_view key) const;
   std::optional<MetaType> key_type(std::string_view key) const;
   std::vector<std::string> keys() const;
-  // T: uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, uint64_t, int64_t, float, double, bool, std::string.
+  // T: one of EARSHOT_GGUF_VALUE_TYPES (top of this file).
   template <typename T>
   std::optional<T> find(std::string_view key) const;
   template <typename T>

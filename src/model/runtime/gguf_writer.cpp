@@ -194,18 +194,7 @@ void GgufWriter::write(const std::filesystem::path& path) const {
 #define EARSHOT_GGUF_INSTANTIATE(T)                             \
   template void GgufWriter::set<T>(std::string_view, const T&); \
   template void GgufWriter::set_array<T>(std::string_view, std::span<const T>);
-EARSHOT_GGUF_INSTANTIATE(uint8_t)
-EARSHOT_GGUF_INSTANTIATE(int8_t)
-EARSHOT_GGUF_INSTANTIATE(uint16_t)
-EARSHOT_GGUF_INSTANTIATE(int16_t)
-EARSHOT_GGUF_INSTANTIATE(uint32_t)
-EARSHOT_GGUF_INSTANTIATE(int32_t)
-EARSHOT_GGUF_INSTANTIATE(uint64_t)
-EARSHOT_GGUF_INSTANTIATE(int64_t)
-EARSHOT_GGUF_INSTANTIATE(float)
-EARSHOT_GGUF_INSTANTIATE(double)
-EARSHOT_GGUF_INSTANTIATE(bool)
-EARSHOT_GGUF_INSTANTIATE(std::string)
+EARSHOT_GGUF_VALUE_TYPES(EARSHOT_GGUF_INSTANTIATE)
 #undef EARSHOT_GGUF_INSTANTIATE
 
 }  // namespace earshot::runtime
