@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of fuzz/corpus/ (committed; run again only to change them).
 
-  fuzz/make_seeds.py MAKE_MODEL SHARED_DIR OUT_DIR
+  fuzz/make_seeds.py MAKE_MODEL SHARED_DIR OUT_DIR [MAKE_PARAKEET]
 
 MAKE_MODEL is earshot-make-model (build/release/tools/make_model/), SHARED_DIR
 the shared/ folder (test model templates, the Silero file). Model seeds are kept
 small so the fuzzer stays fast: the smallest Whisper model the generator writes
 (width 1, f32, one layer, contexts of 1) with its vocabulary cut to 64 tokens
 (the loader pads the rest), and cut versions of it and of the Silero file.
+MAKE_PARAKEET (earshot-make-parakeet) writes the FastConformer seeds: whole
+files of its tiny dimensions (8 mels, d_model 8, 1 layer; 11-16 KB each).
 """
 import os
 import struct
@@ -107,6 +109,23 @@ def gguf_seeds(out):
     write(out, "gguf", "toy_metadata_only.gguf", head)
 
 
+def parakeet_seeds(make_parakeet, out):
+    with tempfile.TemporaryDirectory() as tmp:
+        def make(name, *args):
+            path = os.path.join(tmp, name)
+            subprocess.run([make_parakeet, "--dims", "tiny", "--seed", "1"] + list(args) + [path], check=True)
+            return open(path, "rb").read()
+
+        tdt_bin = make("tdt.bin", "--bin")
+        write(out, "parakeet_model", "tdt.bin", tdt_bin)
+        write(out, "parakeet_model", "tdt.gguf", make("tdt.gguf", "--gguf"))
+        write(out, "parakeet_model", "streaming_rnnt.gguf", make("s.gguf", "--streaming", "1", "--gguf"))
+        write(out, "parakeet_model", "prompt_streaming.gguf",
+              make("p.gguf", "--streaming", "1", "--prompt", "1", "--gguf"))
+        # The legacy header, filter bank, window, durations and pieces without the tensor records.
+        write(out, "parakeet_model", "tdt_header.bin", tdt_bin[:1200])
+
+
 def audio_seeds(out):
     with tempfile.TemporaryDirectory() as tmp:
         def ff(name, *args, rate=16000, channels=1, seconds=0.05):
@@ -171,6 +190,8 @@ def main():
     gguf_seeds(out)
     audio_seeds(out)
     text_seeds(out)
+    if len(sys.argv) > 4:
+        parakeet_seeds(sys.argv[4], out)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ BUILD="$ROOT/build/fuzz"
 
 # Longest input per target: model files are capped so one execution stays
 # fast (the Whisper seeds are its header, mel filters and vocabulary, ~65 KB).
-declare -A MAX_LEN=([whisper_model]=70000 [vad_model]=8192 [gguf]=4096 [wav]=8192 [stream_decoder]=16384
+declare -A MAX_LEN=([whisper_model]=70000 [parakeet_model]=32768 [vad_model]=8192 [gguf]=4096 [wav]=8192 [stream_decoder]=16384
                     [wlk_request]=1024 [deepgram]=1024 [multipart]=4096 [tokenizer]=1024)
 all_targets=()
 for f in "$ROOT"/fuzz/targets/*.cpp; do all_targets+=("$(basename "$f" .cpp)"); done

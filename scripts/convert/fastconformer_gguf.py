@@ -206,7 +206,7 @@ def _is_matrix(name):
     suffixes = ("linear1.weight", "linear2.weight", "pointwise_conv1.weight", "pointwise_conv2.weight",
                 "linear_q.weight", "linear_k.weight", "linear_v.weight", "linear_out.weight", "linear_pos.weight",
                 "pre_encode.out.weight", "joint.enc.weight", "joint.pred.weight", "joint.joint_net.2.weight",
-                "prediction.embed.weight")
+                "prediction.embed.weight", "prompt_kernel.0.weight", "prompt_kernel.2.weight")
     return name.endswith(suffixes) or "dec_rnn.lstm.weight_" in name
 
 
@@ -216,8 +216,61 @@ def _lstm_gates(a, p):
     return np.concatenate([i, f, o, g], axis=0)
 
 
-def tensors_from_state_dict(sd, hp):
-    """(name, float32 numpy array in GGUF's row-major shape) in the loader's order; `sd` maps names to numpy."""
+PROMPT_DICTIONARY_PATHS = ("prompt_dictionary", "model_defaults.prompt_dictionary", "train_ds.prompt_dictionary")
+
+
+def prompt_kernel_hparams(cfg, sd, hp):
+    """Nemotron 3.5's language prompt kernel (prompt_kernel = Sequential(Linear, ReLU, Linear) over the encoder
+    output concatenated with a one-hot of the language's slot): adds the prompt.* keys to hp when the checkpoint has
+    one, from the config's prompt_dictionary (language tag -> slot), and refuses what it cannot map."""
+    names = sorted(k for k in sd if k.startswith("prompt_kernel."))
+    if not names:
+        return
+    known = ["prompt_kernel.0.bias", "prompt_kernel.0.weight", "prompt_kernel.2.bias", "prompt_kernel.2.weight"]
+    if names != known:
+        raise ConvertError(f"checkpoint prompt kernel tensors {names} are not the known Linear, ReLU, Linear "
+                           f"({', '.join(known)})")
+    if cfg is not None and _get(cfg, "concat", True) is False:
+        raise ConvertError("config concat = False with a prompt kernel is not supported (the kernel is applied to "
+                           "the encoder output concatenated with the language one-hot)")
+    w1, w2 = np.asarray(sd["prompt_kernel.0.weight"]), np.asarray(sd["prompt_kernel.2.weight"])
+    d = hp["embedding_length"]
+    if w1.ndim != 2 or w2.ndim != 2 or w1.shape[1] <= d or w2.shape != (d, w1.shape[0]):
+        raise ConvertError(f"checkpoint prompt kernel shapes {list(w1.shape)} and {list(w2.shape)} do not take "
+                           f"d_model {d} plus a one-hot back to d_model")
+    dictionary = None
+    for path in PROMPT_DICTIONARY_PATHS:
+        dictionary = _get(cfg, path, None) if cfg is not None else None
+        if dictionary:
+            break
+    if not dictionary:
+        raise ConvertError("the checkpoint has a language prompt kernel but the config has no prompt_dictionary "
+                           f"(looked at {', '.join(PROMPT_DICTIONARY_PATHS)}): earshot cannot tell which slot is "
+                           "which language")
+    n_prompts = w1.shape[1] - d
+    declared = _get(cfg, "model_defaults.num_prompts", None)
+    if declared is not None and int(declared) != n_prompts:
+        raise ConvertError(f"config model_defaults.num_prompts = {declared} differs from the prompt kernel's "
+                           f"one-hot width {n_prompts}")
+    languages, slots = [], []
+    # In slot order: a YAML or JSON map's order is the writer's, and a bare code ("en") takes the first
+    # locale of its language in the file's order.
+    for language, slot in sorted(dict(dictionary).items(), key=lambda item: (item[1] if isinstance(item[1], int) else -1, str(item[0]))):
+        if not isinstance(slot, int) or not 0 <= slot < n_prompts:
+            raise ConvertError(f"config prompt_dictionary[{language!r}] = {slot!r} is not a slot of the "
+                               f"{n_prompts}-wide one-hot")
+        languages.append(str(language))
+        slots.append(slot)
+    hp["prompt.size"] = n_prompts
+    hp["prompt.hidden"] = int(w1.shape[0])
+    hp["prompt.languages"] = languages
+    hp["prompt.slots"] = slots
+
+
+def tensors_from_state_dict(sd, hp, cfg=None):
+    """(name, float32 numpy array in GGUF's row-major shape) in the loader's order; `sd` maps names to numpy.
+    A prompt kernel (Nemotron 3.5) needs `cfg` for its language dictionary and adds its keys to hp."""
+    prompt_kernel_hparams(cfg, sd, hp)
     sd = {k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}
     used = set()
 
@@ -265,6 +318,9 @@ def tensors_from_state_dict(sd, hp):
     for n in ("joint.pred.weight", "joint.pred.bias", "joint.enc.weight", "joint.enc.bias",
               "joint.joint_net.2.weight", "joint.joint_net.2.bias"):
         out.append((n, take(n)))
+    if "prompt.size" in hp:
+        for n in ("prompt_kernel.0.weight", "prompt_kernel.0.bias", "prompt_kernel.2.weight", "prompt_kernel.2.bias"):
+            out.append((n, take(n)))
     leftover = sorted(k for k in sd if k not in used and not k.startswith("preprocessor."))
     if leftover:
         raise ConvertError(f"{len(leftover)} checkpoint tensors have no place in earshot's layout: "
@@ -303,6 +359,8 @@ def write_gguf(path, hp, pieces, tensors, fb, window, matrix_type="f32"):
             w.add_string(full, value)
         elif isinstance(value, float):
             w.add_float32(full, value)
+        elif isinstance(value, list) and value and isinstance(value[0], str):
+            w.add_array(full, value)
         elif isinstance(value, list):  # the loader reads the context as i32, the durations as u32
             signed = key in ("attention.context", "attention.right_contexts")
             sub = gguf.GGUFValueType.INT32 if signed else gguf.GGUFValueType.UINT32

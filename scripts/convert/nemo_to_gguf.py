@@ -114,7 +114,7 @@ def main(argv=None):
     try:
         cfg, state, pieces = load_nemo(args.nemo)
         hp = fg.hparams_from_config(cfg)
-        tensors = fg.tensors_from_state_dict(state, hp)
+        tensors = fg.tensors_from_state_dict(state, hp, cfg)
         fb, window, source = fg.featuriser(state, hp, args.features)
         fg.write_gguf(args.gguf, hp, pieces, tensors, fb, window, args.type)
     except fg.ConvertError as e:

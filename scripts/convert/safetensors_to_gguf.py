@@ -84,7 +84,7 @@ def main(argv=None):
         else:
             raise fg.ConvertError(f"{args.model_dir}: no tokenizer.model or vocab.txt")
         hp = fg.hparams_from_config(cfg)
-        tensors = fg.tensors_from_state_dict(state, hp)
+        tensors = fg.tensors_from_state_dict(state, hp, cfg)
         fb, window, source = fg.featuriser(state, hp, args.features)
         fg.write_gguf(args.gguf, hp, pieces, tensors, fb, window, args.type)
     except (OSError, fg.ConvertError) as e:

@@ -81,6 +81,14 @@ struct TranslationSummary {
   std::optional<double> chrf;  // corpus chrF over the streams whose utterance has a reference translation
   long chrf_streams = 0;
   double compute_seconds = 0;  // inside the translation stage, all streams
+  double audio_seconds = 0;    // of the translated streams
+  long draft_calls = 0;        // translation model calls: drafts (simultaneous mode)
+  long final_calls = 0;        // and full translations of closed segments
+  // Model calls per minute of audio (none without audio).
+  std::optional<double> calls_per_minute(long calls) const {
+    if (!(audio_seconds > 0)) return std::nullopt;
+    return static_cast<double>(calls) * 60.0 / audio_seconds;
+  }
 };
 
 struct SystemResult {

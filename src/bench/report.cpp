@@ -153,6 +153,14 @@ void write_table(std::ostream& out, const BenchReport& report) {
         << t.committed_words << " committed words, chrF " << chrf << "\n  first-draft delay "
         << dist(t.first_draft_delay) << "\n  commit delay      " << dist(t.commit_delay) << "\n  final lag         "
         << dist(t.final_lag) << "\n";
+    const std::optional<double> all = t.calls_per_minute(t.draft_calls + t.final_calls);
+    if (all) {
+      char calls[160];
+      std::snprintf(calls, sizeof calls, "%.1f per audio minute (drafts %.1f + finals %.1f; %ld calls over %.2f min)",
+                    *all, *t.calls_per_minute(t.draft_calls), *t.calls_per_minute(t.final_calls),
+                    t.draft_calls + t.final_calls, t.audio_seconds / 60.0);
+      out << "  MT calls          " << calls << "\n";
+    }
   }
 }
 
@@ -204,7 +212,11 @@ void write_json(std::ostream& out, const BenchReport& report) {
           << ",\"compute_seconds\":" << json_number(t.compute_seconds)
           << ",\"first_draft_delay\":" << json_distribution(t.first_draft_delay, false)
           << ",\"commit_delay\":" << json_distribution(t.commit_delay, true)
-          << ",\"final_lag\":" << json_distribution(t.final_lag, false) << "}";
+          << ",\"final_lag\":" << json_distribution(t.final_lag, false) << ",\"mt_calls\":{\"drafts\":" << t.draft_calls
+          << ",\"finals\":" << t.final_calls << ",\"audio_seconds\":" << json_number(t.audio_seconds)
+          << ",\"per_minute\":" << json_opt(t.calls_per_minute(t.draft_calls + t.final_calls))
+          << ",\"drafts_per_minute\":" << json_opt(t.calls_per_minute(t.draft_calls))
+          << ",\"finals_per_minute\":" << json_opt(t.calls_per_minute(t.final_calls)) << "}}";
     }
     out << ",\n \"sessions\":[";
     for (size_t i = 0; i < s.sessions.size(); ++i) {

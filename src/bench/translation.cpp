@@ -101,8 +101,11 @@ class Accounting {
 
 }  // namespace
 
-TranslationTrace translate_trace(const StreamTrace& trace, stages::Stage& stage, Pacing pacing, Clock& clock) {
+TranslationTrace translate_trace(const StreamTrace& trace, stages::Stage& stage, Pacing pacing, Clock& clock,
+                                 const CallCounter& calls) {
   TranslationTrace out;
+  out.audio_seconds = trace.audio_seconds;
+  const std::pair<long, long> calls_before = calls ? calls() : std::pair<long, long>{0, 0};
   Accounting accounting(out);
   double busy_until = 0;  // realtime: the stream's translation worker
   size_t next_word = 0;
@@ -143,6 +146,11 @@ TranslationTrace translate_trace(const StreamTrace& trace, stages::Stage& stage,
   const double end =
       trace.emissions.empty() ? 0 : (pacing == Pacing::kRealtime ? trace.emissions.back().wall : trace.audio_seconds);
   feed(events::EndOfStream{}, end);
+  if (calls) {
+    const std::pair<long, long> after = calls();
+    out.draft_calls = after.first - calls_before.first;
+    out.final_calls = after.second - calls_before.second;
+  }
   return out;
 }
 
@@ -163,6 +171,9 @@ TranslationSummary summarize_translation(const std::string& target_language,
     s.committed_words += static_cast<long>(t.committed_words.size());
     s.segments += static_cast<long>(t.final_lags.size());
     s.compute_seconds += t.compute_seconds;
+    s.audio_seconds += t.audio_seconds;
+    s.draft_calls += t.draft_calls;
+    s.final_calls += t.final_calls;
     if (!references[i].empty()) {
       stats += chrf_statistics(t.translation, references[i]);
       ++s.chrf_streams;

@@ -10,6 +10,10 @@
 //    commit released it);
 //  * final lag, per segment: when its full translation arrived, minus the audio
 //    end of its last source word;
+//  * MT calls per minute of audio: the translation model calls the stage made,
+//    drafts (simultaneous mode's drafting calls, every draft job run: the
+//    synchronous stage skips none, where a live pool behind would) and finals
+//    (one full translation per closed segment) counted apart;
 //  * chrF (chrf.h) of the finals against AUDIO.LANG.txt references, when the
 //    dataset has them.
 //
@@ -22,8 +26,10 @@
 // clamped to the audio fed when they were committed, so no delay is negative.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/chrf.h"
@@ -40,11 +46,20 @@ struct TranslationTrace {
   std::vector<std::string> committed_words;
   std::string translation;  // the segments' finals, joined by spaces
   double compute_seconds = 0;
+  double audio_seconds = 0;  // of the stream
+  long draft_calls = 0;      // model calls while this stream was fed
+  long final_calls = 0;
 };
 
+// The model calls made so far, as (draft calls, final calls): a translation
+// service's counts (TranslationService::counts()).
+using CallCounter = std::function<std::pair<long, long>()>;
+
 // Feeds `trace` (tails used when it kept them) through `stage`, a fresh
-// synchronous translation stage (TranslationService::make_synchronous_stage).
-TranslationTrace translate_trace(const StreamTrace& trace, stages::Stage& stage, Pacing pacing, Clock& clock);
+// synchronous translation stage (TranslationService::make_synchronous_stage);
+// `calls`, when given, is read before and after to count this stream's calls.
+TranslationTrace translate_trace(const StreamTrace& trace, stages::Stage& stage, Pacing pacing, Clock& clock,
+                                 const CallCounter& calls = {});
 
 // TranslationSummary: metrics.h. `references[i]` is stream i's reference translation ("" = none).
 TranslationSummary summarize_translation(const std::string& target_language,

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,7 @@
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "model/fastconformer/model.h"
 #include "session/silero_vad.h"
 #include "vad/vad.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
@@ -89,6 +91,13 @@ double cpu_seconds_self() {
 
 // Linux lets a process reset its peak RSS (VmHWM) by writing 5 to clear_refs,
 // so each in-process system gets its own peak; otherwise the process peak so far.
+// Whether the transducer family reads this file (its flags, such as --lookahead-ms, apply).
+bool is_transducer_file(const fs::path& path) {
+  const engine::ModelFile f = engine::probe_model_file(path);
+  return f.kind == engine::ModelFileKind::kGgmlParakeet ||
+         (f.kind == engine::ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
+}
+
 bool reset_peak_rss() {
   std::ofstream f("/proc/self/clear_refs");
   f << "5";
@@ -176,7 +185,10 @@ bench::TranslationSummary run_translation(const bench::SystemRun& run, const Tra
   for (const bench::StreamRecord& r : run.streams) {
     if (!r.error.empty()) continue;
     const std::unique_ptr<stages::Stage> stage = t.service->make_synchronous_stage(s.language, options);
-    traces.push_back(bench::translate_trace(r.trace, *stage, s.stream.pacing, clock));
+    traces.push_back(bench::translate_trace(r.trace, *stage, s.stream.pacing, clock, [&] {
+      const stages::translation::TranslationCounts c = t.service->counts();
+      return std::pair<long, long>{c.draft_calls, c.final_calls};
+    }));
     references.push_back(t.references.at(static_cast<size_t>(r.file)));
     progress.update(std::to_string(traces.size()) + "/" + std::to_string(run.streams.size()) + " streams");
   }
@@ -237,7 +249,7 @@ fs::path find_baseline_binary(const std::string& given) {
 // audio, same runner, traces read back; CPU time and peak RSS from wait4().
 SystemResult run_baseline(const std::string& name, const fs::path& binary, const fs::path& model,
                           const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
-                          const BenchSettings& s) {
+                          const BenchSettings& s, const TranslationBench* translation = nullptr) {
   const fs::path dir = fs::temp_directory_path() / ("earshot-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path audio_file = dir / "audio.f32", trace_file = dir / "run.trace", log_file = dir / "baseline.log";
@@ -323,6 +335,10 @@ SystemResult run_baseline(const std::string& name, const fs::path& binary, const
   r.peak_rss_scope = "baseline child process (wait4)";
   progress.done("done: " + std::to_string(run.streams.size()) + " streams in " +
                 std::to_string(static_cast<int>(run.elapsed_wall)) + " s");
+  // The baseline's committed words through the same translation stage as
+  // earshot's policies; the child's trace file carries no provisional tails,
+  // so the stage drafts over committed source only.
+  if (translation) r.translation = run_translation(run, *translation, s, name);
   return r;
 }
 
@@ -504,7 +520,7 @@ int run_bench(const CommandArgs& argv) {
       .option("model", "model file(s), comma-separated (or names known to `earshot pull`)")
       .option("policy",
               "earshot policies to measure, comma-separated (Whisper: alignatt, localagreement; Qwen3-ASR: alignatt, "
-              "rolling; none)",
+              "rolling; transducers: native; none)",
               "alignatt")
       .option("baseline", "baselines, comma-separated: whispercpp-stream, or none", "none")
       .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
@@ -580,7 +596,7 @@ int run_bench(const CommandArgs& argv) {
   std::vector<std::string> policies, baselines;
   for (const std::string& p : split_list(args.get("policy"))) {
     // Which policies exist depends on the model's family (Whisper: alignatt, localagreement;
-    // Qwen3-ASR: alignatt, rolling): each engine checks the names before its runs.
+    // Qwen3-ASR: alignatt, rolling; transducers: native): each engine checks the names before its runs.
     if (p != "none") policies.push_back(p);
   }
   for (const std::string& b : split_list(args.get("baseline"))) {
@@ -659,8 +675,19 @@ int run_bench(const CommandArgs& argv) {
     if (!policies.empty()) {
       engine::ModelSpec spec = s.model;
       spec.path = model_file;
+      // Side by side (--model whisper.bin,nemotron.gguf --policy alignatt,native): each
+      // model runs the listed policies it has, and --lookahead-ms goes to the
+      // transducers of the list only. One model alone keeps both strict.
+      if (models.size() > 1 && !is_transducer_file(model_file)) spec.transducer.lookahead_ms = 0;
       const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
-      for (const std::string& p : policies) {
+      std::vector<std::string> own = policies;
+      if (models.size() > 1) {
+        const std::vector<std::string>& offered = engine->capabilities().policies;
+        std::erase_if(
+            own, [&](const std::string& p) { return std::find(offered.begin(), offered.end(), p) == offered.end(); });
+        if (own.empty()) own = policies;  // none it has: resolve_policy names them below
+      }
+      for (const std::string& p : own) {
         engine->resolve_policy(p);  // a policy this model lacks fails before the run
         if (capacity_mode) {
           run_capacity_mode(*engine, p + suffix, p, s, capacity, audio);
@@ -684,7 +711,8 @@ int run_bench(const CommandArgs& argv) {
       }
     }
     for (const std::string& b : baselines) {
-      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s);
+      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s,
+                                    translation ? &*translation : nullptr);
       r.detail = "libwhisper, model " + model_file.string() +
                  ", step 3 s, length 10 s, keep 0.2 s, greedy, flash attention" +
                  (s.baseline_no_fallback ? ", no temperature fallback" : ", temperature fallback");

@@ -25,11 +25,16 @@ void declare_translation_options(Args& args, const std::string& target_flag) {
       .option("translation-calibration",
               "extra calibration entries (JSON: model, source, target, heads [[layer, head]...], disabled_quants)", "")
       .option("translation-workers", "translation model calls that run at the same time", "1")
+      .option(
+          "translation-attention",
+          "how attention is read: softmax (flash attention off) or qk (recomputed from Q and K, flash attention on)",
+          "softmax")
       .option("translation-record",
               "record the translation stage's input events to this JSONL file (replay-translation)", "");
 }
 
-std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads) {
+std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads,
+                                                            llm::AttentionRoute route) {
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
   // A registry name (`earshot pull hy-mt2-1.8b-q8_0`) is the cached file.
   std::string path;
@@ -45,6 +50,7 @@ std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& n
 #endif
   llm::LlamaModelOptions options;
   options.threads = threads;
+  options.attention_route = route;
   try {
     return llm::LlamaModel::load(path, options);
   } catch (const Error& e) {
@@ -64,6 +70,12 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
     throw Error(ErrorCode::kInvalidArgument, "--translation-hard-max must be >= --translation-soft-max > 0");
   const long workers = args.get_int("translation-workers");
   if (workers < 1) throw Error(ErrorCode::kInvalidArgument, "--translation-workers must be >= 1");
+  llm::AttentionRoute route;
+  try {
+    route = llm::parse_attention_route(args.get("translation-attention"));
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("--translation-attention: ") + e.what());
+  }
   const std::string model_path = args.get("translation-model");
   if (model_path.empty()) {
     if (!o.target_language.empty())
@@ -75,7 +87,7 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
   TranslationSetup setup;
   if (!args.get("translation-record").empty())
     setup.recorder = std::make_shared<tr::InputRecorder>(args.get("translation-record"));
-  std::shared_ptr<const llm::LlmModel> model = load_translation_model(model_path, 0);
+  std::shared_ptr<const llm::LlmModel> model = load_translation_model(model_path, 0, route);
   setup.default_target = o.target_language;
   setup.service = std::make_shared<tr::TranslationService>(model, std::move(registry), static_cast<int>(workers), o);
   if (setup.recorder) setup.service->set_input_observer([r = setup.recorder](const events::Event& e) { r->record(e); });

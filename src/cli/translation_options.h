@@ -1,7 +1,8 @@
 // The translation options of serve and transcribe, declared and read in one
 // place: --target-language / --translate-to, --translation-model,
 // --translation-soft-max, --translation-hard-max, --commit-mode,
-// --translation-calibration, --translation-workers, --translation-record.
+// --translation-calibration, --translation-workers, --translation-attention,
+// --translation-record.
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "common/command_line.h"
+#include "model/llm/attention_capture.h"
 #include "model/llm/llm_backend.h"
 #include "stages/translation/record.h"
 #include "stages/translation/translation_stage.h"
@@ -33,6 +35,8 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
 // The LLM behind --translation-model: a GGUF path, or a registry name resolved
 // to the model cache. Throws Error(kUnsupported) in a build without the libllama
 // backend, Error(kIo) naming `earshot pull NAME` for a known name not downloaded.
-std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads);
+// `route`: how attention is captured (--translation-attention).
+std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads,
+                                                            llm::AttentionRoute route = llm::AttentionRoute::kSoftmax);
 
 }  // namespace earshot::cli

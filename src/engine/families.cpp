@@ -23,6 +23,17 @@ Registry& registry() {
   return r;
 }
 
+// --lookahead-ms is a cache-aware streaming transducer's chunk; a family
+// without one refuses it rather than ignore what the user asked for.
+void refuse_lookahead(const ModelSpec& spec, const char* what) {
+  if (spec.transducer.lookahead_ms == 0) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              "--lookahead-ms " + std::to_string(spec.transducer.lookahead_ms) +
+                  " applies to cache-aware streaming transducers only (family transducer: Nemotron streaming "
+                  "files); model file " +
+                  spec.path.string() + " is " + what + ", which has no lookahead: leave --lookahead-ms out");
+}
+
 // The built-in families, added once before the first lookup (tests may add theirs before or after).
 void add_builtins_locked(Registry& r) {
   if (r.builtins) return;
@@ -30,7 +41,10 @@ void add_builtins_locked(Registry& r) {
   r.families.insert(
       r.families.begin(),
       {Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
-              [](const ModelSpec& spec) { return load_whisper_engine(spec); }},
+              [](const ModelSpec& spec) {
+                refuse_lookahead(spec, "a Whisper model (family whisper)");
+                return load_whisper_engine(spec);
+              }},
        Family{"transducer",
               [](const ModelFile& f) {
                 return f.kind == ModelFileKind::kGgmlParakeet ||
@@ -43,7 +57,10 @@ void add_builtins_locked(Registry& r) {
               [](const ModelFile& f) {
                 return f.kind == ModelFileKind::kGguf && (f.architecture == "qwen3vl" || f.architecture == "clip");
               },
-              [](const ModelSpec& spec) { return load_qwen3asr_engine(spec); }}});
+              [](const ModelSpec& spec) {
+                refuse_lookahead(spec, "a Qwen3-ASR model (family qwen3asr)");
+                return load_qwen3asr_engine(spec);
+              }}});
 }
 
 }  // namespace

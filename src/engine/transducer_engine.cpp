@@ -28,6 +28,8 @@ class TransducerWords : public OnlineProcessor {
         state_(decoder_.initial_state()),
         language_(request.language == "auto" ? "" : request.language) {
     const fastconformer::Hparams& hp = model_->hparams();
+    // A prompt model is told the language through its one-hot (auto: the auto slot).
+    if (hp.n_prompts > 0) prompt_slot_ = fastconformer::prompt_slot(hp, request.language);
     mel_config_.n_fft = hp.n_fft, mel_config_.hop_length = hp.hop_length, mel_config_.n_mels = hp.n_mels;
     mel_config_.preemph = hp.preemph, mel_config_.log_guard = hp.log_guard;
     mel_config_.normalize_per_feature = hp.feature_norm == fastconformer::FeatureNorm::kPerFeature;
@@ -65,10 +67,23 @@ class TransducerWords : public OnlineProcessor {
   void decode(const fastconformer::EncoderOutput& enc, double time_origin, std::vector<Word>& committed) {
     if (enc.n_frames == 0) return;
     std::vector<transducer::Emission> emissions;
-    decoder_.greedy(decoder_.project_encoder(enc.data, enc.n_frames), enc.n_frames, state_, emissions, enc.first_frame);
+    const std::vector<float> joint_input =
+        prompt_slot_ >= 0 ? decoder_.apply_prompt(enc.data, enc.n_frames, prompt_slot_) : std::vector<float>{};
+    decoder_.greedy(decoder_.project_encoder(prompt_slot_ >= 0 ? joint_input : enc.data, enc.n_frames), enc.n_frames,
+                    state_, emissions, enc.first_frame);
     const std::vector<std::string>& pieces = model_->pieces();
     for (const transducer::Emission& e : emissions) {
       const std::string& piece = pieces.at(e.token);
+      // A language tag (Nemotron 3.5: "<de-DE>") is not a word: it sets the
+      // language of the word in progress and of those after it (committed words
+      // are final, so they keep theirs). "<auto>" says nothing.
+      if (const std::string tag = transducer::language_tag(piece); !tag.empty()) {
+        if (tag != "auto") {
+          language_ = tag.substr(0, tag.find('-'));
+          if (!pending_.text.empty()) pending_.language = language_;
+        }
+        continue;
+      }
       // A piece with the word marker starts a word (and commits the one before);
       // any other continues it. The very first word has no leading space.
       if (transducer::piece_starts_word(piece) && !pending_.text.empty()) commit(committed);
@@ -99,6 +114,7 @@ class TransducerWords : public OnlineProcessor {
   std::vector<Word> committed_;
   std::string language_;
   int speaker_ = -1;
+  int prompt_slot_ = -1;  // a prompt model's one-hot slot; -1: no prompt kernel
 };
 
 // An offline model (Parakeet-TDT): windows of window_seconds, features normalised per window.
@@ -243,8 +259,12 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
   capabilities_.multilingual = true;
   capabilities_.languages = {"bg", "hr", "cs", "da", "nl", "en", "et", "fi", "fr", "de", "el", "hu", "it",
                              "lv", "lt", "mt", "pl", "pt", "ro", "sk", "sl", "es", "sv", "ru", "uk"};
-  if (right_context_ >= 0) {
-    // nemotron-speech-streaming-en: English only (the 3.5 variant's language prompt is not computed yet).
+  if (hp.n_prompts > 0) {
+    // Nemotron 3.5: the languages of its prompt dictionary, each locale and its bare code.
+    capabilities_.multilingual = true;
+    capabilities_.languages = fastconformer::prompt_languages(hp);
+  } else if (right_context_ >= 0) {
+    // nemotron-speech-streaming-en: English only.
     capabilities_.multilingual = false;
     capabilities_.languages = {"en"};
   }

@@ -193,6 +193,39 @@ TEST_F(BenchSmoke, BadDatasetsGetClearMessages) {
   EXPECT_EQ(j["systems"][0]["wer"]["reference"], 8);
 }
 
+// Whisper + AlignAtt and a streaming transducer side by side on the same audio:
+// each model runs the listed policies it has, --lookahead-ms reaches the transducer only.
+TEST_F(BenchSmoke, WhisperAndAStreamingTransducerSideBySide) {
+  const fs::path one = dir_ / "one";
+  fs::create_directories(one);
+  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
+                one / "good.wav", fs::copy_options::overwrite_existing);
+  std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
+  const fs::path nemotron = dir_ / "nemotron-small.gguf";
+  Result r = run(std::string(EARSHOT_MAKE_PARAKEET) + " --streaming 1 --seed 3 --gguf " + nemotron.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path json = dir_ / "side.json";
+  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + model_.string() + "," +
+          nemotron.string() + " --policy alignatt,native --lookahead-ms 560 --threads 1 --chunk 0.5 --json " +
+          json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["systems"].size(), 2u);
+  EXPECT_EQ(j["systems"][0]["name"], "alignatt (mini-en-f16)");
+  EXPECT_EQ(j["systems"][1]["name"], "native (nemotron-small)");
+  for (const auto& s : j["systems"]) {
+    EXPECT_EQ(s["failed_streams"], 0) << s["name"];
+    EXPECT_EQ(s["wer"]["reference"], 8) << s["name"];
+  }
+  // Alone, a Whisper model still refuses the transducer's option.
+  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + model_.string() +
+          " --lookahead-ms 560 --threads 1");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("--lookahead-ms 560 applies to cache-aware streaming transducers"), std::string::npos)
+      << r.output;
+}
+
 #ifdef EARSHOT_BASELINE_BIN
 // The stream.cpp schedule: a decode every 3 s of new audio, a finished line
 // (commit) every second step, the rest committed by finish().

@@ -1,7 +1,8 @@
 // bench --translate-to's accounting: a scripted ASR stream through a synchronous
 // translation stage over the scripted fake LLM (word for word, upper case):
 // delays present for every committed target word and non-negative, their
-// arithmetic on the audio clock, chrF of the finals against references.
+// arithmetic on the audio clock, chrF of the finals against references, model
+// calls by kind per audio minute.
 #include "bench/translation.h"
 
 #include <gtest/gtest.h>
@@ -116,6 +117,64 @@ TEST(BenchTranslation, RealtimeDelaysAreOnTheWallClockAndNonNegative) {
   // Wall clock: the last emission came after the 2 s of audio plus its 0.05 s of compute.
   EXPECT_NEAR(t.final_lags[0], asr.emissions.back().wall - 1.3, 1e-9);
   EXPECT_GE(asr.emissions.back().wall, 2.0);
+}
+
+TEST(BenchTranslation, ModelCallsAreCountedPerKindAndPerAudioMinute) {
+  ManualClock clock;
+  const StreamTrace asr = asr_trace(Pacing::kAsFastAsPossible, clock);
+  auto model = std::make_shared<earshot::testing::FakeModel>(earshot::testing::word_for_word(2));
+  tr::CalibrationRegistry registry;
+  registry.add({"hy-mt2-1.8b", "en", "xx", {{0, 0}, {0, 1}}, {}});
+  tr::TranslationOptions o;
+  o.target_language = "xx";
+  o.redraft_source_tokens = 1;
+  auto svc = std::make_shared<tr::TranslationService>(model, std::move(registry), 1, o);
+  const CallCounter calls = [&] {
+    const tr::TranslationCounts c = svc->counts();
+    return std::pair<long, long>{c.draft_calls, c.final_calls};
+  };
+  auto stage = svc->make_synchronous_stage("en", svc->defaults());
+  const TranslationTrace t = translate_trace(asr, *stage, Pacing::kAsFastAsPossible, clock, calls);
+  // Every model call sets the attention capture once: with the calibrated heads
+  // to draft, without them for a closed segment's final (one per segment).
+  EXPECT_EQ(t.draft_calls, model->captures_with_heads.load());
+  EXPECT_EQ(t.final_calls, model->captures_without_heads.load());
+  EXPECT_EQ(t.final_calls, static_cast<long>(t.final_lags.size()));
+  EXPECT_GE(t.draft_calls, 1);
+  EXPECT_DOUBLE_EQ(t.audio_seconds, asr.audio_seconds);
+
+  // A second stream on the same service counts only its own calls.
+  auto again = svc->make_synchronous_stage("en", svc->defaults());
+  const TranslationTrace u = translate_trace(asr, *again, Pacing::kAsFastAsPossible, clock, calls);
+  EXPECT_EQ(u.draft_calls, t.draft_calls);
+  EXPECT_EQ(u.final_calls, t.final_calls);
+  EXPECT_EQ(svc->counts().calls(), 2 * (t.draft_calls + t.final_calls));
+  EXPECT_EQ(svc->counts().skipped_drafts, 0);  // synchronous stages skip nothing
+
+  const TranslationSummary s = summarize_translation("xx", {t, u}, {"", ""});
+  const double minutes = 2 * asr.audio_seconds / 60.0;
+  ASSERT_TRUE(s.calls_per_minute(s.draft_calls).has_value());
+  EXPECT_NEAR(*s.calls_per_minute(s.draft_calls), 2.0 * t.draft_calls / minutes, 1e-9);
+  EXPECT_NEAR(*s.calls_per_minute(s.final_calls), 2.0 * t.final_calls / minutes, 1e-9);
+  EXPECT_FALSE(summarize_translation("xx", {}, {}).calls_per_minute(1).has_value());
+
+  BenchReport report;
+  report.config.pacing = "as-fast-as-possible";
+  SystemResult system;
+  system.name = "alignatt";
+  system.translation = s;
+  report.systems.push_back(system);
+  std::ostringstream table, json;
+  write_table(table, report);
+  write_json(json, report);
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "MT calls          %.1f per audio minute (drafts %.1f + finals %.1f;",
+                (s.draft_calls + s.final_calls) / minutes, s.draft_calls / minutes, s.final_calls / minutes);
+  EXPECT_NE(table.str().find(expected), std::string::npos) << table.str();
+  EXPECT_NE(json.str().find("\"mt_calls\":{\"drafts\":" + std::to_string(s.draft_calls) +
+                            ",\"finals\":" + std::to_string(s.final_calls) + ","),
+            std::string::npos)
+      << json.str();
 }
 
 TEST(BenchTranslation, ReferenceTranslationsAreTheLanguageFilesNextToTheAudio) {

@@ -270,5 +270,15 @@ TEST_F(Cli, TranslateToWithAGeneratedLlmTranslatesEverySegment) {
   EXPECT_NE(foreign.err.find("--translation-model " + model_.string()), std::string::npos) << foreign.err;
 }
 
+// An unknown --translation-attention route is refused naming the flag (what qk
+// loads: translation_options_test; what it captures: earshot_llm_llama_test).
+TEST_F(Cli, AnUnknownTranslationAttentionRouteIsRefused) {
+  const Outcome bad = earshot(transcribe("--translate-to zh --translation-model " + (dir_ / "none.gguf").string() +
+                                         " --translation-attention flash"));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--translation-attention"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("qk"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace earshot::cli

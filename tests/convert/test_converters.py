@@ -108,6 +108,12 @@ def nemo_config(kv):
     config["encoder"].update(streaming)
     if value(kv, "features.normalize") == "none":
         config["preprocessor"]["normalize"] = "NA"
+    if f"{ARCH}.prompt.size" in kv:
+        # Nemotron 3.5: the language -> one-hot slot dictionary, and the concat flag of its prompt models.
+        config["concat"] = True
+        config["model_defaults"]["num_prompts"] = value(kv, "prompt.size")
+        config["model_defaults"]["prompt_dictionary"] = dict(zip(value(kv, "prompt.languages"),
+                                                                 value(kv, "prompt.slots")))
     return config
 
 
@@ -264,7 +270,8 @@ def main():
     earshot, make_parakeet, wav = sys.argv[1:4]
     rng = np.random.default_rng(5)
     with tempfile.TemporaryDirectory() as tmp:
-        for variant, extra in (("tdt", []), ("rnnt", ["--rnnt", "1"]), ("streaming", ["--streaming", "1"])):
+        for variant, extra in (("tdt", []), ("rnnt", ["--rnnt", "1"]), ("streaming", ["--streaming", "1"]),
+                               ("prompt", ["--streaming", "1", "--prompt", "1"])):
             original = os.path.join(tmp, f"generated-{variant}.gguf")
             subprocess.run([make_parakeet, "--gguf", original, "--dims", "small", "--seed", "3"] + extra, check=True)
             kv, tensors = read_gguf(original)
@@ -301,7 +308,17 @@ def main():
             _, comp = read_gguf(computed)
             for n in ("preprocessor.featurizer.fb", "preprocessor.featurizer.window"):
                 check(np.allclose(comp[n][1], tensors[n][1], rtol=0, atol=1e-6), f"{variant}: computed {n} differs")
-            if variant in ("rnnt", "streaming"):
+            if variant == "prompt":
+                # A prompt kernel whose slots the config does not name is refused, not guessed.
+                c = copy.deepcopy(cfg)
+                del c["model_defaults"]["prompt_dictionary"]
+                path = os.path.join(tmp, "no-dictionary.nemo")
+                write_nemo(path, c, sd, pieces)
+                out = os.path.join(tmp, "no-dictionary.gguf")
+                rc, err = convert_in_process([path, out])
+                check(rc == 2 and "prompt_dictionary" in err and not os.path.exists(out),
+                      f"a prompt kernel without a dictionary was not refused: rc {rc}, stderr {err!r}")
+            if variant in ("rnnt", "streaming", "prompt"):
                 continue
             check_safetensors(tmp, cfg, sd, pieces, kv, tensors, earshot, wav)
 

@@ -62,6 +62,28 @@ TEST(EngineLoad, NamesWhatAFileIsWhenNoFamilyReadsIt) {
   EXPECT_NE(error_of([&] { load(spec); }).find("an HTML page"), std::string::npos);
 }
 
+TEST(EngineLoad, WhisperAndQwen3AsrRefuseALookaheadNamingTheFamilyThatTakesIt) {
+  TempDir dir("lookahead");
+  whisper::write_random_model(whisper::testing::pipeline_spec(1), dir / "model.bin");
+  write_gguf_with_architecture(dir / "qwen.gguf", "qwen3vl");
+  for (const auto& [file, family] : {std::pair{"model.bin", "a Whisper model (family whisper)"},
+                                     std::pair{"qwen.gguf", "a Qwen3-ASR model (family qwen3asr)"}}) {
+    ModelSpec spec;
+    spec.path = dir / file;
+    spec.transducer.lookahead_ms = 560;
+    ErrorCode code{};
+    const std::string message = error_of([&] { load(spec); }, &code);
+    EXPECT_EQ(code, ErrorCode::kInvalidArgument) << message;
+    EXPECT_NE(message.find("--lookahead-ms 560 applies to cache-aware streaming transducers"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(family), std::string::npos) << message;
+  }
+  // Without the option the Whisper file loads as before.
+  ModelSpec spec;
+  spec.path = dir / "model.bin";
+  EXPECT_EQ(load(spec)->capabilities().family, "whisper");
+}
+
 TEST(EngineLoad, AFamilyRegisteredByATestLoadsFromItsArchitecture) {
   register_ticks_family();
   TempDir dir("ticks");

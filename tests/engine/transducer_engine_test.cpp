@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "../model/model_test_util.h"
@@ -200,6 +201,93 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
   spec.path = dir / "parakeet.gguf";
   spec.transducer.lookahead_ms = 160;
   EXPECT_THROW(load(spec), Error);
+}
+
+TEST(TransducerEngine, PromptModelTakesTheLanguageSlotAndReadsItsTags) {
+  TempDir dir("transducer-engine");
+  fastconformer::RandomModelOptions options;
+  options.streaming = true;
+  options.prompt = true;
+  options.seed = 3;
+  fastconformer::write_gguf(dir / "nemotron35-small.gguf", fastconformer::random_model(options));
+  ModelSpec spec;
+  spec.path = dir / "nemotron35-small.gguf";
+  spec.runtime.threads = 1;
+  spec.transducer.lookahead_ms = 560;
+  const std::shared_ptr<const Engine> engine = load(spec);
+  const Capabilities& caps = engine->capabilities();
+  EXPECT_TRUE(caps.multilingual);
+  EXPECT_EQ(engine->language_problem("de"), "");
+  EXPECT_EQ(engine->language_problem("en-GB"), "");
+  EXPECT_NE(engine->language_problem("ja"), "");
+
+  const std::vector<float> pcm = jfk();
+  const auto model = fastconformer::Model::load(spec.path);
+  ggml_backend_ptr backend = runtime::create_backend(nullptr, 1);
+  features::NemoMelConfig mc;
+  mc.normalize_per_feature = false;
+  const features::FrameMajorMel mel = features::nemo_log_mel(pcm, mc, model->mel_filters(), model->window());
+  const fastconformer::EncoderOutput enc =
+      fastconformer::Encoder(model, backend.get(), {.right_context = 6}).encode(mel.data, mel.n_frames);
+  transducer::Decoder decoder(&model->decoder_weights());
+  std::map<std::string, std::vector<int>> tokens;
+  int tags = 0, informative = 0;  // informative: runs whose last tag differs from the requested language
+  for (const std::string language : {"auto", "de", "en-GB"}) {
+    // Directly: the prompt kernel with the language's slot, then greedy RNN-T.
+    transducer::DecoderState state = decoder.initial_state();
+    std::vector<transducer::Emission> emissions;
+    const int slot = fastconformer::prompt_slot(model->hparams(), language);
+    decoder.greedy(decoder.project_encoder(decoder.apply_prompt(enc.data, enc.n_frames, slot), enc.n_frames),
+                   enc.n_frames, state, emissions);
+    std::string direct, last_tag;
+    for (const transducer::Emission& e : emissions) {
+      tokens[language].push_back(e.token);
+      const std::string tag = transducer::language_tag(model->pieces()[e.token]);
+      if (!tag.empty()) last_tag = tag, ++tags;
+      direct += transducer::piece_text(model->pieces()[e.token], direct.empty());
+    }
+    ASSERT_GE(emissions.size(), 10u) << language;
+
+    StreamRequest request;
+    request.language = language;
+    auto processor = engine->open_stream(request);
+    std::vector<Word> words;
+    for (size_t at = 0; at < pcm.size(); at += 4000) {
+      const size_t n = std::min<size_t>(4000, pcm.size() - at);
+      processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
+      for (Word& w : processor->process().committed) words.push_back(std::move(w));
+    }
+    for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+    EXPECT_EQ(text_of(words), direct) << language;
+    for (const Word& w : words) EXPECT_EQ(w.text.find('<'), std::string::npos) << w.text;
+    // The last tag is the stream's language (its bare code); without one, the forced code or "".
+    const std::string requested = language == "auto" ? "" : language;
+    const std::string want = !last_tag.empty() ? last_tag.substr(0, 2) : requested;
+    if (want != requested) ++informative;
+    EXPECT_EQ(processor->language(), want) << language;
+    if (!last_tag.empty()) {
+      EXPECT_EQ(words.back().language, want) << language;
+    }
+  }
+  // The random model emits tags, and in some run one the request did not say, or
+  // the test could not see them handled.
+  EXPECT_GT(tags, 0);
+  EXPECT_GT(informative, 0);
+  EXPECT_NE(tokens["auto"], tokens["de"]);
+  EXPECT_NE(tokens["de"], tokens["en-GB"]);
+
+  StreamRequest unknown;
+  unknown.language = "ja";
+  const Error e = [&] {
+    try {
+      engine->open_stream(unknown);
+    } catch (const Error& error) {
+      return error;
+    }
+    return Error(ErrorCode::kInternal, "no error");
+  }();
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("unknown language 'ja'"), std::string::npos) << e.what();
 }
 
 }  // namespace

@@ -149,6 +149,60 @@ TEST(FastConformerModel, UnsupportedFlagsAreNamed) {
   expect_unsupported([](Hparams& h) { h.subsampling = "striding"; }, "subsampling 'striding'");
 }
 
+TEST(FastConformerModel, PromptKernelLoadsWithItsLanguagesAndIsValidated) {
+  TempDir dir("fastconformer");
+  RandomModelOptions o;
+  o.seed = 2;
+  o.n_layer = 1;
+  o.streaming = true;
+  o.prompt = true;
+  const ModelData data = random_model(o);
+  write_gguf(dir / "prompt.gguf", data);
+  const auto model = Model::load(dir / "prompt.gguf");
+  const Hparams& hp = model->hparams();
+  EXPECT_EQ(hp.n_prompts, 16);
+  EXPECT_EQ(hp.n_prompt_hidden, 32);
+  EXPECT_EQ(model->decoder_weights().prompt.w1.cols, hp.n_state + 16);
+  EXPECT_EQ(model->decoder_weights().prompt.w2.rows, hp.n_state);
+  EXPECT_EQ(prompt_slot(hp, "en-US"), 0);
+  EXPECT_EQ(prompt_slot(hp, "en-GB"), 1);
+  EXPECT_EQ(prompt_slot(hp, "en"), 0);  // a bare code: its first locale
+  EXPECT_EQ(prompt_slot(hp, "de"), 2);
+  EXPECT_EQ(prompt_slot(hp, "auto"), 15);
+  const Error unknown = error_of([&] { prompt_slot(hp, "ja"); });
+  EXPECT_EQ(unknown.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(unknown.what()).find("unknown language 'ja' for this model (it takes en-US, en-GB, de-DE"),
+            std::string::npos)
+      << unknown.what();
+  EXPECT_EQ(prompt_languages(hp),
+            (std::vector<std::string>{"en", "en-US", "en-GB", "de", "de-DE", "fr", "fr-FR", "es", "es-ES"}));
+  EXPECT_EQ(error_of([&] { prompt_slot(small_model().hparams, "en"); }).code(), ErrorCode::kInvalidArgument);
+
+  // whisper.cpp's legacy format has no place for a prompt kernel.
+  EXPECT_EQ(error_of([&] { write_legacy(dir / "prompt.bin", data); }).code(), ErrorCode::kInvalidArgument);
+  auto expect_invalid = [&](void (*change)(ModelData&), const std::string& words) {
+    ModelData d = data;
+    change(d);
+    write_gguf(dir / "bad.gguf", d);
+    const Error e = error_of([&] { Model::load(dir / "bad.gguf"); });
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  };
+  expect_invalid([](ModelData& d) { d.hparams.prompt_dictionary[1].second = 16; },
+                 "prompt language 'en-GB' has slot 16, past prompt.size 16");
+  expect_invalid([](ModelData& d) { d.hparams.prompt_dictionary[2].first = "en-US"; },
+                 "prompt language 'en-US' appears twice");
+  expect_invalid([](ModelData& d) { d.hparams.prompt_dictionary.clear(); }, "without languages");
+  // The kernel's tensors without its keys, and the keys without the tensors.
+  expect_invalid([](ModelData& d) { d.hparams.n_prompts = 0; }, "unexpected tensor 'prompt_kernel.");
+  expect_invalid(
+      [](ModelData& d) {
+        d.tensors.resize(d.tensors.size() - 4);
+        d.values.resize(d.values.size() - 4);
+      },
+      "4 of ");
+}
+
 TEST(FastConformerModel, ForeignFilesAreRefused) {
   TempDir dir("fastconformer");
   std::ofstream(dir / "text.bin") << "Not Found";

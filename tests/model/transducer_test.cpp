@@ -1,7 +1,12 @@
 // Greedy transducer decoding on hand-built weights whose joint is read off the
 // frame: TDT durations (a blank of duration 0 still advances, duration-0 pieces
 // stop at the per-frame bound), RNN-T (pieces until a blank), piece text.
+#include <ggml.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
 
 #include "model/transducer/decoder.h"
 
@@ -112,6 +117,57 @@ TEST(TransducerPieces, SpaceMarkerAndControlPieces) {
       piece_starts_word("\xE2\x96\x81"
                         "a"));
   EXPECT_FALSE(piece_starts_word("a"));
+}
+
+TEST(TransducerPieces, LanguageTagsAreReadAndNeverShownAsText) {
+  EXPECT_EQ(language_tag("<en-US>"), "en-US");
+  EXPECT_EQ(language_tag("\xE2\x96\x81<de-DE>"), "de-DE");
+  EXPECT_EQ(language_tag("<yue-HK>"), "yue-HK");
+  EXPECT_EQ(language_tag("<auto>"), "auto");
+  for (const char* other : {"<unk>", "<en-us>", "<EN-US>", "<en-USA>", "<e-US>", "en-US", "<en_US>", "<>", "<de-D1>"})
+    EXPECT_EQ(language_tag(other), "") << other;
+  EXPECT_EQ(piece_text("<en-US>", false), "");
+  EXPECT_EQ(piece_text("\xE2\x96\x81<fr-FR>", false), "");
+  EXPECT_EQ(piece_text("<en-us>", false), "<en-us>");  // not a tag: the model's text
+}
+
+TEST(TransducerDecoder, F16InputsRoundAsGgmlDoes) {
+  // An identity joint.enc stored as f16: its product is the input rounded to f16
+  // (plus a zero bias, so -0 comes back as +0: equal as values).
+  std::vector<float> x = {0.0f,           -0.0f,          1.0f,           65504.0f,
+                          65519.0f,       65520.0f,       -70000.0f,      6.1035156e-05f,
+                          5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f, 8.940697e-08f,
+                          1.0009766f,     1.00048828125f, 1.00146484375f, std::numeric_limits<float>::infinity()};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> exponent(-30.0f, 17.0f);
+  std::normal_distribution<float> normal;
+  while (x.size() < 4096) x.push_back(normal(rng) * std::exp2(exponent(rng)));
+  const int n = static_cast<int>(x.size());
+  DecoderWeights w;
+  w.joint_enc = matrix(1, 1, {1.0f});
+  w.joint_enc.f16_input = true;
+  w.joint_enc_bias = {0.0f};
+  Decoder d(&w);
+  const std::vector<float> got = d.project_encoder(x, n);
+  for (int i = 0; i < n; ++i) {
+    const float want = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x[i]));
+    EXPECT_EQ(got[i], want) << "x = " << x[i];
+  }
+}
+
+TEST(TransducerDecoder, PromptKernelTakesTheSlotsColumn) {
+  // n_enc 2, 3 slots, hidden 2: hidden = relu(frame + column(slot)); out = hidden.
+  DecoderWeights w;
+  w.prompt.n_prompts = 3;
+  w.prompt.w1 = matrix(2, 5, {1, 0, 10, 0, -10, 0, 1, 0, 20, 0});
+  w.prompt.b1 = {0.5f, 0.0f};
+  w.prompt.w2 = matrix(2, 2, {1, 0, 0, 1});
+  w.prompt.b2 = {0.0f, -1.0f};
+  Decoder d(&w);
+  const std::vector<float> frames = {1, 2, -3, 4};
+  EXPECT_EQ(d.apply_prompt(frames, 2, 0), (std::vector<float>{11.5f, 1.0f, 7.5f, 3.0f}));
+  EXPECT_EQ(d.apply_prompt(frames, 2, 1), (std::vector<float>{1.5f, 21.0f, 0.0f, 23.0f}));
+  EXPECT_EQ(d.apply_prompt(frames, 2, 2), (std::vector<float>{0.0f, 1.0f, 0.0f, 3.0f}));
 }
 
 }  // namespace

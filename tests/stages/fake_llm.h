@@ -95,6 +95,9 @@ class FakeModel : public llm::LlmModel {
   std::string model_id = "tencent/Hy-MT2-1.8B-GGUF/Hy-MT2-1.8B-Q8_0.gguf";
   mutable std::atomic<int> decode_calls{0};
   mutable std::atomic<int> prompt_decodes{0};  // decode calls of more than one token (a new draft or final)
+  // set_attention_capture calls with heads (drafting) and without (a full translation).
+  mutable std::atomic<int> captures_with_heads{0};
+  mutable std::atomic<int> captures_without_heads{0};
 
   std::string id() const override { return model_id; }
   std::string architecture() const override { return "qwen3"; }
@@ -186,6 +189,7 @@ class FakeSession : public llm::LlmSession {
   FakeSession(const FakeModel& model, int context) : model_(model), context_(context) {}
 
   void set_attention_capture(std::vector<llm::AttentionHead> heads, int begin, int end) override {
+    ++(heads.empty() ? model_.captures_without_heads : model_.captures_with_heads);
     heads_ = std::move(heads);
     begin_ = begin;
     end_ = end;

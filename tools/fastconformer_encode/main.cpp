@@ -1,7 +1,9 @@
 // earshot-fastconformer-encode: runs a FastConformer transducer's encoder on a
 // raw mel ([frames][n_mels] little-endian f32) and writes the encoder output (raw
 // f32 [frames][d_model]) and the greedy emissions ("token frame" lines), offline
-// or through the streaming encoder, for tests/model/reference/.
+// or through the streaming encoder, for tests/model/reference/. A prompt model
+// (Nemotron 3.5) given --language writes the prompt kernel's output instead (the
+// joint's input) and decodes that.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -24,16 +26,17 @@ namespace {
 
 const char* kUsage =
     "usage: earshot-fastconformer-encode --model M.gguf --mel MEL.f32 --out ENC.f32 [--emissions E.txt]\n"
-    "                                    [--right-context R] [--streaming 1] [--threads N]\n"
+    "                                    [--right-context R] [--streaming 1] [--threads N] [--language L|auto]\n"
     "\n"
     "MEL.f32: [frames][n_mels] f32. ENC.f32: [frames][d_model] f32. E.txt: one 'token frame' line per\n"
-    "greedy emission. --streaming 1: through the cache-aware StreamingEncoder, 7 mel frames at a time.\n";
+    "greedy emission. --streaming 1: through the cache-aware StreamingEncoder, 7 mel frames at a time.\n"
+    "--language: a prompt model's language slot (ENC.f32 is then the prompt kernel's output).\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    std::string model_path, mel_path, out_path, emissions_path;
+    std::string model_path, mel_path, out_path, emissions_path, language;
     std::optional<int> right;
     bool streaming = false;
     int threads = 1;
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
                                    {"--emissions", [&](const std::string& v) { emissions_path = v; }},
                                    {"--right-context", [&](const std::string& v) { right = std::stoi(v); }},
                                    {"--streaming", [&](const std::string& v) { streaming = v == "1"; }},
-                                   {"--threads", [&](const std::string& v) { threads = std::stoi(v); }}});
+                                   {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
+                                   {"--language", [&](const std::string& v) { language = v; }}});
     if (model_path.empty() || mel_path.empty() || out_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
     const auto model = fc::Model::load(model_path);
     const int n_mels = model->hparams().n_mels;
@@ -75,11 +79,13 @@ int main(int argc, char** argv) {
     } else {
       enc = fc::Encoder(model, backend.get(), {.right_context = right}).encode(mel, n_frames);
     }
+    earshot::transducer::Decoder decoder(&model->decoder_weights());
+    if (!language.empty())
+      enc.data = decoder.apply_prompt(enc.data, enc.n_frames, fc::prompt_slot(model->hparams(), language));
     std::ofstream out(out_path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(enc.data.data()), static_cast<std::streamsize>(enc.data.size() * 4));
     if (!out) throw Error(ErrorCode::kIo, "cannot write " + out_path);
     if (!emissions_path.empty()) {
-      earshot::transducer::Decoder decoder(&model->decoder_weights());
       earshot::transducer::DecoderState state = decoder.initial_state();
       std::vector<earshot::transducer::Emission> emissions;
       decoder.greedy(decoder.project_encoder(enc.data, enc.n_frames), enc.n_frames, state, emissions);

@@ -13,18 +13,22 @@ namespace fc = earshot::fastconformer;
 namespace {
 
 const char* kUsage =
-    "usage: earshot-make-parakeet [--bin FILE] [--gguf FILE] [--dims small|real] [--seed N] [--type f32|f16|q8_0..]\n"
+    "usage: earshot-make-parakeet [--bin FILE] [--gguf FILE] [--dims tiny|small|real] [--seed N] [--type "
+    "f32|f16|q8_0..]\n"
     "                             [--blank-bias X] [--n-layer N] [--n-state N] [--rnnt 1] [--probe 1|-1]\n"
-    "                             [--streaming 1] [--att-left N] [--att-right N]\n"
+    "                             [--streaming 1] [--att-left N] [--att-right N] [--prompt 1]\n"
     "\n"
     "Writes one random-weight Parakeet-TDT model: --bin in whisper.cpp's legacy format (f32 or f16),\n"
     "--gguf in earshot's (any ggml type for the matrices). small: d_model 64, 4 heads, 2 layers,\n"
     "64 pieces; real: parakeet-tdt-0.6b (1024, 8 heads, 24 layers, 8192 pieces). Features are\n"
-    "real-sized in both (128 mels, n_fft 512, 400-sample window). --probe 1|-1: the probe models\n"
+    "real-sized in both (128 mels, n_fft 512, 400-sample window); tiny (fuzz seeds): d_model 8,\n"
+    "1 layer, 8 pieces, 8 mels, n_fft 16. --probe 1|-1: the probe models\n"
     "of the parity tool (the same encoder; see src/model/fastconformer/random_model.h).\n"
     "--streaming 1: a cache-aware streaming model shaped like Nemotron streaming (GGUF only;\n"
     "causal convs, LayerNorm conv norm, chunked_limited attention [--att-left, --att-right],\n"
-    "right contexts 0, 1, 6, 13, RNN-T; real: 1024 pieces, left context 70).\n";
+    "right contexts 0, 1, 6, 13, RNN-T; real: 1024 pieces, left context 70).\n"
+    "--prompt 1: Nemotron 3.5's language prompt kernel (GGUF only; random_model.h: languages\n"
+    "en-US, en-GB, de-DE, fr-FR, es-ES and auto, their tags the last five pieces).\n";
 
 }  // namespace
 
@@ -46,7 +50,8 @@ int main(int argc, char** argv) {
          {"--probe", [&](const std::string& v) { o.probe = std::stoi(v); }},
          {"--streaming", [&](const std::string& v) { o.streaming = v == "1"; }},
          {"--att-left", [&](const std::string& v) { o.att_left = std::stoi(v); }},
-         {"--att-right", [&](const std::string& v) { o.att_right = std::stoi(v); }}});
+         {"--att-right", [&](const std::string& v) { o.att_right = std::stoi(v); }},
+         {"--prompt", [&](const std::string& v) { o.prompt = v == "1"; }}});
     if (bin.empty() && gguf.empty()) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, kUsage);
     o.matrix_type = GGML_TYPE_COUNT;
     for (int t = 0; t < GGML_TYPE_COUNT; ++t)

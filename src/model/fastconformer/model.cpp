@@ -90,6 +90,22 @@ void validate(const Hparams& hp, size_t n_filter_bins, size_t n_filter_mels, siz
             "the vocabulary has " + std::to_string(n_pieces) + " pieces, n_vocab says " + std::to_string(hp.n_vocab));
   if (hp.durations.size() > 64) invalid(label, "more than 64 TDT durations");
   for (int d : hp.durations) check_range(label, "a TDT duration", d, 0, 1000);
+  if (hp.n_prompts != 0) {
+    check_range(label, "prompt.size", hp.n_prompts, 1, 4096);
+    check_range(label, "prompt.hidden", hp.n_prompt_hidden, 1, 65536);
+    if (hp.prompt_dictionary.empty()) invalid(label, "a prompt kernel without languages (prompt.languages is empty)");
+    for (size_t i = 0; i < hp.prompt_dictionary.size(); ++i) {
+      const auto& [language, slot] = hp.prompt_dictionary[i];
+      if (slot >= hp.n_prompts)
+        invalid(label, "prompt language '" + language + "' has slot " + std::to_string(slot) + ", past prompt.size " +
+                           std::to_string(hp.n_prompts));
+      if (language.empty() || language.size() > 32)
+        invalid(label, "a prompt language of " + std::to_string(language.size()) + " bytes");
+      for (size_t j = 0; j < i; ++j)
+        if (hp.prompt_dictionary[j].first == language)
+          invalid(label, "prompt language '" + language + "' appears twice");
+    }
+  }
 }
 
 struct Parsed {
@@ -238,6 +254,17 @@ Parsed parse_gguf(const runtime::GgufFile& f, const std::string& label) {
     hp.feature_norm = FeatureNorm::kNone;
   else
     invalid(label, "unknown " + key("features.normalize") + " '" + norm + "' (per_feature or none)");
+  if (f.has(key("prompt.size"))) {
+    hp.n_prompts = u("prompt.size");
+    hp.n_prompt_hidden = u("prompt.hidden");
+    const std::vector<std::string> languages = f.get_array<std::string>(key("prompt.languages"));
+    const std::vector<uint32_t> slots = f.get_array<uint32_t>(key("prompt.slots"));
+    if (languages.size() != slots.size())
+      invalid(label, key("prompt.languages") + " has " + std::to_string(languages.size()) + " entries, " +
+                         key("prompt.slots") + " " + std::to_string(slots.size()));
+    for (size_t i = 0; i < languages.size(); ++i)
+      hp.prompt_dictionary.emplace_back(languages[i], static_cast<int>(std::min<uint32_t>(slots[i], 1u << 30)));
+  }
   p.pieces = f.get_array<std::string>("tokenizer.pieces");
   return p;
 }
@@ -290,7 +317,8 @@ bool is_matrix_tensor(const std::string& n) {
   for (const char* suffix :
        {"linear1.weight", "linear2.weight", "pointwise_conv1.weight", "pointwise_conv2.weight", "linear_q.weight",
         "linear_k.weight", "linear_v.weight", "linear_out.weight", "linear_pos.weight", "pre_encode.out.weight",
-        "joint.enc.weight", "joint.pred.weight", "joint.joint_net.2.weight", "prediction.embed.weight"}) {
+        "joint.enc.weight", "joint.pred.weight", "joint.joint_net.2.weight", "prediction.embed.weight",
+        "prompt_kernel.0.weight", "prompt_kernel.2.weight"}) {
     if (n.ends_with(suffix)) return true;
   }
   return n.find("dec_rnn.lstm.weight_") != std::string::npos;
@@ -360,6 +388,12 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
   add("joint.enc.bias", {p});
   add("joint.joint_net.2.weight", {p, n_out});
   add("joint.joint_net.2.bias", {n_out});
+  if (hp.n_prompts > 0) {
+    add("prompt_kernel.0.weight", {d + hp.n_prompts, hp.n_prompt_hidden});
+    add("prompt_kernel.0.bias", {hp.n_prompt_hidden});
+    add("prompt_kernel.2.weight", {hp.n_prompt_hidden, d});
+    add("prompt_kernel.2.bias", {d});
+  }
   return out;
 }
 
@@ -396,6 +430,35 @@ void check_streaming(const Hparams& hp, int right, const std::string& label) {
     throw Error(ErrorCode::kInvalidArgument, label + ": right context " + std::to_string(right) +
                                                  " frames is not one the model supports: " + options);
   }
+}
+
+int prompt_slot(const Hparams& hp, const std::string& language) {
+  if (hp.n_prompts == 0)
+    throw Error(ErrorCode::kInvalidArgument, "this model has no language prompt (language '" + language + "')");
+  for (const auto& [tag, slot] : hp.prompt_dictionary)
+    if (tag == language) return slot;
+  if (language != "auto") {
+    for (const auto& [tag, slot] : hp.prompt_dictionary)
+      if (tag.size() > language.size() && tag.starts_with(language) && tag[language.size()] == '-') return slot;
+  }
+  std::string known;
+  for (const auto& [tag, slot] : hp.prompt_dictionary) known += (known.empty() ? "" : ", ") + tag;
+  throw Error(ErrorCode::kInvalidArgument,
+              language == "auto" ? "this model has no auto language slot: choose a language (" + known + ")"
+                                 : "unknown language '" + language + "' for this model (it takes " + known + ")");
+}
+
+std::vector<std::string> prompt_languages(const Hparams& hp) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& code) {
+    if (std::find(out.begin(), out.end(), code) == out.end()) out.push_back(code);
+  };
+  for (const auto& [tag, slot] : hp.prompt_dictionary) {
+    if (tag == "auto") continue;
+    add(tag.substr(0, tag.find('-')));
+    add(tag);
+  }
+  return out;
 }
 
 // Fills a Model from parsed metadata and its tensor table.
@@ -442,7 +505,9 @@ struct ModelBuilder {
                          " tensors are missing: " + names + (missing.size() > 4 ? ", ..." : ""));
     }
     if (p.file_tensors.size() != placements.size()) {
-      for (const auto& [name, info] : p.file_tensors) {
+      // Not a structured binding: a lambda capturing one needs clang 16 (the fuzz flavour's clang is 14).
+      for (const auto& entry : p.file_tensors) {
+        const std::string& name = entry.first;
         if (std::none_of(placements.begin(), placements.end(),
                          [&](const runtime::TensorPlacement& t) { return t.tensor.name == name; }))
           invalid(label, "unexpected tensor '" + name + "'");
@@ -512,6 +577,13 @@ struct ModelBuilder {
     w.joint_enc_bias = host_floats(get("joint.enc.bias"));
     w.joint_out = host_matrix(get("joint.joint_net.2.weight"));
     w.joint_out_bias = host_floats(get("joint.joint_net.2.bias"));
+    if (hp.n_prompts > 0) {
+      w.prompt.n_prompts = hp.n_prompts;
+      w.prompt.w1 = host_matrix(get("prompt_kernel.0.weight"));
+      w.prompt.b1 = host_floats(get("prompt_kernel.0.bias"));
+      w.prompt.w2 = host_matrix(get("prompt_kernel.2.weight"));
+      w.prompt.b2 = host_floats(get("prompt_kernel.2.bias"));
+    }
   }
 };
 

@@ -62,6 +62,13 @@ struct Hparams {
   // The right contexts a multi-lookahead model was trained with (att_right among
   // them, the default); empty: att_right only.
   std::vector<int> att_right_options;
+  // Nemotron 3.5's language prompt kernel: the encoder output concatenated with
+  // an n_prompts-wide one-hot -> Linear (n_prompt_hidden) -> ReLU -> Linear back
+  // to d_model, before the joint. n_prompts 0: none. prompt_dictionary maps the
+  // file's language tags ("en-US", "auto") to their one-hot slots.
+  int n_prompts = 0;
+  int n_prompt_hidden = 0;
+  std::vector<std::pair<std::string, int>> prompt_dictionary;
   // Featuriser.
   float preemph = 0.97f;
   float log_guard = 5.960464477539063e-08f;  // 2^-24, added before the log
@@ -139,5 +146,13 @@ void check_supported(const Hparams& hp, const std::string& label);
 // Throws Error(kUnsupported) when the model cannot stream (naming why), and
 // kInvalidArgument for a right context the file does not support (listing those it does).
 void check_streaming(const Hparams& hp, int right_context, const std::string& label);
+
+// The prompt slot for a language: "auto" takes the dictionary's auto entry; a
+// locale ("de-DE") its own; a bare code ("de") the first locale of that language
+// in the file's order. Throws Error(kInvalidArgument) listing the file's
+// languages when none matches, and for a model without a prompt kernel.
+int prompt_slot(const Hparams& hp, const std::string& language);
+// The language codes a prompt model takes: each locale and its bare code, in the file's order.
+std::vector<std::string> prompt_languages(const Hparams& hp);
 
 }  // namespace earshot::fastconformer

@@ -35,7 +35,7 @@ void write_legacy(const std::filesystem::path& path, const ModelData& m) {
   const Hparams& hp = m.hparams;
   // whisper.cpp's format fixes every flag to Parakeet-TDT's: a file that says otherwise would lie.
   if (hp.causal_subsampling || hp.causal_conv || hp.conv_norm != ConvNorm::kBatchNorm || hp.att_left != -1 ||
-      hp.att_right != -1 || hp.xscaling || hp.bias || hp.feature_norm != FeatureNorm::kPerFeature)
+      hp.att_right != -1 || hp.xscaling || hp.bias || hp.feature_norm != FeatureNorm::kPerFeature || hp.n_prompts != 0)
     throw Error(ErrorCode::kInvalidArgument,
                 "the legacy Parakeet format holds Parakeet-TDT's flags only; write this model as GGUF");
   Out out(path);
@@ -125,6 +125,18 @@ void write_gguf(const std::filesystem::path& path, const ModelData& m) {
   w.set(key("features.preemphasis"), hp.preemph);
   w.set(key("features.log_guard"), hp.log_guard);
   w.set(key("features.normalize"), hp.feature_norm == FeatureNorm::kPerFeature ? "per_feature" : "none");
+  if (hp.n_prompts > 0) {
+    u("prompt.size", hp.n_prompts);
+    u("prompt.hidden", hp.n_prompt_hidden);
+    std::vector<std::string> languages;
+    std::vector<uint32_t> slots;
+    for (const auto& [language, slot] : hp.prompt_dictionary) {
+      languages.push_back(language);
+      slots.push_back(static_cast<uint32_t>(slot));
+    }
+    w.set_array<std::string>(key("prompt.languages"), languages);
+    w.set_array<uint32_t>(key("prompt.slots"), slots);
+  }
   w.set_array<std::string>("tokenizer.pieces", m.pieces);
   const int64_t fb_ne[2] = {hp.n_fft / 2 + 1, hp.n_mels};
   w.add_tensor_f32("preprocessor.featurizer.fb", GGML_TYPE_F32, fb_ne, m.mel_filters);

@@ -54,11 +54,16 @@ ModelData random_model(const RandomModelOptions& o) {
   if (o.dims == "real") {
     hp.n_vocab = 8192, hp.n_audio_ctx = 5000, hp.n_state = 1024, hp.n_head = 8, hp.n_layer = 24;
     hp.n_sub_channels = 256, hp.n_conv_kernel = 9, hp.n_pred_dim = 640, hp.n_pred_layers = 2;
+  } else if (o.dims == "tiny") {
+    // The smallest model the loader takes (fuzz seeds: a whole file of a few KB).
+    hp.n_mels = 8, hp.n_fft = 16;
+    hp.n_vocab = 8, hp.n_audio_ctx = 64, hp.n_state = 8, hp.n_head = 2, hp.n_layer = 1;
+    hp.n_sub_channels = 2, hp.n_conv_kernel = 3, hp.n_pred_dim = 4, hp.n_pred_layers = 1;
   } else if (o.dims == "small") {
     hp.n_vocab = 64, hp.n_audio_ctx = 1500, hp.n_state = 64, hp.n_head = 4, hp.n_layer = 2;
     hp.n_sub_channels = 16, hp.n_conv_kernel = 9, hp.n_pred_dim = 32, hp.n_pred_layers = 2;
   } else {
-    throw Error(ErrorCode::kInvalidArgument, "random model dimensions: small or real, not '" + o.dims + "'");
+    throw Error(ErrorCode::kInvalidArgument, "random model dimensions: tiny, small or real, not '" + o.dims + "'");
   }
   if (o.n_layer > 0) hp.n_layer = o.n_layer;
   if (o.n_state > 0) hp.n_state = o.n_state;
@@ -78,6 +83,13 @@ ModelData random_model(const RandomModelOptions& o) {
     if (o.dims == "real") hp.n_vocab = 1024;  // nemotron-speech-streaming-en-0.6b
   }
   if (!o.rnnt && !o.streaming) hp.durations = {0, 1, 2, 3, 4};
+  const std::vector<std::string> locales = {"en-US", "en-GB", "de-DE", "fr-FR", "es-ES"};
+  if (o.prompt) {
+    hp.n_prompts = o.dims == "real" ? 128 : o.dims == "small" ? 16 : 8;
+    hp.n_prompt_hidden = o.dims == "real" ? 2048 : o.dims == "small" ? 32 : 4;
+    for (size_t i = 0; i < locales.size(); ++i) hp.prompt_dictionary.emplace_back(locales[i], static_cast<int>(i));
+    hp.prompt_dictionary.emplace_back("auto", hp.n_prompts - 1);
+  }
   // Measured on jfk.wav: small, seed 3: 29% of joint steps emit (seed 4 needs 1.3);
   // real, seed 7: 99% at 2.0, 79% at 2.6 (the share falls steeply with the bias
   // and varies with the seed: tests pin both).
@@ -85,14 +97,21 @@ ModelData random_model(const RandomModelOptions& o) {
   // the frames emit; an emitting frame runs to the max-symbols bound (a random
   // LSTM cycles through pieces). Real, seed 7, f16, jfk.wav at 1120 ms: words
   // start on 30 of 138 frames at 1.0 (4 at 1.6, none at 2.6).
-  const float default_bias = o.streaming ? (o.dims == "real" ? 1.0f : 1.6f) : (o.dims == "real" ? 2.6f : 1.1f);
+  // With the prompt kernel (small, seed 3, streaming, 1120 ms, noise mel): 1.0
+  // makes 7 (auto) to 17 (en-GB) of 27 frames emit; 1.6 next to none.
+  const float default_bias =
+      o.streaming ? (o.dims == "real" || o.prompt ? 1.0f : 1.6f) : (o.dims == "real" ? 2.6f : 1.1f);
   const float blank_bias = std::isnan(o.blank_bias) ? default_bias : o.blank_bias;
 
   ModelData data;
   data.hparams = hp;
   data.mel_filters = slaney_filters(hp.n_mels, hp.n_fft, hp.sample_rate);
-  for (int i = 0; i < 400; ++i) data.window.push_back(0.5f - 0.5f * std::cos(2 * M_PI * i / 399.0));  // periodic=False
+  const int n_window = std::min(400, hp.n_fft);
+  for (int i = 0; i < n_window; ++i)
+    data.window.push_back(0.5f - 0.5f * std::cos(2 * M_PI * i / (n_window - 1.0)));  // periodic=False
   data.pieces = make_pieces(hp.n_vocab);
+  if (o.prompt)
+    for (size_t i = 0; i < locales.size(); ++i) data.pieces[hp.n_vocab - locales.size() + i] = "<" + locales[i] + ">";
   data.tensors = expected_tensors(hp, o.matrix_type);
 
   std::mt19937 rng(o.seed);
@@ -154,6 +173,17 @@ ModelData random_model(const RandomModelOptions& o) {
       }
     }
     if (name == "joint.joint_net.2.bias") v[hp.n_vocab] += blank_bias;
+    if (name == "prompt_kernel.0.weight") {
+      // The one-hot's columns: a language shifts every hidden unit by ~0.5, so
+      // that the slot changes what the joint sees (a trained kernel's does).
+      for (int64_t r = 0; r < t.ne[1]; ++r)
+        for (int64_t c = hp.n_state; c < t.ne[0]; ++c) v[r * t.ne[0] + c] = 0.5f * normal(rng);
+    }
+    if (name == "prompt_kernel.2.weight") {
+      // A relu's output through zero-sum rows keeps ~1/3 of the variance: scaled
+      // back to the encoder output's (a LayerNorm's, ~1), which the blank bias is set for.
+      for (float& x : v) x *= 1.7f;
+    }
     if (o.probe != 0) {
       // joint hidden = relu(+-enc); logits[i] = hidden[i] for i < n_state; piece n_state+1 wins by
       // a margin of 30, duration 1 wins: every frame emits once, and its logits carry the frame.

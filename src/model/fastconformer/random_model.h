@@ -15,7 +15,9 @@
 namespace earshot::fastconformer {
 
 struct RandomModelOptions {
-  std::string dims = "small";  // small: d_model 64, 4 heads, 2 layers, 64 pieces; real: parakeet-tdt-0.6b
+  // small: d_model 64, 4 heads, 2 layers, 64 pieces; real: parakeet-tdt-0.6b;
+  // tiny: d_model 8, 1 layer, 8 pieces, 8 mels (the fuzz seeds).
+  std::string dims = "small";
   unsigned seed = 1;
   float blank_bias = NAN;          // NAN: the default of the dimensions (an emitting share of 20-40%)
   int n_layer = -1, n_state = -1;  // > 0: override
@@ -33,6 +35,11 @@ struct RandomModelOptions {
   bool streaming = false;
   int att_left = -1;   // streaming: -1 = the dimensions' (small 12, real 70)
   int att_right = 13;  // streaming: the default right context
+  // Nemotron 3.5's language prompt kernel (GGUF only): a one-hot of 8 (tiny), 16
+  // (small) or 128 (real) slots, hidden 4, 32 or 2048; languages en-US, en-GB,
+  // de-DE, fr-FR, es-ES in slots 0-4 and auto in the last; the last five pieces
+  // are their tags ("<en-US>"...), which the model emits like any piece.
+  bool prompt = false;
 };
 
 ModelData random_model(const RandomModelOptions& options);

@@ -177,7 +177,7 @@ std::unique_ptr<LlmSession> LlamaModel::open_session(const SessionOptions& optio
 }
 
 LlamaSession::LlamaSession(std::shared_ptr<const LlamaModel> model, const SessionOptions& options)
-    : model_(std::move(model)), capture_(std::make_unique<AttentionCapture>()) {
+    : model_(std::move(model)), capture_(std::make_unique<AttentionCapture>(model_->options().attention_route)) {
   if (options.context_tokens <= 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 "an LLM session needs a positive context, got " + std::to_string(options.context_tokens) + " tokens");
@@ -195,7 +195,8 @@ LlamaSession::LlamaSession(std::shared_ptr<const LlamaModel> model, const Sessio
   p.n_seq_max = 1;
   p.n_threads = threads;
   p.n_threads_batch = threads;
-  p.flash_attn_type = mo.flash_attention ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  const bool flash = mo.flash_attention || mo.attention_route == AttentionRoute::kQk;
+  p.flash_attn_type = flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   p.type_k = mo.cache_type;
   p.type_v = mo.cache_type;
   p.cb_eval = &AttentionCapture::eval_callback;
@@ -215,9 +216,11 @@ LlamaSession::~LlamaSession() {
 }
 
 void LlamaSession::set_attention_capture(std::vector<AttentionHead> heads, int column_begin, int column_end) {
-  if (!heads.empty() && model_->options().flash_attention) {
+  const LlamaModelOptions& mo = model_->options();
+  if (!heads.empty() && mo.flash_attention && mo.attention_route == AttentionRoute::kSoftmax) {
     throw Error(ErrorCode::kUnsupported,
-                "attention capture needs flash attention off (LlamaModelOptions.flash_attention = false)");
+                "attention capture from the softmax needs flash attention off (LlamaModelOptions.flash_attention = "
+                "false), or the Q/K route (attention_route = kQk, --translation-attention qk)");
   }
   const ModelShape shape = model_->shape();
   for (const AttentionHead& h : heads) {

@@ -35,10 +35,14 @@ struct LlamaModelOptions {
   int gpu_layers = -1;  // layers offloaded to a GPU device when ggml has one; -1: all
   // KV cache element type; F32 gives bit-tight comparisons with a reference.
   ggml_type cache_type = GGML_TYPE_F16;
-  // Flash attention creates no softmax tensor to read, so a context with it
-  // cannot capture attention; the default keeps capture available to every
-  // session (a llama_context cannot switch later).
+  // Flash attention creates no softmax tensor to read, so with the softmax
+  // route a context with it cannot capture attention; the default keeps capture
+  // available to every session (a llama_context cannot switch later).
   bool flash_attention = false;
+  // How captured attention is read (attention_capture.h). kQk turns flash
+  // attention on for every context (that is what it is for) and recomputes the
+  // chosen heads' rows from Q and the K cache.
+  AttentionRoute attention_route = AttentionRoute::kSoftmax;
   bool warm_up = true;  // one tiny decode at load, so the first stream pays no first-use cost
 };
 
@@ -89,7 +93,8 @@ class LlamaSession final : public LlmSession {
   LlamaSession(const LlamaSession&) = delete;
   LlamaSession& operator=(const LlamaSession&) = delete;
 
-  // Throws Error(kUnsupported) for heads on a flash-attention context and
+  // Throws Error(kUnsupported) for heads on a flash-attention context of the
+  // softmax route and
   // Error(kInvalidArgument) for a layer or head the model does not have.
   void set_attention_capture(std::vector<AttentionHead> heads, int column_begin, int column_end) override;
   AttentionRows decode(std::span<const Token> tokens) override;

@@ -2,17 +2,41 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace earshot::transducer {
 namespace {
+
+// x rounded to the nearest IEEE half (ties to even), as a float: what ggml's
+// f32 -> f16 conversion gives. By hand, since not every compiler has _Float16
+// on x86 (Debian's clang 14, the fuzz flavour's, does not).
+float round_to_half(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint32_t sign = bits & 0x80000000u;
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return x;  // inf, nan
+  if (magnitude < 0x38800000u) {           // below 2^-14: a half subnormal, steps of 2^-24
+    const float scaled = std::nearbyint(std::fabs(x) * 16777216.0f);
+    return std::copysign(scaled / 16777216.0f, x);
+  }
+  magnitude += 0xfffu + ((magnitude >> 13) & 1u);  // round the 13 dropped mantissa bits, ties to even
+  magnitude &= ~0x1fffu;
+  if (magnitude >= 0x47800000u) return std::copysign(std::numeric_limits<float>::infinity(), x);  // > 65504
+  bits = sign | magnitude;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
 
 void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
   std::vector<float> rounded;
   const float* x = x_in;
   if (m.f16_input) {
     rounded.resize(m.cols);
-    for (int c = 0; c < m.cols; ++c) rounded[c] = static_cast<float>(static_cast<_Float16>(x_in[c]));
+    for (int c = 0; c < m.cols; ++c) rounded[c] = round_to_half(x_in[c]);
     x = rounded.data();
   }
   for (int r = 0; r < m.rows; ++r) {
@@ -79,6 +103,21 @@ std::vector<float> Decoder::project_encoder(std::span<const float> enc, int n_fr
   return out;
 }
 
+std::vector<float> Decoder::apply_prompt(std::span<const float> enc, int n_frames, int slot) const {
+  const PromptKernel& k = w_->prompt;
+  const int n_enc = k.w2.rows, n_hidden = k.w1.rows;
+  std::vector<float> in(static_cast<size_t>(n_enc + k.n_prompts), 0.0f), hidden(n_hidden);
+  std::vector<float> out(static_cast<size_t>(n_frames) * n_enc);
+  in[n_enc + slot] = 1.0f;
+  for (int t = 0; t < n_frames; ++t) {
+    std::copy_n(enc.data() + static_cast<size_t>(t) * n_enc, n_enc, in.begin());
+    matvec(k.w1, in.data(), k.b1.data(), hidden.data());
+    for (float& h : hidden) h = std::max(0.0f, h);
+    matvec(k.w2, hidden.data(), k.b2.data(), out.data() + static_cast<size_t>(t) * n_enc);
+  }
+  return out;
+}
+
 void Decoder::joint(std::span<const float> enc_proj, const DecoderState& state, std::vector<float>& logits) const {
   const int n_joint = w_->joint_out.cols;
   std::vector<float> hidden(n_joint);
@@ -142,7 +181,7 @@ bool is_control(const std::string& p) { return p == "<unk>" || p == "<s>" || p =
 }  // namespace
 
 std::string piece_text(const std::string& piece, bool first_in_text) {
-  if (is_control(piece)) return "";
+  if (is_control(piece) || !language_tag(piece).empty()) return "";
   std::string text;
   for (size_t i = 0; i < piece.size();) {
     if (piece.compare(i, kSpace.size(), kSpace) == 0) {
@@ -156,5 +195,22 @@ std::string piece_text(const std::string& piece, bool first_in_text) {
 }
 
 bool piece_starts_word(const std::string& piece) { return piece.starts_with(kSpace); }
+
+std::string language_tag(const std::string& piece) {
+  const std::string p = piece.starts_with(kSpace) ? piece.substr(kSpace.size()) : piece;
+  if (p.size() < 3 || p.front() != '<' || p.back() != '>') return "";
+  const std::string inner = p.substr(1, p.size() - 2);
+  if (inner == "auto") return inner;
+  // xx-XX or xxx-XX: a lower-case language, a hyphen, an upper-case region.
+  const size_t dash = inner.find('-');
+  if (dash != 2 && dash != 3) return "";
+  if (inner.size() != dash + 3) return "";
+  for (size_t i = 0; i < inner.size(); ++i) {
+    const char c = inner[i];
+    const bool ok = i < dash ? (c >= 'a' && c <= 'z') : i == dash ? c == '-' : (c >= 'A' && c <= 'Z');
+    if (!ok) return "";
+  }
+  return inner;
+}
 
 }  // namespace earshot::transducer

@@ -30,6 +30,15 @@ struct LstmLayer {
   std::vector<float> bias;  // [4 * pred_dim]: b_ih + b_hh folded
 };
 
+// A language prompt kernel (Nemotron 3.5): frame' = w2 relu(w1 [frame; one_hot(slot)] + b1) + b2.
+struct PromptKernel {
+  int n_prompts = 0;  // 0: none
+  Matrix w1;          // [hidden][n_enc + n_prompts]
+  std::vector<float> b1;
+  Matrix w2;  // [n_enc][hidden]
+  std::vector<float> b2;
+};
+
 struct DecoderWeights {
   int n_vocab = 0;  // pieces; blank is id n_vocab
   int pred_dim = 0;
@@ -43,6 +52,7 @@ struct DecoderWeights {
   std::vector<float> joint_enc_bias;
   Matrix joint_out;  // [n_vocab + 1 + durations][joint]
   std::vector<float> joint_out_bias;
+  PromptKernel prompt;
 
   int blank() const { return n_vocab; }
   int n_outputs() const { return n_vocab + 1 + static_cast<int>(durations.size()); }
@@ -81,6 +91,9 @@ class Decoder {
   void predict(DecoderState& state, int token) const;
   // joint_enc * frame + bias, for every frame of an encoder output [n_frames][n_enc].
   std::vector<float> project_encoder(std::span<const float> enc, int n_frames) const;
+  // The prompt kernel over encoder frames [n_frames][n_enc] with one-hot slot
+  // `slot` (the joint's input for a prompt model); the weights must have a prompt.
+  std::vector<float> apply_prompt(std::span<const float> enc, int n_frames, int slot) const;
   // Raw joint logits for one projected frame (joint wide) and a state.
   void joint(std::span<const float> enc_proj, const DecoderState& state, std::vector<float>& logits) const;
   // Log-softmax of the whole joint output (libparakeet's normalisation).
@@ -98,8 +111,11 @@ class Decoder {
 };
 
 // SentencePiece pieces to text: "▁" is a space (dropped before the first word of
-// a text), control pieces (<unk>, <s>, </s>, <pad>) are empty.
+// a text), control pieces (<unk>, <s>, </s>, <pad>) and language tags are empty.
 std::string piece_text(const std::string& piece, bool first_in_text);
 bool piece_starts_word(const std::string& piece);
+// A language tag piece as Nemotron 3.5 emits them ("<en-US>", "<auto>", with or
+// without a leading "▁"): the locale inside ("en-US"); "" for any other piece.
+std::string language_tag(const std::string& piece);
 
 }  // namespace earshot::transducer

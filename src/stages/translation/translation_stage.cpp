@@ -1,5 +1,6 @@
 #include "stages/translation/translation_stage.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -59,6 +60,10 @@ size_t WorkerPool::queued() const {
 }
 
 // ---------------------------------------------------------------- Segmenter
+
+struct TranslationService::Counters {
+  std::atomic<long> draft_calls{0}, final_calls{0}, skipped_drafts{0};
+};
 
 namespace {
 
@@ -155,6 +160,7 @@ struct Worker {
   TranslationOptions options;
   std::string source_language;  // as configured ("auto" / "" = from the words)
   std::function<void(const std::string&)> warn;
+  std::shared_ptr<TranslationService::Counters> counters;
 
   std::mutex mutex;
   std::condition_variable idle;
@@ -203,10 +209,22 @@ struct Worker {
       out.push_back(events::EndOfStream{});
       return out;
     }
+    // The engine's own count of model calls, attributed to the job's kind.
+    const int calls_before = engine ? engine->stats().model_calls : 0;
+    run_model_job(job, out);
+    if (engine) {
+      const long made = engine->stats().model_calls - calls_before;
+      (job.kind == Job::Kind::kDraft ? counters->draft_calls : counters->final_calls) += made;
+    }
+    return out;
+  }
+
+  // A draft or final job; failures are warned about, never thrown.
+  void run_model_job(const Job& job, std::vector<events::Event>& out) {
     try {
       ensure_engine(job.language);
       if (job.kind == Job::Kind::kDraft) {
-        if (job.segment != engine_segment || !engine->simultaneous()) return out;
+        if (job.segment != engine_segment || !engine->simultaneous()) return;
         EngineUpdate u = engine->update(job.committed, job.tail);
         if (!u.committed.empty()) out.push_back(events::TranslationCommitted{job.segment, job.start, u.committed});
         if (u.draft_changed) out.push_back(events::TranslationDraftChanged{job.segment, job.start, u.draft});
@@ -223,7 +241,6 @@ struct Worker {
       }
       if (warn) warn(std::string("translation failed: ") + e.what());
     }
-    return out;
   }
 };
 
@@ -293,7 +310,8 @@ class TranslationStage : public Stage {
       for (Job& j : jobs) {
         // Behind: only the newest draft waits; finals and the end always do.
         if (j.kind == Job::Kind::kDraft)
-          std::erase_if(worker_->queue, [](const Job& q) { return q.kind == Job::Kind::kDraft; });
+          worker_->counters->skipped_drafts += static_cast<long>(
+              std::erase_if(worker_->queue, [](const Job& q) { return q.kind == Job::Kind::kDraft; }));
         worker_->queue.push_back(std::move(j));
       }
       if (!worker_->scheduled) schedule = worker_->scheduled = true;
@@ -335,7 +353,8 @@ TranslationService::TranslationService(std::shared_ptr<const llm::LlmModel> mode
       registry_(std::make_shared<const CalibrationRegistry>(std::move(registry))),
       pool_(std::make_shared<WorkerPool>(workers)),
       defaults_(std::move(defaults)),
-      warn_([](const std::string& m) { std::fprintf(stderr, "earshot: %s\n", m.c_str()); }) {
+      warn_([](const std::string& m) { std::fprintf(stderr, "earshot: %s\n", m.c_str()); }),
+      counters_(std::make_shared<Counters>()) {
   if (!model_) throw Error(ErrorCode::kInternal, "TranslationService needs a model");
 }
 
@@ -350,7 +369,8 @@ namespace {
 std::shared_ptr<Worker> make_worker(std::shared_ptr<const llm::LlmModel> model,
                                     std::shared_ptr<const CalibrationRegistry> registry,
                                     const TranslationOptions& options, const std::string& source_language,
-                                    std::function<void(const std::string&)> warn) {
+                                    std::function<void(const std::string&)> warn,
+                                    std::shared_ptr<TranslationService::Counters> counters) {
   if (options.target_language.empty())
     throw Error(ErrorCode::kInvalidArgument, "a translation stage needs a target language");
   auto w = std::make_shared<Worker>();
@@ -359,20 +379,25 @@ std::shared_ptr<Worker> make_worker(std::shared_ptr<const llm::LlmModel> model,
   w->options = options;
   w->source_language = source_language;
   w->warn = std::move(warn);
+  w->counters = std::move(counters);
   return w;
 }
 }  // namespace
 
 std::unique_ptr<Stage> TranslationService::make_stage(const std::string& source_language,
                                                       const TranslationOptions& options) const {
-  return std::make_unique<TranslationStage>(make_worker(model_, registry_, options, source_language, warn_), pool_,
-                                            observer_);
+  return std::make_unique<TranslationStage>(make_worker(model_, registry_, options, source_language, warn_, counters_),
+                                            pool_, observer_);
 }
 
 std::unique_ptr<Stage> TranslationService::make_synchronous_stage(const std::string& source_language,
                                                                   const TranslationOptions& options) const {
-  return std::make_unique<TranslationStage>(make_worker(model_, registry_, options, source_language, warn_), nullptr,
-                                            observer_);
+  return std::make_unique<TranslationStage>(make_worker(model_, registry_, options, source_language, warn_, counters_),
+                                            nullptr, observer_);
+}
+
+TranslationCounts TranslationService::counts() const {
+  return {counters_->draft_calls.load(), counters_->final_calls.load(), counters_->skipped_drafts.load()};
 }
 
 }  // namespace earshot::stages::translation

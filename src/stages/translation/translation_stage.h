@@ -48,6 +48,17 @@ struct TranslationOptions {
   int threads = 0;
 };
 
+// What the stages of one service did, all streams together: model calls by
+// kind (drafts: simultaneous mode's drafting calls; finals: a closed segment's
+// full translation) and draft jobs dropped unrun because a newer draft of the
+// same stage was queued behind them (pool stages only; finals are never dropped).
+struct TranslationCounts {
+  long draft_calls = 0;
+  long final_calls = 0;
+  long skipped_drafts = 0;
+  long calls() const { return draft_calls + final_calls; }
+};
+
 // What every session's stage shares: the model, the registry, the pool.
 class TranslationService {
  public:
@@ -69,6 +80,10 @@ class TranslationService {
   const llm::LlmModel& model() const { return *model_; }
   // Where warnings go (simultaneous mode off for lack of a calibration...); stderr by default.
   void set_warning_sink(std::function<void(const std::string&)> sink) { warn_ = std::move(sink); }
+  // Since the service was made; safe to read while stages run.
+  TranslationCounts counts() const;
+
+  struct Counters;
 
  private:
   std::shared_ptr<const llm::LlmModel> model_;
@@ -77,6 +92,7 @@ class TranslationService {
   TranslationOptions defaults_;
   std::function<void(const std::string&)> warn_;
   std::function<void(const events::Event&)> observer_;
+  std::shared_ptr<Counters> counters_;
 };
 
 // The segmentation rules alone (the stage's session-thread part), testable

@@ -36,6 +36,19 @@ std::shared_ptr<const LlamaModel> load(const std::string& arch) {
   return m;
 }
 
+// The same file with flash attention on and attention read by the Q/K route.
+std::shared_ptr<const LlamaModel> load_qk(const std::string& arch, ggml_type cache = GGML_TYPE_F32) {
+  static std::map<std::pair<std::string, int>, std::shared_ptr<const LlamaModel>> models;
+  auto& m = models[{arch, static_cast<int>(cache)}];
+  if (!m) {
+    LlamaModelOptions o = f32_cache();
+    o.cache_type = cache;
+    o.attention_route = AttentionRoute::kQk;
+    m = LlamaModel::load(tiny_model(arch), o);
+  }
+  return m;
+}
+
 std::vector<Token> some_tokens(int n, int n_vocab, int seed) {
   std::vector<Token> t(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) t[i] = static_cast<Token>((seed * 7919 + i * 104729) % n_vocab);
@@ -246,6 +259,113 @@ TEST_P(LlamaBackend, RefusesWhatItCannotDo) {
   auto fa = LlamaModel::load(tiny_model(GetParam()), flash);
   auto fs = fa->open_session({.context_tokens = 16, .threads = 2});
   EXPECT_EQ(error_of([&] { fs->set_attention_capture({{0, 0}}, 0, 4); }).code(), ErrorCode::kUnsupported);
+}
+
+TEST_P(LlamaBackend, FlashAttentionNodeOfEveryLayerReadsQAndItsKeyCache) {
+  // The Q/K route claims each layer's flash-attention node by its K operand, a
+  // view of `cache_k_l<layer>`; its Q operand is the post-RoPE Q. This fails if
+  // a llama.cpp update renames either.
+  auto model = load_qk(GetParam());
+  auto session = model->open_session({.context_tokens = 64, .threads = 2});
+  auto& llama = dynamic_cast<LlamaSession&>(*session);
+  llama.capture().record_names = true;
+  session->decode(some_tokens(5, model->shape().n_vocab, 1));
+  const auto& names = llama.capture().seen_names();
+  const std::string q_name = GetParam() == "hunyuan-dense" ? "Qcur_norm-" : "Qcur-";
+  for (int l = 0; l < model->shape().n_layer; ++l) {
+    const std::string prefix = "flash_attn_ext(" + q_name + std::to_string(l) + " ";
+    const std::string key = ", cache_k_l" + std::to_string(l) + " ";
+    const bool found = std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+      return n.starts_with(prefix) && n.find(key) != std::string::npos;
+    });
+    EXPECT_TRUE(found) << "layer " << l;
+  }
+  EXPECT_EQ(
+      std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("kq_soft_max"); }), 0);
+}
+
+TEST_P(LlamaBackend, QkRouteReturnsTheSoftmaxRoutesRows) {
+  // F32 caches on both contexts. Layer 0's Q and K do not depend on how
+  // attention was computed, so its rows agree to float rounding; deeper layers
+  // see hidden states through flash attention's F16 K/V (ggml casts an F32
+  // cache), so they agree within that rounding.
+  auto soft = load(GetParam());
+  auto qk = load_qk(GetParam());
+  const ModelShape shape = soft->shape();
+  std::vector<AttentionHead> heads;
+  for (int l = 0; l < shape.n_layer; ++l)
+    for (int h = 0; h < shape.n_head; ++h) heads.push_back({l, h});  // every KV head of every layer (GQA, MQA)
+  auto a = soft->open_session({.context_tokens = 1024, .threads = 2});
+  auto b = qk->open_session({.context_tokens = 1024, .threads = 2});
+  // 600 tokens: two ubatches, so the Q/K route also sees a batch that starts
+  // past position 0.
+  const std::vector<Token> prompt = some_tokens(600, shape.n_vocab, 2);
+  a->set_attention_capture(heads, 0, 601);
+  b->set_attention_capture(heads, 0, 601);
+  const AttentionRows ra = a->decode(prompt), rb = b->decode(prompt);
+  ASSERT_EQ(rb.n_tokens, 600);
+  ASSERT_EQ(rb.n_heads, static_cast<int>(heads.size()));
+  double layer0 = 0.0, deeper = 0.0;
+  for (int t = 0; t < 600; ++t) {
+    for (int h = 0; h < rb.n_heads; ++h) {
+      double sum = 0.0;
+      for (int c = 0; c <= t; ++c) {
+        sum += rb.at(t, h, c);
+        double& worst = heads[h].layer == 0 ? layer0 : deeper;
+        worst = std::max(worst, std::abs(double(ra.at(t, h, c)) - rb.at(t, h, c)));
+      }
+      ASSERT_NEAR(sum, 1.0, 1e-5) << "token " << t << " head " << h;
+      ASSERT_EQ(rb.at(t, h, t + 1), 0.0f);
+    }
+  }
+  EXPECT_LT(layer0, 1e-6);
+  EXPECT_LT(deeper, 1e-3);  // measured 3e-4
+
+  // A step over a narrower span: the same rows, cut to the span.
+  const std::vector<AttentionHead> step_heads = {{1, 2}, {0, shape.n_head - 1}};
+  a->set_attention_capture(step_heads, 100, 200);
+  b->set_attention_capture(step_heads, 100, 200);
+  const Token next = a->greedy();
+  const AttentionRows sa = a->decode(std::span(&next, 1)), sb = b->decode(std::span(&next, 1));
+  ASSERT_EQ(sb.n_columns(), 100);
+  ASSERT_EQ(sb.values.size(), sa.values.size());
+  for (std::size_t i = 0; i < sa.values.size(); ++i) EXPECT_NEAR(sa.values[i], sb.values[i], 1e-3) << i;
+  for (int c = 100; c < 200; ++c) EXPECT_NEAR(sa.at(0, 1, c), sb.at(0, 1, c), 1e-6) << "layer 0, column " << c;
+}
+
+TEST_P(LlamaBackend, QkRouteReadsAnF16Cache) {
+  // The serving default: an F16 cache, read through ggml's type conversion.
+  auto model = load_qk(GetParam(), GGML_TYPE_F16);
+  auto session = model->open_session({.context_tokens = 64, .threads = 2});
+  const int last = model->shape().n_layer - 1;
+  session->set_attention_capture({{last, 0}, {last, model->shape().n_head - 1}}, 0, 20);
+  const AttentionRows rows = session->decode(some_tokens(20, model->shape().n_vocab, 8));
+  for (int t = 0; t < 20; ++t) {
+    for (int h = 0; h < 2; ++h) {
+      double sum = 0.0;
+      for (int c = 0; c < 20; ++c) sum += rows.at(t, h, c);
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+  }
+}
+
+TEST(AttentionCaptureQk, FailsWhenNoFlashAttentionNodeArrives) {
+  // What a renamed K cache (or a context with flash attention off) looks like.
+  AttentionCapture capture(AttentionRoute::kQk);
+  capture.set({{2, 0}}, 0, 4);
+  capture.begin_decode(0, 3);
+  const Error e = error_of([&] { capture.finish(); });
+  EXPECT_EQ(e.code(), ErrorCode::kInternal);
+  EXPECT_NE(std::string(e.what()).find("cache_k_l2"), std::string::npos) << e.what();
+}
+
+TEST(AttentionCaptureQk, RouteNamesAreValidated) {
+  EXPECT_EQ(parse_attention_route("softmax"), AttentionRoute::kSoftmax);
+  EXPECT_EQ(parse_attention_route("qk"), AttentionRoute::kQk);
+  const Error e = error_of([] { parse_attention_route("flash"); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("softmax"), std::string::npos) << e.what();
+  EXPECT_EQ(attention_route_name(AttentionRoute::kQk), "qk");
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomWeights, LlamaBackend, ::testing::Values("hunyuan-dense", "qwen3"),

@@ -6,7 +6,11 @@ ConformerEncoder builds them, greedy RNN-T/TDT), run on the same random GGUFs as
 earshot's ggml encoder (earshot-fastconformer-encode), offline and streamed.
 
 It checks what libparakeet cannot: causal subsampling, LayerNorm conv, the
-attention masks, RNN-T without durations; and, as a control, a Parakeet-shaped
+attention masks, RNN-T without durations, Nemotron 3.5's language prompt kernel
+(the encoder output concatenated with a one-hot of the language's slot ->
+Linear -> ReLU -> Linear, replacing the encoder output before the joint, as
+NeMo's prompt models apply `prompt_kernel(cat([encoded, prompt], -1))`), forced
+and auto slots; and, as a control, a Parakeet-shaped
 model (the parts libparakeet checks). Fails (exit 1) on any difference above
 tolerance, and when torch or numpy is missing.
 
@@ -174,6 +178,16 @@ def encode(m, mel, right):
     return x
 
 
+def prompt_kernel(m, enc, language):
+    """Nemotron 3.5's prompt kernel: cat(enc, one_hot(slot)) -> Linear -> ReLU -> Linear."""
+    slots = dict(zip(m["prompt.languages"], m["prompt.slots"]))
+    one_hot = torch.zeros(enc.shape[0], m["prompt.size"])
+    one_hot[:, slots[language]] = 1.0
+    x = torch.cat([enc, one_hot], dim=-1)
+    x = F.relu(F.linear(x, m.t["prompt_kernel.0.weight"], m.t["prompt_kernel.0.bias"]))
+    return F.linear(x, m.t["prompt_kernel.2.weight"], m.t["prompt_kernel.2.bias"])
+
+
 def greedy(m, enc):
     """Greedy RNN-T (TDT when the file has durations) from the GGUF's packed LSTM (gates i, f, o, c)."""
     t = m.t
@@ -220,9 +234,11 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         rng = np.random.default_rng(7)
-        cases = [("nemotron", ["--streaming", "1", "--seed", "3"], [0, 1, 6, 13]),
-                 ("parakeet", ["--n-layer", "2", "--seed", "3"], [None])]
-        for name, args, rights in cases:
+        cases = [("nemotron", ["--streaming", "1", "--seed", "3"], [0, 1, 6, 13], [None]),
+                 ("nemotron35", ["--streaming", "1", "--prompt", "1", "--seed", "3"], [13], ["auto", "de-DE"]),
+                 ("parakeet", ["--n-layer", "2", "--seed", "3"], [None], [None])]
+        by_language = {}
+        for name, args, rights, languages in cases:
             path = os.path.join(tmp, name + ".gguf")
             subprocess.run([make_parakeet, "--gguf", path] + args, check=True)
             m = Gguf(path)
@@ -230,10 +246,14 @@ def main():
             mel = rng.standard_normal((n_frames, m["features.n_mels"])).astype(np.float32)
             mel_path = os.path.join(tmp, name + ".mel")
             mel.tofile(mel_path)
-            for right in rights:
+            for right, language in [(r, lang) for r in rights for lang in languages]:
                 r = right if right is not None else m["attention.context"][1]
                 want = encode(m, torch.from_numpy(mel), r)
+                if language is not None:
+                    want = prompt_kernel(m, want, language)
                 want_emissions = greedy(m, want)
+                if language is not None:
+                    by_language.setdefault(r, {})[language] = want_emissions
                 modes = ["offline", "streaming"] if m["subsampling.causal"] else ["offline"]
                 for mode in modes:
                     out, em = os.path.join(tmp, "enc.f32"), os.path.join(tmp, "em.txt")
@@ -242,6 +262,8 @@ def main():
                         cmd += ["--right-context", str(right)]
                     if mode == "streaming":
                         cmd += ["--streaming", "1"]
+                    if language is not None:
+                        cmd += ["--language", language]
                     subprocess.run(cmd, check=True)
                     got = np.fromfile(out, dtype=np.float32)
                     ok = got.size == want.numel()
@@ -250,10 +272,16 @@ def main():
                         got_emissions = [tuple(int(v) for v in line.split()) for line in f]
                     same = got_emissions == want_emissions
                     emitting = len({f for _, f in want_emissions})
-                    print(f"{name} r={r} {mode}: {want.shape[0]} frames, max abs diff {diff:.2e}, "
+                    tag = f" {language}" if language is not None else ""
+                    print(f"{name}{tag} r={r} {mode}: {want.shape[0]} frames, max abs diff {diff:.2e}, "
                           f"{len(want_emissions)} emissions on {emitting} frames, equal: {same}")
                     if not ok or diff > 1e-4 or not same or not want_emissions:
                         failures += 1
+        # The slot must matter: a forced language and auto decode differently.
+        for r, runs in by_language.items():
+            if runs["auto"] == runs["de-DE"]:
+                print(f"nemotron35 r={r}: auto and de-DE gave the same emissions")
+                failures += 1
     if failures:
         print(f"FAILED: {failures} case(s)")
         return 1

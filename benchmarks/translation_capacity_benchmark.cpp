@@ -1,0 +1,133 @@
+// How many sessions' translation one machine sustains, at Hy-MT2-1.8B's
+// dimensions (random weights, Qwen2's vocabulary; bench/translation_capacity.h):
+// N live translation stages on one model and one pool of W workers, fed a
+// scripted ASR output in real time (2.5 words/s, a commit every second, 2
+// provisional words, a period every 12 words); N doubles from 1 until a run is
+// not sustained (p90 final lag over 3 s, or a stream's drafts more than 2 s
+// apart at p90, or a stream not drained).
+//   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
+//       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
+// Models are written to EARSHOT_BENCH_LLM_DIR (kept, shared with earshot_bench_llm's
+// file names) or a temporary folder (removed). Random weights never stop early,
+// so every call generates --max-new-tokens tokens (a 12-word sentence's
+// translation is about that long).
+#include <llama.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/translation_capacity.h"
+#include "common/command_line.h"
+#include "common/error.h"
+#include "model/llm/llama_backend.h"
+#include "model/llm/random_llm.h"
+
+namespace {
+
+using namespace earshot;
+namespace fs = std::filesystem;
+
+fs::path write_model(const fs::path& dir, const std::string& type, int layers) {
+  const std::string stem = layers == 32 ? type : type + "-l" + std::to_string(layers);
+  const fs::path file = dir / (stem + ".gguf");
+  if (fs::exists(file)) return file;
+  llm::RandomLlmSpec spec =
+      llm::RandomLlmSpec::hy_mt2_1_8b(fs::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf");
+  spec.n_layer = layers;
+  const fs::path f16 = dir / ((layers == 32 ? std::string("f16") : "f16-l" + std::to_string(layers)) + ".gguf");
+  if (!fs::exists(f16)) llm::write_random_llm(spec, f16);
+  if (type == "f16") return f16;
+  llama_model_quantize_params q = llama_model_quantize_default_params();
+  q.ftype = type == "q8_0" ? LLAMA_FTYPE_MOSTLY_Q8_0 : LLAMA_FTYPE_MOSTLY_Q4_0;
+  q.nthread = 2;
+  if (llama_model_quantize(f16.string().c_str(), file.string().c_str(), &q) != 0)
+    throw Error(ErrorCode::kInternal, "llama_model_quantize to " + type + " failed");
+  return file;
+}
+
+int run(int argc, char** argv) {
+  Args args("earshot_bench_tcap", "sessions' translation one machine sustains");
+  args.option("type", "weights: f16, q8_0 or q4_0", "q4_0")
+      .option("layers", "decoder layers (32 = Hy-MT2-1.8B)", "32")
+      .option("workers", "translation pool threads (--translation-workers)", "1")
+      .option("threads", "CPU threads per model call", "2")
+      .option("seconds", "length of each stream", "30")
+      .option("max-sessions", "largest N tried", "16")
+      .option("max-new-tokens", "tokens generated per call", "32")
+      .option("attention", "attention route: softmax or qk", "softmax");
+  if (!args.parse_or_help(std::vector<std::string>(argv + 1, argv + argc))) return 0;
+  const std::string type = args.get("type");
+  if (type != "f16" && type != "q8_0" && type != "q4_0")
+    throw Error(ErrorCode::kInvalidArgument, "--type: f16, q8_0 or q4_0");
+  const int layers = static_cast<int>(args.get_int("layers"));
+  if (layers < 15)
+    throw Error(ErrorCode::kInvalidArgument, "--layers: at least 15 (the calibrated heads reach layer 14)");
+
+  llm::set_llama_log_sink(nullptr);
+  const char* named = std::getenv("EARSHOT_BENCH_LLM_DIR");
+  const fs::path dir = named != nullptr
+                           ? fs::path(named)
+                           : fs::temp_directory_path() / ("earshot-bench-tcap-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir, named != nullptr};
+
+  const fs::path file = write_model(dir, type, layers);
+  llm::LlamaModelOptions mo;
+  mo.threads = static_cast<int>(args.get_int("threads"));
+  mo.attention_route = llm::parse_attention_route(args.get("attention"));
+  std::shared_ptr<const llm::LlmModel> model = llm::LlamaModel::load(file, mo);
+
+  stages::translation::CalibrationRegistry registry;
+  // Hy-MT2-1.8B zh->en's published heads, keyed by this file's id.
+  registry.add({model->id(), "en", "zh", {{9, 5}, {13, 1}, {9, 6}, {12, 11}, {14, 2}, {14, 0}, {4, 12}, {1, 10}}, {}});
+  stages::translation::TranslationOptions to;
+  to.target_language = "zh";
+  to.max_new_tokens = static_cast<int>(args.get_int("max-new-tokens"));
+  to.context_tokens = 1024;
+  const int workers = static_cast<int>(args.get_int("workers"));
+  stages::translation::TranslationService service(model, std::move(registry), workers, to);
+  service.set_warning_sink([](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
+
+  bench::TranslationCapacityOptions co;
+  co.stream_seconds = args.get_double("seconds");
+  std::printf("%s, %d layers, %d worker(s) x %ld thread(s), %s attention, %d new tokens per call, %.0f s streams\n",
+              type.c_str(), layers, workers, args.get_int("threads"), args.get("attention").c_str(), to.max_new_tokens,
+              co.stream_seconds);
+  std::printf("%8s %10s %10s %8s %8s %22s %14s %9s\n", "sessions", "drafts/min", "finals/min", "skipped", "finals",
+              "final lag med/p90/max", "draft gap p90", "sustained");
+  int best = 0;
+  for (int n = 1; n <= args.get_int("max-sessions"); n *= 2) {
+    const bench::TranslationCapacityRun r = bench::run_translation_capacity(service, n, co);
+    const double minutes = r.audio_seconds / 60.0;
+    std::printf("%8d %10.1f %10.1f %8ld %8ld %8.2f/%5.2f/%6.2f s %12.2f s %9s\n", n, r.draft_calls / minutes,
+                r.final_calls / minutes, r.skipped_drafts, r.finals_arrived, r.final_lag.median, r.final_lag.p90,
+                r.final_lag.max, r.draft_interval.p90, r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
+    std::fflush(stdout);
+    if (!r.sustained) break;
+    best = n;
+  }
+  std::printf("largest N sustained: %d\n", best);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "earshot_bench_tcap: %s\n", e.what());
+    return 1;
+  }
+}

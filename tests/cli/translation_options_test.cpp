@@ -1,0 +1,66 @@
+// The translation options as serve, transcribe and bench read them: the
+// attention route (--translation-attention) reaches the loaded libllama model,
+// and a bad value fails before any model is loaded.
+#include "cli/translation_options.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "../model/error_of.h"
+#include "model/llm/llama_backend.h"
+#include "model/llm/random_llm.h"
+
+namespace earshot::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path& tiny_llm() {
+  static const fs::path file = [] {
+    const fs::path dir = fs::temp_directory_path() / ("earshot-translation-options-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    llm::RandomLlmSpec spec;
+    spec.architecture = "qwen3";
+    spec.vocabulary = fs::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-gpt-2.gguf";
+    const fs::path f = dir / "tiny.gguf";
+    llm::write_random_llm(spec, f);
+    return f;
+  }();
+  return file;
+}
+
+std::optional<TranslationSetup> read(std::vector<std::string> extra) {
+  Args args("test", "");
+  declare_translation_options(args, "translate-to");
+  std::vector<std::string> argv = {"--translate-to", "zh"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  args.parse(argv);
+  return read_translation_options(args, "translate-to", 5.0);
+}
+
+llm::AttentionRoute route_of(const TranslationSetup& setup) {
+  return dynamic_cast<const llm::LlamaModel&>(setup.service->model()).options().attention_route;
+}
+
+TEST(TranslationOptions, TheAttentionRouteReachesTheModel) {
+  const auto softmax = read({"--translation-model", tiny_llm().string()});
+  ASSERT_TRUE(softmax.has_value());
+  EXPECT_EQ(route_of(*softmax), llm::AttentionRoute::kSoftmax);  // the default, as before
+  const auto qk = read({"--translation-model", tiny_llm().string(), "--translation-attention", "qk"});
+  ASSERT_TRUE(qk.has_value());
+  EXPECT_EQ(route_of(*qk), llm::AttentionRoute::kQk);
+  fs::remove_all(tiny_llm().parent_path());
+}
+
+TEST(TranslationOptions, ABadRouteFailsBeforeAnyLoad) {
+  const Error e = earshot::testing::error_of([] {
+    read({"--translation-model", "/no/such/model.gguf", "--translation-attention", "flash"});
+  });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("--translation-attention"), std::string::npos) << e.what();
+}
+
+}  // namespace
+}  // namespace earshot::cli

@@ -1,0 +1,202 @@
+// earshot-bench-parakeet: how fast the transducer family computes, in numbers.
+//  - offline: earshot's FastConformer encoder vs libparakeet's on the same legacy
+//    .bin and the same mel, for each audio length; best of --reps runs each,
+//    alternated; the ratio ours / libparakeet, and a control: libparakeet
+//    against itself (two contexts, alternated) as earshot-bench-model does for
+//    libwhisper, so the noise of the machine shows next to the ratio.
+//  - streaming: a cache-aware streaming GGUF fed chunk by chunk at each
+//    lookahead the file supports: compute seconds per audio second (the real-time
+//    factor of one stream at --threads), and the streams the machine holds in
+//    real time if each gets one thread (cores / the one-thread factor); a
+//    prompt model's kernel (host, per frame) timed on its own.
+// Random weights are fine: the compute does not depend on the values.
+#include <parakeet.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "features/nemo_mel.h"
+#include "features/nemo_mel_stream.h"
+#include "model/fastconformer/encoder.h"
+#include "model/fastconformer/model.h"
+#include "model/fastconformer/streaming_encoder.h"
+#include "model/runtime/device.h"
+#include "model/transducer/decoder.h"
+#include "tools/common/tool_args.h"
+
+namespace fc = earshot::fastconformer;
+using earshot::Error;
+using earshot::ErrorCode;
+
+namespace {
+
+const char* kUsage =
+    "usage: earshot-bench-parakeet [--model R.bin] [--streaming-model S.gguf] [--seconds 10,30] [--threads 2]\n"
+    "                              [--reps 3] [--stream-seconds 10] [--cores N]\n"
+    "\n"
+    "--model: a legacy Parakeet .bin (earshot-make-parakeet --dims real --type f16 --bin R.bin): the\n"
+    "offline encoder, ours vs libparakeet, on --seconds of noise each (best of --reps, alternated),\n"
+    "with libparakeet against itself as the control. --streaming-model: a cache-aware streaming GGUF\n"
+    "(earshot-make-parakeet --dims real --streaming 1 --type f16 --gguf S.gguf): --stream-seconds fed\n"
+    "in 10 ms pieces at each lookahead the file supports, at --threads and at 1 thread; streams in\n"
+    "real time = --cores (default: the hardware's) / the 1-thread compute per audio second.\n";
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+std::vector<float> noise(double seconds, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<float> pcm(static_cast<size_t>(seconds * 16000));
+  for (float& x : pcm) x = normal(rng);
+  return pcm;
+}
+
+earshot::features::NemoMelConfig mel_config(const fc::Hparams& hp) {
+  earshot::features::NemoMelConfig c;
+  c.n_fft = hp.n_fft, c.hop_length = hp.hop_length, c.n_mels = hp.n_mels;
+  c.preemph = hp.preemph, c.log_guard = hp.log_guard;
+  c.normalize_per_feature = hp.feature_norm == fc::FeatureNorm::kPerFeature;
+  return c;
+}
+
+struct Libparakeet {
+  parakeet_context* ctx = nullptr;
+  explicit Libparakeet(const std::string& path) {
+    parakeet_context_params params = parakeet_context_default_params();
+    params.use_gpu = false;
+    ctx = parakeet_init_from_file_with_params(path.c_str(), params);
+    if (!ctx) throw Error(ErrorCode::kInvalidModel, "libparakeet cannot load " + path);
+  }
+  ~Libparakeet() { parakeet_free(ctx); }
+  double encode(const earshot::features::FrameMajorMel& mel, int threads) {
+    if (parakeet_set_mel(ctx, mel.data.data(), mel.n_frames, mel.n_mel) != 0)
+      throw Error(ErrorCode::kInternal, "parakeet_set_mel failed");
+    const double t0 = now();
+    if (parakeet_encode(ctx, 0, threads) != 0) throw Error(ErrorCode::kInternal, "parakeet_encode failed");
+    return now() - t0;
+  }
+};
+
+void offline(const std::string& path, const std::vector<int>& seconds, int threads, int reps) {
+  const auto model = fc::Model::load(path);
+  ggml_backend_ptr backend = earshot::runtime::create_backend(nullptr, threads);
+  fc::Encoder ours(model, backend.get());
+  Libparakeet lib(path), control(path);
+  std::printf("offline encoder, %s, %d threads, best of %d (seconds):\n", path.c_str(), threads, reps);
+  std::printf("%8s %10s %12s %12s %8s %16s\n", "audio_s", "ours", "libparakeet", "lib_control", "ratio",
+              "control_ratio");
+  for (int s : seconds) {
+    const std::vector<float> pcm = noise(s, static_cast<unsigned>(s));
+    const earshot::features::FrameMajorMel mel =
+        earshot::features::nemo_log_mel(pcm, mel_config(model->hparams()), model->mel_filters(), model->window());
+    double best_ours = 1e30, best_lib = 1e30, best_control = 1e30;
+    // One warm-up of each (weights paged in, allocations) before the first length, then alternated timed runs.
+    if (s == seconds.front()) {
+      ours.encode(mel.data, mel.n_frames);
+      lib.encode(mel, threads);
+      control.encode(mel, threads);
+    }
+    for (int r = 0; r < reps; ++r) {
+      double t0 = now();
+      ours.encode(mel.data, mel.n_frames);
+      best_ours = std::min(best_ours, now() - t0);
+      best_lib = std::min(best_lib, lib.encode(mel, threads));
+      best_control = std::min(best_control, control.encode(mel, threads));
+    }
+    std::printf("%8d %10.3f %12.3f %12.3f %8.3f %16.3f\n", s, best_ours, best_lib, best_control, best_ours / best_lib,
+                best_control / best_lib);
+    std::fflush(stdout);
+  }
+}
+
+// Compute seconds of one stream fed in 10 ms pieces (mel and encoder; the decoder's
+// matrix-vector steps are not in it: they depend on what the weights emit).
+double stream_once(const std::shared_ptr<const fc::Model>& model, int right, int threads,
+                   const std::vector<float>& pcm) {
+  ggml_backend_ptr backend = earshot::runtime::create_backend(nullptr, threads);
+  fc::StreamingEncoder encoder(model, backend.get(), {.right_context = right});
+  earshot::features::NemoMelStream mel(mel_config(model->hparams()), model->mel_filters(), model->window());
+  const double t0 = now();
+  for (size_t at = 0; at < pcm.size(); at += 160) {
+    const size_t n = std::min<size_t>(160, pcm.size() - at);
+    const earshot::features::FrameMajorMel m = mel.push(std::span<const float>(pcm.data() + at, n));
+    if (m.n_frames > 0) encoder.push(m.data, m.n_frames);
+  }
+  const earshot::features::FrameMajorMel rest = mel.finish();
+  encoder.push(rest.data, rest.n_frames);
+  encoder.finish();
+  return now() - t0;
+}
+
+void streaming(const std::string& path, double seconds, int threads, int cores) {
+  const auto model = fc::Model::load(path);
+  const fc::Hparams& hp = model->hparams();
+  if (!hp.streaming()) throw Error(ErrorCode::kInvalidArgument, path + " is not a cache-aware streaming model");
+  const std::vector<int> rights = hp.att_right_options.empty() ? std::vector<int>{hp.att_right} : hp.att_right_options;
+  const std::vector<float> pcm = noise(seconds, 1);
+  std::printf("streaming encoder, %s, %.0f s of audio in 10 ms pieces (compute s per audio s):\n", path.c_str(),
+              seconds);
+  std::printf("%12s %14s %12s %18s\n", "lookahead_ms", "rtf_threads", "rtf_1thread", "realtime_streams");
+  for (int right : rights) {
+    const double at_threads = stream_once(model, right, threads, pcm) / seconds;
+    const double at_one = threads == 1 ? at_threads : stream_once(model, right, 1, pcm) / seconds;
+    std::printf("%12d %14.3f %12.3f %18.2f\n", (right + 1) * 80, at_threads, at_one, cores / at_one);
+    std::fflush(stdout);
+  }
+  std::printf("(rtf_threads at %d threads; realtime_streams = %d cores / rtf_1thread)\n", threads, cores);
+  if (hp.n_prompts > 0) {
+    // Nemotron 3.5's prompt kernel runs on the host per encoder frame (one thread), outside the encoder.
+    const int n_frames = static_cast<int>(seconds * 12.5);
+    const std::vector<float> frames(static_cast<size_t>(n_frames) * hp.n_state, 0.25f);
+    earshot::transducer::Decoder decoder(&model->decoder_weights());
+    const double t0 = now();
+    decoder.apply_prompt(frames, n_frames, fc::prompt_slot(hp, "auto"));
+    std::printf("prompt kernel (%d -> %d -> %d, host, 1 thread): %.3f s per audio s\n", hp.n_state + hp.n_prompts,
+                hp.n_prompt_hidden, hp.n_state, (now() - t0) / seconds);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string model_path, streaming_path;
+    std::vector<int> seconds = {10, 30};
+    int threads = 2, reps = 3;
+    double stream_seconds = 10;
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    earshot::tools::parse_options(argc, argv, kUsage,
+                                  {{"--model", [&](const std::string& v) { model_path = v; }},
+                                   {"--streaming-model", [&](const std::string& v) { streaming_path = v; }},
+                                   {"--seconds", [&](const std::string& v) { seconds = parse_list(v); }},
+                                   {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
+                                   {"--reps", [&](const std::string& v) { reps = std::stoi(v); }},
+                                   {"--stream-seconds", [&](const std::string& v) { stream_seconds = std::stod(v); }},
+                                   {"--cores", [&](const std::string& v) { cores = std::stoi(v); }}});
+    if (model_path.empty() && streaming_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
+    if (threads < 1 || reps < 1 || cores < 1 || !(stream_seconds > 0))
+      throw Error(ErrorCode::kInvalidArgument, "--threads, --reps, --cores and --stream-seconds must be positive");
+    parakeet_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+    if (!model_path.empty()) offline(model_path, seconds, threads, reps);
+    if (!streaming_path.empty()) streaming(streaming_path, stream_seconds, threads, cores);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "earshot-bench-parakeet: %s\n", e.what());
+    return 1;
+  }
+}
