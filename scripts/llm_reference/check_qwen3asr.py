@@ -5,7 +5,9 @@
 1. audio embeddings vs the published encoder (qwen3asr_encoder.py): on 8 s (one
    whole 800-frame window, where libmtmd's window is the reference's) the first
    104 tokens; and, with the reference in mtmd_frames mode (libmtmd's known
-   padding deviation reproduced), every token we keep, on 8 s and on 3 s;
+   padding deviation reproduced), every token we keep, on 8 s and on 3 s; with
+   Hugging Face's mel frame count (--qwen3-mel-frames hf) the published
+   encoder's token count, and on 8 s all its tokens;
 2. the full prompt (text tokens around our audio embeddings) and teacher-forced
    steps through the decoder reference (llm_reference.py, qwen3vl): logits of
    every decode call;
@@ -54,7 +56,7 @@ def main():
         if not ok:
             failures.append(what)
 
-    enc = AudioEncoder(os.path.join(d, "tiny-mmproj.gguf"))
+    enc = AudioEncoder(os.path.join(d, "pair-mmproj.gguf"))
     embd = {}
     for name, n in meta["n_audio"].items():
         pcm = np.fromfile(os.path.join(d, f"audio_{name}.f32"), dtype=np.float32)
@@ -74,6 +76,14 @@ def main():
         else:  # the known deviation (model-families.md): printed, not asserted
             print(f"info  {name}: published encoder ({len(ref)} tokens) vs mtmd's padded window: "
                   f"max |diff| {diff_r:.2e} over the first {k} tokens")
+        n_hf = meta["n_audio_hf"][name]
+        got_hf = np.fromfile(os.path.join(d, f"embd_{name}_hf.f32"), dtype=np.float32).reshape(-1, n_embd)
+        check(got_hf.shape[0] == n_hf == len(ref), f"{name}: hf mel frames give the published encoder's "
+              f"{len(ref)} tokens ({n_hf}; mtmd's count {n})")
+        if len(pcm) % (16000 * 8) == 0:
+            diff_h = float(np.max(np.abs(ref[:n_hf] - got_hf)))
+            check(diff_h <= args.embd_tol, f"{name}: hf mel frames, all {n_hf} tokens vs the published encoder: "
+                  f"max |diff| {diff_h:.2e}")
         spread = float(np.std(ref, axis=0).mean() / (np.std(ref) + 1e-30))
         check(spread > 0.1, f"{name}: audio tokens differ (per-dim std over tokens / overall std {spread:.2f} > 0.1)")
 

@@ -116,7 +116,8 @@ class AudioEncoder:
         for i in range(3):
             for j in range(3):
                 cols[:, :, i, j] = xp[:, :, i:i + 2 * ho:2, j:j + 2 * wo:2]
-        out = np.einsum("ncijhw,ocij->nohw", cols, weight)
+        # A matrix product over (c, i, j) (BLAS): einsum's own loops take minutes at 480 channels.
+        out = np.tensordot(cols, weight, axes=([1, 2, 3], [1, 2, 3])).transpose(0, 3, 1, 2)
         return out + bias.reshape(1, -1, 1, 1)
 
     def layer_norm(self, x, name):

@@ -519,7 +519,10 @@ int run_bench(const CommandArgs& argv) {
             "[--baseline whispercpp-stream] [--realtime|--as-fast-as-possible] [options]");
   args.option("dataset", "folder of audio files with same-name .txt references, or a manifest (AUDIO<TAB>TEXT)")
       .option("model", "model file(s), comma-separated (or names known to `earshot pull`)")
-      .option("policy", "earshot policies to measure, comma-separated (alignatt, localagreement; none)", "alignatt")
+      .option("policy",
+              "earshot policies to measure, comma-separated (Whisper: alignatt, localagreement; Qwen3-ASR: alignatt, "
+              "rolling; transducers: native; none)",
+              "alignatt")
       .option("baseline", "baselines, comma-separated: whispercpp-stream, or none", "none")
       .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
       .flag("as-fast-as-possible", "feed audio back to back (delays on the audio clock; the default)")
@@ -595,11 +598,9 @@ int run_bench(const CommandArgs& argv) {
 
   std::vector<std::string> policies, baselines;
   for (const std::string& p : split_list(args.get("policy"))) {
-    if (p == "none") continue;
-    if (p != "alignatt" && p != "localagreement" && p != "native")
-      throw Error(ErrorCode::kInvalidArgument,
-                  "unknown --policy '" + p + "' (use alignatt, localagreement, native (transducers) or none)");
-    policies.push_back(p);
+    // Which policies exist depends on the model's family (Whisper: alignatt, localagreement;
+    // Qwen3-ASR: alignatt, rolling; transducers: native): each engine checks the names before its runs.
+    if (p != "none") policies.push_back(p);
   }
   for (const std::string& b : split_list(args.get("baseline"))) {
     if (b == "none") continue;
@@ -698,11 +699,17 @@ int run_bench(const CommandArgs& argv) {
         SystemResult r = run_in_process(
             p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s,
             translation ? &*translation : nullptr);
-        r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
-                   encoder_input +
-                   (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
-                   (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
-                   ", workload " + workload;
+        if (engine->capabilities().family == "qwen3asr") {  // Whisper's encoder input, attention and beams do not apply
+          r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) +
+                     " threads, libllama + libmtmd, mel frames " + (s.model.qwen3asr.hf_mel_frames ? "hf" : "mtmd") +
+                     ", greedy, workload " + workload;
+        } else {
+          r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
+                     encoder_input +
+                     (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
+                     (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
+                     ", workload " + workload;
+        }
         report.systems.push_back(std::move(r));
       }
     }

@@ -30,6 +30,10 @@ void declare_model_options(Args& args) {
               "a cache-aware streaming transducer's chunk (Nemotron streaming: 80, 160, 560 or 1120 ms, as the "
               "model file allows): words come that much after their audio; 0 = the model's default",
               "0");
+  args.option("qwen3-mel-frames",
+              "Qwen3-ASR: mel frames of n samples, hence audio tokens: mtmd (n/160 + 1, as libmtmd and llama.cpp "
+              "count them) or hf (n/160, as Hugging Face's WhisperFeatureExtractor and openai/whisper do)",
+              "mtmd");
   args.option("rolling-unfixed-tokens",
               "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
               "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
@@ -84,6 +88,10 @@ engine::Qwen3AsrOptions read_qwen3asr_options(const Args& args) {
   engine::Qwen3AsrOptions options;
   options.mmproj = args.get("mmproj");
   options.alignment_heads = args.get("alignment-heads-file");
+  const std::string mel_frames = args.get("qwen3-mel-frames");
+  if (mel_frames != "mtmd" && mel_frames != "hf")
+    throw Error(ErrorCode::kInvalidArgument, "--qwen3-mel-frames must be mtmd or hf, not '" + mel_frames + "'");
+  options.hf_mel_frames = mel_frames == "hf";
   options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
   options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
   try {

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "model/qwen3asr/model_writer.h"
 #include "model/qwen3asr/prompted_decoder.h"
+#include "model/timed_prompted_decoder.h"
 #include "policy/alignatt/prompted_alignatt.h"
 #include "policy/commit/revising_processor.h"
 #include "policy/commit/rolling_decoder.h"
@@ -39,18 +40,18 @@ std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest
   if (const std::string problem = language_problem(request.language); !problem.empty()) {
     throw Error(ErrorCode::kInvalidArgument, problem);
   }
+  std::unique_ptr<PromptedAsrDecoder> decoder =
+      std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx);
+  if (request.on_pass) decoder = std::make_unique<TimedPromptedDecoder>(std::move(decoder), request.on_pass);
   if (policy == "rolling") {
     policy::commit::RevisingConfig config = policies_.rolling;
     config.language = request.language;
     return std::make_unique<policy::commit::RevisingProcessor>(
-        std::make_unique<policy::commit::RollingDecoder>(
-            std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx), options_.rolling),
-        std::move(config));
+        std::make_unique<policy::commit::RollingDecoder>(std::move(decoder), options_.rolling), std::move(config));
   }
   policy::PromptedAlignAttConfig config = policies_.prompted_alignatt;
   config.language = request.language;
-  return std::make_unique<policy::PromptedAlignAttProcessor>(
-      std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx), std::move(config));
+  return std::make_unique<policy::PromptedAlignAttProcessor>(std::move(decoder), std::move(config));
 }
 
 std::filesystem::path find_mmproj(const std::filesystem::path& model, const std::filesystem::path& given) {
@@ -67,6 +68,7 @@ std::filesystem::path find_mmproj(const std::filesystem::path& model, const std:
 std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   qwen3asr::ModelOptions options;
   options.n_threads = spec.runtime.threads;
+  options.mel_frames = spec.qwen3asr.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
   if (options.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!spec.qwen3asr.alignment_heads.empty()) {

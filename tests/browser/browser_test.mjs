@@ -3,7 +3,10 @@
 // random-weight model. For MediaRecorder (webm/opus) and, with --pcm-input, the
 // AudioWorklet: press record, record a few seconds, stop; the page must show lines
 // with time ranges and the server must answer the end of stream with ready_to_stop.
-// A screenshot of each run goes to EARSHOT_ARTIFACT_DIR.
+// A screenshot of each run goes to EARSHOT_ARTIFACT_DIR. EARSHOT_BROWSER_MODES
+// (default "webm,pcm") chooses the runs, EARSHOT_BROWSER_TAG prefixes the
+// screenshots, EARSHOT_EXPECT_MODEL (a model id prefix) checks /v1/models: the same
+// test runs against each model family's generated model.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -19,6 +22,9 @@ if (!fs.existsSync(chromiumPath))
 const artifactDir = requiredPath("EARSHOT_ARTIFACT_DIR");
 const jfk = sharedFile("data/jfk.wav");
 const TIME = /^\d+:\d{2}:\d{2}(\.\d+)?$/;
+const MODES = (process.env.EARSHOT_BROWSER_MODES || "webm,pcm").split(",");
+for (const m of MODES) if (m !== "webm" && m !== "pcm") throw new Error(`EARSHOT_BROWSER_MODES: unknown mode '${m}'`);
+const TAG = process.env.EARSHOT_BROWSER_TAG || "";
 
 const t0 = performance.now();
 const phase = (what) => console.log(`[${((performance.now() - t0) / 1000).toFixed(1)} s] ${what}`);
@@ -55,6 +61,10 @@ async function recordOnce(mode, server, context) {
     });
 
     
+    if (process.env.EARSHOT_EXPECT_MODEL) {  // the family under test is the one serving
+      const models = await (await fetch(server.url + "/v1/models")).text();
+      assert.ok(models.includes(`"${process.env.EARSHOT_EXPECT_MODEL}`), `/v1/models: ${models}`);
+    }
     await page.goto(server.url + "/");
     assert.equal(await page.title() !== "", true, "the page has a title");
     await page.click("#record");
@@ -112,12 +122,13 @@ async function recordOnce(mode, server, context) {
       assert.equal(m[2], spoken[i].end);
       assert.equal(row.speaker, "S" + spoken[i].speaker);
       assert.equal(row.text, spoken[i].text.trim());
+      if (spoken[i].detected_language) assert.ok(row.range.endsWith(" · " + spoken[i].detected_language), row.range);
     });
     assert.equal(await page.isVisible("#placeholder"), false, "the placeholder is hidden once lines exist");
     assert.deepEqual(pageErrors, [], "no JavaScript errors on the page");
 
     phase(`${mode}: checked`);
-    const shot = path.join(artifactDir, `browser-${mode}.png`);
+    const shot = path.join(artifactDir, `browser-${TAG}${mode}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(fs.statSync(shot).size > 1000, "screenshot written");
     console.log(`${mode}: ${updates.length} updates, ${spoken.length} lines, ${sentBytes} bytes sent; ` +
@@ -130,12 +141,12 @@ async function recordOnce(mode, server, context) {
   }
 }
 
-// Both servers (MediaRecorder and --pcm-input) and the browser start at once: their start-up overlaps.
-phase("starting two earshot servers and chromium");
+// The servers (MediaRecorder and --pcm-input) and the browser start at once: their start-up overlaps.
+phase(`starting earshot servers (${MODES.join(", ")}) and chromium`);
 const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "earshot-chromium-"));
 const starting = [
-  startServer(),
-  startServer({ extraArgs: ["--pcm-input"] }),
+  MODES.includes("webm") ? startServer() : Promise.resolve(null),
+  MODES.includes("pcm") ? startServer({ extraArgs: ["--pcm-input"] }) : Promise.resolve(null),
   chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
     headless: true,
@@ -152,8 +163,8 @@ const [webmServer, pcmServer, context] = started.map((r) => (r.status === "fulfi
 try {
   for (const r of started) if (r.status === "rejected") throw r.reason;
   phase("servers and chromium up");
-  await recordOnce("webm", webmServer, context);
-  await recordOnce("pcm", pcmServer, context);
+  if (webmServer) await recordOnce("webm", webmServer, context);
+  if (pcmServer) await recordOnce("pcm", pcmServer, context);
 } finally {
   if (context) await context.close();
   fs.rmSync(userDataDir, { recursive: true, force: true });

@@ -110,6 +110,29 @@ TEST_F(Qwen3AsrEngineTest, BothPoliciesStreamToCommittedWords) {
   EXPECT_FALSE(stream(shared(), "rolling", 2.5).empty());
 }
 
+// on_pass (the bench's compute figures, the server's /metrics) sees every encode
+// as an encoder pass and every prefill and step as a decoder pass, for both policies.
+TEST_F(Qwen3AsrEngineTest, PassReportsCountEncoderAndDecoderPasses) {
+  for (const std::string policy : {"alignatt", "rolling"}) {
+    int encoder = 0, decoder = 0;
+    StreamRequest request;
+    request.policy = policy;
+    request.language = "en";
+    request.on_pass = [&](ModelPass pass, std::chrono::nanoseconds elapsed) {
+      EXPECT_GT(elapsed.count(), 0);
+      (pass == ModelPass::kEncoder ? encoder : decoder)++;
+    };
+    auto p = shared().open_stream(request);
+    std::vector<float> pcm(40000);  // 2.5 s: past both policies' first pass
+    for (size_t k = 0; k < pcm.size(); ++k) pcm[k] = 0.2f * std::sin(0.02f * static_cast<float>(k));
+    p->insert_audio(pcm, 2.5);
+    p->process();
+    p->finish();
+    EXPECT_GE(encoder, 1) << policy;
+    EXPECT_GE(decoder, encoder) << policy;  // at least a prefill per encoded window
+  }
+}
+
 TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
   const fs::path heads = dir / "heads.json";
   { std::ofstream(heads) << R"({"alignment_heads_compact": [[3, 1], [2, 0], [3, 3]], "other": 1})"; }

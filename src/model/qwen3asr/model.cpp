@@ -100,6 +100,9 @@ std::string language_code(const std::string& name) {
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, const std::filesystem::path& mmproj,
                                          ModelOptions options) {
+  if (options.mel_frames == MelFrames::kHf && !options.reference_audio_length) {
+    throw Error(ErrorCode::kInvalidArgument, "Hugging Face's mel frame count goes with the reference audio length");
+  }
   check_pair(text, mmproj);
   init_backend();
   std::shared_ptr<Model> m(new Model());
@@ -212,6 +215,16 @@ Session::~Session() {
 
 int Session::encode(std::span<const float> pcm) {
   if (pcm.empty()) throw Error(ErrorCode::kInvalidArgument, "no audio to encode");
+  // mtmd pads the last window to whole 100-frame chunks; the reference model has
+  // no such tokens (mel frames: n_samples / 160 + 1 as mtmd counts them, or
+  // n_samples / 160 as Hugging Face does). Only the last window is padded, so its
+  // padding tokens (and the token HF's dropped frame alone makes) are the last ones.
+  const int64_t n_frames =
+      static_cast<int64_t>(pcm.size() / 160) + (model_->options().mel_frames == MelFrames::kHf ? 0 : 1);
+  if (model_->options().reference_audio_length && reference_tokens(n_frames) == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::to_string(pcm.size()) + " samples make no audio token (at least 160 are needed)");
+  }
   mtmd_bitmap* bitmap = mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
   const std::string marker = mtmd_default_marker();
@@ -236,12 +249,7 @@ int Session::encode(std::span<const float> pcm) {
   if (rc != 0 || all.size() != static_cast<size_t>(n_mtmd) * static_cast<size_t>(n_embd) || n_mtmd == 0) {
     throw Error(ErrorCode::kInternal, "libmtmd could not encode " + std::to_string(pcm.size()) + " samples");
   }
-  // mtmd pads the last window to whole 100-frame chunks; the reference model has
-  // no such tokens (mel frames: n_samples / 160 + 1, as mtmd counts them). Only
-  // the last window is padded, so its padding tokens are the last ones.
-  n_audio_ = model_->options().reference_audio_length
-                 ? std::min(n_mtmd, reference_tokens(static_cast<int64_t>(pcm.size() / 160 + 1)))
-                 : n_mtmd;
+  n_audio_ = model_->options().reference_audio_length ? std::min(n_mtmd, reference_tokens(n_frames)) : n_mtmd;
   all.resize(static_cast<size_t>(n_audio_) * static_cast<size_t>(n_embd));
   embd_ = std::move(all);
   return n_audio_;

@@ -27,10 +27,18 @@ std::string language_name(const std::string& code);
 // The reverse; "" when unknown.
 std::string language_code(const std::string& name);
 
+// How many mel frames n samples make, which sets the audio-token count: libmtmd
+// (the oracle, what llama.cpp runs these GGUFs with) makes n / 160 + 1; Hugging
+// Face's WhisperFeatureExtractor and openai/whisper drop the STFT's last frame
+// (n / 160). The frames themselves are libmtmd's either way; kHf drops the audio
+// tokens the extra frame alone adds (jfk.wav: 144 -> 143, whole seconds: 13 k + 1 -> 13 k).
+enum class MelFrames { kMtmd, kHf };
+
 struct ModelOptions {
   int n_threads = 2;
-  bool reference_audio_length = true;  // drop mtmd's padding tokens (model-families.md); false: mtmd's count
-  bool f32_kv_cache = false;           // F32 K/V instead of F16 (exact comparisons with a reference)
+  bool reference_audio_length = true;       // drop mtmd's padding tokens (model-families.md); false: mtmd's count
+  MelFrames mel_frames = MelFrames::kMtmd;  // kHf needs reference_audio_length
+  bool f32_kv_cache = false;                // F32 K/V instead of F16 (exact comparisons with a reference)
 };
 
 // The loaded pair, shared by every stream.

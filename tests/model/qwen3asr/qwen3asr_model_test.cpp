@@ -107,6 +107,40 @@ TEST_F(Qwen3Asr, AudioTokenCountsFollowTheReferenceModel) {
   EXPECT_EQ(p.encode(std::vector<float>(176000, 0.01f)), 156);
 }
 
+// --qwen3-mel-frames hf: n / 160 mel frames as Hugging Face's feature extractor
+// makes them, one fewer than libmtmd. The count drops by one token where the
+// extra frame alone made one (a frame starting a new 100-frame chunk, or a new
+// stride-8 step within the last chunk), and the tokens kept are mtmd's first ones.
+TEST_F(Qwen3Asr, HfMelFramesDropTheTokenOfTheLastStftFrame) {
+  ModelOptions hf;
+  hf.mel_frames = MelFrames::kHf;
+  auto hf_model = Model::load(pair.text, pair.mmproj, hf);
+  Session h(hf_model, {{3, 0}});
+  Session m(model, {{3, 0}});
+  EXPECT_EQ(h.encode(tone(1.0)), 13);                           // 100 frames: one whole chunk
+  EXPECT_EQ(h.encode(tone(2.0)), 26);                           // whole seconds: 13 per second
+  EXPECT_EQ(h.encode(std::vector<float>(176000, 0.01f)), 143);  // jfk.wav: 1100 frames (mtmd: 144)
+  // 1.08 s: 108 frames, the 8 after the chunk make 1 token; mtmd's 109th frame makes a second.
+  EXPECT_EQ(h.encode(std::vector<float>(17280, 0.01f)), 14);
+  EXPECT_EQ(m.encode(std::vector<float>(17280, 0.01f)), 15);
+  // 1.05 s: 105 frames vs 106, both 1 token after the chunk: the same count.
+  EXPECT_EQ(h.encode(std::vector<float>(16800, 0.01f)), 14);
+  EXPECT_EQ(m.encode(std::vector<float>(16800, 0.01f)), 14);
+  // The kept tokens are mtmd's first ones (the extra frame sits in a chunk of its own here).
+  const std::vector<float> pcm = tone(2.0);
+  m.encode(pcm);
+  h.encode(pcm);
+  ASSERT_EQ(m.audio_embeddings().size(), 27u * 64u);
+  ASSERT_EQ(h.audio_embeddings().size(), 26u * 64u);
+  EXPECT_TRUE(std::equal(h.audio_embeddings().begin(), h.audio_embeddings().end(), m.audio_embeddings().begin()));
+  ErrorCode code{};
+  EXPECT_NE(error_of([&] { h.encode(std::vector<float>(100, 0.01f)); }, &code).find("no audio token"),
+            std::string::npos);
+  EXPECT_EQ(code, ErrorCode::kInvalidArgument);
+  hf.reference_audio_length = false;
+  EXPECT_THROW(Model::load(pair.text, pair.mmproj, hf), Error);
+}
+
 TEST_F(Qwen3Asr, StepsCaptureTheAlignmentHeadsAttentionOntoTheAudioSpan) {
   const std::vector<Head> heads = {{3, 0}, {3, 3}, {2, 1}};
   Session s(model, heads);

@@ -1,11 +1,13 @@
 // Writes a random-weight Qwen3-ASR pair (F32 weights) and what our model code
 // computes on it through libmtmd + libllama, for the independent numpy reference
 // (scripts/llm_reference/check_qwen3asr.py) to recompute:
-//   earshot-qwen3asr-reference-dump OUT_DIR
-// OUT_DIR: tiny.gguf / tiny-mmproj.gguf (the pair), text-weights.gguf (the text
+//   earshot-qwen3asr-reference-dump OUT_DIR [--size tiny|0.6b]
+// (0.6b: real Qwen3-ASR-0.6B dimensions, ~7 GB of files, for a check by hand.)
+// OUT_DIR: pair.gguf / pair-mmproj.gguf (the pair), text-weights.gguf (the text
 // model's tensors and architecture keys, no vocabulary: gguf-py parses a
 // 150k-entry vocabulary for many seconds), audio_<name>.f32 (16 kHz PCM),
-// embd_<name>.f32 (Session::audio_embeddings), logits.f32 (n_vocab floats per
+// embd_<name>.f32 (Session::audio_embeddings; embd_<name>_hf.f32 with Hugging
+// Face's mel frame count, MelFrames::kHf), logits.f32 (n_vocab floats per
 // decode call: the prefill, then each teacher-forced step), rows.f32 (per step,
 // per alignment head, the captured attention row over cells 0..position),
 // dump.json (token ids, positions, heads, counts). F32 KV cache, so the
@@ -77,27 +79,42 @@ std::string ints(const std::vector<int32_t>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: earshot-qwen3asr-reference-dump OUT_DIR\n");
+  const bool real = argc == 4 && std::string(argv[2]) == "--size" && std::string(argv[3]) == "0.6b";
+  if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "--size" && (real || std::string(argv[3]) == "tiny"))) {
+    std::fprintf(stderr, "usage: earshot-qwen3asr-reference-dump OUT_DIR [--size tiny|0.6b]\n");
     return 2;
   }
   try {
     const fs::path dir = argv[1];
     fs::create_directories(dir);
-    PairDims dims = PairDims::tiny();
+    PairDims dims = real ? PairDims::real_0_6b() : PairDims::tiny();
     dims.f32_weights = true;
-    const WrittenPair pair = write_random_pair(dims, EARSHOT_QWEN2_VOCAB, dir / "tiny", 7);
+    const WrittenPair pair = write_random_pair(dims, EARSHOT_QWEN2_VOCAB, dir / "pair", 7);
     write_weights_only(pair.text, dir / "text-weights.gguf");
     ModelOptions options;
     options.f32_kv_cache = true;
-    auto model = Model::load(pair.text, pair.mmproj, options);
-    const std::vector<Head> heads = {{3, 0}, {3, 3}, {2, 1}};
-    Session session(model, heads, 256);
-
     // 8 s: one whole 800-frame window (mtmd's first window is the reference's);
     // 3 s: a partial window, where mtmd's padding tokens join the attention.
-    std::string audio_json;
-    for (const auto& [name, seconds] : {std::pair<std::string, double>{"8s", 8.0}, {"3s", 3.0}}) {
+    const std::pair<std::string, double> audios[] = {{"8s", 8.0}, {"3s", 3.0}};
+    std::string audio_json, hf_json;
+    {
+      // Hugging Face's mel frame count first, its model freed before the main one loads (0.6b: GBs).
+      ModelOptions hf_options = options;
+      hf_options.mel_frames = MelFrames::kHf;
+      auto hf_model = Model::load(pair.text, pair.mmproj, hf_options);
+      Session hf_session(hf_model, {{0, 0}}, 16);
+      for (const auto& [name, seconds] : audios) {
+        const int n = hf_session.encode(audio(seconds, 11));
+        write_floats(dir / ("embd_" + name + "_hf.f32"), hf_session.audio_embeddings());
+        hf_json += std::string(hf_json.empty() ? "" : ", ") + "\"" + name + "\": " + std::to_string(n);
+      }
+    }
+    auto model = Model::load(pair.text, pair.mmproj, options);
+    // Two heads of the last layer and one of another layer (0.6b: the last quarter's first).
+    const std::vector<Head> heads =
+        real ? std::vector<Head>{{27, 0}, {27, 15}, {21, 1}} : std::vector<Head>{{3, 0}, {3, 3}, {2, 1}};
+    Session session(model, heads, 256);
+    for (const auto& [name, seconds] : audios) {
       const std::vector<float> pcm = audio(seconds, 11);
       write_floats(dir / ("audio_" + name + ".f32"), pcm);
       const int n = session.encode(pcm);
@@ -129,6 +146,7 @@ int main(int argc, char** argv) {
     }
     std::ofstream(dir / "dump.json") << "{\n  \"n_vocab\": " << model->n_vocab()
                                      << ",\n  \"n_embd\": " << model->n_embd() << ",\n  \"n_audio\": {" << audio_json
+                                     << "},\n  \"n_audio_hf\": {" << hf_json
                                      << "},\n  \"decoder_audio\": \"3s\",\n  \"audio_begin\": " << session.audio_begin()
                                      << ",\n  \"prompt\": " << ints(session.prompt_tokens())
                                      << ",\n  \"forced\": " << ints(forced) << ",\n  \"positions\": " << ints(positions)

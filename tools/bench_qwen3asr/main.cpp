@@ -1,0 +1,212 @@
+// earshot-bench-qwen3asr: what one Qwen3-ASR stream costs on a model pair (any
+// dimensions; the README's numbers are a random pair at real 0.6B dimensions from
+// earshot-make-qwen3asr --size 0.6b): the audio encoder per 800-frame window and
+// at each buffered length, the prompt prefill around those audio tokens, one
+// decode step after it, and one whole AlignAtt pass (seed 002's policy: encode,
+// prefill, steps until the border, the end or the token budget). Medians of N
+// repetitions, milliseconds.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/qwen3asr/model.h"
+#include "model/qwen3asr/prompted_decoder.h"
+#include "model/timed_prompted_decoder.h"
+#include "policy/alignatt/prompted_alignatt.h"
+#include "tools/common/tool_args.h"
+
+namespace {
+
+namespace q = earshot::qwen3asr;
+using Clock = std::chrono::steady_clock;
+
+const char* kUsage =
+    "usage: earshot-bench-qwen3asr --model PREFIX.gguf [--mmproj FILE] [--threads T] [--reps N]\n"
+    "                              [--seconds 5,10,15] [--steps S] [--context-tokens C]\n"
+    "\n"
+    "Times, per buffered audio length (default 5, 10 and 15 s; medians of N repetitions, default 3):\n"
+    "the encoder (libmtmd; also alone on one 800-frame window), the prefill of the prompt around\n"
+    "those audio tokens with C committed tokens carried after it (default 30, AlignAtt's\n"
+    "max_context_tokens), the median of S decode steps after it (default 16; each copies out the\n"
+    "alignment heads' attention rows, as AlignAtt's steps do), and one AlignAtt pass over the\n"
+    "buffer (encode + prefill + steps until the policy stops; its step count is printed: with\n"
+    "random weights it depends on where the attention happens to peak). Each time is wall / process\n"
+    "CPU milliseconds (the step: the median over all S x N steps). --mmproj defaults to\n"
+    "PREFIX-mmproj.gguf. --threads defaults to 2.\n";
+
+struct Args {
+  std::string model, mmproj;
+  int threads = 2, reps = 3, steps = 16, context_tokens = 30;
+  std::vector<double> seconds = {5, 10, 15};
+};
+
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Wall and process CPU time of measured calls: on a shared machine the wall time
+// holds the waits for a core, the CPU time what the work took (with T threads up
+// to T x the wall time, ggml's spinning workers included).
+struct Times {
+  std::vector<double> wall, cpu;
+  struct Mark {
+    Clock::time_point wall = Clock::now();
+    double cpu = cpu_ms();
+  };
+  void add(const Mark& m) {
+    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - m.wall).count());
+    cpu.push_back(cpu_ms() - m.cpu);
+  }
+  std::string str() const {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f / %.1f", median(wall), median(cpu));
+    return buf;
+  }
+};
+
+// A rising tone with noise: every mel chunk differs, as speech does.
+std::vector<float> audio(double seconds) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> noise(0.0f, 0.02f);
+  std::vector<float> pcm(static_cast<size_t>(seconds * 16000));
+  double phase = 0;
+  for (size_t i = 0; i < pcm.size(); ++i) {
+    phase += 2 * M_PI * (200.0 + 150.0 * static_cast<double>(i) / 16000.0) / 16000.0;
+    pcm[i] = 0.3f * static_cast<float>(std::sin(phase)) + noise(rng);
+  }
+  return pcm;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  earshot::tools::parse_options(argc, argv, kUsage,
+                                {{"--model", [&](const std::string& v) { a.model = v; }},
+                                 {"--mmproj", [&](const std::string& v) { a.mmproj = v; }},
+                                 {"--threads", [&](const std::string& v) { a.threads = std::stoi(v); }},
+                                 {"--reps", [&](const std::string& v) { a.reps = std::stoi(v); }},
+                                 {"--steps", [&](const std::string& v) { a.steps = std::stoi(v); }},
+                                 {"--context-tokens", [&](const std::string& v) { a.context_tokens = std::stoi(v); }},
+                                 {"--seconds", [&](const std::string& v) {
+                                    a.seconds.clear();
+                                    std::stringstream in(v);
+                                    for (std::string item; std::getline(in, item, ',');)
+                                      a.seconds.push_back(std::stod(item));
+                                  }}});
+  using earshot::Error, earshot::ErrorCode;
+  if (a.model.empty()) throw Error(ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
+  if (a.mmproj.empty()) {
+    std::string prefix = a.model;
+    if (prefix.size() > 5 && prefix.ends_with(".gguf")) prefix.resize(prefix.size() - 5);
+    a.mmproj = prefix + "-mmproj.gguf";
+  }
+  if (a.threads < 1 || a.reps < 1 || a.steps < 1 || a.context_tokens < 0 || a.seconds.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--threads, --reps and --steps must be >= 1, --seconds non-empty");
+  for (double s : a.seconds) {
+    if (s < 0.5 || s > 30) throw Error(ErrorCode::kInvalidArgument, "--seconds: each length 0.5 to 30 s");
+  }
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each row as it is measured (runs take minutes at 0.6B)
+  try {
+    const Args a = parse(argc, argv);
+    q::ModelOptions options;
+    options.n_threads = a.threads;
+    const auto model = q::Model::load(a.model, a.mmproj, options);
+    const std::vector<q::Head> heads = q::default_alignment_heads(model->n_layer(), model->n_head(), 20);
+    std::printf(
+        "model %s: decoder %d layers x %d heads, n_embd %d; %zu alignment heads; %d threads, %d reps "
+        "(medians, ms)\n",
+        a.model.c_str(), model->n_layer(), model->n_head(), model->n_embd(), heads.size(), a.threads, a.reps);
+
+    q::Session session(model, heads, 1024);
+    // The committed tokens AlignAtt carries after the prompt (any text will do).
+    std::vector<int32_t> context = model->tokenize(
+        " and so my fellow americans ask not what your country can do for you ask what you can do for your country"
+        " we choose to go to the moon in this decade",
+        false);
+    context.resize(std::min(context.size(), static_cast<size_t>(a.context_tokens)));
+
+    {
+      // One whole 800-frame window: 7.99 s = 799 + 1 mel frames (mtmd's count).
+      const std::vector<float> pcm = audio(7.99);
+      Times t;
+      session.encode(pcm);  // warm-up (graph allocation)
+      for (int r = 0; r < a.reps; ++r) {
+        const Times::Mark m;
+        session.encode(pcm);
+        t.add(m);
+      }
+      std::printf("encoder, one 800-frame window (8 s, %d audio tokens): %s\n", session.n_audio_tokens(),
+                  t.str().c_str());
+    }
+
+    std::printf("each time: wall / process CPU ms\n%7s %6s %7s %20s %6s %20s %18s %20s %10s\n", "audio s", "tokens",
+                "windows", "encoder", "prompt", "prefill", "step", "alignatt pass", "steps/pass");
+    for (double seconds : a.seconds) {
+      const std::vector<float> pcm = audio(seconds);
+      Times enc, pre, step, pass;
+      std::vector<double> pass_steps;
+      int prompt = 0;
+      for (int r = 0; r < a.reps; ++r) {
+        Times::Mark m;
+        session.encode(pcm);
+        enc.add(m);
+        m = {};
+        int32_t token = session.prefill({"", "English", context});
+        pre.add(m);
+        prompt = session.n_past();
+        for (int s = 0; s < a.steps; ++s) {
+          // Greedy continuation; an end token is replaced so the KV keeps growing as a long pass does.
+          if (model->is_end(token)) token = context.empty() ? 0 : context.front();
+          m = {};
+          token = session.step(token);
+          step.add(m);
+        }
+
+        // One AlignAtt pass over the whole buffer, as the first pass of a stream that has buffered it.
+        int decoder_calls = 0;
+        earshot::PassReport count = [&](earshot::ModelPass p, std::chrono::nanoseconds) {
+          if (p == earshot::ModelPass::kDecoder) ++decoder_calls;
+        };
+        earshot::policy::PromptedAlignAttConfig config;
+        config.language = "en";
+        earshot::policy::PromptedAlignAttProcessor processor(
+            std::make_unique<earshot::TimedPromptedDecoder>(std::make_unique<q::PromptedDecoder>(model, heads), count),
+            config);
+        processor.insert_audio(pcm, seconds);
+        m = {};
+        processor.process();
+        pass.add(m);
+        pass_steps.push_back(decoder_calls - 1);  // the prefill is one of them
+      }
+      const int windows = static_cast<int>((static_cast<int64_t>(pcm.size() / 160 + 1) + 799) / 800);
+      std::printf("%7.1f %6d %7d %20s %6d %20s %18s %20s %10.1f\n", seconds, session.n_audio_tokens(), windows,
+                  enc.str().c_str(), prompt, pre.str().c_str(), step.str().c_str(), pass.str().c_str(),
+                  median(pass_steps));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "earshot-bench-qwen3asr: %s\n", e.what());
+    return 1;
+  }
+}
