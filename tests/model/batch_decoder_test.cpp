@@ -19,16 +19,9 @@
 namespace earshot::whisper {
 namespace {
 
+using testing::noise_audio;
 using testing::small_spec;
 using testing::TempDir;
-
-std::vector<float> noise_audio(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 0.1f);
-  std::vector<float> pcm(n);
-  for (float& x : pcm) x = noise(rng);
-  return pcm;
-}
 
 void expect_same(const DecodeResult& a, const DecodeResult& b, const std::string& what) {
   EXPECT_EQ(a.n_sequences, b.n_sequences) << what;

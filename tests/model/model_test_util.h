@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@
 #include "model/whisper/model_writer.h"
 
 namespace earshot::whisper::testing {
+
+// n samples of Gaussian noise (sigma 0.1): audio the random models encode to something non-degenerate.
+inline std::vector<float> noise_audio(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 0.1f);
+  std::vector<float> pcm(n);
+  for (float& x : pcm) x = noise(rng);
+  return pcm;
+}
 
 inline std::filesystem::path shared_dir() { return EARSHOT_SHARED_DIR; }
 inline std::filesystem::path template_path(const std::string& size) {

@@ -13,16 +13,9 @@
 namespace earshot::whisper {
 namespace {
 
+using testing::noise_audio;
 using testing::small_spec;
 using testing::TempDir;
-
-std::vector<float> noise_audio(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 0.1f);
-  std::vector<float> pcm(n);
-  for (float& x : pcm) x = noise(rng);
-  return pcm;
-}
 
 DecodeResult decode(Session& s, std::vector<std::vector<int32_t>> tokens, std::vector<int> positions = {}) {
   DecodeRequest r;

@@ -223,23 +223,14 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
     cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_out_w, join_rows(ctx, pieces)), layer.cross_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
 
-    // MLP over every row.
-    cur = layer_norm(ctx, inp_ff, layer.mlp_ln_w, layer.mlp_ln_b);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
-    cur = ggml_gelu(ctx, cur);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
-    inp = ggml_add(ctx, cur, inp_ff);
+    inp = residual_mlp(ctx, layer, inp_ff);
   }
 
   // Logits: the wanted rows of every part with the same vocabulary size, one product.
   cur = layer_norm(ctx, inp, w.dec_ln_w, w.dec_ln_b);
   for (const auto& [n_vocab, group] : groups) {
     ggml_tensor* rows = ggml_get_rows(ctx, cur, indices_view(group.rows_at, group.n));
-    ggml_tensor* vocabulary = w.token_emb;
-    if (n_vocab > 0 && n_vocab < w.token_emb->ne[1]) {
-      vocabulary = ggml_view_2d(ctx, w.token_emb, w.token_emb->ne[0], n_vocab, w.token_emb->nb[1], 0);
-    }
-    ggml_tensor* logits = ggml_mul_mat(ctx, vocabulary, rows);
+    ggml_tensor* logits = ggml_mul_mat(ctx, vocabulary_rows(ctx, w.token_emb, n_vocab), rows);
     ggml_set_output(logits);
     ggml_build_forward_expand(graph, logits);
     for (int p : group.parts) g.parts[p].logits = logits;

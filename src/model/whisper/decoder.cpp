@@ -116,20 +116,12 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_out_w, cur), layer.cross_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
 
-    // MLP.
-    cur = layer_norm(ctx, inp_ff, layer.mlp_ln_w, layer.mlp_ln_b);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
-    cur = ggml_gelu(ctx, cur);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
-    inp = ggml_add(ctx, cur, inp_ff);
+    inp = residual_mlp(ctx, layer, inp_ff);
   }
 
   cur = layer_norm(ctx, inp, w.dec_ln_w, w.dec_ln_b);
   if (some_positions) cur = ggml_get_rows(ctx, cur, indices_view(logit_rows_at, int64_t(n_positions) * n_seq));
-  ggml_tensor* vocabulary = w.token_emb;
-  if (spec.n_vocab_logits > 0 && spec.n_vocab_logits < w.token_emb->ne[1]) {
-    vocabulary = ggml_view_2d(ctx, w.token_emb, w.token_emb->ne[0], spec.n_vocab_logits, w.token_emb->nb[1], 0);
-  }
+  ggml_tensor* vocabulary = vocabulary_rows(ctx, w.token_emb, spec.n_vocab_logits);
   g.logits = ggml_mul_mat(ctx, vocabulary, cur);
   ggml_set_output(g.logits);
   ggml_build_forward_expand(graph, g.logits);

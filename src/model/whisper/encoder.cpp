@@ -87,11 +87,7 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp);
 
-    cur = layer_norm(ctx, inp_ff, layer.mlp_ln_w, layer.mlp_ln_b);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
-    cur = ggml_gelu(ctx, cur);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
-    inp = ggml_add(ctx, cur, inp_ff);
+    inp = residual_mlp(ctx, layer, inp_ff);
   }
   ggml_tensor* encoded = layer_norm(ctx, inp, w.enc_ln_w, w.enc_ln_b);
 

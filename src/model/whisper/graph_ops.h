@@ -12,4 +12,22 @@ inline ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w
   return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, kLayerNormEps), weight), bias);
 }
 
+// The residual GELU MLP that ends every Whisper layer, encoder's and decoder's
+// alike: x + MLP(LN(x)).
+template <typename Layer>
+ggml_tensor* residual_mlp(ggml_context* ctx, const Layer& layer, ggml_tensor* x) {
+  ggml_tensor* cur = layer_norm(ctx, x, layer.mlp_ln_w, layer.mlp_ln_b);
+  cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
+  cur = ggml_gelu(ctx, cur);
+  cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
+  return ggml_add(ctx, cur, x);
+}
+
+// The first n_vocab rows of the token embedding (the logits' matrix); all of it
+// when n_vocab is 0 or not smaller.
+inline ggml_tensor* vocabulary_rows(ggml_context* ctx, ggml_tensor* token_emb, int64_t n_vocab) {
+  if (n_vocab <= 0 || n_vocab >= token_emb->ne[1]) return token_emb;
+  return ggml_view_2d(ctx, token_emb, token_emb->ne[0], n_vocab, token_emb->nb[1], 0);
+}
+
 }  // namespace earshot::whisper::detail
