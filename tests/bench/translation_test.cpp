@@ -49,6 +49,24 @@ StreamTrace asr_trace(Pacing pacing, ManualClock& clock) {
   return run_stream(asr, std::vector<float>(32000, 0.0f), options, clock);
 }
 
+struct Rendered {
+  std::string table, json;
+};
+
+// The bench report of one "alignatt" system carrying this translation summary, as table and as JSON.
+Rendered render(const TranslationSummary& summary) {
+  BenchReport report;
+  report.config.pacing = "as-fast-as-possible";
+  SystemResult system;
+  system.name = "alignatt";
+  system.translation = summary;
+  report.systems.push_back(system);
+  std::ostringstream table, json;
+  write_table(table, report);
+  write_json(json, report);
+  return {table.str(), json.str()};
+}
+
 TEST(BenchTranslation, EveryCommittedWordHasANonNegativeDelayOnTheAudioClock) {
   ManualClock clock;
   const StreamTrace asr = asr_trace(Pacing::kAsFastAsPossible, clock);
@@ -85,22 +103,14 @@ TEST(BenchTranslation, EveryCommittedWordHasANonNegativeDelayOnTheAudioClock) {
   EXPECT_FALSE(summarize_translation("xx", {t}, {""}).chrf.has_value());
 
   // The report carries the block (table) and every number (JSON).
-  BenchReport report;
-  report.config.pacing = "as-fast-as-possible";
-  SystemResult system;
-  system.name = "alignatt";
-  system.translation = s;
-  report.systems.push_back(system);
-  std::ostringstream table, json;
-  write_table(table, report);
-  write_json(json, report);
-  EXPECT_NE(table.str().find("translation alignatt -> xx: 2 segments, 6 committed words, chrF 100.0 (1 streams)"),
+  const auto [table, json] = render(s);
+  EXPECT_NE(table.find("translation alignatt -> xx: 2 segments, 6 committed words, chrF 100.0 (1 streams)"),
             std::string::npos)
-      << table.str();
-  EXPECT_NE(json.str().find("\"translation\":{\"target_language\":\"xx\",\"segments\":2,\"committed_words\":6,"
-                            "\"chrf\":100,"),
+      << table;
+  EXPECT_NE(json.find("\"translation\":{\"target_language\":\"xx\",\"segments\":2,\"committed_words\":6,"
+                      "\"chrf\":100,"),
             std::string::npos)
-      << json.str();
+      << json;
 }
 
 TEST(BenchTranslation, RealtimeDelaysAreOnTheWallClockAndNonNegative) {
@@ -158,23 +168,15 @@ TEST(BenchTranslation, ModelCallsAreCountedPerKindAndPerAudioMinute) {
   EXPECT_NEAR(*s.calls_per_minute(s.final_calls), 2.0 * t.final_calls / minutes, 1e-9);
   EXPECT_FALSE(summarize_translation("xx", {}, {}).calls_per_minute(1).has_value());
 
-  BenchReport report;
-  report.config.pacing = "as-fast-as-possible";
-  SystemResult system;
-  system.name = "alignatt";
-  system.translation = s;
-  report.systems.push_back(system);
-  std::ostringstream table, json;
-  write_table(table, report);
-  write_json(json, report);
+  const auto [table, json] = render(s);
   char expected[96];
   std::snprintf(expected, sizeof expected, "MT calls          %.1f per audio minute (drafts %.1f + finals %.1f;",
                 (s.draft_calls + s.final_calls) / minutes, s.draft_calls / minutes, s.final_calls / minutes);
-  EXPECT_NE(table.str().find(expected), std::string::npos) << table.str();
-  EXPECT_NE(json.str().find("\"mt_calls\":{\"drafts\":" + std::to_string(s.draft_calls) +
-                            ",\"finals\":" + std::to_string(s.final_calls) + ","),
+  EXPECT_NE(table.find(expected), std::string::npos) << table;
+  EXPECT_NE(json.find("\"mt_calls\":{\"drafts\":" + std::to_string(s.draft_calls) +
+                      ",\"finals\":" + std::to_string(s.final_calls) + ","),
             std::string::npos)
-      << json.str();
+      << json;
 }
 
 TEST(BenchTranslation, ReferenceTranslationsAreTheLanguageFilesNextToTheAudio) {

@@ -140,15 +140,23 @@ std::vector<Word> stream_pieces(const Engine& engine, const std::vector<float>& 
   return words;
 }
 
-TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
-  TempDir dir("transducer-engine");
+// A small random cache-aware streaming model (seed 3) written to dir/name, and a
+// one-thread spec that loads it.
+ModelSpec streaming_model_spec(const TempDir& dir, const std::string& name, bool prompt = false) {
   fastconformer::RandomModelOptions options;
   options.streaming = true;
+  options.prompt = prompt;
   options.seed = 3;
-  fastconformer::write_gguf(dir / "nemotron-small.gguf", fastconformer::random_model(options));
+  fastconformer::write_gguf(dir / name, fastconformer::random_model(options));
   ModelSpec spec;
-  spec.path = dir / "nemotron-small.gguf";
+  spec.path = dir / name;
   spec.runtime.threads = 1;
+  return spec;
+}
+
+TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
+  TempDir dir("transducer-engine");
+  ModelSpec spec = streaming_model_spec(dir, "nemotron-small.gguf");
   const std::vector<float> pcm = jfk();
   const auto model = fastconformer::Model::load(spec.path);
   ggml_backend_ptr backend = runtime::create_backend(nullptr, 1);
@@ -205,14 +213,7 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
 
 TEST(TransducerEngine, PromptModelTakesTheLanguageSlotAndReadsItsTags) {
   TempDir dir("transducer-engine");
-  fastconformer::RandomModelOptions options;
-  options.streaming = true;
-  options.prompt = true;
-  options.seed = 3;
-  fastconformer::write_gguf(dir / "nemotron35-small.gguf", fastconformer::random_model(options));
-  ModelSpec spec;
-  spec.path = dir / "nemotron35-small.gguf";
-  spec.runtime.threads = 1;
+  ModelSpec spec = streaming_model_spec(dir, "nemotron35-small.gguf", /*prompt=*/true);
   spec.transducer.lookahead_ms = 560;
   const std::shared_ptr<const Engine> engine = load(spec);
   const Capabilities& caps = engine->capabilities();
