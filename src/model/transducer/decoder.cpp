@@ -1,42 +1,20 @@
 #include "model/transducer/decoder.h"
 
+#include <ggml.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <limits>
 
 namespace earshot::transducer {
 namespace {
-
-// x rounded to the nearest IEEE half (ties to even), as a float: what ggml's
-// f32 -> f16 conversion gives. By hand, since not every compiler has _Float16
-// on x86 (Debian's clang 14, the fuzz flavour's, does not).
-float round_to_half(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  const uint32_t sign = bits & 0x80000000u;
-  uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude >= 0x7f800000u) return x;  // inf, nan
-  if (magnitude < 0x38800000u) {           // below 2^-14: a half subnormal, steps of 2^-24
-    const float scaled = std::nearbyint(std::fabs(x) * 16777216.0f);
-    return std::copysign(scaled / 16777216.0f, x);
-  }
-  magnitude += 0xfffu + ((magnitude >> 13) & 1u);  // round the 13 dropped mantissa bits, ties to even
-  magnitude &= ~0x1fffu;
-  if (magnitude >= 0x47800000u) return std::copysign(std::numeric_limits<float>::infinity(), x);  // > 65504
-  bits = sign | magnitude;
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
 
 void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
   std::vector<float> rounded;
   const float* x = x_in;
   if (m.f16_input) {
     rounded.resize(m.cols);
-    for (int c = 0; c < m.cols; ++c) rounded[c] = round_to_half(x_in[c]);
+    for (int c = 0; c < m.cols; ++c) rounded[c] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x_in[c]));
     x = rounded.data();
   }
   for (int r = 0; r < m.rows; ++r) {
