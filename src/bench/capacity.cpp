@@ -199,6 +199,16 @@ double CapacityRun::max_p95_lag() const {
   for (const SessionFigures& s : per_session) m = std::max(m, s.p95_lag);
   return m;
 }
+double CapacityRun::max_lag() const {
+  double m = 0;
+  for (const SessionFigures& s : per_session) m = std::max(m, s.max_lag);
+  return m;
+}
+double CapacityRun::max_drain_seconds() const {
+  double m = 0;
+  for (const SessionFigures& s : per_session) m = std::max(m, s.drain_seconds);
+  return m;
+}
 double CapacityRun::skipped_seconds() const {
   double sum = 0;
   for (const SessionFigures& s : per_session) sum += s.skipped_seconds;

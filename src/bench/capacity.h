@@ -90,6 +90,8 @@ struct CapacityRun {
   double audio_seconds = 0;           // all sessions
 
   double max_p95_lag() const;
+  double max_lag() const;            // over sessions
+  double max_drain_seconds() const;  // over sessions
   double skipped_seconds() const;
   // max / min processed audio across sessions when the feed ended (1 = even).
   double fairness() const;

@@ -23,6 +23,7 @@
 
 #include "audio/audio.h"
 #include "bench/capacity.h"
+#include "bench/capacity_report.h"
 #include "bench/dataset.h"
 #include "bench/metrics.h"
 #include "bench/pass_stats.h"
@@ -40,6 +41,7 @@
 #include "engine/families.h"
 #include "model/fastconformer/model.h"
 #include "session/silero_vad.h"
+#include "session/stream_session.h"
 #include "vad/vad.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
@@ -363,6 +365,7 @@ struct CapacitySettings {
   bool profile = false;
   std::vector<int> sessions;  // the N to run; empty = search
   int max_sessions = 64;
+  double max_buffered_seconds = 60;  // the server's --max-buffered-seconds
   std::shared_ptr<const vad::VadModel> vad;
 };
 
@@ -421,6 +424,7 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
   bench::CapacityOptions options;
   options.workers = c.workers;
   options.chunk_seconds = s.stream.chunk_seconds;
+  options.stream.max_pending_seconds = c.max_buffered_seconds;
   if (c.vad) {
     options.vad = [vad = c.vad](std::shared_ptr<bench::ProfileCounters> counters) {
       session::VadFactory f = session::silero_vad_factory(vad);
@@ -431,55 +435,44 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
 }
 
 void print_capacity_row(const std::string& name, const bench::CapacityRun& r) {
-  std::printf(
-      "%-16s %8d %7d %10.2f %8.2f %9.1f %8.2f %10.0f %8.1f  %s\n", name.c_str(), r.sessions, r.workers, r.max_p95_lag(),
-      [&] {
-        double m = 0;
-        for (const auto& f : r.per_session) m = std::max(m, f.max_lag);
-        return m;
-      }(),
-      r.skipped_seconds(), r.fairness(), r.memory_per_session_bytes() / (1024.0 * 1024.0),
-      [&] {
-        double m = 0;
-        for (const auto& f : r.per_session) m = std::max(m, f.drain_seconds);
-        return m;
-      }(),
-      r.within(1.0) ? "yes" : "no");
+  std::printf("%-16s %8d %7d %10.2f %8.2f %9.1f %8.2f %10.0f %8.1f  %s\n", name.c_str(), r.sessions, r.workers,
+              r.max_p95_lag(), r.max_lag(), r.skipped_seconds(), r.fairness(),
+              r.memory_per_session_bytes() / (1024.0 * 1024.0), r.max_drain_seconds(), r.within(1.0) ? "yes" : "no");
   for (const auto& f : r.per_session)
     if (!f.error.empty()) std::printf("  session error: %s\n", f.error.c_str());
 }
 
 void print_profile(const std::string& name, const bench::CapacityRun& r) {
   if (!r.profile) return;
-  const bench::StageTimes& t = *r.profile;
-  const double total = t.total();
-  const double audio = r.audio_seconds > 0 ? r.audio_seconds : 1;
+  const bench::ProfileSummary p = bench::summarize_profile(*r.profile, r.audio_seconds);
+  const bench::StageTimes& ms = p.ms_per_audio_second;
+  const double total = ms.total();
   std::printf("profile %s, %d session(s), ms per audio second (share): ", name.c_str(), r.sessions);
-  const std::pair<const char*, double> parts[] = {{"mel", t.mel},         {"vad", t.vad},
-                                                  {"encoder", t.encoder}, {"decoder", t.decoder},
-                                                  {"policy", t.policy},   {"protocol", t.protocol}};
-  for (const auto& [what, v] : parts)
-    std::printf("%s %.1f (%.0f%%)  ", what, 1000 * v / audio, total > 0 ? 100 * v / total : 0.0);
+  const std::pair<const char*, double> parts[] = {{"mel", ms.mel},         {"vad", ms.vad},
+                                                  {"encoder", ms.encoder}, {"decoder", ms.decoder},
+                                                  {"policy", ms.policy},   {"protocol", ms.protocol}};
+  for (const auto& [what, v] : parts) std::printf("%s %.1f (%.0f%%)  ", what, v, total > 0 ? 100 * v / total : 0.0);
   std::printf("| compute RTF %.3f, %.2f passes/s, %.1f decoder steps/pass, enc %.1f ms/pass, dec %.1f ms/pass\n",
-              total / audio, static_cast<double>(t.encoder_passes) / audio,
-              t.encoder_passes ? static_cast<double>(t.decoder_calls) / static_cast<double>(t.encoder_passes) : 0.0,
-              t.encoder_passes ? 1000 * (t.encoder + t.mel) / static_cast<double>(t.encoder_passes) : 0.0,
-              t.encoder_passes ? 1000 * t.decoder / static_cast<double>(t.encoder_passes) : 0.0);
+              p.compute_rtf, p.passes_per_second, p.decoder_steps_per_pass, p.encoder_ms_per_pass,
+              p.decoder_ms_per_pass);
 }
 
 // Runs the N given, or searches: doubling from 1 while within capacity, then
 // bisecting between the last N within and the first beyond.
 void run_capacity_mode(const engine::Engine& engine, const std::string& name, const std::string& policy,
-                       const BenchSettings& s, const CapacitySettings& c,
-                       const std::vector<std::vector<float>>& audio) {
+                       const BenchSettings& s, const CapacitySettings& c, const std::vector<std::vector<float>>& audio,
+                       bench::CapacityReport& report) {
   std::printf("%-16s %8s %7s %10s %8s %9s %8s %10s %8s  %s\n", "system", "sessions", "workers", "p95 lag", "max lag",
               "skipped s", "fairness", "MB/session", "drain s", "within 1 s");
   auto once = [&](int n) {
-    const bench::CapacityRun r = run_capacity_once(engine, policy, s, c, audio, n);
-    print_capacity_row(name, r);
-    print_profile(name, r);
+    bench::CapacityRow row{name, s.threads, s.model.whisper.batch_decode,
+                           run_capacity_once(engine, policy, s, c, audio, n)};
+    print_capacity_row(name, row.run);
+    print_profile(name, row.run);
     std::fflush(stdout);
-    return r.within(1.0);
+    const bool within = row.run.within(report.lag_limit);
+    report.rows.push_back(std::move(row));
+    return within;
   };
   if (!c.sessions.empty()) {
     for (int n : c.sessions) once(n);
@@ -496,6 +489,7 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
   }
   if (bad == 0) {
     std::printf("%s: capacity >= %d sessions (--max-sessions)\n", name.c_str(), good);
+    report.searches.push_back({name, good, true});
     return;
   }
   while (bad - good > 1) {
@@ -509,6 +503,7 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
   std::printf(
       "%s: capacity %d real-time session(s) with p95 lag under 1 s (%d workers, %d threads each, batch-decode %d)\n",
       name.c_str(), good, c.workers, s.threads, s.model.whisper.batch_decode);
+  report.searches.push_back({name, good, false});
 }
 
 }  // namespace
@@ -540,6 +535,8 @@ int run_bench(const CommandArgs& argv) {
       .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")
       .option("workers", "--capacity: scheduler worker threads (the server's --workers)", "2")
       .option("max-sessions", "--capacity with --sessions auto: the largest N tried", "64")
+      .option("max-buffered-seconds",
+              "--capacity: audio waiting per stream beyond which the oldest is skipped (the server's option)", "60")
       .flag("profile", "--capacity: split each stream's compute into mel, VAD, encoder, decoder, policy, protocol")
       .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
       .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
@@ -572,6 +569,16 @@ int run_bench(const CommandArgs& argv) {
       throw Error(ErrorCode::kInvalidArgument, "--workers and --max-sessions must be >= 1");
     if (args.get_flag("as-fast-as-possible"))
       throw Error(ErrorCode::kInvalidArgument, "--capacity runs in real time (drop --as-fast-as-possible)");
+    capacity.max_buffered_seconds = args.get_double("max-buffered-seconds");
+    const double max_step = session::StreamOptions{}.max_step_seconds;
+    if (capacity.max_buffered_seconds < 0 ||
+        (capacity.max_buffered_seconds > 0 && capacity.max_buffered_seconds < max_step))
+      throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be 0 (unbounded) or at least " +
+                                                   std::to_string(static_cast<int>(max_step)) +
+                                                   " (the most audio one step takes)");
+    if (args.has("plot"))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--plot draws word delays, which --capacity does not measure (use --json or --markdown)");
   } else if (args.get_flag("profile")) {
     throw Error(ErrorCode::kInvalidArgument, "--profile goes with --capacity (it needs the server's pipeline)");
   }
@@ -632,6 +639,12 @@ int run_bench(const CommandArgs& argv) {
   config.started_utc = utc_now();
   config.command_line = "earshot bench";
   for (const std::string& a : argv) config.command_line += " " + a;
+  bench::CapacityReport capacity_report;
+  capacity_report.dataset = config.dataset;
+  capacity_report.command_line = config.command_line;
+  capacity_report.started_utc = config.started_utc;
+  capacity_report.chunk_seconds = s.stream.chunk_seconds;
+  capacity_report.max_buffered_seconds = capacity.max_buffered_seconds;
 
   bench::Dataset dataset = bench::load_dataset(config.dataset);
   std::vector<std::vector<float>> audio;
@@ -693,7 +706,7 @@ int run_bench(const CommandArgs& argv) {
       for (const std::string& p : own) {
         engine->resolve_policy(p);  // a policy this model lacks fails before the run
         if (capacity_mode) {
-          run_capacity_mode(*engine, p + suffix, p, s, capacity, audio);
+          run_capacity_mode(*engine, p + suffix, p, s, capacity, audio, capacity_report);
           continue;
         }
         SystemResult r = run_in_process(
@@ -723,7 +736,13 @@ int run_bench(const CommandArgs& argv) {
     }
   }
 
-  if (capacity_mode) return 0;
+  if (capacity_mode) {
+    if (args.has("json"))
+      write_file(args.get("json"), [&](std::ostream& o) { bench::write_capacity_json(o, capacity_report); });
+    if (args.has("markdown"))
+      write_file(args.get("markdown"), [&](std::ostream& o) { bench::write_capacity_markdown(o, capacity_report); });
+    return 0;
+  }
   bench::write_table(std::cout, report);
   for (const SystemResult& r : report.systems)
     if (r.failed_streams)

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
+
+#include "bench/capacity_report.h"
 
 namespace earshot::bench {
 namespace {
@@ -89,6 +93,96 @@ TEST(Capacity, OverloadedSessionsFallBehindPastTheLimit) {
   EXPECT_GT(r.max_p95_lag(), 1.0);
   EXPECT_FALSE(r.profile.has_value());
   for (const SessionFigures& f : r.per_session) EXPECT_TRUE(f.error.empty()) << f.error;
+}
+
+TEST(CapacityReport, ProfileSummaryDividesByAudioAndPasses) {
+  StageTimes t;
+  t.mel = 0.1;
+  t.vad = 0.2;
+  t.encoder = 3.0;
+  t.decoder = 1.0;
+  t.policy = 0.5;
+  t.protocol = 0.2;
+  t.encoder_passes = 10;
+  t.decoder_calls = 30;
+  const ProfileSummary p = summarize_profile(t, 10.0);
+  EXPECT_DOUBLE_EQ(p.ms_per_audio_second.encoder, 300);
+  EXPECT_DOUBLE_EQ(p.ms_per_audio_second.vad, 20);
+  EXPECT_DOUBLE_EQ(p.compute_rtf, 0.5);
+  EXPECT_DOUBLE_EQ(p.passes_per_second, 1.0);
+  EXPECT_DOUBLE_EQ(p.decoder_steps_per_pass, 3.0);
+  EXPECT_DOUBLE_EQ(p.encoder_ms_per_pass, 310);  // the encoder's mel is part of its pass
+  EXPECT_DOUBLE_EQ(p.decoder_ms_per_pass, 100);
+  EXPECT_DOUBLE_EQ(p.encoder_share, 0.6);
+  EXPECT_EQ(summarize_profile(StageTimes{}, 0).decoder_steps_per_pass, 0);  // no pass, no division by zero
+}
+
+TEST(CapacityReport, JsonAndMarkdownCarryEveryRunAndTheSearch) {
+  CapacityReport report;
+  report.dataset = "data \"x\"";
+  report.chunk_seconds = 0.5;
+  report.max_buffered_seconds = 60;
+  auto session = [](double p95, double max_lag, double skipped, double processed, double drain, std::string error) {
+    SessionFigures f;
+    f.audio_seconds = 25;
+    f.p95_lag = p95;
+    f.max_lag = max_lag;
+    f.skipped_seconds = skipped;
+    f.processed_at_feed_end = processed;
+    f.drain_seconds = drain;
+    f.error = std::move(error);
+    return f;
+  };
+  CapacityRun fast;
+  fast.sessions = 1;
+  fast.workers = 2;
+  fast.per_session = {session(0.7, 0.9, 0, 24.5, 0, "")};
+  fast.audio_seconds = 25;
+  StageTimes times;
+  times.encoder = 10;
+  times.decoder = 2.5;
+  times.encoder_passes = 50;
+  times.decoder_calls = 150;
+  fast.profile = times;
+  CapacityRun slow;
+  slow.sessions = 2;
+  slow.workers = 2;
+  slow.per_session = {session(3.0, 4.0, 2.0, 20, 5, ""), session(2.0, 2.5, 0, 10, 7, "model failed")};
+  report.rows = {{"alignatt", 1, 0, fast}, {"alignatt", 1, 0, slow}};
+  report.searches = {{"alignatt", 1, false}};
+
+  std::ostringstream out;
+  write_capacity_json(out, report);
+  const nlohmann::json j = nlohmann::json::parse(out.str());  // throws on invalid JSON
+  EXPECT_EQ(j["config"]["dataset"], "data \"x\"");
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["within_lag_limit"], true);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["profile"]["compute_rtf"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["profile"]["passes_per_second"].get<double>(), 2.0);
+  const nlohmann::json& s = j["runs"][1];
+  EXPECT_EQ(s["within_lag_limit"], false);
+  EXPECT_DOUBLE_EQ(s["p95_lag_max"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(s["max_lag"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(s["skipped_seconds"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(s["fairness"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(s["drain_seconds_max"].get<double>(), 7.0);
+  EXPECT_TRUE(s["profile"].is_null());
+  ASSERT_EQ(s["per_session"].size(), 2u);
+  EXPECT_EQ(s["per_session"][1]["error"], "model failed");
+  ASSERT_EQ(j["capacity"].size(), 1u);
+  EXPECT_EQ(j["capacity"][0]["sessions"], 1);
+  EXPECT_EQ(j["capacity"][0]["reached_max_sessions"], false);
+
+  std::ostringstream md;
+  write_capacity_markdown(md, report);
+  const std::string text = md.str();
+  EXPECT_NE(text.find("| alignatt | 1 | 2 x 1 | 0 | 0.70 | 0.90 | 0.0 | 1.00 | 0 | 0.0 | yes | 0.500 | 2.00 | 3.0 | "
+                      "200.0 | 80% |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| alignatt | 2 | 2 x 1 | 0 | 3.00 | 4.00 | 2.0 | 2.00 | 0 | 7.0 | no | - |"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- **alignatt**: capacity 1 real-time session(s)\n"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -226,6 +226,50 @@ TEST_F(BenchSmoke, WhisperAndAStreamingTransducerSideBySide) {
       << r.output;
 }
 
+// --capacity keeps what it measured: --json has every run with its sessions and
+// profile, --markdown a row per run; options it cannot honour are refused.
+TEST_F(BenchSmoke, CapacityRunWritesJsonAndMarkdown) {
+  const fs::path one = dir_ / "capacity";
+  fs::create_directories(one);
+  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
+                one / "good.wav", fs::copy_options::overwrite_existing);
+  std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
+  const std::string base = std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " +
+                           model_.string() + " --workload reference --vad-model " + EARSHOT_SHARED_DIR +
+                           "/models/silero-v6.2.0-ggml.bin --capacity --workers 1 --threads 1 --encoder-input audio";
+  const fs::path json = dir_ / "capacity.json", markdown = dir_ / "capacity.md";
+  Result r = run(base + " --sessions 1 --profile --max-buffered-seconds 20 --json " + json.string() + " --markdown " +
+                 markdown.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["config"]["max_buffered_seconds"], 20);
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const nlohmann::json& run1 = j["runs"][0];
+  EXPECT_EQ(run1["system"], "alignatt");
+  EXPECT_EQ(run1["sessions"], 1);
+  EXPECT_EQ(run1["workers"], 1);
+  EXPECT_EQ(run1["threads"], 1);
+  ASSERT_EQ(run1["per_session"].size(), 1u);
+  EXPECT_NEAR(run1["per_session"][0]["audio_seconds"].get<double>(), 95680.0 / 32000, 0.01);
+  EXPECT_EQ(run1["per_session"][0]["error"], "");
+  ASSERT_TRUE(run1["profile"].is_object());
+  EXPECT_GT(run1["profile"]["encoder_passes"].get<long>(), 0);
+  EXPECT_GT(run1["profile"]["compute_rtf"].get<double>(), 0);
+  EXPECT_TRUE(j["capacity"].empty());  // fixed N: no search
+  std::ifstream md(markdown);
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("| alignatt | 1 | 1 x 1 | 0 | "), std::string::npos) << text;
+
+  r = run(base + " --sessions 1 --plot " + (dir_ / "x.svg").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--plot draws word delays"), std::string::npos) << r.output;
+  r = run(base + " --sessions 1 --max-buffered-seconds 5");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--max-buffered-seconds must be 0 (unbounded) or at least 10"), std::string::npos)
+      << r.output;
+}
+
 #ifdef EARSHOT_BASELINE_BIN
 // The stream.cpp schedule: a decode every 3 s of new audio, a finished line
 // (commit) every second step, the rest committed by finish().

@@ -1,0 +1,136 @@
+#include "bench/capacity_report.h"
+
+#include <cstdio>
+#include <string>
+
+#include "common/json_text.h"
+
+namespace earshot::bench {
+
+ProfileSummary summarize_profile(const StageTimes& t, double audio_seconds) {
+  ProfileSummary s;
+  const double audio = audio_seconds > 0 ? audio_seconds : 1;
+  const double passes = static_cast<double>(t.encoder_passes);
+  StageTimes& ms = s.ms_per_audio_second;
+  ms.mel = 1000 * t.mel / audio;
+  ms.vad = 1000 * t.vad / audio;
+  ms.encoder = 1000 * t.encoder / audio;
+  ms.decoder = 1000 * t.decoder / audio;
+  ms.policy = 1000 * t.policy / audio;
+  ms.protocol = 1000 * t.protocol / audio;
+  ms.encoder_passes = t.encoder_passes;
+  ms.decoder_calls = t.decoder_calls;
+  s.compute_rtf = t.total() / audio;
+  s.passes_per_second = passes / audio;
+  if (t.encoder_passes > 0) {
+    s.decoder_steps_per_pass = static_cast<double>(t.decoder_calls) / passes;
+    s.encoder_ms_per_pass = 1000 * (t.encoder + t.mel) / passes;
+    s.decoder_ms_per_pass = 1000 * t.decoder / passes;
+  }
+  s.encoder_share = t.total() > 0 ? t.encoder / t.total() : 0;
+  return s;
+}
+
+namespace {
+
+void write_profile_json(std::ostream& out, const CapacityRun& run) {
+  if (!run.profile) {
+    out << "null";
+    return;
+  }
+  const ProfileSummary p = summarize_profile(*run.profile, run.audio_seconds);
+  const StageTimes& ms = p.ms_per_audio_second;
+  out << "{\"ms_per_audio_second\":{\"mel\":" << json_number(ms.mel) << ",\"vad\":" << json_number(ms.vad)
+      << ",\"encoder\":" << json_number(ms.encoder) << ",\"decoder\":" << json_number(ms.decoder)
+      << ",\"policy\":" << json_number(ms.policy) << ",\"protocol\":" << json_number(ms.protocol)
+      << "},\"encoder_passes\":" << ms.encoder_passes << ",\"decoder_calls\":" << ms.decoder_calls
+      << ",\"compute_rtf\":" << json_number(p.compute_rtf)
+      << ",\"passes_per_second\":" << json_number(p.passes_per_second)
+      << ",\"decoder_steps_per_pass\":" << json_number(p.decoder_steps_per_pass)
+      << ",\"encoder_ms_per_pass\":" << json_number(p.encoder_ms_per_pass)
+      << ",\"decoder_ms_per_pass\":" << json_number(p.decoder_ms_per_pass)
+      << ",\"encoder_share\":" << json_number(p.encoder_share) << "}";
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+void write_capacity_json(std::ostream& out, const CapacityReport& report) {
+  out << "{\n\"config\":{\"dataset\":" << json_quote(report.dataset)
+      << ",\"chunk_seconds\":" << json_number(report.chunk_seconds)
+      << ",\"lag_limit\":" << json_number(report.lag_limit)
+      << ",\"max_buffered_seconds\":" << json_number(report.max_buffered_seconds)
+      << ",\"command_line\":" << json_quote(report.command_line)
+      << ",\"started_utc\":" << json_quote(report.started_utc) << "},\n\"runs\":[";
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const CapacityRow& row = report.rows[i];
+    const CapacityRun& r = row.run;
+    out << (i ? "," : "") << "\n{\"system\":" << json_quote(row.system) << ",\"sessions\":" << r.sessions
+        << ",\"workers\":" << r.workers << ",\"threads\":" << row.threads << ",\"batch_decode\":" << row.batch_decode
+        << ",\"within_lag_limit\":" << (r.within(report.lag_limit) ? "true" : "false")
+        << ",\"p95_lag_max\":" << json_number(r.max_p95_lag()) << ",\"max_lag\":" << json_number(r.max_lag())
+        << ",\"skipped_seconds\":" << json_number(r.skipped_seconds()) << ",\"fairness\":" << json_number(r.fairness())
+        << ",\"memory_per_session_bytes\":" << json_number(r.memory_per_session_bytes())
+        << ",\"rss_before_bytes\":" << json_number(r.rss_before_bytes)
+        << ",\"rss_peak_bytes\":" << json_number(r.rss_peak_bytes)
+        << ",\"drain_seconds_max\":" << json_number(r.max_drain_seconds())
+        << ",\"elapsed_seconds\":" << json_number(r.elapsed_seconds)
+        << ",\"audio_seconds\":" << json_number(r.audio_seconds) << ",\n \"profile\":";
+    write_profile_json(out, r);
+    out << ",\n \"per_session\":[";
+    for (size_t s = 0; s < r.per_session.size(); ++s) {
+      const SessionFigures& f = r.per_session[s];
+      out << (s ? "," : "") << "{\"audio_seconds\":" << json_number(f.audio_seconds)
+          << ",\"p95_lag\":" << json_number(f.p95_lag) << ",\"max_lag\":" << json_number(f.max_lag)
+          << ",\"skipped_seconds\":" << json_number(f.skipped_seconds)
+          << ",\"processed_at_feed_end\":" << json_number(f.processed_at_feed_end)
+          << ",\"drain_seconds\":" << json_number(f.drain_seconds) << ",\"error\":" << json_quote(f.error) << "}";
+    }
+    out << "]}";
+  }
+  out << "],\n\"capacity\":[";
+  for (size_t i = 0; i < report.searches.size(); ++i) {
+    const CapacitySearch& c = report.searches[i];
+    out << (i ? "," : "") << "\n{\"system\":" << json_quote(c.system) << ",\"sessions\":" << c.capacity
+        << ",\"reached_max_sessions\":" << (c.reached_max_sessions ? "true" : "false") << "}";
+  }
+  out << "]\n}\n";
+}
+
+void write_capacity_markdown(std::ostream& out, const CapacityReport& report) {
+  out << "# earshot bench --capacity\n\n"
+      << "Dataset `" << report.dataset << "`, " << fixed(report.chunk_seconds, 2)
+      << " s chunks in real time; within = every session's p95 lag under " << fixed(report.lag_limit, 1)
+      << " s, nothing skipped, no error; audio waiting beyond " << fixed(report.max_buffered_seconds, 0)
+      << " s is skipped.\n\n"
+      << "| system | sessions | workers x threads | batch | p95 lag s | max lag s | skipped s | fairness | MB/session "
+         "| drain s | within | compute RTF | passes/s | steps/pass | enc ms/pass | encoder share |\n"
+      << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
+  for (const CapacityRow& row : report.rows) {
+    const CapacityRun& r = row.run;
+    out << "| " << row.system << " | " << r.sessions << " | " << r.workers << " x " << row.threads << " | "
+        << row.batch_decode << " | " << fixed(r.max_p95_lag(), 2) << " | " << fixed(r.max_lag(), 2) << " | "
+        << fixed(r.skipped_seconds(), 1) << " | " << fixed(r.fairness(), 2) << " | "
+        << fixed(r.memory_per_session_bytes() / (1024.0 * 1024.0), 0) << " | " << fixed(r.max_drain_seconds(), 1)
+        << " | " << (r.within(report.lag_limit) ? "yes" : "no") << " | ";
+    if (r.profile) {
+      const ProfileSummary p = summarize_profile(*r.profile, r.audio_seconds);
+      out << fixed(p.compute_rtf, 3) << " | " << fixed(p.passes_per_second, 2) << " | "
+          << fixed(p.decoder_steps_per_pass, 1) << " | " << fixed(p.encoder_ms_per_pass, 1) << " | "
+          << fixed(100 * p.encoder_share, 0) << "% |\n";
+    } else {
+      out << "- | - | - | - | - |\n";
+    }
+  }
+  if (!report.searches.empty()) out << "\n";
+  for (const CapacitySearch& c : report.searches)
+    out << "- **" << c.system << "**: capacity " << (c.reached_max_sessions ? ">= " : "") << c.capacity
+        << " real-time session(s)" << (c.reached_max_sessions ? " (--max-sessions)" : "") << "\n";
+}
+
+}  // namespace earshot::bench

@@ -1,0 +1,51 @@
+// What `earshot bench --capacity` keeps of its runs: every run of N sessions
+// with its per-session figures and profile, and each search's answer, written
+// with --json (every number) and --markdown (one table row per run).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "bench/capacity.h"
+
+namespace earshot::bench {
+
+// The figures --profile derives from a run's summed stage times.
+struct ProfileSummary {
+  StageTimes ms_per_audio_second;  // each stage's milliseconds per second of audio (counts copied)
+  double compute_rtf = 0;          // compute seconds (all stages) per audio second
+  double passes_per_second = 0;    // encoder passes per audio second
+  double decoder_steps_per_pass = 0;
+  double encoder_ms_per_pass = 0;  // encoder + its mel, per pass
+  double decoder_ms_per_pass = 0;
+  double encoder_share = 0;  // of all compute, 0..1
+};
+ProfileSummary summarize_profile(const StageTimes& times, double audio_seconds);
+
+struct CapacityRow {
+  std::string system;  // the policy (and the model, when several)
+  int threads = 0;     // ggml threads per model pass
+  int batch_decode = 0;
+  CapacityRun run;
+};
+
+// The answer of one `--sessions auto` search.
+struct CapacitySearch {
+  std::string system;
+  int capacity = 0;                   // the largest N within the lag limit
+  bool reached_max_sessions = false;  // every N tried up to --max-sessions was within
+};
+
+struct CapacityReport {
+  std::string dataset, command_line, started_utc;
+  double chunk_seconds = 0, lag_limit = 1.0;
+  double max_buffered_seconds = 0;  // audio waiting per stream beyond which the oldest is skipped
+  std::vector<CapacityRow> rows;
+  std::vector<CapacitySearch> searches;
+};
+
+void write_capacity_json(std::ostream& out, const CapacityReport& report);
+void write_capacity_markdown(std::ostream& out, const CapacityReport& report);
+
+}  // namespace earshot::bench
