@@ -516,7 +516,7 @@ int run_bench(const CommandArgs& argv) {
       .option("model", "model file(s), comma-separated (or names known to `earshot pull`)")
       .option("policy",
               "earshot policies to measure, comma-separated (Whisper: alignatt, localagreement; Qwen3-ASR: alignatt, "
-              "rolling; transducers: native; none)",
+              "rolling; Parakeet: rolling, native; Nemotron streaming: native; none)",
               "alignatt")
       .option("baseline", "baselines, comma-separated: whispercpp-stream, or none", "none")
       .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
@@ -606,7 +606,8 @@ int run_bench(const CommandArgs& argv) {
   std::vector<std::string> policies, baselines;
   for (const std::string& p : split_list(args.get("policy"))) {
     // Which policies exist depends on the model's family (Whisper: alignatt, localagreement;
-    // Qwen3-ASR: alignatt, rolling; transducers: native): each engine checks the names before its runs.
+    // Qwen3-ASR: alignatt, rolling; Parakeet: rolling, native; Nemotron streaming: native): each engine checks
+    // the names before its runs.
     if (p != "none") policies.push_back(p);
   }
   for (const std::string& b : split_list(args.get("baseline"))) {

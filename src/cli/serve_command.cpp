@@ -130,10 +130,11 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   args.option("host", "address to listen on (0.0.0.0 exposes the server to the network)", "127.0.0.1")
       .option("port", "TCP port", "8000")
       .option("model", "model name (pulled into the cache when absent) or a model file path", "base.en")
-      .option("policy",
-              "streaming policy of every stream: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR) "
-              "(what the model offers)",
-              "")
+      .option(
+          "policy",
+          "streaming policy of every stream: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR), "
+          "rolling or native (Parakeet), native (Nemotron streaming) (what the model offers; default its first)",
+          "")
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")

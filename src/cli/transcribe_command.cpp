@@ -64,8 +64,8 @@ int run_transcribe(const CommandArgs& argv) {
   args.option("model", "model file (or a name known to `earshot pull`)", "")
       .option("language", "language code, or auto to detect", "auto")
       .option("policy",
-              "streaming policy: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR) (what the model "
-              "offers; default its first)",
+              "streaming policy: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR), rolling or "
+              "native (Parakeet), native (Nemotron streaming) (what the model offers; default its first)",
               "")
       .option("chunk", "seconds of audio fed per step", "0.5")
       .flag("realtime", "feed audio no faster than real time")

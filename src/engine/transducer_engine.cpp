@@ -10,6 +10,7 @@
 #include "model/fastconformer/streaming_encoder.h"
 #include "model/runtime/device.h"
 #include "model/transducer/decoder.h"
+#include "policy/commit/revising_processor.h"
 
 namespace earshot::engine {
 namespace {
@@ -17,32 +18,106 @@ namespace {
 constexpr int kSampleRate = 16000;
 constexpr double kLongPause = 5.0;  // the contract's reset threshold (online_processor.h)
 
-// What both transducer processors share: pieces become words with frame times
-// (a piece with the word marker starts a word and commits the one before),
-// append-only; the prediction network's state across windows or chunks.
+// Pieces become words with frame times: a piece with the word marker starts a
+// word (and completes the one before), any other continues it; a language tag
+// sets the language instead. What every transducer path shares.
+struct WordAssembler {
+  const std::vector<std::string>* pieces = nullptr;
+  double frame_seconds = 0.08;
+  std::string language;
+  int speaker = -1;
+  bool stream_has_words = false;  // the very first word of a stream has no leading space
+  Word pending;                   // the word in progress
+
+  // Emissions of frames whose frame 0 is at time_origin; completed words go to `out`.
+  void add(const std::vector<transducer::Emission>& emissions, double time_origin, std::vector<Word>& out) {
+    for (const transducer::Emission& e : emissions) {
+      const std::string& piece = pieces->at(e.token);
+      // A language tag (Nemotron 3.5: "<de-DE>") is not a word: it sets the
+      // language of the word in progress and of those after it (completed words
+      // keep theirs). "<auto>" says nothing.
+      if (const std::string tag = transducer::language_tag(piece); !tag.empty()) {
+        if (tag != "auto") {
+          language = tag.substr(0, tag.find('-'));
+          if (!pending.text.empty()) pending.language = language;
+        }
+        continue;
+      }
+      if (transducer::piece_starts_word(piece) && !pending.text.empty()) flush(out);
+      const std::string text = transducer::piece_text(piece, !stream_has_words && pending.text.empty());
+      if (text.empty()) continue;
+      const double start = time_origin + e.frame * frame_seconds;
+      const double end = time_origin + (e.frame + std::max(e.duration, 1)) * frame_seconds;
+      if (pending.text.empty()) {
+        pending.text = text;
+        pending.start = start;
+        pending.probability = 1.0f;
+        pending.language = language;
+        pending.speaker = speaker;
+        stream_has_words = true;
+      } else {
+        pending.text += text;
+      }
+      pending.end = std::max(pending.end, end);
+      pending.probability *= std::exp(e.token_log_prob);
+    }
+  }
+  void flush(std::vector<Word>& out) {
+    if (pending.text.empty()) return;
+    out.push_back(std::move(pending));
+    pending = Word{};
+  }
+};
+
+// The model's featuriser settings and the first-word rules, as every path starts them.
+struct TransducerSetup {
+  features::NemoMelConfig mel;
+  WordAssembler words;
+  int prompt_slot = -1;  // a prompt model's one-hot slot; -1: no prompt kernel
+
+  TransducerSetup(const fastconformer::Model& model, const StreamRequest& request) {
+    const fastconformer::Hparams& hp = model.hparams();
+    // A prompt model is told the language through its one-hot (auto: the auto slot).
+    if (hp.n_prompts > 0) prompt_slot = fastconformer::prompt_slot(hp, request.language);
+    mel.n_fft = hp.n_fft, mel.hop_length = hp.hop_length, mel.n_mels = hp.n_mels;
+    mel.preemph = hp.preemph, mel.log_guard = hp.log_guard;
+    mel.normalize_per_feature = hp.feature_norm == fastconformer::FeatureNorm::kPerFeature;
+    words.pieces = &model.pieces();
+    words.frame_seconds = static_cast<double>(hp.hop_length * hp.subsampling_factor) / kSampleRate;
+    words.language = request.language == "auto" ? "" : request.language;
+  }
+};
+
+// Greedy decoding of encoder frames (the prompt kernel first, for a prompt model) from `state`.
+std::vector<transducer::Emission> greedy_emissions(const transducer::Decoder& decoder,
+                                                   const fastconformer::EncoderOutput& enc, int prompt_slot,
+                                                   transducer::DecoderState& state) {
+  std::vector<transducer::Emission> emissions;
+  if (enc.n_frames == 0) return emissions;
+  const std::vector<float> joint_input =
+      prompt_slot >= 0 ? decoder.apply_prompt(enc.data, enc.n_frames, prompt_slot) : std::vector<float>{};
+  decoder.greedy(decoder.project_encoder(prompt_slot >= 0 ? joint_input : enc.data, enc.n_frames), enc.n_frames, state,
+                 emissions, enc.first_frame);
+  return emissions;
+}
+
+// What the append-only transducer processors share: a word is committed as soon
+// as the next one starts; the prediction network's state runs across windows or chunks.
 class TransducerWords : public OnlineProcessor {
  public:
   TransducerWords(std::shared_ptr<const fastconformer::Model> model, const StreamRequest& request)
       : model_(std::move(model)),
         decoder_(&model_->decoder_weights()),
         state_(decoder_.initial_state()),
-        language_(request.language == "auto" ? "" : request.language) {
-    const fastconformer::Hparams& hp = model_->hparams();
-    // A prompt model is told the language through its one-hot (auto: the auto slot).
-    if (hp.n_prompts > 0) prompt_slot_ = fastconformer::prompt_slot(hp, request.language);
-    mel_config_.n_fft = hp.n_fft, mel_config_.hop_length = hp.hop_length, mel_config_.n_mels = hp.n_mels;
-    mel_config_.preemph = hp.preemph, mel_config_.log_guard = hp.log_guard;
-    mel_config_.normalize_per_feature = hp.feature_norm == fastconformer::FeatureNorm::kPerFeature;
-    frame_seconds_ = static_cast<double>(hp.hop_length * hp.subsampling_factor) / kSampleRate;
-  }
+        setup_(*model_, request) {}
 
   std::vector<Word> provisional() const override {
-    if (pending_.text.empty()) return {};
-    return {pending_};
+    if (words().pending.text.empty()) return {};
+    return {words().pending};
   }
   std::vector<Word> hypothesis() const override {
     std::vector<Word> all = committed_;
-    if (!pending_.text.empty()) all.push_back(pending_);
+    if (!words().pending.text.empty()) all.push_back(words().pending);
     return all;
   }
   void end_silence(double duration, double /*offset*/) override {
@@ -50,71 +125,32 @@ class TransducerWords : public OnlineProcessor {
     // the time. A long pause starts the prediction network afresh.
     if (duration >= kLongPause) state_ = decoder_.initial_state();
   }
-  void new_speaker(int speaker) override { speaker_ = speaker; }
-  std::string language() const override { return language_; }
+  void new_speaker(int speaker) override { setup_.words.speaker = speaker; }
+  std::string language() const override { return words().language; }
 
  protected:
-  void commit(std::vector<Word>& committed) {
-    committed.push_back(pending_);
-    committed_.push_back(pending_);
-    pending_ = Word{};
-  }
+  const WordAssembler& words() const { return setup_.words; }
+  const features::NemoMelConfig& mel_config() const { return setup_.mel; }
+  double frame_seconds() const { return setup_.words.frame_seconds; }
+
   void flush(std::vector<Word>& committed) {
-    if (!pending_.text.empty()) commit(committed);
+    const size_t before = committed.size();
+    setup_.words.flush(committed);
+    committed_.insert(committed_.end(), committed.begin() + static_cast<std::ptrdiff_t>(before), committed.end());
   }
 
   // Decodes encoder frames (enc.first_frame on) whose frame 0 is at time_origin.
   void decode(const fastconformer::EncoderOutput& enc, double time_origin, std::vector<Word>& committed) {
-    if (enc.n_frames == 0) return;
-    std::vector<transducer::Emission> emissions;
-    const std::vector<float> joint_input =
-        prompt_slot_ >= 0 ? decoder_.apply_prompt(enc.data, enc.n_frames, prompt_slot_) : std::vector<float>{};
-    decoder_.greedy(decoder_.project_encoder(prompt_slot_ >= 0 ? joint_input : enc.data, enc.n_frames), enc.n_frames,
-                    state_, emissions, enc.first_frame);
-    const std::vector<std::string>& pieces = model_->pieces();
-    for (const transducer::Emission& e : emissions) {
-      const std::string& piece = pieces.at(e.token);
-      // A language tag (Nemotron 3.5: "<de-DE>") is not a word: it sets the
-      // language of the word in progress and of those after it (committed words
-      // are final, so they keep theirs). "<auto>" says nothing.
-      if (const std::string tag = transducer::language_tag(piece); !tag.empty()) {
-        if (tag != "auto") {
-          language_ = tag.substr(0, tag.find('-'));
-          if (!pending_.text.empty()) pending_.language = language_;
-        }
-        continue;
-      }
-      // A piece with the word marker starts a word (and commits the one before);
-      // any other continues it. The very first word has no leading space.
-      if (transducer::piece_starts_word(piece) && !pending_.text.empty()) commit(committed);
-      const std::string text = transducer::piece_text(piece, committed_.empty() && pending_.text.empty());
-      if (text.empty()) continue;
-      const double start = time_origin + e.frame * frame_seconds_;
-      const double end = time_origin + (e.frame + std::max(e.duration, 1)) * frame_seconds_;
-      if (pending_.text.empty()) {
-        pending_.text = text;
-        pending_.start = start;
-        pending_.probability = 1.0f;
-        pending_.language = language_;
-        pending_.speaker = speaker_;
-      } else {
-        pending_.text += text;
-      }
-      pending_.end = std::max(pending_.end, end);
-      pending_.probability *= std::exp(e.token_log_prob);
-    }
+    const size_t before = committed.size();
+    setup_.words.add(greedy_emissions(decoder_, enc, setup_.prompt_slot, state_), time_origin, committed);
+    committed_.insert(committed_.end(), committed.begin() + static_cast<std::ptrdiff_t>(before), committed.end());
   }
 
   std::shared_ptr<const fastconformer::Model> model_;
   transducer::Decoder decoder_;
   transducer::DecoderState state_;
-  features::NemoMelConfig mel_config_;
-  double frame_seconds_ = 0.08;
-  Word pending_;
+  TransducerSetup setup_;
   std::vector<Word> committed_;
-  std::string language_;
-  int speaker_ = -1;
-  int prompt_slot_ = -1;  // a prompt model's one-hot slot; -1: no prompt kernel
 };
 
 // An offline model (Parakeet-TDT): windows of window_seconds, features normalised per window.
@@ -137,7 +173,7 @@ class TransducerProcessor : public TransducerWords {
     while (samples_.size() >= window_samples_ || (is_last && !samples_.empty())) {
       const size_t n = std::min(samples_.size(), window_samples_);
       const features::FrameMajorMel mel = features::nemo_log_mel(std::span<const float>(samples_.data(), n),
-                                                                 mel_config_, model_->mel_filters(), model_->window());
+                                                                 mel_config(), model_->mel_filters(), model_->window());
       decode(encoder_.encode(mel.data, mel.n_frames), buffer_start_, result.committed);
       samples_.erase(samples_.begin(), samples_.begin() + static_cast<std::ptrdiff_t>(n));
       buffer_start_ += static_cast<double>(n) / kSampleRate;
@@ -152,7 +188,7 @@ class TransducerProcessor : public TransducerWords {
   void warmup() override {
     const std::vector<float> silence(kSampleRate, 0.0f);
     const features::FrameMajorMel mel =
-        features::nemo_log_mel(silence, mel_config_, model_->mel_filters(), model_->window());
+        features::nemo_log_mel(silence, mel_config(), model_->mel_filters(), model_->window());
     encoder_.encode(mel.data, mel.n_frames);
   }
 
@@ -162,6 +198,60 @@ class TransducerProcessor : public TransducerWords {
   size_t window_samples_;
   std::vector<float> samples_;
   double buffer_start_ = 0;
+};
+
+// An offline model's rolling passes (--policy rolling, behind
+// policy::commit::RevisingProcessor): every pass encodes the whole segment, its
+// features normalised over it as the model expects, and decodes it greedily
+// from the prediction network's state at the segment's start. The words keep
+// their frame times, so committed words keep native times; the final pass's
+// state and language carry into the next segment (a long pause resets them).
+class TransducerWindowDecoder : public policy::commit::WindowDecoder {
+ public:
+  TransducerWindowDecoder(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec,
+                          const StreamRequest& request)
+      : model_(std::move(model)),
+        backend_(runtime::create_backend(model_->device(), spec.runtime.threads)),
+        encoder_(model_, backend_.get()),
+        decoder_(&model_->decoder_weights()),
+        segment_state_(decoder_.initial_state()),
+        setup_(*model_, request) {}
+
+  policy::commit::WindowPass decode(const policy::commit::WindowRequest& request) override {
+    policy::commit::WindowPass pass;
+    transducer::DecoderState state = segment_state_;
+    WordAssembler words = setup_.words;  // as the segment began: its language, the first-word rule
+    if (!request.audio.empty()) {
+      const features::FrameMajorMel mel =
+          features::nemo_log_mel(request.audio, setup_.mel, model_->mel_filters(), model_->window());
+      words.add(greedy_emissions(decoder_, encoder_.encode(mel.data, mel.n_frames), setup_.prompt_slot, state), 0.0,
+                pass.words);
+      words.flush(pass.words);
+    }
+    for (const Word& w : pass.words) pass.hypothesis.text += w.text;
+    pass.language = words.language;
+    if (request.is_last) {  // the segment ends: the next one starts where this one's decoding left off
+      segment_state_ = std::move(state);
+      setup_.words.language = words.language;
+      setup_.words.stream_has_words = words.stream_has_words;
+    }
+    return pass;
+  }
+  void reset() override { segment_state_ = decoder_.initial_state(); }
+  void warmup(const std::string& /*language*/) override {
+    const std::vector<float> silence(kSampleRate, 0.0f);
+    const features::FrameMajorMel mel =
+        features::nemo_log_mel(silence, setup_.mel, model_->mel_filters(), model_->window());
+    encoder_.encode(mel.data, mel.n_frames);
+  }
+
+ private:
+  std::shared_ptr<const fastconformer::Model> model_;
+  ggml_backend_ptr backend_;
+  fastconformer::Encoder encoder_;
+  transducer::Decoder decoder_;
+  transducer::DecoderState segment_state_;
+  TransducerSetup setup_;
 };
 
 // A cache-aware streaming model (Nemotron streaming): the streaming mel and
@@ -175,7 +265,7 @@ class StreamingTransducerProcessor : public TransducerWords {
       : TransducerWords(std::move(model), request),
         backend_(runtime::create_backend(model_->device(), spec.runtime.threads)),
         encoder_(model_, backend_.get(), {.right_context = right_context}),
-        mel_(mel_config_, model_->mel_filters(), model_->window()) {}
+        mel_(mel_config(), model_->mel_filters(), model_->window()) {}
 
   void insert_audio(std::span<const float> samples, double stream_end_time) override {
     if (segment_samples_ == 0 && samples_.empty())
@@ -202,7 +292,7 @@ class StreamingTransducerProcessor : public TransducerWords {
       done_frames_ = encoder_.frames_done();
     }
     if (is_last) flush(result.committed);
-    result.processed_until = segment_start_ + done_frames_ * frame_seconds_;
+    result.processed_until = segment_start_ + done_frames_ * frame_seconds();
     return result;
   }
 
@@ -211,7 +301,7 @@ class StreamingTransducerProcessor : public TransducerWords {
   void warmup() override {
     // A throwaway encoder: this stream's caches stay untouched.
     fastconformer::StreamingEncoder encoder(model_, backend_.get(), {.right_context = encoder_.right_context()});
-    features::NemoMelStream mel(mel_config_, model_->mel_filters(), model_->window());
+    features::NemoMelStream mel(mel_config(), model_->mel_filters(), model_->window());
     const std::vector<float> silence(kSampleRate, 0.0f);
     const features::FrameMajorMel m = mel.push(silence);
     encoder.push(m.data, m.n_frames);
@@ -271,14 +361,22 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
   capabilities_.native_timestamps = true;
   capabilities_.needs_commit_policy = false;
   capabilities_.frames_per_second = static_cast<double>(hp.sample_rate) / (hp.hop_length * hp.subsampling_factor);
-  capabilities_.policies = {"native"};
+  // An offline model: rolling passes show words while the audio arrives (the
+  // default, for live streams); native decodes each window once, when it is full.
+  capabilities_.policies =
+      right_context_ >= 0 ? std::vector<std::string>{"native"} : std::vector<std::string>{"rolling", "native"};
 }
 
 std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamRequest& request) const {
-  resolve_policy(request.policy);
+  const std::string policy = resolve_policy(request.policy);
   if (right_context_ >= 0)
     return std::make_unique<StreamingTransducerProcessor>(model_, spec_, request, right_context_);
-  return std::make_unique<TransducerProcessor>(model_, spec_, request);
+  if (policy == "native") return std::make_unique<TransducerProcessor>(model_, spec_, request);
+  policy::commit::RevisingConfig config = spec_.policies.rolling;
+  config.language = request.language;
+  config.max_segment_sec = spec_.transducer.window_seconds;
+  return std::make_unique<policy::commit::RevisingProcessor>(
+      std::make_unique<TransducerWindowDecoder>(model_, spec_, request), std::move(config));
 }
 
 std::shared_ptr<const Engine> load_transducer_engine(const ModelSpec& spec) {

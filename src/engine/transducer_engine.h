@@ -1,13 +1,16 @@
 // The transducer family behind the engine boundary: FastConformer-TDT/RNN-T
 // models (whisper.cpp's Parakeet .bin, earshot's GGUF). A transducer's pieces
-// come out append-only with their own frame times, so no commit policy runs
-// over it: its one "policy", native, commits each word as soon as the next one
-// starts (or the window ends). This offline model encodes the audio in windows
-// (TransducerOptions::window_seconds, utterance-normalised features per window,
-// the decoder state carried across), so words arrive a window at a time. A
-// cache-aware streaming model (Nemotron streaming) encodes chunks of
-// (right context + 1) x 80 ms as their audio arrives (--lookahead-ms picks the
-// right context among the file's): words come a chunk after their audio.
+// come out with their own frame times. An offline model (Parakeet-TDT) has two
+// policies: rolling (the default) re-decodes the growing segment every couple
+// of seconds of new audio, up to TransducerOptions::window_seconds, and the
+// stable/unstable commit layer (policy/commit) commits what passes agree on, so
+// words show while the audio arrives, with their frame times; native decodes
+// each window once when it is full (utterance-normalised features per window,
+// the decoder state carried across), committing each word as the next starts:
+// fewer passes, words a window at a time. A cache-aware streaming model
+// (Nemotron streaming; policy native only) encodes chunks of (right context + 1)
+// x 80 ms as their audio arrives (--lookahead-ms picks the right context among
+// the file's): its words are append-only and come a chunk after their audio.
 #pragma once
 
 #include <memory>

@@ -6,7 +6,8 @@
 // A screenshot of each run goes to EARSHOT_ARTIFACT_DIR. EARSHOT_BROWSER_MODES
 // (default "webm,pcm") chooses the runs, EARSHOT_BROWSER_TAG prefixes the
 // screenshots, EARSHOT_EXPECT_MODEL (a model id prefix) checks /v1/models: the same
-// test runs against each model family's generated model.
+// test runs against each model family's generated model. EARSHOT_EXPECT_LIVE=1: text
+// must reach the page while recording, before the stop (a family that shows words live).
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -28,6 +29,10 @@ const TAG = process.env.EARSHOT_BROWSER_TAG || "";
 
 const t0 = performance.now();
 const phase = (what) => console.log(`[${((performance.now() - t0) / 1000).toFixed(1)} s] ${what}`);
+
+// Whether an update carries any text (committed lines or the provisional buffer).
+const hasText = (u) => (u.buffer_transcription || "").trim() !== "" ||
+  (u.lines || []).some((l) => l.speaker !== -2 && (l.text || "").trim() !== "");
 
 // One recording on a fresh page of the shared browser against `server`.
 async function recordOnce(mode, server, context) {
@@ -72,6 +77,9 @@ async function recordOnce(mode, server, context) {
                                { timeout: 15000 });
     phase(`${mode}: recording`);
     await page.waitForTimeout(RECORD_MS);
+    const liveUpdates = received.filter((m) => !m.type && hasText(m)).length;
+    const liveShown = await page.evaluate(() =>  // committed lines or the provisional buffer
+      (document.getElementById("lines").textContent + document.getElementById("buffer").textContent).trim());
     await page.click("#record");
     const ready = await Promise.race([
       readyToStop,
@@ -94,6 +102,10 @@ async function recordOnce(mode, server, context) {
     assert.ok(sentBytes > minBytes, `${mode}: sent ${sentBytes} bytes in ${sentFrames} frames, expected > ${minBytes}`);
     const updates = received.filter((m) => !m.type);
     assert.ok(updates.length > 0, "updates arrived");
+    if (process.env.EARSHOT_EXPECT_LIVE === "1") {
+      assert.ok(liveUpdates > 0, `${mode}: no update with text arrived while recording (${updates.length} in all)`);
+      assert.notEqual(liveShown, "", `${mode}: the page showed no text while recording`);
+    }
     for (const u of updates) {
       assert.ok(Array.isArray(u.lines), "every update has lines");
       assert.equal(typeof u.buffer_transcription, "string");
@@ -131,7 +143,8 @@ async function recordOnce(mode, server, context) {
     const shot = path.join(artifactDir, `browser-${TAG}${mode}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(fs.statSync(shot).size > 1000, "screenshot written");
-    console.log(`${mode}: ${updates.length} updates, ${spoken.length} lines, ${sentBytes} bytes sent; ` +
+    console.log(`${mode}: ${updates.length} updates (${liveUpdates} with text while recording), ` +
+                `${spoken.length} lines, ${sentBytes} bytes sent; ` +
                 `last line [${spoken[spoken.length - 1].start} – ${spoken[spoken.length - 1].end}]; screenshot ${shot}`);
   } catch (e) {
     console.error(`--- earshot serve log (${mode}) ---\n${server.log()}`);

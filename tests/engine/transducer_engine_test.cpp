@@ -25,8 +25,11 @@ using whisper::testing::TempDir;
 
 std::vector<float> jfk() { return audio::load_wav_file(whisper::testing::shared_dir() / "data" / "jfk.wav"); }
 
-std::vector<Word> stream(const Engine& engine, const std::vector<float>& pcm, size_t chunk) {
-  auto processor = engine.open_stream({});
+std::vector<Word> stream(const Engine& engine, const std::vector<float>& pcm, size_t chunk,
+                         const std::string& policy = "") {
+  StreamRequest request;
+  request.policy = policy;
+  auto processor = engine.open_stream(request);
   std::vector<Word> words;
   for (size_t at = 0; at < pcm.size(); at += chunk) {
     const size_t n = std::min(chunk, pcm.size() - at);
@@ -65,7 +68,7 @@ TEST(TransducerEngine, LoadsBothFormatsAndStreamsNativeWords) {
   EXPECT_THROW(engine->resolve_policy("alignatt"), Error);
 
   const std::vector<float> pcm = jfk();
-  const std::vector<Word> words = stream(*engine, pcm, pcm.size());
+  const std::vector<Word> words = stream(*engine, pcm, pcm.size(), "native");
   ASSERT_GE(words.size(), 3u);
   for (size_t i = 0; i < words.size(); ++i) {
     EXPECT_FALSE(words[i].text.empty());
@@ -92,26 +95,70 @@ TEST(TransducerEngine, LoadsBothFormatsAndStreamsNativeWords) {
   EXPECT_EQ(text_of(words), direct);
   EXPECT_NEAR(words.front().start, emissions.front().frame * 0.08, 1e-9);
 
-  // Audio in 0.5 s pieces commits the same words; the GGUF twin too.
-  const std::vector<Word> chunked = stream(*engine, pcm, 8000);
+  // Audio in 0.5 s pieces commits the same words; the GGUF twin too. The
+  // rolling policy's last pass decodes the whole segment: the same text again.
+  const std::vector<Word> chunked = stream(*engine, pcm, 8000, "native");
   EXPECT_EQ(text_of(chunked), text_of(words));
+  EXPECT_EQ(text_of(stream(*engine, pcm, pcm.size(), "rolling")), text_of(words));
   spec.path = dir / "parakeet-small.gguf";
-  EXPECT_EQ(text_of(stream(*load(spec), pcm, 16000)), text_of(words));
+  EXPECT_EQ(text_of(stream(*load(spec), pcm, 16000, "native")), text_of(words));
 }
 
-TEST(TransducerEngine, ShortWindowsStayAppendOnlyAndInOrder) {
-  TempDir dir("transducer-engine");
+// A small random offline model (seed 3) in whisper.cpp's legacy format, and a
+// two-thread spec that loads it.
+ModelSpec offline_model_spec(const TempDir& dir) {
   fastconformer::RandomModelOptions options;
   options.seed = 3;
   fastconformer::write_legacy(dir / "m.bin", fastconformer::random_model(options));
   ModelSpec spec;
   spec.path = dir / "m.bin";
   spec.runtime.threads = 2;
+  return spec;
+}
+
+// Rolling passes (the offline model's default): while the audio arrives every
+// pass shows the segment's words with their frame times (provisional until
+// passes agree: a random model's hypotheses rarely do, as each longer segment
+// renormalises the features and re-attends the whole window; the commit
+// layer's agreement itself is tested in tests/policy); the final pass commits
+// the whole segment's text.
+TEST(TransducerEngine, RollingPassesShowWordsLiveWithFrameTimes) {
+  TempDir dir("transducer-engine");
+  ModelSpec spec = offline_model_spec(dir);
+  const std::shared_ptr<const Engine> engine = load(spec);
+  EXPECT_EQ(engine->capabilities().policies, (std::vector<std::string>{"rolling", "native"}));
+  const std::vector<float> pcm = jfk();
+  auto processor = engine->open_stream({});
+  std::vector<Word> words;
+  size_t live_updates = 0;
+  for (size_t at = 0; at < pcm.size(); at += 8000) {
+    const size_t n = std::min<size_t>(8000, pcm.size() - at);
+    const double fed = static_cast<double>(at + n) / 16000;
+    processor->insert_audio(std::span<const float>(pcm.data() + at, n), fed);
+    for (Word& w : processor->process().committed) words.push_back(std::move(w));
+    const std::vector<Word> shown = processor->hypothesis();
+    if (!shown.empty()) ++live_updates;
+    for (const Word& w : shown) {
+      EXPECT_NEAR(std::fmod(w.start + 1e-9, 0.08), 0.0, 1e-6) << w.text << " at " << fed;
+      EXPECT_LE(w.end, fed + 1e-9) << w.text;
+    }
+  }
+  EXPECT_GE(live_updates, 4u);  // passes every 2 s of new audio over 11 s
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  EXPECT_EQ(text_of(words), text_of(stream(*engine, pcm, pcm.size(), "native")));
+  for (size_t i = 1; i < words.size(); ++i) EXPECT_GE(words[i].start, words[i - 1].end);
+}
+
+TEST(TransducerEngine, ShortWindowsStayAppendOnlyAndInOrder) {
+  TempDir dir("transducer-engine");
+  ModelSpec spec = offline_model_spec(dir);
   spec.transducer.window_seconds = 3;
-  const std::vector<Word> words = stream(*load(spec), jfk(), 4000);
-  ASSERT_GE(words.size(), 3u);
-  for (size_t i = 1; i < words.size(); ++i) EXPECT_GE(words[i].start, words[i - 1].start);
-  EXPECT_LE(words.back().end, 11.0 + 0.08);
+  for (const std::string policy : {"native", "rolling"}) {  // rolling: segments of at most 3 s
+    const std::vector<Word> words = stream(*load(spec), jfk(), 4000, policy);
+    ASSERT_GE(words.size(), 3u) << policy;
+    for (size_t i = 1; i < words.size(); ++i) EXPECT_GE(words[i].start, words[i - 1].start) << policy;
+    EXPECT_LE(words.back().end, 11.0 + 0.08) << policy;
+  }
   spec.transducer.window_seconds = 0.5;
   EXPECT_THROW(load(spec), Error);
 }

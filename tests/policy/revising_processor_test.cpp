@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <tuple>
 
 #include "common/error.h"
 
@@ -14,6 +15,7 @@ namespace {
 
 struct ScriptedWindow : WindowDecoder {
   std::deque<WindowPass> script;
+  int resets = 0;
   std::vector<WindowRequest> requests;  // what each pass was asked (audio span not kept)
   std::vector<size_t> samples;
   WindowPass decode(const WindowRequest& r) override {
@@ -25,6 +27,7 @@ struct ScriptedWindow : WindowDecoder {
     script.pop_front();
     return p;
   }
+  void reset() override { ++resets; }
 };
 
 // A default config with one change.
@@ -35,7 +38,26 @@ RevisingConfig config(F change) {
   return c;
 }
 
-WindowPass pass(std::string text, std::string language = "") { return {Hypothesis{std::move(text), {}, {}}, language}; }
+WindowPass pass(std::string text, std::string language = "") {
+  WindowPass p;
+  p.hypothesis.text = std::move(text);
+  p.language = std::move(language);
+  return p;
+}
+
+// A pass with timed words (seconds from the segment's start), as a transducer gives them.
+WindowPass timed_pass(const std::vector<std::tuple<std::string, double, double>>& words) {
+  WindowPass p;
+  for (const auto& [text, start, end] : words) {
+    Word w;
+    w.text = text;
+    w.start = start;
+    w.end = end;
+    p.words.push_back(w);
+    p.hypothesis.text += text;
+  }
+  return p;
+}
 
 struct Revising : ::testing::Test {
   ScriptedWindow* fake = nullptr;
@@ -177,6 +199,48 @@ TEST_F(Revising, ACorrectedFinalIsCountedAndNothingIsShownTwice) {
   EXPECT_EQ(join(p->process().committed), "their going");
   EXPECT_EQ(join(p->finish().committed), " home");
   EXPECT_EQ(p->corrections(), 1u);
+}
+
+TEST_F(Revising, TimedWordsGiveCommittedWordsTheDecodersOwnTimes) {
+  RevisingConfig cfg;
+  cfg.commit = {.hold_back = 1, .agreeing_passes = 1};
+  auto p = make({timed_pass({{"one", 0.4, 0.8}, {" two", 1.0, 1.5}, {" three", 1.6, 1.9}}),
+                 timed_pass({{"one", 0.4, 0.8}, {" two", 1.0, 1.5}, {" tree", 1.6, 2.0}, {" four", 2.4, 2.9}})},
+                cfg);
+  t = 5.0;  // the segment starts at 5 s of the stream
+  p->end_silence(6.0, 5.0);
+  feed(*p, 2.0);
+  const auto r = p->process();
+  ASSERT_EQ(r.committed.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.committed[0].start, 5.4);
+  EXPECT_DOUBLE_EQ(r.committed[0].end, 5.8);
+  EXPECT_DOUBLE_EQ(r.committed[1].start, 6.0);
+  EXPECT_DOUBLE_EQ(r.committed[1].end, 6.5);
+  ASSERT_EQ(p->provisional().size(), 1u);
+  EXPECT_DOUBLE_EQ(p->provisional()[0].start, 6.6);
+  // The final pass revised "three": the appended words take that pass's times.
+  feed(*p, 1.0);
+  const auto f = p->finish();
+  ASSERT_EQ(f.committed.size(), 2u);
+  EXPECT_EQ(join(f.committed), " tree four");
+  EXPECT_DOUBLE_EQ(f.committed[0].start, 6.6);
+  EXPECT_DOUBLE_EQ(f.committed[0].end, 7.0);
+  EXPECT_DOUBLE_EQ(f.committed[1].start, 7.4);
+  EXPECT_DOUBLE_EQ(f.committed[1].end, 7.9);
+}
+
+TEST_F(Revising, ALongSilenceResetsTheDecoderAndWarmupLeavesTheStreamAlone) {
+  auto p = make({pass("x")}, config([](auto& c) { c.language = "de"; }));
+  p->end_silence(1.0, 1.0);
+  EXPECT_EQ(fake->resets, 0);
+  p->end_silence(6.0, 7.0);
+  EXPECT_EQ(fake->resets, 1);
+  p->warmup();  // the default: one second of silence decoded as a segment of its own
+  ASSERT_EQ(fake->requests.size(), 1u);
+  EXPECT_TRUE(fake->requests[0].is_last);
+  EXPECT_EQ(fake->requests[0].language, "de");
+  EXPECT_EQ(fake->samples[0], 16000u);
+  EXPECT_TRUE(p->hypothesis().empty());
 }
 
 TEST_F(Revising, BadOptionsAreRejected) {

@@ -45,19 +45,42 @@ WindowRequest RevisingProcessor::request(bool is_last) const {
   return r;
 }
 
+void WindowDecoder::warmup(const std::string& language) {
+  const std::vector<float> second(RevisingProcessor::kSampleRate, 0.0f);
+  WindowRequest r;
+  r.audio = second;
+  r.language = language;
+  r.is_last = true;
+  decode(r);
+}
+
 std::vector<Word> RevisingProcessor::words_of(const std::string& text, size_t offset, size_t total) const {
   std::vector<Word> words;
   const double duration = buffered_seconds();
   const double floor = committed_.empty() ? buffer_start_time_ : std::max(buffer_start_time_, committed_.back().end);
+  const auto time_at = [&](size_t byte) {
+    return buffer_start_time_ + duration * static_cast<double>(std::min(byte, total)) / std::max<size_t>(total, 1);
+  };
+  // The timed word holding hypothesis byte `byte`, if the pass has one there.
+  const auto timed_word_at = [&](size_t byte) -> const Word* {
+    size_t begin = 0;
+    for (const Word& w : pass_words_) {
+      if (byte < begin + w.text.size()) return &w;
+      begin += w.text.size();
+    }
+    return nullptr;
+  };
   size_t at = offset;
   for (TextUnit& u : split_text_units(text)) {
     Word w;
-    const auto time_at = [&](size_t byte) {
-      return buffer_start_time_ + duration * static_cast<double>(std::min(byte, total)) / std::max<size_t>(total, 1);
-    };
-    w.start = std::max(time_at(at), words.empty() ? floor : words.back().end);
+    const size_t first = at + (u.text.size() - u.key.size()), last = at + u.text.size() - 1;  // its non-space bytes
+    const Word* starts_in = timed_word_at(first);
+    const Word* ends_in = timed_word_at(last);
+    const double start = starts_in ? buffer_start_time_ + starts_in->start : time_at(at);
+    const double end = ends_in ? buffer_start_time_ + ends_in->end : time_at(at + u.text.size());
+    w.start = std::max(start, words.empty() ? floor : words.back().end);
     at += u.text.size();
-    w.end = std::max(time_at(at), w.start);
+    w.end = std::max(end, w.start);
     w.text = std::move(u.text);
     w.language = language_;
     w.speaker = speaker_;
@@ -89,13 +112,16 @@ ProcessResult RevisingProcessor::process(bool is_last) {
   samples_at_last_pass_ = audio_.size();
   ++passes_;
   if (!pass.language.empty()) language_ = pass.language;
+  pass_words_ = std::move(pass.words);
 
   const size_t before = committer_.committed_text().size();
   const size_t total = pass.hypothesis.text.size();
   if (final_pass) {
     const FinalUpdate final = committer_.finalize(pass.hypothesis);
     if (final.corrected) ++corrections_;
-    result.committed = words_of(final.append, std::min(before, total), total);
+    // The appended text ends the final text, whether or not it was corrected.
+    const size_t final_size = final.text.size();
+    result.committed = words_of(final.append, final_size - std::min(final.append.size(), final_size), total);
     committed_.insert(committed_.end(), result.committed.begin(), result.committed.end());
     end_segment();
   } else {
@@ -117,18 +143,13 @@ void RevisingProcessor::end_silence(double duration, double offset) {
     passes_ = 0;
     committer_.reset();
     provisional_.clear();
+    pass_words_.clear();
     buffer_start_time_ = offset;
+    decoder_->reset();
   }
   stream_end_ = std::max(stream_end_, offset);
 }
 
-void RevisingProcessor::warmup() {
-  const std::vector<float> second(kSampleRate, 0.0f);
-  WindowRequest r;
-  r.audio = second;
-  r.language = config_.language;
-  r.is_last = true;
-  decoder_->decode(r);
-}
+void RevisingProcessor::warmup() { decoder_->warmup(config_.language); }
 
 }  // namespace earshot::policy::commit

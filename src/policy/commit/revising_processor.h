@@ -4,6 +4,8 @@
 // (stable_commit.h), so committed words stay append-only. The segment is the
 // window: it grows until it is finalised (end of stream, a pause, or
 // max_segment_sec), then a new one starts with the committed text as context.
+// Word times are the decoder's own where it has them (WindowPass::words: a
+// transducer's frames), else spread over the segment in proportion to position.
 #pragma once
 
 #include <memory>
@@ -28,12 +30,21 @@ struct WindowRequest {
 struct WindowPass {
   Hypothesis hypothesis;  // the text of the whole segment
   std::string language;   // the language decoded in ("" when unknown)
+  // Optional: the hypothesis as timed words (seconds from the segment's first
+  // sample), their texts joined equal to hypothesis.text. Empty: no times known.
+  std::vector<Word> words;
 };
 
 class WindowDecoder {
  public:
   virtual ~WindowDecoder() = default;
   virtual WindowPass decode(const WindowRequest& request) = 0;
+  // The stream paused for RevisingConfig::long_silence: what the decoder carries
+  // from segment to segment starts afresh.
+  virtual void reset() {}
+  // Runs the decoder's graphs once (first-call latency) without changing its
+  // state. Default: decodes one second of silence as a segment of its own.
+  virtual void warmup(const std::string& language);
 };
 
 struct RevisingConfig {
@@ -62,8 +73,9 @@ class RevisingProcessor : public ProcessorBase {
 
  private:
   WindowRequest request(bool is_last) const;
-  // Words of `text`, which starts at byte `offset` of a `total`-byte hypothesis
-  // spread over the segment (no alignment: times are proportional to position).
+  // Words of `text`, which starts at byte `offset` of a `total`-byte hypothesis:
+  // each unit gets the times of the pass's timed words it lies in, or without
+  // them a time proportional to its position in the segment.
   std::vector<Word> words_of(const std::string& text, size_t offset, size_t total) const;
   void end_segment();
 
@@ -74,6 +86,7 @@ class RevisingProcessor : public ProcessorBase {
   size_t samples_at_last_pass_ = 0;
   size_t passes_ = 0;  // of the current segment
   size_t corrections_ = 0;
+  std::vector<Word> pass_words_;  // the last pass's timed words (WindowPass::words)
 };
 
 }  // namespace earshot::policy::commit
