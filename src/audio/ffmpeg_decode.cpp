@@ -4,6 +4,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/log.h>
+#include <libavutil/mem.h>
 }
 
 #include <mutex>
@@ -74,9 +75,12 @@ std::string ffmpeg_error_text(int code) {
   return text;
 }
 
-void quiet_ffmpeg_logging() {
+void configure_ffmpeg() {
   static std::once_flag once;
-  std::call_once(once, [] { av_log_set_level(AV_LOG_FATAL); });
+  std::call_once(once, [] {
+    av_log_set_level(AV_LOG_FATAL);
+    av_max_alloc(kMaxFfmpegAllocation);
+  });
 }
 
 FfmpegAudioDecoder::FfmpegAudioDecoder(AVFormatContext* format, std::string name) : name_(std::move(name)) {
@@ -166,7 +170,7 @@ void FfmpegAudioDecoder::finish(std::vector<float>& output) {
 }
 
 std::vector<float> decode_file_with_ffmpeg(const std::filesystem::path& path) {
-  quiet_ffmpeg_logging();
+  configure_ffmpeg();
   const std::string name = path.string();
   AVFormatContext* raw = nullptr;
   int rc = avformat_open_input(&raw, name.c_str(), nullptr, nullptr);

@@ -2,6 +2,7 @@
 // packets of a container's best audio stream into 16 kHz mono floats.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -19,8 +20,18 @@ namespace earshot::audio {
 // av_strerror as a std::string.
 std::string ffmpeg_error_text(int code);
 
-// Keeps FFmpeg's own logging to real errors (it would otherwise print per-packet warnings).
-void quiet_ffmpeg_logging();
+// The most one FFmpeg allocation may take. Demuxers size some buffers from the
+// stream's own header fields (a WAV LIST chunk claiming 1.4 GB was allocated
+// whole for its metadata: fuzz_regressions/stream_decoder); audio decoding needs
+// a few MB, so anything beyond this is a hostile or broken stream, and the
+// allocation fails (FFmpeg then reports ENOMEM) instead of reserving it.
+inline constexpr size_t kMaxFfmpegAllocation = 64u << 20;
+
+// Once per process, before FFmpeg is used: its logging kept to real errors (it
+// would otherwise print per-packet warnings) and its allocations capped at
+// kMaxFfmpegAllocation (av_max_alloc, process-wide: earshot's only FFmpeg user is
+// this decoding).
+void configure_ffmpeg();
 
 class FfmpegAudioDecoder {
  public:

@@ -43,7 +43,7 @@ const char* const kName = "audio stream";
 
 class FfmpegStreamDecoder final : public StreamDecoder {
  public:
-  FfmpegStreamDecoder() { quiet_ffmpeg_logging(); }
+  FfmpegStreamDecoder() { configure_ffmpeg(); }
   ~FfmpegStreamDecoder() override {
     {
       std::lock_guard lock(mu_);

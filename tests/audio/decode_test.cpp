@@ -1,7 +1,9 @@
 // load_file and StreamDecoder on clips of every supported container, made with ffmpeg from jfk.wav.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
+#include <string>
 
 #include "audio/audio.h"
 #include "audio/wav.h"
@@ -292,6 +294,41 @@ TEST(StreamDecoder, DestroyingMidStreamReturns) {
     auto decoder = StreamDecoder::create();
     decoder->push(std::span(bytes).first(cut));
   }  // destructors must stop the worker without finish()
+}
+
+// A figure of /proc/self/status in bytes (VmPeak: the peak of the address space); 0 when unknown.
+double status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) * 1024.0;
+  return 0;
+}
+
+// Found by the stream_decoder fuzz target (fuzz_regressions/stream_decoder/oom-65a7...):
+// a 158-byte WAV whose LIST chunk claims 1.4 GB made the demuxer allocate and zero that
+// much for the metadata, so a few such requests could exhaust a server's memory.
+// FFmpeg's allocations are capped (ffmpeg_decode.h): the claim is refused, not served.
+TEST(StreamDecoder, AChunkClaimingGigabytesIsNotAllocated) {
+  static constexpr char kBomb[] =
+      "\x52\x49\x46\x46\x66\x74\x79\x70\x57\x41\x56\x45\x66\x6d\x74\x20\x10\x00\x00\x00\x01\x00\x09\x00"
+      "\x80\x3e\x00\x00\x00\x7d\x00\x00\x02\x00\x10\x00\x4c\x49\x53\x54\x1a\x00\x00\x00\x49\xbc\xb9\xb0"
+      "\xb6\x00\x54\x53\x00\x0e\x00\x46\x4c\x61\x76\x66\x36\x30\x2e\x32\x37\x2e\x31\x30\x30\x00\x64\x61"
+      "\x74\x61\x80\x00\x00\x00\x00\x04\x42\x02\x80\xff\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x1a\x45\xdf\xa3\x00\x2c\xc2\xfc\x1d\xfa\xa5\xf7\x6c\xf5\x84\xf3"
+      "\xfc\xf1\xde\xf0\x13\xf8\x94\xfa\x3f\xfd\x4f\x67\x67\x53";
+  const std::vector<uint8_t> bytes(kBomb, kBomb + sizeof kBomb - 1);
+  ASSERT_EQ(bytes.size(), 158u);
+  const double before = status_bytes("VmPeak");
+  ASSERT_GT(before, 0);
+  try {
+    auto decoder = StreamDecoder::create();
+    decoder->push(bytes);
+    decoder->finish();
+  } catch (const Error&) {
+    // refusing the stream is fine; allocating the claim is not
+  }
+  EXPECT_LT(status_bytes("VmPeak") - before, 256.0 * 1024 * 1024) << "bytes of address space reserved";
 }
 
 TEST(LoadFile, ErrorsNameTheFileAndTheProblem) {
