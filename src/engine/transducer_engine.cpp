@@ -101,6 +101,14 @@ std::vector<transducer::Emission> greedy_emissions(const transducer::Decoder& de
   return emissions;
 }
 
+// An offline encoder pass over 16 kHz audio: NeMo's features (normalised over
+// this audio when the model says so), then the encoder.
+fastconformer::EncoderOutput encode_audio(const fastconformer::Model& model, const features::NemoMelConfig& mel_config,
+                                          fastconformer::Encoder& encoder, std::span<const float> audio) {
+  const features::FrameMajorMel mel = features::nemo_log_mel(audio, mel_config, model.mel_filters(), model.window());
+  return encoder.encode(mel.data, mel.n_frames);
+}
+
 // What the append-only transducer processors share: a word is committed as soon
 // as the next one starts; the prediction network's state runs across windows or chunks.
 class TransducerWords : public OnlineProcessor {
@@ -136,14 +144,18 @@ class TransducerWords : public OnlineProcessor {
   void flush(std::vector<Word>& committed) {
     const size_t before = committed.size();
     setup_.words.flush(committed);
-    committed_.insert(committed_.end(), committed.begin() + static_cast<std::ptrdiff_t>(before), committed.end());
+    keep_committed(committed, before);
   }
 
   // Decodes encoder frames (enc.first_frame on) whose frame 0 is at time_origin.
   void decode(const fastconformer::EncoderOutput& enc, double time_origin, std::vector<Word>& committed) {
     const size_t before = committed.size();
     setup_.words.add(greedy_emissions(decoder_, enc, setup_.prompt_slot, state_), time_origin, committed);
-    committed_.insert(committed_.end(), committed.begin() + static_cast<std::ptrdiff_t>(before), committed.end());
+    keep_committed(committed, before);
+  }
+  // The stream's history gets the words appended to `committed` from index `from` on.
+  void keep_committed(const std::vector<Word>& committed, size_t from) {
+    committed_.insert(committed_.end(), committed.begin() + static_cast<std::ptrdiff_t>(from), committed.end());
   }
 
   std::shared_ptr<const fastconformer::Model> model_;
@@ -172,9 +184,8 @@ class TransducerProcessor : public TransducerWords {
     ProcessResult result;
     while (samples_.size() >= window_samples_ || (is_last && !samples_.empty())) {
       const size_t n = std::min(samples_.size(), window_samples_);
-      const features::FrameMajorMel mel = features::nemo_log_mel(std::span<const float>(samples_.data(), n),
-                                                                 mel_config(), model_->mel_filters(), model_->window());
-      decode(encoder_.encode(mel.data, mel.n_frames), buffer_start_, result.committed);
+      decode(encode_audio(*model_, mel_config(), encoder_, std::span<const float>(samples_.data(), n)), buffer_start_,
+             result.committed);
       samples_.erase(samples_.begin(), samples_.begin() + static_cast<std::ptrdiff_t>(n));
       buffer_start_ += static_cast<double>(n) / kSampleRate;
     }
@@ -185,12 +196,7 @@ class TransducerProcessor : public TransducerWords {
 
   ProcessResult start_silence() override { return process(true); }
   ProcessResult finish() override { return process(true); }
-  void warmup() override {
-    const std::vector<float> silence(kSampleRate, 0.0f);
-    const features::FrameMajorMel mel =
-        features::nemo_log_mel(silence, mel_config(), model_->mel_filters(), model_->window());
-    encoder_.encode(mel.data, mel.n_frames);
-  }
+  void warmup() override { encode_audio(*model_, mel_config(), encoder_, std::vector<float>(kSampleRate, 0.0f)); }
 
  private:
   ggml_backend_ptr backend_;
@@ -222,10 +228,9 @@ class TransducerWindowDecoder : public policy::commit::WindowDecoder {
     transducer::DecoderState state = segment_state_;
     WordAssembler words = setup_.words;  // as the segment began: its language, the first-word rule
     if (!request.audio.empty()) {
-      const features::FrameMajorMel mel =
-          features::nemo_log_mel(request.audio, setup_.mel, model_->mel_filters(), model_->window());
-      words.add(greedy_emissions(decoder_, encoder_.encode(mel.data, mel.n_frames), setup_.prompt_slot, state), 0.0,
-                pass.words);
+      words.add(greedy_emissions(decoder_, encode_audio(*model_, setup_.mel, encoder_, request.audio),
+                                 setup_.prompt_slot, state),
+                0.0, pass.words);
       words.flush(pass.words);
     }
     for (const Word& w : pass.words) pass.hypothesis.text += w.text;
@@ -239,10 +244,7 @@ class TransducerWindowDecoder : public policy::commit::WindowDecoder {
   }
   void reset() override { segment_state_ = decoder_.initial_state(); }
   void warmup(const std::string& /*language*/) override {
-    const std::vector<float> silence(kSampleRate, 0.0f);
-    const features::FrameMajorMel mel =
-        features::nemo_log_mel(silence, setup_.mel, model_->mel_filters(), model_->window());
-    encoder_.encode(mel.data, mel.n_frames);
+    encode_audio(*model_, setup_.mel, encoder_, std::vector<float>(kSampleRate, 0.0f));
   }
 
  private:
