@@ -194,21 +194,18 @@ double resident_bytes() {
   return 0;
 }
 
-double CapacityRun::max_p95_lag() const {
+namespace {
+// The largest of one figure over the sessions (0 without sessions).
+double max_over(const std::vector<SessionFigures>& sessions, double SessionFigures::*figure) {
   double m = 0;
-  for (const SessionFigures& s : per_session) m = std::max(m, s.p95_lag);
+  for (const SessionFigures& s : sessions) m = std::max(m, s.*figure);
   return m;
 }
-double CapacityRun::max_lag() const {
-  double m = 0;
-  for (const SessionFigures& s : per_session) m = std::max(m, s.max_lag);
-  return m;
-}
-double CapacityRun::max_drain_seconds() const {
-  double m = 0;
-  for (const SessionFigures& s : per_session) m = std::max(m, s.drain_seconds);
-  return m;
-}
+}  // namespace
+
+double CapacityRun::max_p95_lag() const { return max_over(per_session, &SessionFigures::p95_lag); }
+double CapacityRun::max_lag() const { return max_over(per_session, &SessionFigures::max_lag); }
+double CapacityRun::max_drain_seconds() const { return max_over(per_session, &SessionFigures::drain_seconds); }
 double CapacityRun::skipped_seconds() const {
   double sum = 0;
   for (const SessionFigures& s : per_session) sum += s.skipped_seconds;
