@@ -46,11 +46,19 @@ inline std::vector<std::span<const uint8_t>> pieces(const uint8_t* data, size_t 
   return out;
 }
 
-// A file in the temporary folder, one per fuzzing process (libFuzzer's -jobs run several).
+// A file in the temporary folder, one per fuzzing process (libFuzzer's -jobs run
+// several), removed when the process exits normally (a crash leaves it for study).
 inline const std::filesystem::path& temp_file(const char* suffix) {
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("earshot-fuzz-" + std::to_string(::getpid()) + suffix);
-  return path;
+  struct Owned {
+    std::filesystem::path path;
+    ~Owned() {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  };
+  static const Owned file{std::filesystem::temp_directory_path() /
+                          ("earshot-fuzz-" + std::to_string(::getpid()) + suffix)};
+  return file.path;
 }
 inline bool write_temp_file(const std::filesystem::path& path, const uint8_t* data, size_t size) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
