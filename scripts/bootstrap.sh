@@ -10,6 +10,10 @@
 # instead (CMake: -DEARSHOT_CUDA=ON). nvcc is looked up on PATH, then in
 # /usr/local/cuda. EARSHOT_CUDA_ARCHITECTURES picks the GPU architectures
 # (default: the GPUs present, or 90 when none is visible, e.g. on a build machine).
+#
+# EARSHOT_GGML_LLAMAFILE=OFF builds ggml without llamafile's tinyBLAS kernels
+# (default ON, as llama.cpp builds it): the encoder is a third slower, but a batched
+# decoder step is then bit-identical to the same step alone (README, "Batching").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +22,8 @@ JOBS="${JOBS:-$(nproc)}"
 source "$ROOT/scripts/common.sh"
 if earshot_cuda_enabled; then CUDA=ON; FLAVOR="-cuda"; else CUDA=OFF; FLAVOR=""; fi
 INSTALL="$TP/install$FLAVOR"
+LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-ON}"
+case "$LLAMAFILE" in ON | OFF) ;; *) echo "EARSHOT_GGML_LLAMAFILE must be ON or OFF, not '$LLAMAFILE'" >&2; exit 2 ;; esac
 
 # name@version  sha512 integrity (as the npm registry publishes it)
 LLAMA_PKG="node-llama-cpp@3.22.1"
@@ -108,7 +114,7 @@ cuda_args() {
 }
 
 # A stamp holds the recipe it was made with: a changed recipe rebuilds.
-GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args)"
+GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args) -DGGML_LLAMAFILE=$LLAMAFILE"
 WHISPER_RECIPE="whisper.cpp 1.9.1 on $GGML_RECIPE"
 LLAMA_RECIPE="libllama + libmtmd from llama.cpp v0.5.0 on $GGML_RECIPE"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
@@ -122,7 +128,7 @@ build_ggml() {
   cmake -S "$ROOT/cmake/ggml" -B "$TP/build/ggml$FLAVOR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DEARSHOT_GGML_SOURCE="$TP/src/llama.cpp/ggml" \
     -DCMAKE_INSTALL_PREFIX="$INSTALL" -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
-    -DGGML_NATIVE=ON -DGGML_CCACHE=OFF $(cuda_args) \
+    -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DGGML_LLAMAFILE="$LLAMAFILE" $(cuda_args) \
     -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
     >"$TP/build/ggml$FLAVOR.log" 2>&1 || { tail -30 "$TP/build/ggml$FLAVOR.log"; die "ggml configure failed"; }
   cmake --build "$TP/build/ggml$FLAVOR" -j "$JOBS" >>"$TP/build/ggml$FLAVOR.log" 2>&1 \

@@ -73,7 +73,8 @@ engine::RuntimeOptions read_runtime_options(const Args& args) {
 void declare_batch_decode_option(Args& args) {
   args.option("batch-decode",
               "Whisper: run the decoder steps of up to N streams that wait at the same time as one graph (weights "
-              "read once per step; results identical to unbatched on the x86 CPU); at most --workers wait at once. "
+              "read once per step; results equal unbatched ones to rounding, bit for bit in a build without ggml's "
+              "llamafile kernels); at most --workers wait at once. "
               "0 = off",
               "0");
 }

@@ -14,8 +14,11 @@
 //
 // Identity: a session's result equals its lone decode() bit for bit where the
 // backend's matrix products give each column the same value whatever the number
-// of columns (ggml's x86 CPU kernels: tested on f32, f16 and q8_0 weights); other
-// backends may differ by rounding.
+// of columns (ggml's x86 CPU kernels without llamafile: tested on f32, f16 and q8_0
+// weights). Where one-column products take another kernel than wider ones (ggml's
+// llamafile tinyBLAS, on by default in scripts/bootstrap.sh; ARM's int8 kernels;
+// CUDA) a batched step differs from the lone one by rounding (x86 with llamafile:
+// max |logit diff| < 5e-3 on tiny.en random weights).
 #pragma once
 
 #include <condition_variable>

@@ -4,7 +4,8 @@
 // that part's own self-attention cache and cross K/V, with the same views and ops
 // as build_decoder (decoder.cpp), so a part's values are computed exactly as its
 // lone step computes them wherever a matrix product gives each column the same
-// value whatever the number of columns (ggml's x86 CPU kernels).
+// value whatever the number of columns (ggml's x86 CPU kernels without llamafile;
+// batch_decoder.h says what differs with it).
 #include <algorithm>
 #include <cmath>
 #include <map>

@@ -54,15 +54,16 @@ struct SessionOptions {
   // the others: 2.7-5.7x faster first step of 4 beams (earshot_bench_model). The
   // results equal computing every sequence bit for bit where the backend's matrix
   // products give a row the same value whatever the batch width (ggml's x86 CPU
-  // kernels: tested on f32, f16, q8_0); elsewhere (ARM's, CUDA's) they may differ
-  // by rounding. false computes every sequence (for comparisons and benchmarks).
+  // kernels, tested on f32, f16, q8_0; with llamafile a one-token prompt is the
+  // exception); elsewhere (ARM's, CUDA's) they may differ by rounding. false
+  // computes every sequence (for comparisons and benchmarks).
   bool share_prompt = true;
   // Vocabulary to share between sessions; built from the model's when null.
   std::shared_ptr<const WhisperText> text;
   // Decoder steps of the sessions that share this batcher (and the model) run
   // together as one graph when they are pending at once (batch_decoder.h); the
-  // results equal a lone decode bit for bit on ggml's x86 CPU kernels. Null: every
-  // step is its own graph.
+  // results equal a lone decode, bit for bit or to rounding as batch_decoder.h
+  // says. Null: every step is its own graph.
   std::shared_ptr<DecodeBatcher> batcher;
 };
 
