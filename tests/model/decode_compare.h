@@ -27,7 +27,8 @@ inline Exactness across_batch_widths() {
   return ggml_cpu_has_llamafile() ? Exactness::kToRounding : Exactness::kBitForBit;
 }
 
-inline constexpr float kRoundingLogits = 2e-2f;  // measured: < 5e-3 on the tests' models
+// Batches of 2-16 at tiny.en dimensions: max |logit diff| 5.8e-3 (earshot-bench-model --parts sessions).
+inline constexpr float kRoundingLogits = 2e-2f;
 inline constexpr float kRoundingAttention = 1e-3f;
 
 // A logits row must still pick the same token, unless its two best logits lie
