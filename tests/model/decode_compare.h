@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "model/asr_decoder.h"
 
@@ -45,6 +46,7 @@ inline void expect_same_choice(const float* a, const float* b, int n_vocab, cons
 }
 
 inline float max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
   float out = 0;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) out = std::max(out, std::fabs(a[i] - b[i]));
   return out;

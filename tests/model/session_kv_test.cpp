@@ -1,7 +1,8 @@
 // whisper::Session over its runtime::KvCache: a prompt shared by the beams
 // (computed once, copied to every sequence) gives exactly what decoding it for
-// every beam gives (a one-token prompt: to rounding with llamafile), and language detection leaves every sequence's
-// cache exactly as it was. Random-weight models of each weight kind.
+// every beam gives (a one-token prompt: to rounding with llamafile), and language
+// detection leaves every sequence's cache exactly as it was. Random-weight models
+// of each weight kind.
 #include <gtest/gtest.h>
 
 #include <random>

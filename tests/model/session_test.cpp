@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "decode_compare.h"
 #include "model_test_util.h"
 
 namespace earshot::whisper {
@@ -40,12 +41,7 @@ std::vector<float> logits_of(const DecodeResult& r, int sequence, int position =
   return std::vector<float>(r.logits_at(sequence, position), r.logits_at(sequence, position) + r.n_vocab);
 }
 
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float d = 0.0f;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
+using earshot::testing::max_abs_difference;
 
 class SessionTest : public ::testing::Test {
  protected:
@@ -155,9 +151,9 @@ TEST_F(SessionTest, BatchOfTwoSequencesEqualsEachAlone) {
     // Matrix products over different batch widths may sum in a different order
     // (1e-7 apart), which can flip the f16 rounding of a cached K/V element: logits
     // then move by up to ~5e-3 (measured) on this model, whose logits span +-13.
-    EXPECT_LT(max_abs_diff(logits_of(batch, seq, 0), logits_of(alone, 0, 0)), 2e-2f);
-    EXPECT_LT(max_abs_diff(logits_of(batch, seq, 1), logits_of(alone, 0, 1)), 2e-2f);
-    EXPECT_LT(max_abs_diff(logits_of(batch_next, seq), logits_of(alone_next, 0)), 2e-2f);
+    EXPECT_LT(max_abs_difference(logits_of(batch, seq, 0), logits_of(alone, 0, 0)), 2e-2f);
+    EXPECT_LT(max_abs_difference(logits_of(batch, seq, 1), logits_of(alone, 0, 1)), 2e-2f);
+    EXPECT_LT(max_abs_difference(logits_of(batch_next, seq), logits_of(alone_next, 0)), 2e-2f);
     for (int h = 0; h < batch_next.n_heads; ++h) {
       for (int f = 0; f < batch_next.n_frames; ++f) {
         EXPECT_NEAR(batch_next.attention_at(seq, h, 0)[f], alone_next.attention_at(0, h, 0)[f], 1e-3f);
@@ -258,7 +254,7 @@ TEST_F(SessionTest, AudioOnlyInputEncodesTheAudioRoundedUpToTheBucket) {
   }
   // Expected difference: without the padding frames the attention is spread over
   // fewer keys, so the logits move (by O(1) on random weights); they stay finite.
-  EXPECT_GT(max_abs_diff(logits_of(f, 0), logits_of(p, 0)), 1e-3f);
+  EXPECT_GT(max_abs_difference(logits_of(f, 0), logits_of(p, 0)), 1e-3f);
   EXPECT_TRUE(std::all_of(p.logits.begin(), p.logits.end(), [](float x) { return std::isfinite(x); }));
 }
 
@@ -275,7 +271,7 @@ TEST_F(SessionTest, FlashAttentionEncoderMatchesTheExplicitSoftmaxClosely) {
   const std::vector<float> a = logits_of(decode(plain, {{sot(), 9}}), 0);
   const std::vector<float> b = logits_of(decode(fused, {{sot(), 9}}), 0);
   // Same maths, different rounding (f16 accumulation inside the fused kernel).
-  EXPECT_LT(max_abs_diff(a, b), 5e-2f);
+  EXPECT_LT(max_abs_difference(a, b), 5e-2f);
 }
 
 TEST_F(SessionTest, TwoSessionsOnOneModelInTwoThreadsEqualEachAlone) {
@@ -358,9 +354,9 @@ TEST(SessionModels, RunsAllF32AndQuantisedModels) {
   }
   // The same random weights stored at lower precision give nearby logits (measured
   // 2e-2 for f16 and 0.22 for q8_0, whose activations are also quantised, on logits of +-13).
-  EXPECT_LT(max_abs_diff(logits[0], logits[1]), 0.1f);
-  EXPECT_LT(max_abs_diff(logits[0], logits[2]), 0.6f);
-  EXPECT_GT(max_abs_diff(logits[0], logits[2]), 0.0f);
+  EXPECT_LT(max_abs_difference(logits[0], logits[1]), 0.1f);
+  EXPECT_LT(max_abs_difference(logits[0], logits[2]), 0.6f);
+  EXPECT_GT(max_abs_difference(logits[0], logits[2]), 0.0f);
 }
 
 TEST(SessionHelpers, NoSpeechProbabilityIsTheSoftmaxOfTheNoSpeechToken) {
