@@ -205,11 +205,11 @@ std::vector<float> attention_mask(const Hparams& hp, int right, int T) {
 Encoder::Encoder(std::shared_ptr<const Model> model, ggml_backend_t backend, EncoderOptions options)
     : model_(std::move(model)), backend_(backend), options_(options) {
   right_ = resolve_right_context(model_->hparams(), options_.right_context);
-  alloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend_));
+  alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
   meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
 }
 
-Encoder::~Encoder() { ggml_gallocr_free(alloc_); }
+Encoder::~Encoder() = default;
 
 EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   const Hparams& hp = model_->hparams();
@@ -238,7 +238,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
     x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, nullptr);
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
-  if (!ggml_gallocr_alloc_graph(alloc_, graph))
+  if (!alloc_->alloc(graph))
     throw Error(ErrorCode::kInternal,
                 "cannot allocate the encoder graph for " + std::to_string(n_mel_frames) + " mel frames");
   ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));

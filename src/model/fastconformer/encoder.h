@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/fastconformer/model.h"
+#include "model/runtime/graph_allocator.h"
 
 namespace earshot::fastconformer {
 
@@ -59,7 +60,7 @@ class Encoder {
   ggml_backend_t backend_;
   EncoderOptions options_;
   int right_ = -1;
-  ggml_gallocr_t alloc_ = nullptr;
+  std::unique_ptr<runtime::GraphAllocator> alloc_;
   std::vector<uint8_t> meta_;
 };
 

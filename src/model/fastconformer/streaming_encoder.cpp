@@ -27,12 +27,12 @@ StreamingEncoder::StreamingEncoder(std::shared_ptr<const Model> model, ggml_back
   right_ = resolve_right_context(hp, options_.right_context);
   check_streaming(hp, right_, "the model");
   cache_frames_ = (hp.att_left / (right_ + 1)) * (right_ + 1);
-  alloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend_));
+  alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
   meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
   reset();
 }
 
-StreamingEncoder::~StreamingEncoder() { ggml_gallocr_free(alloc_); }
+StreamingEncoder::~StreamingEncoder() = default;
 
 void StreamingEncoder::reset() {
   const Hparams& hp = model_->hparams();
@@ -147,8 +147,7 @@ void StreamingEncoder::encode_chunk(int t0, int t1, bool at_end, EncoderOutput& 
   }
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
-  if (!ggml_gallocr_alloc_graph(alloc_, graph))
-    throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
+  if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
   ggml_backend_tensor_set(input, mel_.data() + static_cast<size_t>(a - mel_base_) * hp.n_mels, 0,
                           static_cast<size_t>(n_win) * hp.n_mels * sizeof(float));
   const std::vector<float> pe = relative_positions(n_k - 1, n_k + n_q - 1, d);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "model/fastconformer/encoder.h"
+#include "model/runtime/graph_allocator.h"
 
 namespace earshot::fastconformer {
 
@@ -56,7 +57,7 @@ class StreamingEncoder {
   EncoderOptions options_;
   int right_ = 0;
   int cache_frames_ = 0;  // left context kept: left / (right + 1) whole chunks
-  ggml_gallocr_t alloc_ = nullptr;
+  std::unique_ptr<runtime::GraphAllocator> alloc_;
   std::vector<uint8_t> meta_;
   std::vector<float> mel_;  // buffered mel frames from mel_base_
   int mel_base_ = 0, n_mel_ = 0;

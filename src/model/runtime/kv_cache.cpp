@@ -30,12 +30,12 @@ KvCache::KvCache(ggml_backend_t backend, const KvCacheShape& shape, int n_sequen
     throw Error(ErrorCode::kUnsupported, std::string("KV cache type ") + ggml_type_name(shape_.type) +
                                              " is quantised; the cache takes f16 or f32");
   }
-  alloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend_));
+  alloc_ = std::make_unique<GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
   reserve(n_sequences);
 }
 
 KvCache::~KvCache() {
-  ggml_gallocr_free(alloc_);
+  alloc_.reset();
   if (buffer_) ggml_backend_buffer_free(buffer_);
   if (ctx_) ggml_free(ctx_);
 }
@@ -93,7 +93,7 @@ void KvCache::reserve(int n_sequences) {
                                                ") of the KV-cache copies; load the model on the CPU");
     }
   }
-  if (!ggml_gallocr_reserve(alloc_, graph)) throw Error(ErrorCode::kInternal, "cannot reserve the KV-cache buffers");
+  if (!alloc_->reserve(graph)) throw Error(ErrorCode::kInternal, "cannot reserve the KV-cache buffers");
 }
 
 void KvCache::check_sequence(int seq, const char* what) const {
@@ -171,7 +171,7 @@ ggml_context* KvCache::new_graph_context() {
 }
 
 void KvCache::run(ggml_cgraph* graph) {
-  if (!ggml_gallocr_alloc_graph(alloc_, graph)) {
+  if (!alloc_->alloc(graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the KV-cache copy buffer");
   }
   if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS) {

@@ -16,8 +16,11 @@
 #include <ggml.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
+
+#include "model/runtime/graph_allocator.h"
 
 namespace earshot::runtime {
 
@@ -103,9 +106,9 @@ class KvCache {
   ggml_backend_buffer_t buffer_ = nullptr;
   ggml_tensor* k_ = nullptr;
   ggml_tensor* v_ = nullptr;
-  ggml_tensor* k_scratch_ = nullptr;  // [n_embd, n_scratch, n_layer]
-  ggml_tensor* v_scratch_ = nullptr;  // [n_scratch, n_embd, n_layer] (transposed, as V)
-  ggml_gallocr_t alloc_ = nullptr;    // the temporaries of reorders
+  ggml_tensor* k_scratch_ = nullptr;       // [n_embd, n_scratch, n_layer]
+  ggml_tensor* v_scratch_ = nullptr;       // [n_scratch, n_embd, n_layer] (transposed, as V)
+  std::unique_ptr<GraphAllocator> alloc_;  // the temporaries of reorders
   std::vector<uint8_t> graph_meta_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "model/runtime/device.h"
+#include "model/runtime/graph_allocator.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/session.h"
 
@@ -17,10 +18,10 @@ namespace earshot::whisper {
 struct BatchExecutor::Impl {
   std::shared_ptr<const Model> model;
   ggml_backend_ptr backend;
-  ggml_gallocr_t alloc = nullptr;
+  std::unique_ptr<runtime::GraphAllocator> alloc;
   std::vector<uint8_t> graph_meta;
 
-  ~Impl() { ggml_gallocr_free(alloc); }
+  ~Impl() { alloc.reset(); }  // before the backend
 
   // The prepared steps as one graph; fills each step's result. Throws on failure.
   void run_batched(const std::vector<Session*>& sessions, const std::vector<detail::PreparedStep>& steps,
@@ -35,11 +36,9 @@ struct BatchExecutor::Impl {
     if (!guard) throw Error(ErrorCode::kInternal, "ggml_init failed for the batched decoder graph");
     ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), n_nodes, false);
     detail::BatchedDecoderGraph g = detail::build_batched_decoder(guard.get(), graph, *model, parts);
-    // Planned afresh for every graph: ggml_gallocr_alloc_graph alone reuses the last
-    // plan whenever the node count matches and each tensor fits, and two batches of
-    // the same size but another make-up (order, attention outputs, token counts)
-    // then overwrite each other's outputs. The buffer itself only grows.
-    if (!ggml_gallocr_reserve(alloc, graph) || !ggml_gallocr_alloc_graph(alloc, graph)) {
+    // A plan of its own unless the last batch had exactly this make-up
+    // (runtime::GraphAllocator); the buffer itself only grows.
+    if (!alloc->alloc(graph)) {
       throw Error(ErrorCode::kInternal, "cannot allocate the batched decoder compute buffer");
     }
     ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
@@ -60,7 +59,7 @@ BatchExecutor::BatchExecutor(std::shared_ptr<const Model> model, int n_threads) 
   if (!model) throw Error(ErrorCode::kInvalidArgument, "the batched decoder needs a loaded model, got null");
   impl_->model = std::move(model);
   impl_->backend = runtime::create_backend(impl_->model->device(), n_threads);
-  impl_->alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(impl_->backend.get()));
+  impl_->alloc = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(impl_->backend.get()));
 }
 
 BatchExecutor::~BatchExecutor() = default;

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "features/mel.h"
 #include "model/runtime/device.h"
+#include "model/runtime/graph_allocator.h"
 #include "model/runtime/kv_cache.h"
 #include "model/whisper/batch_decoder.h"
 #include "model/whisper/graph.h"
@@ -33,8 +34,8 @@ struct Session::Impl {
   std::unique_ptr<runtime::KvCache> kv;  // made by cache() on first use
   runtime::KvCacheShape kv_shape;
   detail::StateTensors state;
-  ggml_gallocr_t encoder_alloc = nullptr;
-  ggml_gallocr_t decoder_alloc = nullptr;
+  std::unique_ptr<runtime::GraphAllocator> encoder_alloc;
+  std::unique_ptr<runtime::GraphAllocator> decoder_alloc;
   // Every sequence holds the same cache (true after reset, after a shared prompt and
   // after a reorder from one source): a reorder is then a no-op, and tokens appended
   // alike to all may be computed once (SessionOptions::share_prompt).
@@ -53,8 +54,8 @@ struct Session::Impl {
   bool fused_attention = false;  // options.flash_attention, where the backend has the fused op
 
   ~Impl() {
-    ggml_gallocr_free(encoder_alloc);
-    ggml_gallocr_free(decoder_alloc);
+    encoder_alloc.reset();  // before the backend
+    decoder_alloc.reset();
     kv.reset();  // before the backend it borrows
     if (cross_buf) ggml_backend_buffer_free(cross_buf);
     if (cross_ctx) ggml_free(cross_ctx);
@@ -149,8 +150,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   kv_shape.n_scratch = 1;  // language detection's one position
 
   ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(impl_->backend);
-  impl_->encoder_alloc = ggml_gallocr_new(buft);
-  impl_->decoder_alloc = ggml_gallocr_new(buft);
+  impl_->encoder_alloc = std::make_unique<runtime::GraphAllocator>(buft);
+  impl_->decoder_alloc = std::make_unique<runtime::GraphAllocator>(buft);
 }
 
 Session::~Session() = default;
@@ -221,7 +222,7 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
     impl_->check_supported(graph, "encoder");
     impl_->checked_encoder_ctx = n_ctx;
   }
-  if (!ggml_gallocr_alloc_graph(impl_->encoder_alloc, graph)) {
+  if (!impl_->encoder_alloc->alloc(graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the encoder compute buffer");
   }
   ggml_backend_tensor_set(g.mel, impl_->mel_input.data(), 0, impl_->mel_input.size() * sizeof(float));
@@ -262,7 +263,7 @@ void Session::reset(int n_sequences) {
   spec.want_attention = true;
   detail::build_decoder(guard.get(), graph, *model_, impl_->state, spec);
   impl_->check_supported(graph, "decoder");
-  if (!ggml_gallocr_reserve(impl_->decoder_alloc, graph)) {
+  if (!impl_->decoder_alloc->reserve(graph)) {
     throw Error(ErrorCode::kInternal, "cannot reserve the decoder compute buffer");
   }
   impl_->reserved_sequences = n_sequences;
@@ -393,7 +394,7 @@ DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphS
   const ggml_context_ptr guard(new_graph_context());
   ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
   detail::DecoderGraph g = detail::build_decoder(guard.get(), graph, model, state, spec);
-  if (!ggml_gallocr_alloc_graph(decoder_alloc, graph)) {
+  if (!decoder_alloc->alloc(graph)) {
     throw Error(ErrorCode::kInternal, "cannot allocate the decoder compute buffer");
   }
   ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
