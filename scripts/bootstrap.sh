@@ -34,7 +34,7 @@ WHISPER_SHA512="sha512-ceoilUVraRuR5FnNyXpGQT2auAR48Oc3AQBEmkXnVpSn9iN6yVRzQBFCq
 APT_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config openssl
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libboost-dev libboost-system-dev libssl-dev
-  libavformat-dev libavcodec-dev libswresample-dev libavutil-dev ffmpeg sctk
+  libavformat-dev libavcodec-dev libswresample-dev libavutil-dev ffmpeg sctk libopenblas-dev
   chromium clang libclang-rt-14-dev nginx systemd python3-numpy python3-torch python3-yaml)
 
 log() { printf '\033[1mbootstrap:\033[0m %s\n' "$*" >&2; }

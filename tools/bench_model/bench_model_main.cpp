@@ -18,6 +18,7 @@
 #include "model/whisper/session.h"
 #include "tools/bench_model/batch_step.h"
 #include "tools/bench_model/batched_sessions.h"
+#include "tools/bench_model/machine_rates.h"
 #include "tools/common/libwhisper_context.h"
 #include "tools/common/tool_args.h"
 
@@ -28,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
     "usage: earshot-bench-model --model FILE [--threads T] [--reps N] [--steps S] [--parts "
-    "all|encoder|decoder|batch|sessions]\n"
+    "all|encoder|decoder|batch|sessions|machine]\n"
     "                           [--device cpu|NAME] [--control on|off]\n"
     "\n"
     "Measures in one run, with N (default 5) interleaved repetitions and medians, earshot's time\n"
@@ -44,6 +45,10 @@ const char* kUsage =
     "--parts sessions times whole decoder steps of 1..16 sessions (10 s of audio each) as one batched\n"
     "graph vs one step per session, S steps per session and repetition, and prints the largest\n"
     "difference between them (0: bit for bit; rounding where ggml has llamafile's kernels).\n"
+    "Against the machine, in the same run: after the timings, OpenBLAS's sgemm and ggml's product\n"
+    "alone at each of the encoder's product shapes (30 s window), the streaming-read bandwidth on\n"
+    "the same threads, and each encoder's achieved GFLOP/s and each decoder step's GB/s of weights\n"
+    "as a fraction of them. --parts machine prints only those limits (30 s and 10 s windows).\n"
     "Our step copies out the alignment\n"
     "heads' cross-attention (as the streaming policies ask); a line per KV length also gives\n"
     "it without, for what that costs (not compared). --device runs both engines on that\n"
@@ -63,6 +68,7 @@ struct Args {
   bool decoder = true;
   bool batch = false;
   bool sessions = false;
+  bool machine_only = false;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -84,10 +90,11 @@ Args parse_args(int argc, char** argv) {
            }},
           {"--parts",
            [&](const std::string& v) {
-             if (v != "all" && v != "encoder" && v != "decoder" && v != "batch" && v != "sessions") {
+             if (v != "all" && v != "encoder" && v != "decoder" && v != "batch" && v != "sessions" && v != "machine") {
                throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
-                                    "--parts must be all, encoder, decoder, batch or sessions, not " + v);
+                                    "--parts must be all, encoder, decoder, batch, sessions or machine, not " + v);
              }
+             args.machine_only = v == "machine";
              args.batch = v == "batch";
              args.sessions = v == "sessions";
              args.encoder = v != "decoder";
@@ -131,6 +138,11 @@ int run(const Args& args) {
   }
   if (args.sessions) {
     earshot::tools::bench_batched_sessions(model, args.threads, args.reps, args.steps, 10);
+    return 0;
+  }
+  if (args.machine_only) {
+    for (int n_ctx : {hp.n_audio_ctx, hp.n_audio_ctx / 3})
+      earshot::tools::measure_machine(*model, n_ctx, args.threads, 3);
     return 0;
   }
 
@@ -283,6 +295,26 @@ int run(const Args& args) {
     const double short5 = median(times["encoder 5s ours audio-only"]);
     std::printf("%-24s ours %9.3f ms (%.3f of our 30 s encoder; libwhisper has no short-input encoder call)\n",
                 "encoder 5s audio-only", short5 * 1e3, short5 / median(times["encoder 30s fa=off ours"]));
+  }
+  // The same run's machine limits: what these timings are as a fraction of the cores.
+  const earshot::tools::MachineRates limits = earshot::tools::measure_machine(*model, hp.n_audio_ctx, args.threads, 3);
+  if (args.encoder) {
+    const double flop = earshot::tools::encoder_flop(earshot::tools::encoder_products(hp, hp.n_audio_ctx));
+    for (const char* fa : {"fa=off", "fa=on"}) {
+      const std::string key = std::string("encoder 30s ") + fa;
+      if (times[key + " ours"].empty()) continue;
+      const double gflops = flop / median(times[key + " ours"]) * 1e-9;
+      std::printf("%-36s ours %7.1f GFLOP/s = %.2f of sgemm's %.1f at its shapes (ggml's products alone: %.2f)\n",
+                  key.c_str(), gflops, gflops / limits.sgemm_gflops, limits.sgemm_gflops,
+                  limits.ggml_gflops / limits.sgemm_gflops);
+    }
+  }
+  const double step_bytes = earshot::tools::decoder_step_weight_bytes(*model);
+  for (int kv : kv_lengths) {
+    const std::string key = "decoder step kv=" + std::to_string(kv);
+    const double gbs = step_bytes / median(times[key + " ours"]) * 1e-9;
+    std::printf("%-36s ours %7.1f GB/s of weights = %.2f of the %.1f GB/s streaming read\n", key.c_str(), gbs,
+                gbs / limits.bandwidth_gbs, limits.bandwidth_gbs);
   }
   std::printf("max_ratio=%.3f\n", max_ratio);
   return 0;

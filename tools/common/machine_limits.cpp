@@ -1,0 +1,125 @@
+#include "tools/common/machine_limits.h"
+
+#include <cblas.h>
+#include <ggml-alloc.h>
+#include <ggml-backend.h>
+#include <ggml-cpp.h>
+#include <ggml-cpu.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+
+extern "C" {
+// OpenBLAS's own entry points (cblas.h of the pthread flavour declares them; kept
+// here so that any cblas.h compiles this file).
+void openblas_set_num_threads(int num_threads);
+char* openblas_get_config(void);
+char* openblas_get_corename(void);
+}
+
+namespace earshot::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename Fn>
+double best_seconds(int reps, Fn&& fn) {
+  fn();  // warm-up: pages touched, threads started, code and weights in cache
+  double best = 1e30;
+  for (int r = 0; r < std::max(reps, 1); ++r) {
+    const auto start = Clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return best;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+}  // namespace
+
+std::string openblas_description() {
+  std::string config = openblas_get_config();
+  std::string core = openblas_get_corename();
+  return "OpenBLAS " + config + " (core " + core + ")";
+}
+
+double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
+  openblas_set_num_threads(threads);
+  const std::vector<float> a = random_floats(static_cast<size_t>(s.m * s.k), 1);
+  const std::vector<float> b = random_floats(static_cast<size_t>(s.n * s.k), 2);
+  std::vector<float> c(static_cast<size_t>(s.m * s.n));
+  const double seconds = best_seconds(reps, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                static_cast<int>(s.k), 1.0f, a.data(), static_cast<int>(s.k), b.data(), static_cast<int>(s.k), 0.0f,
+                c.data(), static_cast<int>(s.n));
+  });
+  return s.flop() / seconds * 1e-9;
+}
+
+double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
+  const ggml_init_params params{ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+  const ggml_context_ptr ctx(ggml_init(params));
+  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the product benchmark");
+  ggml_tensor* w = ggml_new_tensor_2d(ctx.get(), type, s.k, s.n);
+  ggml_tensor* x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, s.k, s.m);
+  ggml_tensor* y = ggml_mul_mat(ctx.get(), w, x);
+  ggml_cgraph* graph = ggml_new_graph(ctx.get());
+  ggml_build_forward_expand(graph, y);
+  const ggml_backend_ptr backend(ggml_backend_cpu_init());
+  if (!backend) throw Error(ErrorCode::kInternal, "cannot start ggml's CPU backend");
+  ggml_backend_cpu_set_n_threads(backend.get(), threads);
+  const ggml_backend_buffer_ptr buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), backend.get()));
+  if (!buffer) throw Error(ErrorCode::kInternal, "cannot allocate the product benchmark's tensors");
+  // The weight in its type, from random F32 values (quantised where the type is).
+  const std::vector<float> wf = random_floats(static_cast<size_t>(s.k * s.n), 3);
+  std::vector<uint8_t> wq(ggml_nbytes(w));
+  if (type == GGML_TYPE_F32) {
+    std::memcpy(wq.data(), wf.data(), wq.size());
+  } else {
+    ggml_quantize_chunk(type, wf.data(), wq.data(), 0, s.n, s.k, nullptr);
+  }
+  ggml_backend_tensor_set(w, wq.data(), 0, wq.size());
+  const std::vector<float> xf = random_floats(static_cast<size_t>(s.k * s.m), 4);
+  ggml_backend_tensor_set(x, xf.data(), 0, xf.size() * sizeof(float));
+  const double seconds = best_seconds(reps, [&] {
+    if (ggml_backend_graph_compute(backend.get(), graph) != GGML_STATUS_SUCCESS) {
+      throw Error(ErrorCode::kInternal, "the product benchmark's graph failed");
+    }
+  });
+  return s.flop() / seconds * 1e-9;
+}
+
+double read_bandwidth_gbs(size_t bytes, int threads, int reps) {
+  const size_t n = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> data(n);
+  for (size_t i = 0; i < n; ++i) data[i] = i;
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  const double seconds = best_seconds(reps, [&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t begin = n * t / threads, end = n * (t + 1) / threads;
+        uint64_t sum = 0;
+        for (size_t i = begin; i < end; ++i) sum += data[i];  // vectorised by the compiler
+        sums[static_cast<size_t>(t)] = sum;
+      });
+    }
+    for (std::thread& t : pool) t.join();
+  });
+  return static_cast<double>(n * sizeof(uint64_t)) / seconds * 1e-9;
+}
+
+}  // namespace earshot::tools

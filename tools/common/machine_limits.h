@@ -1,0 +1,37 @@
+// What these cores can do, measured in the same run as the benchmark that prints
+// its own rate beside it: OpenBLAS's sgemm at a product's shape and thread count
+// (the practical compute limit), and the bandwidth of a streaming read on the same
+// threads (the limit of a memory-bound step). The ratio ours / limit is the figure
+// to drive up; a rate alone says nothing about the machine it ran on.
+#pragma once
+
+#include <ggml.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace earshot::tools {
+
+// C[m x n] = A[m x k] * B[k x n]: m activation rows (frames, tokens), n outputs, k inputs.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  double flop() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+// "OpenBLAS 0.3.21 (Zen, pthread)": the library and the kernel it chose on this CPU.
+std::string openblas_description();
+
+// Best of `reps` timed calls of cblas_sgemm (F32, row-major, B transposed as ggml's
+// weights are stored) with OpenBLAS limited to `threads` threads, in GFLOP/s.
+double openblas_sgemm_gflops(const GemmShape& shape, int threads, int reps);
+
+// The same product as ggml computes it in a model: a [k x n] weight of `type` times
+// F32 activations [k x m] on the CPU backend with `threads` threads; best of `reps`.
+double ggml_mul_mat_gflops(ggml_type type, const GemmShape& shape, int threads, int reps);
+
+// GB/s of summing a `bytes`-long buffer (far beyond the caches) split over
+// `threads` threads; best of `reps`.
+double read_bandwidth_gbs(size_t bytes, int threads, int reps);
+
+}  // namespace earshot::tools
