@@ -13,7 +13,7 @@
 #
 # EARSHOT_GGML_LLAMAFILE=OFF builds ggml without llamafile's tinyBLAS kernels
 # (default ON, as llama.cpp builds it): the encoder is a third slower, but a batched
-# decoder step is then bit-identical to the same step alone (README, "Batching").
+# decoder step is then bit-identical to the same step alone (docs/architecture.md, "Batched decoding").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +22,7 @@ JOBS="${JOBS:-$(nproc)}"
 source "$ROOT/scripts/common.sh"
 if earshot_cuda_enabled; then CUDA=ON; FLAVOR="-cuda"; else CUDA=OFF; FLAVOR=""; fi
 INSTALL="$TP/install$FLAVOR"
-LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-OFF}"  # ON: see README "Third-party code" (a flaky batched-attention mismatch under llamafile is open)
+LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-OFF}"  # ON: see docs/development.md "Build options" (a flaky batched-attention mismatch under llamafile is open)
 case "$LLAMAFILE" in ON | OFF) ;; *) echo "EARSHOT_GGML_LLAMAFILE must be ON or OFF, not '$LLAMAFILE'" >&2; exit 2 ;; esac
 
 # name@version  sha512 integrity (as the npm registry publishes it)
