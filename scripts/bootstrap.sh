@@ -35,7 +35,8 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config openssl
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libboost-dev libboost-system-dev libssl-dev
   libavformat-dev libavcodec-dev libswresample-dev libavutil-dev ffmpeg sctk
-  chromium clang libclang-rt-14-dev nginx systemd python3-numpy python3-torch python3-yaml)
+  chromium clang libclang-rt-14-dev nginx systemd python3-numpy python3-torch python3-yaml
+  python3-websockets)
 
 log() { printf '\033[1mbootstrap:\033[0m %s\n' "$*" >&2; }
 die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
