@@ -39,9 +39,9 @@ constexpr Command kCommands[] = {
     {"version", "print the version and the compute devices", run_version, "docs/usage.md"},
     {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe,
      "docs/usage.md#earshot-transcribe, docs/models.md"},
-    {"serve", "run the live transcription server (WebSocket /asr, web page, OpenAI API)", earshot::cli::run_serve,
-     "docs/usage.md#earshot-serve, docs/protocols.md, docs/security.md, docs/deployment.md"},
-    {"pull", "download a Whisper or translation model into the cache", earshot::cli::run_pull,
+    {"serve", "run the live transcription server (web page; WhisperLiveKit, Deepgram and OpenAI APIs)",
+     earshot::cli::run_serve, "docs/usage.md#earshot-serve, docs/protocols.md, docs/security.md, docs/deployment.md"},
+    {"pull", "download a model (Whisper, Parakeet, Qwen3-ASR, translation LLM) into the cache", earshot::cli::run_pull,
      "docs/usage.md#earshot-pull, docs/models.md"},
     {"models", "list the known models, their sizes and which are cached", earshot::cli::run_models,
      "docs/usage.md#earshot-models, docs/models.md"},
@@ -62,9 +62,10 @@ bool asks_for_help(const earshot::cli::CommandArgs& args) {
 void print_usage() {
   std::printf(
       "earshot: real-time speech-to-text and translation server\n\nusage: earshot <command> [options]\n\ncommands:\n");
-  for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::printf("  %-21s %s\n", c.name, c.summary);
   std::printf("\n`earshot <command> --help` describes each command's options.\n");
-  std::printf("documentation: docs/usage.md (every command and option) and the pages it links, in the source tree\n");
+  std::printf("\ndocumentation (docs/ in the source tree; docs/usage.md has every command and option):\n");
+  for (const Command& c : kCommands) std::printf("  %-21s %s\n", c.name, c.docs);
 }
 
 }  // namespace
