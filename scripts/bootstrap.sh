@@ -11,9 +11,10 @@
 # /usr/local/cuda. EARSHOT_CUDA_ARCHITECTURES picks the GPU architectures
 # (default: the GPUs present, or 90 when none is visible, e.g. on a build machine).
 #
-# EARSHOT_GGML_LLAMAFILE=OFF builds ggml without llamafile's tinyBLAS kernels
-# (default ON, as llama.cpp builds it): the encoder is a third slower, but a batched
-# decoder step is then bit-identical to the same step alone (docs/architecture.md, "Batched decoding").
+# EARSHOT_GGML_LLAMAFILE=ON builds ggml with llamafile's tinyBLAS kernels (as
+# llama.cpp builds it; default OFF): the encoder is a third faster, but a batched
+# decoder step then equals the same step alone to rounding only, not bit for bit
+# (docs/architecture.md, "Batched decoding"; docs/development.md, "Build options").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
