@@ -11,9 +11,10 @@
 # /usr/local/cuda. EARSHOT_CUDA_ARCHITECTURES picks the GPU architectures
 # (default: the GPUs present, or 90 when none is visible, e.g. on a build machine).
 #
-# EARSHOT_GGML_LLAMAFILE=OFF builds ggml without llamafile's tinyBLAS kernels
-# (default ON, as llama.cpp builds it): the encoder is a third slower, but a batched
-# decoder step is then bit-identical to the same step alone (README, "Batching").
+# EARSHOT_GGML_LLAMAFILE=ON builds ggml with llamafile's tinyBLAS kernels (as
+# llama.cpp builds it; default OFF): the encoder is a third faster, but a batched
+# decoder step then equals the same step alone to rounding only, not bit for bit
+# (docs/architecture.md, "Batched decoding"; docs/development.md, "Build options").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +23,7 @@ JOBS="${JOBS:-$(nproc)}"
 source "$ROOT/scripts/common.sh"
 if earshot_cuda_enabled; then CUDA=ON; FLAVOR="-cuda"; else CUDA=OFF; FLAVOR=""; fi
 INSTALL="$TP/install$FLAVOR"
-LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-OFF}"  # ON: see README "Third-party code" (a flaky batched-attention mismatch under llamafile is open)
+LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-OFF}"  # ON: see docs/development.md "Build options" (a flaky batched-attention mismatch under llamafile is open)
 case "$LLAMAFILE" in ON | OFF) ;; *) echo "EARSHOT_GGML_LLAMAFILE must be ON or OFF, not '$LLAMAFILE'" >&2; exit 2 ;; esac
 
 # name@version  sha512 integrity (as the npm registry publishes it)
@@ -35,7 +36,8 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git pkg-config openssl
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libboost-dev libboost-system-dev libssl-dev
   libavformat-dev libavcodec-dev libswresample-dev libavutil-dev ffmpeg sctk libopenblas-dev
-  chromium clang libclang-rt-14-dev nginx systemd python3-numpy python3-torch python3-yaml)
+  chromium clang libclang-rt-14-dev nginx systemd python3-numpy python3-torch python3-yaml
+  python3-websockets)
 
 log() { printf '\033[1mbootstrap:\033[0m %s\n' "$*" >&2; }
 die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }

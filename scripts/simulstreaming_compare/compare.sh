@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pass-by-pass comparison of earshot's AlignAtt with ufal's SimulStreaming on a
-# random-weight model (README "AlignAtt: reference behaviour").
+# random-weight model (docs/architecture.md, "Cross-checked against SimulStreaming").
 #   scripts/simulstreaming_compare/compare.sh SIMULSTREAMING_CHECKOUT AUDIO.wav SEED [WORKDIR]
 # Needs Debian's python3-torch python3-numpy python3-regex, a release build
 # (earshot, earshot-make-model), and a SimulStreaming checkout (github:ufal/SimulStreaming),

@@ -529,7 +529,8 @@ int run_bench(const CommandArgs& argv) {
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
       .option("encoder-input", "full (30 s window, like whisper.cpp) or audio (only the audio present)", "full")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
-      .option("workload", "model (the model's own tokens) or reference (real graphs, reference tokens; README)",
+      .option("workload",
+              "model (the model's own tokens) or reference (real graphs, reference tokens; docs/benchmarks.md)",
               "model")
       .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
       .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")

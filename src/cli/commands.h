@@ -13,6 +13,7 @@ struct Command {
   const char* name;
   const char* summary;
   int (*run)(const CommandArgs& args);
+  const char* docs;  // the pages of docs/ that describe the command, shown by --help
 };
 
 int run_transcribe(const CommandArgs& args);             // transcribe_command.cpp

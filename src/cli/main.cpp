@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <span>
+#include <string>
 
 #include "audio/audio.h"
 #include "cli/commands.h"
@@ -35,23 +36,36 @@ int run_version(const earshot::cli::CommandArgs&) {
 }
 
 constexpr Command kCommands[] = {
-    {"version", "print the version and the compute devices", run_version},
-    {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe},
-    {"serve", "run the live transcription server (WebSocket /asr, web page, OpenAI API)", earshot::cli::run_serve},
-    {"pull", "download a Whisper or translation model into the cache", earshot::cli::run_pull},
-    {"models", "list the known models, their sizes and which are cached", earshot::cli::run_models},
-    {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench},
+    {"version", "print the version and the compute devices", run_version, "docs/usage.md"},
+    {"transcribe", "transcribe audio files as a live stream would", earshot::cli::run_transcribe,
+     "docs/usage.md#earshot-transcribe, docs/models.md"},
+    {"serve", "run the live transcription server (web page; WhisperLiveKit, Deepgram and OpenAI APIs)",
+     earshot::cli::run_serve, "docs/usage.md#earshot-serve, docs/protocols.md, docs/security.md, docs/deployment.md"},
+    {"pull", "download a model (Whisper, Parakeet, Qwen3-ASR, translation LLM) into the cache", earshot::cli::run_pull,
+     "docs/usage.md#earshot-pull, docs/models.md"},
+    {"models", "list the known models, their sizes and which are cached", earshot::cli::run_models,
+     "docs/usage.md#earshot-models, docs/models.md"},
+    {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench,
+     "docs/usage.md#earshot-bench, docs/benchmarks.md"},
     {"replay-translation", "replay a recorded translation input stream (A/B of --commit-mode)",
-     earshot::cli::run_replay_translation},
+     earshot::cli::run_replay_translation, "docs/usage.md#earshot-replay-translation, docs/translation.md"},
     {"calibrate-translation", "rank a translation model's alignment heads on sentence pairs (writes a calibration)",
-     earshot::cli::run_calibrate_translation},
+     earshot::cli::run_calibrate_translation, "docs/usage.md#earshot-calibrate-translation, docs/translation.md"},
 };
+
+bool asks_for_help(const earshot::cli::CommandArgs& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
 
 void print_usage() {
   std::printf(
       "earshot: real-time speech-to-text and translation server\n\nusage: earshot <command> [options]\n\ncommands:\n");
-  for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::printf("  %-21s %s\n", c.name, c.summary);
   std::printf("\n`earshot <command> --help` describes each command's options.\n");
+  std::printf("\ndocumentation (docs/ in the source tree; docs/usage.md has every command and option):\n");
+  for (const Command& c : kCommands) std::printf("  %-21s %s\n", c.name, c.docs);
 }
 
 }  // namespace
@@ -64,7 +78,11 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     try {
-      return c.run(earshot::cli::CommandArgs(argv + 2, argv + argc));
+      const earshot::cli::CommandArgs args(argv + 2, argv + argc);
+      const int status = c.run(args);
+      if (status == 0 && asks_for_help(args) && std::strcmp(c.name, "version") != 0)
+        std::printf("\ndocumentation: %s\n", c.docs);
+      return status;
     } catch (const earshot::Error& e) {
       std::fprintf(stderr, "earshot %s: %s\n", c.name, e.what());
       return e.code() == earshot::ErrorCode::kInvalidArgument ? 2 : 1;

@@ -71,7 +71,8 @@ int run_transcribe(const CommandArgs& argv) {
       .flag("realtime", "feed audio no faster than real time")
       .option("format", "final transcript format: txt, json, srt or vtt", "txt")
       .option("events", "write one JSON line per emission to this file", "")
-      .option("trace", "alignatt: write one JSON line per policy pass to this file (README: per-pass trace)", "")
+      .option("trace",
+              "alignatt: write one JSON line per policy pass to this file (docs/architecture.md: per-pass trace)", "")
       .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
       .option("threads", "CPU threads for the model", default_thread_count())
       .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fails when a part of src/ includes a part above it.
 
-Data flows one way (README, Architecture): audio -> features -> model -> policy
+Data flows one way (docs/architecture.md): audio -> features -> model -> policy
 -> engine -> events -> stages -> session -> protocol -> server/cli. Each part
 has a rank; a file may include its own part and parts of a lower rank only.
 A part not listed here is an error too, so a new folder gets a place on purpose.

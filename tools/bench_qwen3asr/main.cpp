@@ -1,5 +1,5 @@
 // earshot-bench-qwen3asr: what one Qwen3-ASR stream costs on a model pair (any
-// dimensions; the README's numbers are a random pair at real 0.6B dimensions from
+// dimensions; docs/benchmarks.md's numbers are a random pair at real 0.6B dimensions from
 // earshot-make-qwen3asr --size 0.6b): the audio encoder per 800-frame window and
 // at each buffered length, the prompt prefill around those audio tokens, one
 // decode step after it, and one whole AlignAtt pass (seed 002's policy: encode,

@@ -42,7 +42,7 @@ struct AlignAttConfig {
   int attention_window = 0;
 
   // Guards: none exists in the reference; each only ever stops a pass early or
-  // drops words from output and state together (README "AlignAtt guards").
+  // drops words from output and state together (docs/architecture.md, "AlignAtt for Whisper").
   // Token budget: a pass that reaches max(min_token_budget, seconds *
   // tokens_per_second_budget) decoder calls stops there and commits what it has.
   bool token_budget_guard = true;

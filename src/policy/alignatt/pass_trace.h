@@ -1,7 +1,7 @@
 // One AlignAtt decoding pass as a JSON line (`earshot transcribe --trace`): what
 // went in (audio range, encoder content frames, prompt ids), every token decoded
 // with the frame it attended and how clear that choice was, why the pass
-// stopped, and what it committed. The format is documented in the README
+// stopped, and what it committed. The format is documented in docs/architecture.md
 // ("Per-pass trace"); fields are only ever added.
 #pragma once
 

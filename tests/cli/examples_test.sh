@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the clients in examples/ against `earshot serve` on a generated random-weight
+# model, so the documented examples never rot: examples/asr_client.py streams
+# jfk.wav over /asr (encoded, as a file's bytes) to ready_to_stop and writes an SRT;
+# examples/transcribe_curl.sh gets an SRT from /v1/audio/transcriptions and
+# Deepgram's JSON from POST /v1/listen.
+#   examples_test.sh EARSHOT_BIN MAKE_MODEL_BIN SHARED_DIR WORK_DIR
+set -euo pipefail
+bin="$1" make_model="$2" shared="$3" work="$4"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+rm -rf "$work" && mkdir -p "$work"
+"$make_model" --template "$shared/models/for-tests-ggml-tiny.en.bin" --out "$work/model.bin" \
+  --vocab-tiktoken "$shared/models/whisper-gpt2.tiktoken" --type f32 --seed 7 \
+  --n-audio-state 64 --n-audio-head 2 --n-audio-layer 1 --n-text-state 64 --n-text-head 2 --n-text-layer 2 >/dev/null
+
+"$bin" serve --host 127.0.0.1 --port 0 --no-pull --model "$work/model.bin" \
+  --vad-model "$shared/models/silero-v6.2.0-ggml.bin" --threads 1 >"$work/serve.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+url=""
+for _ in $(seq 1 600); do  # the listening line, or the server's exit (0.1 s steps, at most a minute)
+  url="$(sed -nE 's/.*listening on (http:\/\/127\.0\.0\.1:[0-9]+).*/\1/p' "$work/serve.log" | head -1)"
+  [ -n "$url" ] && break
+  kill -0 "$server" 2>/dev/null || { cat "$work/serve.log"; echo "earshot serve exited before listening"; exit 1; }
+  sleep 0.1
+done
+[ -n "$url" ] || { cat "$work/serve.log"; echo "earshot serve did not start"; exit 1; }
+
+/usr/bin/python3 "$root/examples/asr_client.py" "$shared/data/jfk.wav" --url "ws://${url#http://}/asr" \
+  --language en --srt "$work/asr.srt" >"$work/asr.out"
+grep -q -- ' - ' "$work/asr.out" || { cat "$work/asr.out"; echo "asr_client printed no final line"; exit 1; }
+grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} --> ' "$work/asr.srt" || { cat "$work/asr.srt"; echo "no SRT cue"; exit 1; }
+
+"$root/examples/transcribe_curl.sh" "$shared/data/jfk.wav" "$url" >"$work/curl.srt" 2>"$work/curl.json"
+grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} --> ' "$work/curl.srt" || { cat "$work/curl.srt"; echo "no SRT cue"; exit 1; }
+grep -q '"results"' "$work/curl.json" || { cat "$work/curl.json"; echo "no Deepgram results"; exit 1; }
+
+kill -TERM "$server"
+wait "$server" || { cat "$work/serve.log"; echo "earshot serve did not exit 0 on SIGTERM"; exit 1; }
+trap - EXIT
+echo examples-ok
