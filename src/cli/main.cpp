@@ -40,6 +40,8 @@ constexpr Command kCommands[] = {
     {"serve", "run the live transcription server (WebSocket /asr, web page, OpenAI API)", earshot::cli::run_serve},
     {"pull", "download a Whisper or translation model into the cache", earshot::cli::run_pull},
     {"models", "list the known models, their sizes and which are cached", earshot::cli::run_models},
+    {"quantize", "quantise a Whisper or Parakeet model file (q8_0, q5_0, q4_0, k-quants ...)",
+     earshot::cli::run_quantize},
     {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench},
     {"replay-translation", "replay a recorded translation input stream (A/B of --commit-mode)",
      earshot::cli::run_replay_translation},
