@@ -11,6 +11,7 @@ every tensor of fewer than 2 dimensions; --use-f32: all f32):
   - earshot-parity-parakeet: earshot and libparakeet (the oracle) on that same file agree emission by
     emission, and earshot's GGUF of the same weights gives identical encoder output and emissions;
   - `earshot transcribe --policy native` prints the GGUF's transcript from it;
+  - f16: `earshot quantize` to q8_0 writes a file libparakeet decodes as earshot does;
   - a tensor of a type earshot cannot use is refused naming the tensor.
 
   test_whispercpp_parakeet.py EARSHOT EARSHOT_MAKE_PARAKEET EARSHOT_PARITY_PARAKEET WAV
@@ -146,6 +147,18 @@ def main():
                 texts.append(out)
             check(texts[0].strip() != "" and texts[0] == texts[1], f"{layout}: transcripts differ: {texts}")
             print(f"{layout}: transcript {texts[0].strip()[:80]!r}")
+
+            if layout == "f16":
+                # `earshot quantize` of that file is still a whisper.cpp file: libparakeet decodes it as earshot
+                # does (every same-mel emission equal; log-probs to the rounding of ggml's quantised dot
+                # products, which libparakeet's decoder uses and earshot's host decoder does not).
+                q8 = os.path.join(tmp, "whispercpp-q8_0.bin")
+                rc, out, err = run([earshot, "quantize", converted, q8, "q8_0"])
+                check(rc == 0, f"earshot quantize: {err}")
+                rc, out, err = run([parity, "--model", q8, "--audio", wav, "--threads", "2", "--tolerance", "0.05",
+                                    "--min-share", "0", "--max-share", "1"])
+                print(out, end="")
+                check(rc == 0, f"q8_0: earshot-parity-parakeet failed: {err[-1000:]}")
 
             # A tensor of a type earshot does not use is refused, naming it (f32 -> i32: the same byte size).
             with open(converted, "rb") as f:

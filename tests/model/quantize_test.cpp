@@ -21,6 +21,7 @@
 #include "model/fastconformer/random_model.h"
 #include "model/runtime/device.h"
 #include "model/runtime/gguf_file.h"
+#include "model/runtime/model_file.h"
 #include "model/whisper/model_writer.h"
 #include "model_test_util.h"
 
@@ -229,6 +230,49 @@ TEST(Quantize, WhatCannotBeQuantisedIsRefusedSayingWhy) {
   EXPECT_FALSE(std::filesystem::exists(dir / "o.bin"));
   EXPECT_FALSE(std::filesystem::exists(dir / "o.bin.part"));
   EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf.part"));
+}
+
+// What `earshot models` says of each file, and the published Parakeet GGUFs of
+// other projects told apart by their keys (both write architecture "parakeet").
+TEST(Quantize, FilesAreNamedByFamilyLayoutAndQuantisation) {
+  TempDir dir("quantize");
+  whisper::write_random_model(whisper::testing::small_spec("tiny.en", GGML_TYPE_Q5_0), dir / "w.bin");
+  fc::ModelData f16 = parakeet(3, GGML_TYPE_F16);
+  fc::write_legacy(dir / "p.bin", f16);
+  fc::write_gguf(dir / "p.gguf", f16);
+  auto expect = [&](const std::string& file, const std::string& family, const std::string& layout,
+                    const std::string& quantization) {
+    const FileSummary s = summarize_model_file(dir / file);
+    EXPECT_EQ(s.family, family) << file;
+    EXPECT_EQ(s.layout, layout) << file;
+    EXPECT_EQ(s.quantization, quantization) << file;
+  };
+  expect("w.bin", "Whisper", "whisper.cpp ggml .bin", "q5_0");
+  expect("p.bin", "FastConformer transducer", "whisper.cpp Parakeet .bin", "f16");
+  expect("p.gguf", "FastConformer transducer", "earshot GGUF", "f16");
+  const std::vector<float> ones(64, 1.0f);
+  const int64_t ne[2] = {32, 2};
+  for (const auto& [file, key] : {std::pair<std::string, std::string>{"tc.gguf", "stt.parakeet.head_kind"},
+                                  {"pc.gguf", "parakeet.encoder.n_layers"}}) {
+    runtime::GgufWriter w;
+    w.set_architecture("parakeet");
+    if (key.starts_with("stt."))
+      w.set(key, "tdt");
+    else
+      w.set(key, uint32_t{24});
+    w.add_tensor_f32("enc.blocks.0.ff1.w1", GGML_TYPE_Q8_0, ne, ones);
+    w.write(dir / file);
+  }
+  expect("tc.gguf", "FastConformer transducer",
+         "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt'), not read by this build", "q8_0");
+  expect("pc.gguf", "FastConformer transducer", "a parakeet.cpp GGUF (parakeet.* keys), not read by this build",
+         "q8_0");
+  // What a loader's refusal quotes (engine::load: "model file X is <description>, which no model family reads").
+  EXPECT_EQ(runtime::probe_model_file(dir / "tc.gguf").description,
+            "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt'); earshot reads its own "
+            "earshot-fastconformer-transducer layout: convert the .nemo with scripts/convert/nemo_to_gguf.py");
+  whisper::testing::write_bytes(dir / "junk.bin", {'x'});
+  EXPECT_EQ(summarize_model_file(dir / "junk.bin").family, "unknown");
 }
 
 // The stated parity: three random Parakeet-TDT models (d_model 256, 2 layers) on

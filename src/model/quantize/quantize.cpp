@@ -359,20 +359,19 @@ FileSummary summarize_model_file(const std::filesystem::path& path) {
         const runtime::GgufFile f = runtime::GgufFile::open(path);
         const std::string& arch = f.architecture();
         const bool ours = arch == fastconformer::kGgufArchitecture;
+        const std::string description = runtime::probe_model_file(path).description;
         if (ours) {
           s.family = "FastConformer transducer", s.layout = "earshot GGUF";
-        } else if (arch == "parakeet") {
-          // Both projects write this architecture: their keys tell them apart.
-          const std::vector<std::string> keys = f.keys();
-          auto any = [&](const char* prefix) {
-            return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return k.starts_with(prefix); });
-          };
-          s.family = "FastConformer transducer";
-          s.layout = any("stt.")        ? "transcribe.cpp GGUF (not read by this build)"
-                     : any("parakeet.") ? "parakeet.cpp GGUF (not read by this build)"
-                                        : "GGUF of architecture 'parakeet' (not read by this build)";
+        } else if (description.find("transcribe.cpp") != std::string::npos ||
+                   description.find("parakeet.cpp") != std::string::npos) {
+          // Another project's layout (runtime::probe_model_file names it); not read by this build.
+          s.family = description.find("Sortformer") != std::string::npos ? "Sortformer diarization"
+                                                                         : "FastConformer transducer";
+          s.layout = description.substr(0, description.find(';')) + ", not read by this build";
+        } else if (arch == "qwen3vl") {
+          s.family = "Qwen3-ASR (text model)", s.layout = "llama.cpp GGUF";
         } else if (arch == "clip") {
-          s.family = "multimodal projector (mmproj)", s.layout = "llama.cpp GGUF";
+          s.family = "Qwen3-ASR mmproj (clip)", s.layout = "llama.cpp GGUF";
         } else {
           s.family = "LLM (" + arch + ")", s.layout = "llama.cpp GGUF";
         }
