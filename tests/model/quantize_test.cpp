@@ -1,9 +1,9 @@
 // `earshot quantize` (model/quantize): which tensors each layout quantises and
 // keeps, that the files load, that quantising an f32 file gives exactly what the
 // generators write at that type, the refusals, and the parity of quantised vs f16
-// files on a test set of random-weight Parakeet models (tokens and teacher-forced
-// log-probs on jfk.wav, printed per type; q8_0's piece identity asserted where
-// the f16 model's margins allow).
+// files on test sets of random-weight Parakeet and Whisper models (tokens and
+// teacher-forced log-probs / logits on jfk.wav, printed per type; q8_0's token
+// identity asserted where the f16 model's margins allow).
 #include "model/quantize/quantize.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +23,7 @@
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
 #include "model/whisper/model_writer.h"
+#include "model/whisper/session.h"
 #include "model_test_util.h"
 
 namespace earshot::quantize {
@@ -321,6 +322,89 @@ TEST(Quantize, ParakeetParityWithTheF16File) {
       EXPECT_GT(all.clear_steps, all.steps / 4) << "the margin leaves too few steps to prove anything";
     }
     EXPECT_TRUE(std::isfinite(all.max_diff)) << ggml_type_name(type);
+  }
+}
+
+// Whisper: greedy text tokens after the start sequence, each step's text logits
+// kept; `forced` (teacher forcing) picks the tokens instead of the argmax.
+struct WhisperRun {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+WhisperRun whisper_greedy(const std::shared_ptr<const whisper::Model>& model, const std::vector<int32_t>* forced,
+                          int steps) {
+  whisper::SessionOptions o;
+  o.n_threads = 2;
+  whisper::Session s(model, o);
+  s.encode(speech());
+  s.reset(1);
+  DecodeRequest r;
+  r.tokens = {s.text().start_sequence("en", Task::kTranscribe)};
+  WhisperRun run;
+  const int n = s.text().text_vocabulary_end();
+  for (int i = 0; i < steps; ++i) {
+    const DecodeResult d = s.decode(r);
+    const float* l = d.logits_at(0, 0);
+    run.logits.emplace_back(l, l + n);
+    const int32_t token = forced ? (*forced)[i] : static_cast<int32_t>(std::max_element(l, l + n) - l);
+    run.tokens.push_back(token);
+    r.tokens = {{token}};
+  }
+  return run;
+}
+
+// Two random Whisper models (tiny.en's vocabulary and text context, 256 wide, 4 heads,
+// 2 + 2 layers, a 7.5 s audio window) on jfk.wav, each quantised type against the f16 file: 24 greedy
+// tokens identical, and with the quantised model teacher-forced along the f16
+// tokens the max |logit difference| and the same argmax where the f16 margin
+// exceeds 0.25. q8_0 must agree wherever the margin allows.
+TEST(Quantize, WhisperParityWithTheF16File) {
+  TempDir dir("quantize");
+  constexpr int kSteps = 24;
+  constexpr double kMargin = 0.25;
+  const uint64_t seeds[] = {21, 22};
+  std::vector<WhisperRun> refs;
+  for (uint64_t seed : seeds) {
+    whisper::RandomModelSpec spec = whisper::testing::pipeline_spec(seed);
+    spec.hparams.n_audio_state = spec.hparams.n_text_state = 256;
+    spec.hparams.n_audio_head = spec.hparams.n_text_head = 4;
+    spec.hparams.n_audio_layer = spec.hparams.n_text_layer = 2;
+    spec.hparams.n_audio_ctx = 375;  // a 7.5 s window: the 6 s of speech, a quarter of the encoder's cost
+    spec.weight_type = GGML_TYPE_F16;
+    whisper::write_random_model(spec, dir / ("f16-" + std::to_string(seed) + ".bin"));
+    refs.push_back(
+        whisper_greedy(whisper::Model::load(dir / ("f16-" + std::to_string(seed) + ".bin")), nullptr, kSteps));
+  }
+  std::printf("%-6s %-16s %-18s %-30s\n", "type", "same tokens", "max |logit diff|", "same token where margin > 0.25");
+  for (ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1, GGML_TYPE_Q4_0}) {
+    int same = 0, steps = 0, clear = 0, agree = 0;
+    double worst = 0;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      quantize_model_file(dir / ("f16-" + std::to_string(seeds[i]) + ".bin"), dir / "q.bin", type);
+      const auto model = whisper::Model::load(dir / "q.bin");
+      same += whisper_greedy(model, nullptr, kSteps).tokens == refs[i].tokens;
+      const WhisperRun forced = whisper_greedy(model, &refs[i].tokens, kSteps);
+      for (int k = 0; k < kSteps; ++k) {
+        const std::vector<float>& a = refs[i].logits[k];
+        const std::vector<float>& b = forced.logits[k];
+        for (size_t v = 0; v < a.size(); ++v) worst = std::max(worst, static_cast<double>(std::abs(a[v] - b[v])));
+        std::vector<float> top(a);
+        std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<>());
+        ++steps;
+        if (top[0] - top[1] > kMargin) {
+          ++clear;
+          agree += std::max_element(b.begin(), b.end()) - b.begin() == refs[i].tokens[k];
+        }
+      }
+    }
+    char agreed[64];
+    std::snprintf(agreed, sizeof agreed, "%d of %d (of %d steps)", agree, clear, steps);
+    std::printf("%-6s %d of %zu models   %-18.3g %-30s\n", ggml_type_name(type), same, refs.size(), worst, agreed);
+    if (type == GGML_TYPE_Q8_0) {
+      EXPECT_EQ(agree, clear) << "q8_0 picked another token where the margin allows none";
+      EXPECT_GT(clear, steps / 4) << "the margin leaves too few steps to prove anything";
+    }
   }
 }
 
