@@ -20,6 +20,7 @@ int run_transcribe(const CommandArgs& args);             // transcribe_command.c
 int run_serve(const CommandArgs& args);                  // serve_command.cpp
 int run_pull(const CommandArgs& args);                   // pull_command.cpp
 int run_models(const CommandArgs& args);                 // models_command.cpp
+int run_quantize(const CommandArgs& args);               // quantize_command.cpp
 int run_bench(const CommandArgs& args);                  // bench_command.cpp
 int run_replay_translation(const CommandArgs& args);     // replay_translation_command.cpp
 int run_calibrate_translation(const CommandArgs& args);  // calibrate_translation_command.cpp

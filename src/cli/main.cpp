@@ -45,6 +45,8 @@ constexpr Command kCommands[] = {
      "docs/usage.md#earshot-pull, docs/models.md"},
     {"models", "list the known models, their sizes and which are cached", earshot::cli::run_models,
      "docs/usage.md#earshot-models, docs/models.md"},
+    {"quantize", "quantise a Whisper or Parakeet model file (q8_0, q5_0, q4_0, k-quants ...)",
+     earshot::cli::run_quantize, "docs/usage.md#earshot-quantize, docs/models.md"},
     {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench,
      "docs/usage.md#earshot-bench, docs/benchmarks.md"},
     {"replay-translation", "replay a recorded translation input stream (A/B of --commit-mode)",

@@ -1,10 +1,12 @@
 // `earshot models`: the known model names, their sizes, and which are cached.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
 
 #include "cli/commands.h"
 #include "common/command_line.h"
+#include "model/quantize/quantize.h"
 #include "model/registry.h"
 
 namespace earshot::cli {
@@ -31,6 +33,24 @@ void print_row(const std::string& name, const std::filesystem::path& path, uint6
   std::printf("%-26s %10s  %-6s %s\n", name.c_str(), size, sha1_known ? "known" : "-", status.c_str());
 }
 
+// Every model file in the cache (a listed name or not): its family, layout and quantisation.
+void print_cached_files(const std::filesystem::path& cache) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(cache, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file(ec) && (ext == ".bin" || ext == ".gguf")) files.push_back(entry.path());
+  }
+  if (files.empty()) return;
+  std::sort(files.begin(), files.end());
+  std::printf("\ncached files:\n%-40s %-26s %-28s %s\n", "FILE", "FAMILY", "LAYOUT", "QUANTISATION");
+  for (const std::filesystem::path& f : files) {
+    const quantize::FileSummary s = quantize::summarize_model_file(f);
+    std::printf("%-40s %-26s %-28s %s\n", std::filesystem::relative(f, cache, ec).string().c_str(), s.family.c_str(),
+                s.layout.c_str(), s.quantization.c_str());
+  }
+}
+
 }  // namespace
 
 int run_models(const CommandArgs& argv) {
@@ -53,6 +73,7 @@ int run_models(const CommandArgs& argv) {
   std::printf("\ntranslation models (--translation-model NAME):\n");
   for (const models::LlmModelInfo& m : models::known_translation_models())
     print_row(m.name, models::cached_translation_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
+  print_cached_files(cache);
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize);\n"
       "qwen3-asr-*: a text GGUF and its mmproj, pulled together (Q8_0; no published SHA-1 known).\n"

@@ -136,6 +136,40 @@ TEST_F(Cli, LookaheadIsCheckedAgainstAStreamingTransducer) {
   EXPECT_NE(refused.err.find("is an offline model"), std::string::npos) << refused.err;
 }
 
+// `earshot quantize IN OUT TYPE` writes a file transcribe reads and `earshot models`
+// names (family, layout, quantisation); bad arguments are usage errors naming themselves.
+TEST_F(Cli, QuantizeWritesAModelThatLoadsAndModelsNamesIt) {
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache);
+  const Outcome q = earshot("quantize " + model_.string() + " " + (cache / "model-q8_0.bin").string() + " q8_0");
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_NE(q.out.find("Whisper (whisper.cpp ggml .bin): "), std::string::npos) << q.out;
+  const Outcome t = earshot("transcribe " + audio_.string() + " --model " + (cache / "model-q8_0.bin").string() +
+                            " --threads 1 --chunk 1");
+  ASSERT_EQ(t.status, 0) << t.err;
+  fastconformer::RandomModelOptions o;
+  o.seed = 3;
+  fastconformer::write_legacy(cache / "parakeet.bin", fastconformer::random_model(o));
+  const Outcome m = earshot("models --cache-dir " + cache.string());
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.out.find("model-q8_0.bin                           Whisper                    whisper.cpp ggml .bin"
+                       "        q8_0\n"),
+            std::string::npos)
+      << m.out;
+  EXPECT_NE(m.out.find("parakeet.bin                             FastConformer transducer   whisper.cpp Parakeet .bin"
+                       "    f32\n"),
+            std::string::npos)
+      << m.out;
+  const Outcome type = earshot("quantize " + model_.string() + " " + (dir_ / "x.bin").string() + " q9_9");
+  EXPECT_EQ(type.status, 2);
+  EXPECT_NE(type.err.find("unknown type 'q9_9' (one of q4_0, q4_1, q5_0, q5_1, q8_0, q2_K"), std::string::npos)
+      << type.err;
+  const Outcome args = earshot("quantize " + model_.string());
+  EXPECT_EQ(args.status, 2);
+  EXPECT_NE(args.err.find("expected IN OUT TYPE"), std::string::npos) << args.err;
+  EXPECT_FALSE(fs::exists(dir_ / "x.bin"));
+}
+
 TEST_F(Cli, DeviceOptionNamesTheDevicesThereAre) {
   const Outcome unknown = earshot(transcribe("--device NoSuchDevice9"));
   EXPECT_EQ(unknown.status, 2);

@@ -114,6 +114,7 @@ struct Parsed {
   std::vector<std::string> pieces;
   std::unordered_map<std::string, std::pair<ggml_type, uint64_t>> file_tensors;  // name -> type, offset
   std::unordered_map<std::string, std::array<int64_t, 4>> file_shapes;
+  uint64_t tensors_offset = 0;  // legacy: where the tensor records start
 };
 
 Parsed parse_legacy(const runtime::ByteSource& source, const std::string& label) {
@@ -162,10 +163,12 @@ Parsed parse_legacy(const runtime::ByteSource& source, const std::string& label)
     in.read(p.pieces[i].data(), length, "vocabulary piece " + std::to_string(i));
   }
   validate(hp, n_fb, n_mel, p.window.size(), p.pieces.size(), label);
+  p.tensors_offset = in.offset();
   while (in.remaining() > 0) {
     const std::string where = "tensor record at byte " + std::to_string(in.offset());
     const int32_t n_dims = in.i32(where), name_length = in.i32(where), type = in.i32(where);
-    check_range(label, "a tensor's n_dims", n_dims, 1, 4);
+    // 0: a scalar (whisper.cpp's converter squeezes num_batches_tracked to 0 dimensions).
+    check_range(label, "a tensor's n_dims", n_dims, 0, 4);
     check_range(label, "a tensor name length", name_length, 1, 256);
     if (type < 0 || type >= GGML_TYPE_COUNT || ggml_type_size(static_cast<ggml_type>(type)) == 0)
       invalid(label, where + " has unknown ggml type " + std::to_string(type));
@@ -358,7 +361,7 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
     if (hp.conv_norm == ConvNorm::kBatchNorm) {
       add(l + "conv.batch_norm.running_mean", {d});
       add(l + "conv.batch_norm.running_var", {d});
-      add(l + "conv.batch_norm.num_batches_tracked", {1}, GGML_TYPE_I32);
+      add(l + "conv.batch_norm.num_batches_tracked", {1}, GGML_TYPE_I32);  // written, never read (see build)
     }
     add(l + "conv.pointwise_conv2.weight", {d, d});
     add(l + "norm_self_att.weight", {d});
@@ -461,6 +464,27 @@ std::vector<std::string> prompt_languages(const Hparams& hp) {
   return out;
 }
 
+// BatchNorm's training counters (encoder.layers.N.conv.batch_norm.num_batches_tracked)
+// take no part in inference. Files carry them as one element of whatever type
+// their writer chose: whisper.cpp's converter a 0-dimensional f32 (it squeezes
+// the int64 scalar and writes every tensor of under 2 dimensions as f32), its
+// test-model generator and earshot's legacy writer an i32 [1]; GGUF leaves them
+// out. Any of these is accepted and dropped; another type or size is refused.
+void drop_batch_norm_counters(Parsed& p, const std::string& label) {
+  for (int i = 0; i < p.hp.n_layer && p.hp.conv_norm == ConvNorm::kBatchNorm; ++i) {
+    const std::string name = "encoder.layers." + std::to_string(i) + ".conv.batch_norm.num_batches_tracked";
+    auto it = p.file_tensors.find(name);
+    if (it == p.file_tensors.end()) continue;
+    const auto& ne = p.file_shapes.at(name);
+    const ggml_type type = it->second.first;
+    if (ne[0] * ne[1] * ne[2] * ne[3] != 1 || (type != GGML_TYPE_I32 && type != GGML_TYPE_F32))
+      invalid(label, "tensor " + name + " (BatchNorm's training counter, unused) has type " + ggml_type_name(type) +
+                         " and shape " + runtime::shape_string(4, ne.data()) + ", expected one i32 or f32 element");
+    p.file_tensors.erase(it);
+    p.file_shapes.erase(name);
+  }
+}
+
 // Fills a Model from parsed metadata and its tensor table.
 struct ModelBuilder {
   static std::shared_ptr<const Model> build(Parsed p, const runtime::ByteSource& source, ggml_backend_dev_t device,
@@ -478,9 +502,8 @@ struct ModelBuilder {
                 "tensor " + t.name + " has type " + ggml_type_name(type) + ", expected a float or quantised type");
       t.type = type;
     }
-    if (format == "gguf") {
-      std::erase_if(expected, [](const runtime::ExpectedTensor& t) { return t.name.ends_with("num_batches_tracked"); });
-    }
+    std::erase_if(expected, [](const runtime::ExpectedTensor& t) { return t.name.ends_with("num_batches_tracked"); });
+    drop_batch_norm_counters(p, label);
     std::vector<runtime::TensorPlacement> placements;
     std::vector<std::string> missing;
     for (const runtime::ExpectedTensor& t : expected) {
@@ -586,6 +609,10 @@ struct ModelBuilder {
     }
   }
 };
+
+uint64_t legacy_tensors_offset(const std::filesystem::path& path) {
+  return parse_legacy(runtime::ByteSource::file(path), "model file " + path.string()).tensors_offset;
+}
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml_backend_dev_t device) {
   const std::string label = "model file " + path.string();

@@ -141,6 +141,11 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
 // the rest, norms, biases and convolution kernels, as f32).
 bool is_matrix_tensor(const std::string& name);
 
+// Where the tensor records of a legacy (whisper.cpp) Parakeet .bin start, after
+// its header, filter bank, window, durations and vocabulary; the header and the
+// records are checked as Model::load checks them. Throws like Model::load.
+uint64_t legacy_tensors_offset(const std::filesystem::path& path);
+
 // Throws Error(kUnsupported) naming the first flag this build cannot compute.
 void check_supported(const Hparams& hp, const std::string& label);
 // Throws Error(kUnsupported) when the model cannot stream (naming why), and
