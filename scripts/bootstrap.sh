@@ -11,10 +11,11 @@
 # /usr/local/cuda. EARSHOT_CUDA_ARCHITECTURES picks the GPU architectures
 # (default: the GPUs present, or 90 when none is visible, e.g. on a build machine).
 #
-# EARSHOT_GGML_LLAMAFILE=ON builds ggml with llamafile's tinyBLAS kernels (as
-# llama.cpp builds it; default OFF): the encoder is a third faster, but a batched
-# decoder step then equals the same step alone to rounding only, not bit for bit
-# (docs/architecture.md, "Batched decoding"; docs/development.md, "Build options").
+# ggml is built with llamafile's tinyBLAS kernels (as llama.cpp builds it): the
+# encoder is a third faster. EARSHOT_GGML_LLAMAFILE=OFF builds ggml's own kernels
+# instead, where a batched decoder step equals the same step alone bit for bit
+# (with tinyBLAS, to rounding: docs/architecture.md, "Batched decoding";
+# docs/development.md, "Build options").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,7 @@ JOBS="${JOBS:-$(nproc)}"
 source "$ROOT/scripts/common.sh"
 if earshot_cuda_enabled; then CUDA=ON; FLAVOR="-cuda"; else CUDA=OFF; FLAVOR=""; fi
 INSTALL="$TP/install$FLAVOR"
-LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-OFF}"  # ON: see docs/development.md "Build options" (a flaky batched-attention mismatch under llamafile is open)
+LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-ON}"  # OFF: see docs/development.md "Build options"
 case "$LLAMAFILE" in ON | OFF) ;; *) echo "EARSHOT_GGML_LLAMAFILE must be ON or OFF, not '$LLAMAFILE'" >&2; exit 2 ;; esac
 
 # name@version  sha512 integrity (as the npm registry publishes it)
