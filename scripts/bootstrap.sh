@@ -26,6 +26,18 @@ if earshot_cuda_enabled; then CUDA=ON; FLAVOR="-cuda"; else CUDA=OFF; FLAVOR="";
 INSTALL="$TP/install$FLAVOR"
 LLAMAFILE="${EARSHOT_GGML_LLAMAFILE:-ON}"  # OFF: see docs/development.md "Build options"
 case "$LLAMAFILE" in ON | OFF) ;; *) echo "EARSHOT_GGML_LLAMAFILE must be ON or OFF, not '$LLAMAFILE'" >&2; exit 2 ;; esac
+# On CPUs with AVX512-FP16 (Intel Sapphire Rapids and later) ggml's F16 vector code
+# (one-column products such as every decoder step, F16 attention) multiplies AND
+# accumulates in half precision: dot products over hundreds of elements lose
+# about three digits (Silero VAD probabilities off by 4e-3, Whisper logits by
+# 2e-2 against the same ggml elsewhere). The same class of defect as llama.cpp
+# issue 11920 (ARM fp16fml). earshot builds ggml without that path
+# (-U__AVX512FP16__: F32 accumulation, as on every other x86 CPU);
+# EARSHOT_GGML_FP16_ACCUMULATE=ON keeps ggml's own choice.
+FP16_ACCUMULATE="${EARSHOT_GGML_FP16_ACCUMULATE:-OFF}"
+case "$FP16_ACCUMULATE" in ON | OFF) ;; *) echo "EARSHOT_GGML_FP16_ACCUMULATE must be ON or OFF, not '$FP16_ACCUMULATE'" >&2; exit 2 ;; esac
+GGML_C_FLAGS=""
+[ "$FP16_ACCUMULATE" = OFF ] && GGML_C_FLAGS="-U__AVX512FP16__"
 
 # name@version  sha512 integrity (as the npm registry publishes it)
 LLAMA_PKG="node-llama-cpp@3.22.1"
@@ -117,7 +129,7 @@ cuda_args() {
 }
 
 # A stamp holds the recipe it was made with: a changed recipe rebuilds.
-GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args) -DGGML_LLAMAFILE=$LLAMAFILE"
+GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args) -DGGML_LLAMAFILE=$LLAMAFILE; C flags '$GGML_C_FLAGS'"
 WHISPER_RECIPE="whisper.cpp 1.9.1 on $GGML_RECIPE"
 LLAMA_RECIPE="libllama + libmtmd from llama.cpp v0.5.0 on $GGML_RECIPE"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
@@ -132,6 +144,7 @@ build_ggml() {
     -DEARSHOT_GGML_SOURCE="$TP/src/llama.cpp/ggml" \
     -DCMAKE_INSTALL_PREFIX="$INSTALL" -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
     -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DGGML_LLAMAFILE="$LLAMAFILE" $(cuda_args) \
+    -DCMAKE_C_FLAGS="$GGML_C_FLAGS" -DCMAKE_CXX_FLAGS="$GGML_C_FLAGS" \
     -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
     >"$TP/build/ggml$FLAVOR.log" 2>&1 || { tail -30 "$TP/build/ggml$FLAVOR.log"; die "ggml configure failed"; }
   cmake --build "$TP/build/ggml$FLAVOR" -j "$JOBS" >>"$TP/build/ggml$FLAVOR.log" 2>&1 \
