@@ -54,7 +54,7 @@ ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_t
 ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* q, ggml_tensor* k,
                              ggml_tensor* v, ggml_tensor* p, ggml_tensor* mask) {
   const int H = hp.n_head, dh = hp.d_head();
-  const int Tq = static_cast<int>(q->ne[2]), Tk = static_cast<int>(k->ne[2]);
+  const int Tq = static_cast<int>(q->ne[2]), Tk = static_cast<int>(k->ne[2]), G = static_cast<int>(q->ne[3]);
   // Content term (q + u) . k, and position term (q + v) . p over the Tk + Tq - 1 relative positions.
   ggml_tensor* qu = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3);  // [dh, Tq, H]
   ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));
@@ -63,7 +63,8 @@ ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& 
   ggml_tensor* raw = ggml_mul_mat(ctx, p, qv);  // [n_pos, Tq, H]: column j is position Tk-1-j
   // Relative shift: query i (key index Tk-Tq+i) and key k are Tk-Tq+i-k apart, column
   // j = Tq-1-i+k: a view whose rows step one element less than raw's.
-  ggml_tensor* shifted = ggml_view_3d(ctx, raw, Tk, Tq, H, raw->nb[1] - raw->nb[0], raw->nb[2], (Tq - 1) * raw->nb[0]);
+  ggml_tensor* shifted =
+      ggml_view_4d(ctx, raw, Tk, Tq, H, G, raw->nb[1] - raw->nb[0], raw->nb[2], raw->nb[3], (Tq - 1) * raw->nb[0]);
   ggml_tensor* scores = ggml_add(ctx, content, ggml_cont(ctx, shifted));
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // NeMo fills masked scores with -10000 and zeroes their probabilities: -inf does both.
@@ -71,7 +72,7 @@ ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& 
       mask ? ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f) : ggml_soft_max(ctx, ggml_scale(ctx, scores, scale));
   ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));  // [Tk, dh, H]
   ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                     // [dh, Tq, H]
-  return ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, Tq);
+  return ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, static_cast<int64_t>(Tq) * G);
 }
 
 ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x) {
@@ -96,8 +97,9 @@ ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l
   } else {
     h = ggml_pad_ext(ctx, h, (K - 1) / 2, (K - 1) / 2, 0, 0, 0, 0, 0, 0);
   }
-  if (next_cache) *next_cache = ggml_cont(ctx, ggml_view_2d(ctx, h, K - 1, d, h->nb[1], T * h->nb[0]));
-  return ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T]
+  if (next_cache)
+    *next_cache = ggml_cont(ctx, ggml_view_3d(ctx, h, K - 1, d, h->ne[2], h->nb[1], h->nb[2], T * h->nb[0]));
+  return ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T, sequences]
 }
 
 ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps) {

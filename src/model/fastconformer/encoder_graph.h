@@ -17,19 +17,22 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
                       ggml_tensor* w2, float eps);
 
-// One sequence's relative-position attention from its projections: q [dh, H, Tq],
-// k and v [dh, H, Tk] (the query frames are the keys' last Tq), p [dh, H, Tk + Tq - 1]
-// (linear_pos of positions Tk - 1 ... -(Tq - 1)); mask null or [Tk, Tq] f32.
-// Returns the heads concatenated, [d, Tq], before linear_out.
+// Relative-position attention of G sequences of one shape from their
+// projections: q [dh, H, Tq, G], k and v [dh, H, Tk, G] (the query frames are
+// the keys' last Tq), p [dh, H, Tk + Tq - 1] (linear_pos of positions Tk - 1 ...
+// -(Tq - 1), shared); mask null or [Tk, Tq] f32. Returns the heads concatenated,
+// [d, Tq * G] (sequence-major), before linear_out; each sequence's values are
+// those it has alone.
 ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* q, ggml_tensor* k,
                              ggml_tensor* v, ggml_tensor* p, ggml_tensor* mask);
 
 // The convolution module's first half: LayerNorm, pointwise_conv1 and the GLU, [d, T].
 ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x);
-// One sequence's depthwise conv over time of h [d, T] (the GLU output): its left
-// context is `cache` ([kernel - 1, d] time-major, the previous inputs) when given,
-// else the padding the file says (causal: kernel - 1 zeros on the left). With
-// next_cache, the last kernel - 1 inputs ([kernel - 1, d]) for the next chunk.
+// The depthwise conv over time of h [d, T, G] (the GLU output of G sequences of
+// T frames): their left context is `cache` ([kernel - 1, d, G] time-major, the
+// previous inputs) when given, else the padding the file says (causal: kernel - 1
+// zeros on the left). With next_cache, the last kernel - 1 inputs ([kernel - 1, d,
+// G]) for the next chunk. Returns [d, T, G].
 ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, ggml_tensor* cache,
                             ggml_tensor** next_cache);
 // The convolution module's second half: the norm, SiLU and pointwise_conv2.

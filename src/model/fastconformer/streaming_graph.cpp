@@ -50,6 +50,11 @@ ggml_tensor* head_view(ggml_context* ctx, ggml_tensor* x, int dh, int H, int col
   return ggml_view_3d(ctx, x, dh, H, n, dh * ggml_element_size(x), x->nb[1], col * x->nb[1]);
 }
 
+// Columns [col, col + n * G) of x as [dh, H, n, G]: G streams' n frames each.
+ggml_tensor* head_view(ggml_context* ctx, ggml_tensor* x, int dh, int H, int col, int n, int G) {
+  return ggml_view_4d(ctx, x, dh, H, n, G, dh * ggml_element_size(x), x->nb[1], n * x->nb[1], col * x->nb[1]);
+}
+
 ggml_tensor* column_view(ggml_context* ctx, ggml_tensor* x, int col, int n) {
   return ggml_view_2d(ctx, x, x->ne[0], n, x->nb[1], col * x->nb[1]);
 }
@@ -58,10 +63,21 @@ ggml_tensor* column_view(ggml_context* ctx, ggml_tensor* x, int col, int n) {
 struct Part {
   int a = 0, n_win = 0, drop = 0, n_q = 0, n_cached = 0, n_k = 0, n_pos = 0;
   int col = 0, cache_col = 0, pos_col = 0;  // its first column in the batched rows, caches, positions
+  int group = 0, in_group = 0;              // its group and its place in it
   ggml_tensor* mel = nullptr;
+  ggml_tensor* sub = nullptr;  // its subsampled frames, before the output linear
   ggml_tensor* mask = nullptr;
   std::vector<float> mask_values;
-  std::vector<ggml_tensor*> conv_in, conv_next;  // per layer
+};
+
+// Streams whose step has the same shape (frames, cached frames, no mask: every
+// stream in the steady state of one lookahead) share their attention's and
+// depthwise conv's ops, batched over ggml's fourth axis, each slice computed as
+// alone; their rows are consecutive.
+struct Group {
+  std::vector<int> members;
+  int n_q = 0, n_cached = 0;
+  std::vector<ggml_tensor*> conv_in, conv_next;  // per layer: [kernel - 1, d, members]
 };
 
 }  // namespace
@@ -126,7 +142,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
 
   // Per stream: its mel window and subsampling, its columns among the batched rows.
   std::vector<Part> parts(B);
-  std::vector<ggml_tensor*> sub;
+  std::vector<Group> groups;
   int n_rows = 0, n_cached_all = 0;
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;
@@ -143,8 +159,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
                                             std::to_string(t1) + " does not follow the stream (" +
                                             std::to_string(st.frames_done) + " frames done)");
     p.n_cached = st.att_frames, p.n_k = p.n_cached + p.n_q, p.n_pos = p.n_k + p.n_q - 1;
-    p.col = n_rows, p.cache_col = n_cached_all, p.pos_col = positions_top_ - (p.n_k - 1);
-    n_rows += p.n_q, n_cached_all += p.n_cached;
+    p.pos_col = positions_top_ - (p.n_k - 1);
     if (p.pos_col < 0 || p.pos_col + p.n_pos > positions_[0]->ne[1])
       throw Error(ErrorCode::kInternal, "a streaming step of " + std::to_string(p.n_q) + " frames over " +
                                             std::to_string(p.n_cached) + " cached ones is past the position table");
@@ -155,7 +170,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       throw Error(ErrorCode::kInternal, "the streaming subsampling gave " + std::to_string(x->ne[1]) +
                                             " frames for a window of " + std::to_string(p.n_win) + ", expected " +
                                             std::to_string(p.drop + p.n_q));
-    sub.push_back(column_view(ctx, x, p.drop, p.n_q));
+    p.sub = column_view(ctx, x, p.drop, p.n_q);
     // Several chunks in one pass: each query sees its own chunk and the
     // left / (right + 1) chunks before it, the offline chunked_limited mask.
     const int chunk = st.right + 1, left_chunks = hp.att_left / chunk;
@@ -169,6 +184,22 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
           if (diff < 0 || diff > left_chunks) p.mask_values[static_cast<size_t>(i) * p.n_k + j] = -INFINITY;
         }
       }
+    }
+    auto same = [&](const Group& g) { return !p.mask && g.n_q == p.n_q && g.n_cached == p.n_cached; };
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return same(g) && !parts[g.members.front()].mask; });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{{}, p.n_q, p.n_cached, {}, {}});
+    p.group = static_cast<int>(it - groups.begin()), p.in_group = static_cast<int>(it->members.size());
+    it->members.push_back(s);
+  }
+  // The rows, caches and subsampled frames group by group.
+  std::vector<ggml_tensor*> sub;
+  for (const Group& g : groups) {
+    for (int s : g.members) {
+      Part& p = parts[s];
+      p.col = n_rows, p.cache_col = n_cached_all;
+      n_rows += p.n_q, n_cached_all += p.n_cached;
+      sub.push_back(p.sub);
     }
   }
   ggml_tensor* x = subsampling_out(ctx, m, concat_columns(ctx, sub));
@@ -195,31 +226,35 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       ggml_set_input(v_old[il]);
     }
     ggml_tensor* pos = positions_[il];
-    std::vector<ggml_tensor*> heads(B);
-    for (int s = 0; s < B; ++s) {
-      const Part& p = parts[s];
-      ggml_tensor* k = head_view(ctx, k_new, dh, H, p.col, p.n_q);
-      ggml_tensor* v = head_view(ctx, v_new, dh, H, p.col, p.n_q);
+    std::vector<ggml_tensor*> heads;
+    for (const Group& g : groups) {
+      const Part& p = parts[g.members.front()];
+      const int G = static_cast<int>(g.members.size());
+      ggml_tensor* k = head_view(ctx, k_new, dh, H, p.col, p.n_q, G);
+      ggml_tensor* v = head_view(ctx, v_new, dh, H, p.col, p.n_q, G);
       if (p.n_cached > 0) {
-        k = ggml_concat(ctx, head_view(ctx, k_old[il], dh, H, p.cache_col, p.n_cached), k, 2);
-        v = ggml_concat(ctx, head_view(ctx, v_old[il], dh, H, p.cache_col, p.n_cached), v, 2);
+        k = ggml_concat(ctx, head_view(ctx, k_old[il], dh, H, p.cache_col, p.n_cached, G), k, 2);
+        v = ggml_concat(ctx, head_view(ctx, v_old[il], dh, H, p.cache_col, p.n_cached, G), v, 2);
       }
-      heads[s] = attention_heads(ctx, hp, l, head_view(ctx, q, dh, H, p.col, p.n_q), k, v,
-                                 head_view(ctx, pos, dh, H, p.pos_col, p.n_pos), p.mask);
+      heads.push_back(attention_heads(ctx, hp, l, head_view(ctx, q, dh, H, p.col, p.n_q, G), k, v,
+                                      head_view(ctx, pos, dh, H, p.pos_col, p.n_pos), p.mask));
     }
     x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.out_w, concat_columns(ctx, heads)));
     ggml_tensor* glu = conv_glu(ctx, hp, l, x);
-    std::vector<ggml_tensor*> conv(B);
-    for (int s = 0; s < B; ++s) {
-      Part& p = parts[s];
-      ggml_tensor* cache = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K - 1, d);
+    std::vector<ggml_tensor*> conv;
+    for (Group& g : groups) {
+      const Part& p = parts[g.members.front()];
+      const int G = static_cast<int>(g.members.size());
+      ggml_tensor* cache = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, K - 1, d, G);
       ggml_set_input(cache);
       ggml_tensor* next = nullptr;
-      conv[s] = depthwise_conv(ctx, hp, l, column_view(ctx, glu, p.col, p.n_q), cache, &next);
+      ggml_tensor* rows = ggml_view_3d(ctx, glu, d, p.n_q, G, glu->nb[1], p.n_q * glu->nb[1], p.col * glu->nb[1]);
+      ggml_tensor* h = depthwise_conv(ctx, hp, l, rows, cache, &next);  // [d, n_q, G]
+      conv.push_back(ggml_reshape_2d(ctx, h, d, p.n_q * G));
       ggml_set_output(next);
       ggml_build_forward_expand(graph, next);
-      p.conv_in.push_back(cache);
-      p.conv_next.push_back(next);
+      g.conv_in.push_back(cache);
+      g.conv_next.push_back(next);
     }
     x = ggml_add(ctx, x, conv_out(ctx, hp, l, concat_columns(ctx, conv), bn_eps));
     x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps);
@@ -244,7 +279,9 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
         ggml_backend_tensor_set(k_old[il], st.keys[il].data(), offset, st.keys[il].size() * sizeof(float));
         ggml_backend_tensor_set(v_old[il], st.values[il].data(), offset, st.values[il].size() * sizeof(float));
       }
-      ggml_backend_tensor_set(p.conv_in[il], st.conv_cache[il].data(), 0, st.conv_cache[il].size() * sizeof(float));
+      const size_t offset = static_cast<size_t>(p.in_group) * st.conv_cache[il].size() * sizeof(float);
+      ggml_backend_tensor_set(groups[p.group].conv_in[il], st.conv_cache[il].data(), offset,
+                              st.conv_cache[il].size() * sizeof(float));
     }
   }
   if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
@@ -271,7 +308,9 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
                       rows->begin() + static_cast<std::ptrdiff_t>(p.col + p.n_q) * d);
         cache->erase(cache->begin(), cache->begin() + static_cast<std::ptrdiff_t>(p.n_k - keep) * d);
       }
-      ggml_backend_tensor_get(p.conv_next[il], st.conv_cache[il].data(), 0, st.conv_cache[il].size() * sizeof(float));
+      const size_t offset = static_cast<size_t>(p.in_group) * st.conv_cache[il].size() * sizeof(float);
+      ggml_backend_tensor_get(groups[p.group].conv_next[il], st.conv_cache[il].data(), offset,
+                              st.conv_cache[il].size() * sizeof(float));
     }
     st.att_frames = keep;
     EncoderOutput& out = *steps[s].out;
