@@ -63,11 +63,21 @@ struct StreamStep {
   EncoderOutput* out = nullptr;
 };
 
+// Each layer's linear_pos projection of every relative position a step can see,
+// from `top` down one position per column: the same for every chunk of every
+// stream, so computed once and shared by every StepGraph of the model on the
+// same kind of buffer (held while one of them lives).
+struct PositionTable {
+  int top = 0;
+  ggml_context_ptr ctx;
+  ggml_backend_buffer_ptr buffer;
+  std::vector<ggml_tensor*> layers;  // [d, columns]
+};
+
 // Runs steps of distinct streams of one model as one graph and advances each
 // stream (its caches, mel, frames_done, output) once the graph has computed: a
-// throw leaves every stream as it was. Owns the graph's compute buffer and each
-// layer's linear_pos projection of every relative position a step can see
-// (computed at the first step: the same for every chunk of every stream).
+// throw leaves every stream as it was. Owns the graph's compute buffer; shares
+// the model's PositionTable (computed at the first step of the first one).
 class StepGraph {
  public:
   explicit StepGraph(ggml_backend_t backend);
@@ -77,16 +87,13 @@ class StepGraph {
   void run(const Model& model, float batch_norm_eps, std::span<const StreamStep> steps);
 
  private:
-  void build_positions(const Model& model);
+  std::shared_ptr<const PositionTable> build_positions(const Model& model);
 
   ggml_backend_t backend_;
   ggml_gallocr_t alloc_ = nullptr;
   std::vector<uint8_t> meta_;
   const Model* positions_model_ = nullptr;
-  int positions_top_ = 0;  // the table's first column is this position; columns step down by one
-  ggml_context_ptr positions_ctx_;
-  ggml_backend_buffer_ptr positions_buffer_;
-  std::vector<ggml_tensor*> positions_;  // per layer: [d, columns]
+  std::shared_ptr<const PositionTable> positions_;
 };
 
 }  // namespace detail

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "common/error.h"
@@ -88,7 +90,16 @@ StepGraph::StepGraph(ggml_backend_t backend) : backend_(backend) {
 
 StepGraph::~StepGraph() { ggml_gallocr_free(alloc_); }
 
-void StepGraph::build_positions(const Model& m) {
+std::shared_ptr<const PositionTable> StepGraph::build_positions(const Model& m) {
+  // One table per model and kind of buffer, while a StepGraph holds it (a graph
+  // owner holds its model: the address is not reused meanwhile).
+  static std::mutex mutex;
+  static std::map<std::pair<const Model*, ggml_backend_buffer_type_t>, std::weak_ptr<const PositionTable>> tables;
+  const auto key = std::make_pair(&m, ggml_backend_get_default_buffer_type(backend_));
+  std::lock_guard lock(mutex);
+  std::erase_if(tables, [](const auto& entry) { return entry.second.expired(); });
+  if (auto it = tables.find(key); it != tables.end())
+    if (auto table = it->second.lock()) return table;
   const Hparams& hp = m.hparams();
   const int d = hp.n_state;
   // A step sees positions n_k - 1 ... -(n_q - 1): n_k is at most the left context
@@ -96,13 +107,15 @@ void StepGraph::build_positions(const Model& m) {
   int max_q = std::max(kMaxStepFrames, hp.att_right + 1);
   for (int r : hp.att_right_options) max_q = std::max(max_q, r + 1);
   const int top = std::max(hp.att_left, 0) + max_q - 1, columns = top + max_q;
+  auto table = std::make_shared<PositionTable>();
+  table->top = top;
   ggml_init_params table_params{ggml_tensor_overhead() * (hp.n_layer + 1), nullptr, true};
-  positions_ctx_.reset(ggml_init(table_params));
-  if (!positions_ctx_) throw Error(ErrorCode::kInternal, "ggml_init failed for the position table");
-  positions_.assign(hp.n_layer, nullptr);
-  for (ggml_tensor*& t : positions_) t = ggml_new_tensor_2d(positions_ctx_.get(), GGML_TYPE_F32, d, columns);
-  positions_buffer_.reset(ggml_backend_alloc_ctx_tensors(positions_ctx_.get(), backend_));
-  if (!positions_buffer_) throw Error(ErrorCode::kInternal, "cannot allocate the position table");
+  table->ctx.reset(ggml_init(table_params));
+  if (!table->ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the position table");
+  for (int il = 0; il < hp.n_layer; ++il)
+    table->layers.push_back(ggml_new_tensor_2d(table->ctx.get(), GGML_TYPE_F32, d, columns));
+  table->buffer.reset(ggml_backend_alloc_ctx_tensors(table->ctx.get(), backend_));
+  if (!table->buffer) throw Error(ErrorCode::kInternal, "cannot allocate the position table");
   const int n_nodes = 64 + 4 * hp.n_layer;
   const size_t meta = ggml_tensor_overhead() * n_nodes + ggml_graph_overhead_custom(n_nodes, false);
   if (meta_.size() < meta) meta_.resize(meta);
@@ -113,16 +126,16 @@ void StepGraph::build_positions(const Model& m) {
   ggml_tensor* pe = ggml_new_tensor_2d(guard.get(), GGML_TYPE_F32, d, columns);
   ggml_set_input(pe);
   for (int il = 0; il < hp.n_layer; ++il)
-    ggml_build_forward_expand(graph,
-                              ggml_cpy(guard.get(), ggml_mul_mat(guard.get(), m.layers[il].pos_w, pe), positions_[il]));
+    ggml_build_forward_expand(
+        graph, ggml_cpy(guard.get(), ggml_mul_mat(guard.get(), m.layers[il].pos_w, pe), table->layers[il]));
   if (!ggml_gallocr_reserve(alloc_, graph) || !ggml_gallocr_alloc_graph(alloc_, graph))
     throw Error(ErrorCode::kInternal, "cannot allocate the position table graph");
   const std::vector<float> values = relative_positions(top, columns, d);
   ggml_backend_tensor_set(pe, values.data(), 0, values.size() * sizeof(float));
   if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
     throw Error(ErrorCode::kInternal, "the position table graph failed to compute");
-  positions_top_ = top;
-  positions_model_ = &m;
+  tables[key] = table;
+  return table;
 }
 
 void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> steps) {
@@ -130,7 +143,11 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   const int d = hp.n_state, K = hp.n_conv_kernel, H = hp.n_head, dh = hp.d_head();
   const int B = static_cast<int>(steps.size());
   if (B == 0) return;
-  if (positions_model_ != &m) build_positions(m);
+  if (positions_model_ != &m) {
+    positions_ = build_positions(m);
+    positions_model_ = &m;
+  }
+  const PositionTable& table = *positions_;
   const int n_nodes = 2048 + 256 * B + hp.n_layer * (256 + 96 * B);
   const size_t meta = ggml_tensor_overhead() * 2 * n_nodes + ggml_graph_overhead_custom(n_nodes, false);
   if (meta_.size() < meta) meta_.resize(meta);
@@ -159,8 +176,8 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
                                             std::to_string(t1) + " does not follow the stream (" +
                                             std::to_string(st.frames_done) + " frames done)");
     p.n_cached = st.att_frames, p.n_k = p.n_cached + p.n_q, p.n_pos = p.n_k + p.n_q - 1;
-    p.pos_col = positions_top_ - (p.n_k - 1);
-    if (p.pos_col < 0 || p.pos_col + p.n_pos > positions_[0]->ne[1])
+    p.pos_col = table.top - (p.n_k - 1);
+    if (p.pos_col < 0 || p.pos_col + p.n_pos > table.layers[0]->ne[1])
       throw Error(ErrorCode::kInternal, "a streaming step of " + std::to_string(p.n_q) + " frames over " +
                                             std::to_string(p.n_cached) + " cached ones is past the position table");
     p.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, p.n_win, 1, 1);
@@ -225,7 +242,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       ggml_set_input(k_old[il]);
       ggml_set_input(v_old[il]);
     }
-    ggml_tensor* pos = positions_[il];
+    ggml_tensor* pos = table.layers[il];
     std::vector<ggml_tensor*> heads;
     for (const Group& g : groups) {
       const Part& p = parts[g.members.front()];
