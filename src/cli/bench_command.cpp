@@ -601,6 +601,7 @@ int run_bench(const CommandArgs& argv) {
   s.model.qwen3asr = read_qwen3asr_options(args);
   s.model.transducer = read_transducer_options(args);
   s.model.whisper.batch_decode = read_batch_decode(args);
+  s.model.transducer.batch_streams = s.model.whisper.batch_decode;
   s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 

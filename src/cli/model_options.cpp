@@ -74,7 +74,8 @@ void declare_batch_decode_option(Args& args) {
   args.option("batch-decode",
               "Whisper: run the decoder steps of up to N streams that wait at the same time as one graph (weights "
               "read once per step; results equal unbatched ones to rounding, bit for bit in a build without ggml's "
-              "llamafile kernels); at most --workers wait at once. "
+              "llamafile kernels); at most --workers wait at once. A cache-aware streaming transducer: the same for "
+              "the chunks of up to N streams (bit for bit likewise). "
               "0 = off",
               "0");
 }

@@ -256,6 +256,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   spec.qwen3asr = read_qwen3asr_options(args);
   spec.transducer = read_transducer_options(args);
   spec.whisper.batch_decode = read_batch_decode(args);
+  spec.transducer.batch_streams = spec.whisper.batch_decode;
   spec.policies.alignatt = policy_config;
   spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 
@@ -304,6 +305,11 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   };
   hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
   hooks.model_times = [counters] { return counters->times(); };
+  if (engine->batch_counts())
+    hooks.batch_totals = [engine] {
+      const engine::BatchCounts c = engine->batch_counts().value_or(engine::BatchCounts{});
+      return server::BatchTotals{c.steps, c.graphs, c.max_batch};
+    };
   if (!args.get_flag("no-vac")) hooks.make_vad = session::silero_vad_factory(vad::VadModel::load(vad_path));
   if (translation) {
     hooks.make_stages = [service = translation->service](const std::string& language, const std::string& target) {

@@ -7,8 +7,10 @@
 // engine/families.h and an Engine subclass.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,13 @@ struct StreamRequest {
   std::function<std::unique_ptr<AsrDecoder>(std::unique_ptr<AsrDecoder>)> wrap_decoder;
 };
 
+// Steps that ran batched across streams (a batching engine's, since load).
+struct BatchCounts {
+  int64_t steps = 0;      // per-stream steps run
+  int64_t graphs = 0;     // graphs they ran in (steps / graphs: the mean batch)
+  int64_t max_batch = 0;  // the largest batch so far (0: not counted)
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -52,6 +61,8 @@ class Engine {
   // A new stream. Throws earshot::Error(kInvalidArgument) with a message for the
   // client for a language or policy the model cannot do.
   virtual std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const = 0;
+  // The engine's cross-stream batching so far; nullopt when it does not batch.
+  virtual std::optional<BatchCounts> batch_counts() const { return std::nullopt; }
 
   // "" when `language` (a code or auto) is one this model takes, else why not.
   std::string language_problem(const std::string& language) const;

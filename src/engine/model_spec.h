@@ -37,6 +37,10 @@ struct TransducerOptions {
   // 560, 1120 for Nemotron streaming, validated against the file; 0 = the file's
   // default. A non-streaming model refuses any other value than 0.
   int lookahead_ms = 0;
+  // A streaming model: the chunks of up to this many streams ready at once run
+  // as one graph (fastconformer::StreamingBatcher, shared by the engine's
+  // streams); 0 = every chunk alone. An offline model ignores it.
+  int batch_streams = 0;
 };
 
 // Qwen3-ASR: a text GGUF (--model) and its audio encoder (--mmproj).

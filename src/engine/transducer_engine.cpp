@@ -263,10 +263,12 @@ class TransducerWindowDecoder : public policy::commit::WindowDecoder {
 class StreamingTransducerProcessor : public TransducerWords {
  public:
   StreamingTransducerProcessor(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec,
-                               const StreamRequest& request, int right_context)
+                               const StreamRequest& request, int right_context,
+                               std::shared_ptr<fastconformer::StreamingBatcher> batcher)
       : TransducerWords(std::move(model), request),
-        backend_(runtime::create_backend(model_->device(), spec.runtime.threads)),
-        encoder_(model_, backend_.get(), {.right_context = right_context}),
+        backend_(batcher ? nullptr : runtime::create_backend(model_->device(), spec.runtime.threads)),
+        batcher_(std::move(batcher)),
+        encoder_(model_, backend_.get(), {.right_context = right_context}, batcher_),
         mel_(mel_config(), model_->mel_filters(), model_->window()) {}
 
   void insert_audio(std::span<const float> samples, double stream_end_time) override {
@@ -302,7 +304,8 @@ class StreamingTransducerProcessor : public TransducerWords {
   ProcessResult finish() override { return process(true); }
   void warmup() override {
     // A throwaway encoder: this stream's caches stay untouched.
-    fastconformer::StreamingEncoder encoder(model_, backend_.get(), {.right_context = encoder_.right_context()});
+    fastconformer::StreamingEncoder encoder(model_, backend_.get(), {.right_context = encoder_.right_context()},
+                                            batcher_);
     features::NemoMelStream mel(mel_config(), model_->mel_filters(), model_->window());
     const std::vector<float> silence(kSampleRate, 0.0f);
     const features::FrameMajorMel m = mel.push(silence);
@@ -310,7 +313,8 @@ class StreamingTransducerProcessor : public TransducerWords {
   }
 
  private:
-  ggml_backend_ptr backend_;
+  ggml_backend_ptr backend_;  // null with a batcher (its executor computes)
+  std::shared_ptr<fastconformer::StreamingBatcher> batcher_;
   fastconformer::StreamingEncoder encoder_;
   features::NemoMelStream mel_;
   std::vector<float> samples_;
@@ -339,6 +343,12 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
     }
     fastconformer::check_streaming(hp, right_context_,
                                    "--lookahead-ms " + std::to_string(spec.transducer.lookahead_ms));
+    const int batch = spec.transducer.batch_streams;
+    if (batch != 0 && (batch < 2 || batch > kMaxBatchStreams))
+      throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
+                                                   std::to_string(kMaxBatchStreams) + " streams per graph, got " +
+                                                   std::to_string(batch));
+    if (batch > 0) batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads);
   } else if (spec.transducer.lookahead_ms != 0) {
     throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms applies to cache-aware streaming transducers; " +
                                                  spec.path.filename().string() + " is an offline model");
@@ -372,13 +382,19 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
 std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamRequest& request) const {
   const std::string policy = resolve_policy(request.policy);
   if (right_context_ >= 0)
-    return std::make_unique<StreamingTransducerProcessor>(model_, spec_, request, right_context_);
+    return std::make_unique<StreamingTransducerProcessor>(model_, spec_, request, right_context_, batcher_);
   if (policy == "native") return std::make_unique<TransducerProcessor>(model_, spec_, request);
   policy::commit::RevisingConfig config = spec_.policies.rolling;
   config.language = request.language;
   config.max_segment_sec = spec_.transducer.window_seconds;
   return std::make_unique<policy::commit::RevisingProcessor>(
       std::make_unique<TransducerWindowDecoder>(model_, spec_, request), std::move(config));
+}
+
+std::optional<BatchCounts> TransducerEngine::batch_counts() const {
+  if (!batcher_) return std::nullopt;
+  const fastconformer::StreamingBatcher::Counts c = batcher_->counts();
+  return BatchCounts{c.steps, c.graphs, c.max_batch};
 }
 
 std::shared_ptr<const Engine> load_transducer_engine(const ModelSpec& spec) {

@@ -11,6 +11,9 @@
 // (Nemotron streaming; policy native only) encodes chunks of (right context + 1)
 // x 80 ms as their audio arrives (--lookahead-ms picks the right context among
 // the file's): its words are append-only and come a chunk after their audio.
+// With TransducerOptions::batch_streams, the streams' chunks that are ready at
+// the same moment run as one graph (fastconformer::StreamingBatcher), each
+// stream's words as alone.
 #pragma once
 
 #include <memory>
@@ -18,8 +21,12 @@
 #include "engine/engine.h"
 #include "engine/model_spec.h"
 #include "model/fastconformer/model.h"
+#include "model/fastconformer/streaming_batch.h"
 
 namespace earshot::engine {
+
+// The largest --batch-decode for a streaming model.
+inline constexpr int kMaxBatchStreams = 64;
 
 class TransducerEngine : public Engine {
  public:
@@ -27,12 +34,14 @@ class TransducerEngine : public Engine {
 
   const Capabilities& capabilities() const override { return capabilities_; }
   std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const override;
+  std::optional<BatchCounts> batch_counts() const override;
 
  private:
   std::shared_ptr<const fastconformer::Model> model_;
   ModelSpec spec_;
   Capabilities capabilities_;
   int right_context_ = -1;  // a streaming model's chunk - 1 (frames); -1: an offline model
+  std::shared_ptr<fastconformer::StreamingBatcher> batcher_;  // --batch-decode with a streaming model
 };
 
 // Loads spec.path as a FastConformer transducer (engine/families.cpp registers this).

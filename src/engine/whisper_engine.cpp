@@ -60,6 +60,12 @@ std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest&
   return std::make_unique<policy::LocalAgreementProcessor>(std::move(decoder), std::move(config));
 }
 
+std::optional<BatchCounts> WhisperEngine::batch_counts() const {
+  if (!session_options_.batcher) return std::nullopt;
+  const whisper::DecodeBatcher::Counts c = session_options_.batcher->counts();
+  return BatchCounts{c.requests, c.graphs, 0};
+}
+
 std::shared_ptr<const Engine> load_whisper_engine(const ModelSpec& spec) {
   whisper::LoadOptions load;
   load.alignment_heads = spec.whisper.alignment_heads;

@@ -21,6 +21,7 @@ class WhisperEngine : public Engine {
   WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec);
 
   const Capabilities& capabilities() const override { return capabilities_; }
+  std::optional<BatchCounts> batch_counts() const override;
   std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const override;
 
   const whisper::Model& model() const { return *model_; }

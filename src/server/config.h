@@ -60,6 +60,13 @@ struct ModelTimes {
   uint64_t decoder_passes = 0;
 };
 
+// Cross-stream batching counters for /metrics (engine::BatchCounts), when the engine batches.
+struct BatchTotals {
+  int64_t steps = 0;
+  int64_t graphs = 0;
+  int64_t max_batch = 0;
+};
+
 struct ServerHooks {
   // A new online processor for one stream in `language` ("auto" or a code).
   // Throws Error(kInvalidArgument) with a message for a language the model
@@ -70,7 +77,8 @@ struct ServerHooks {
   std::function<std::unique_ptr<audio::StreamDecoder>()> make_decoder;
   // Optional check of a language code: "" when usable, else the reason.
   std::function<std::string(const std::string& language)> check_language;
-  std::function<ModelTimes()> model_times;  // optional
+  std::function<ModelTimes()> model_times;    // optional
+  std::function<BatchTotals()> batch_totals;  // optional: the engine batches steps across streams
   // The stages of a stream's chain for a source `language` and a translation
   // `target_language` ("" = none); optional (no stages). Throws
   // Error(kInvalidArgument) for a target it cannot serve.

@@ -410,6 +410,14 @@ std::string Core::metrics_text() const {
     metric("earshot_encoder_passes_total", "counter", "Encoder passes.", m.encoder_passes);
     metric("earshot_decoder_passes_total", "counter", "Decoder passes.", m.decoder_passes);
   }
+  if (hooks_.batch_totals) {
+    const BatchTotals b = hooks_.batch_totals();
+    metric("earshot_batch_steps_total", "counter",
+           "Model steps run batched across streams (Whisper decoder steps, streaming transducer chunks).", b.steps);
+    metric("earshot_batch_graphs_total", "counter", "Graphs those steps ran in (steps / graphs: the mean batch size).",
+           b.graphs);
+    metric("earshot_batch_size_max", "gauge", "The largest batch so far (0: not counted by this family).", b.max_batch);
+  }
   metric("earshot_lag_seconds_max", "gauge", "Largest remaining_time_transcription among live sessions.", max_lag);
   metric("earshot_lag_seconds_mean", "gauge", "Mean remaining_time_transcription of live sessions.",
          streams ? sum_lag / static_cast<double>(streams) : 0.0);

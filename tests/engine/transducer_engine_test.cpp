@@ -2,11 +2,14 @@
 // both file formats, its capabilities say native timestamps and no commit
 // policy, and its stream commits append-only words with frame times, the same
 // words however the audio arrives, equal to decoding the encoder output directly.
+#include "engine/transducer_engine.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "../model/model_test_util.h"
 #include "audio/wav.h"
@@ -256,6 +259,58 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
   spec.path = dir / "parakeet.gguf";
   spec.transducer.lookahead_ms = 160;
   EXPECT_THROW(load(spec), Error);
+}
+
+TEST(TransducerEngine, StreamsOnThreadsShareOneBatcherAndGetTheirLoneWords) {
+  // --batch-decode with a streaming model: the sessions' chunks that are ready at
+  // the same moment run as one graph; each stream's words (times, probabilities)
+  // are exactly its lone ones, whatever batches the threads happen to form.
+  TempDir dir("transducer-engine");
+  ModelSpec spec = streaming_model_spec(dir, "nemotron-small.gguf");
+  spec.transducer.lookahead_ms = 160;
+  const std::shared_ptr<const Engine> lone = load(spec);
+  EXPECT_FALSE(lone->batch_counts());
+  spec.transducer.batch_streams = 4;
+  const std::shared_ptr<const Engine> batched = load(spec);
+  const std::vector<float> jfk_pcm = jfk();
+  constexpr int kStreams = 6;
+  std::vector<std::vector<float>> pcm(kStreams);
+  std::vector<std::vector<size_t>> pieces(kStreams);
+  std::vector<std::vector<Word>> want(kStreams), got(kStreams);
+  for (int s = 0; s < kStreams; ++s) {
+    // Each stream its own audio (jfk from another point on) and its own piece sizes.
+    pcm[s].assign(jfk_pcm.begin() + s * 9000, jfk_pcm.end() - (kStreams - s) * 4000);
+    std::mt19937 rng(40 + s);
+    std::uniform_int_distribution<size_t> size(160, 4000);
+    for (size_t done = 0; done < pcm[s].size();)
+      pieces[s].push_back(std::min(size(rng), pcm[s].size() - done)), done += pieces[s].back();
+    want[s] = stream_pieces(*lone, pcm[s], pieces[s], 0.16);
+    ASSERT_FALSE(want[s].empty()) << s;
+  }
+  std::vector<std::thread> threads;
+  for (int s = 0; s < kStreams; ++s)
+    threads.emplace_back([&, s] { got[s] = stream_pieces(*batched, pcm[s], pieces[s], 0.16); });
+  for (std::thread& t : threads) t.join();
+  for (int s = 0; s < kStreams; ++s) {
+    ASSERT_EQ(got[s].size(), want[s].size()) << "stream " << s;
+    for (size_t i = 0; i < want[s].size(); ++i) {
+      EXPECT_EQ(got[s][i].text, want[s][i].text) << s << " " << i;
+      EXPECT_EQ(got[s][i].start, want[s][i].start) << s << " " << i;
+      EXPECT_EQ(got[s][i].end, want[s][i].end) << s << " " << i;
+      EXPECT_EQ(got[s][i].probability, want[s][i].probability) << s << " " << i;
+    }
+  }
+  const std::optional<BatchCounts> counts = batched->batch_counts();
+  ASSERT_TRUE(counts);
+  EXPECT_GT(counts->steps, 0);
+  EXPECT_GE(counts->steps, counts->graphs);
+  EXPECT_GE(counts->max_batch, 1);
+  EXPECT_LE(counts->max_batch, 4);
+  // A batch of one, or past the largest, is refused at load.
+  for (int bad : {1, kMaxBatchStreams + 1}) {
+    spec.transducer.batch_streams = bad;
+    EXPECT_THROW(load(spec), Error) << bad;
+  }
 }
 
 TEST(TransducerEngine, PromptModelTakesTheLanguageSlotAndReadsItsTags) {

@@ -42,6 +42,8 @@ class Http : public ServerFixture {
     config.api_token = "tok";
     auto hooks = fake_hooks();
     hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
+    // An engine that batches steps across streams (--batch-decode) reports its counts.
+    hooks.batch_totals = [] { return server::BatchTotals{12, 5, 3}; };
     start(config, hooks);
   }
   HttpResult transcribe(const std::string& format, const std::string& token = "tok", std::string file = "") {
@@ -193,6 +195,9 @@ TEST_F(Http, MetricsCountSessionsAndAudio) {
   EXPECT_NE(m.body.find("earshot_sessions_active 0\n"), std::string::npos);
   EXPECT_NE(m.body.find("# TYPE earshot_passes_total counter\n"), std::string::npos);
   EXPECT_NE(m.body.find("earshot_lag_seconds_max"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE earshot_batch_steps_total counter\nearshot_batch_steps_total 12\n"), std::string::npos);
+  EXPECT_NE(m.body.find("earshot_batch_graphs_total 5\n"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE earshot_batch_size_max gauge\nearshot_batch_size_max 3\n"), std::string::npos);
 }
 
 TEST(Multipart, ParsesFieldsAndFiles) {

@@ -9,6 +9,11 @@
 //    factor of one stream at --threads), and the streams the machine holds in
 //    real time if each gets one thread (cores / the one-thread factor); a
 //    prompt model's kernel (host, per frame) timed on its own.
+//  - batched streaming (--batch 1,2,4,8,16): B streams of one streaming GGUF fed
+//    in lockstep in 10 ms pieces, every ready chunk of every stream stepped as
+//    one graph (fastconformer::StreamingBatchExecutor): compute seconds per
+//    audio second per stream, the real-time streams the threads hold at that
+//    batch, and the GB/s of encoder weights the steps read.
 // Random weights are fine: the compute does not depend on the values.
 #include <parakeet.h>
 
@@ -27,6 +32,7 @@
 #include "features/nemo_mel_stream.h"
 #include "model/fastconformer/encoder.h"
 #include "model/fastconformer/model.h"
+#include "model/fastconformer/streaming_batch.h"
 #include "model/fastconformer/streaming_encoder.h"
 #include "model/runtime/device.h"
 #include "model/transducer/decoder.h"
@@ -40,14 +46,20 @@ namespace {
 
 const char* kUsage =
     "usage: earshot-bench-parakeet [--model R.bin] [--streaming-model S.gguf] [--seconds 10,30] [--threads 2]\n"
-    "                              [--reps 3] [--stream-seconds 10] [--cores N]\n"
+    "                              [--reps 3] [--stream-seconds 10] [--cores N] [--batch 1,2,4,8,16]\n"
+    "                              [--lookaheads 80,160,560,1120]\n"
     "\n"
     "--model: a legacy Parakeet .bin (earshot-make-parakeet --dims real --type f16 --bin R.bin): the\n"
     "offline encoder, ours vs libparakeet, on --seconds of noise each (best of --reps, alternated),\n"
     "with libparakeet against itself as the control. --streaming-model: a cache-aware streaming GGUF\n"
     "(earshot-make-parakeet --dims real --streaming 1 --type f16 --gguf S.gguf): --stream-seconds fed\n"
     "in 10 ms pieces at each lookahead the file supports, at --threads and at 1 thread; streams in\n"
-    "real time = --cores (default: the hardware's) / the 1-thread compute per audio second.\n";
+    "real time = --cores (default: the hardware's) / the 1-thread compute per audio second.\n"
+    "--batch B1,B2,..: instead, for each --streaming-model (a comma-separated list: f16 and q8_0 files\n"
+    "in one run) and each --lookaheads (default: the file's), B streams of --stream-seconds fed in\n"
+    "lockstep, their ready chunks stepped as one graph at --threads: compute per audio second per\n"
+    "stream, the real-time streams those threads hold at that batch (1 / it), and the GB/s of\n"
+    "encoder weights read (weight bytes x graphs / wall).\n";
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -183,6 +195,97 @@ void streaming(const std::string& path, double seconds, int threads, int cores) 
   }
 }
 
+// The encoder weights a streaming step reads (linear_pos excepted: a table computed once).
+size_t step_weight_bytes(const fc::Model& m) {
+  size_t bytes = ggml_nbytes(m.pre_out_w);
+  for (const fc::Layer& l : m.layers)
+    for (const ggml_tensor* t :
+         {l.ff1_w1, l.ff1_w2, l.q_w, l.k_w, l.v_w, l.out_w, l.pw1_w, l.dw_w, l.pw2_w, l.ff2_w1, l.ff2_w2})
+      bytes += ggml_nbytes(t);
+  return bytes;
+}
+
+struct BatchRun {
+  double wall = 0;
+  int64_t graphs = 0, steps = 0;
+};
+
+// B streams fed in lockstep in 10 ms pieces; every piece, each stream's ready chunks step together.
+BatchRun stream_batch(const std::shared_ptr<const fc::Model>& model, fc::StreamingBatchExecutor& executor, int right,
+                      int batch, double seconds) {
+  ggml_backend_ptr backend = earshot::runtime::create_backend(nullptr, 1);  // the encoders' unused lone path
+  std::vector<std::unique_ptr<fc::StreamingEncoder>> encoders;
+  std::vector<std::unique_ptr<earshot::features::NemoMelStream>> mels;
+  std::vector<std::vector<float>> pcm;
+  for (int s = 0; s < batch; ++s) {
+    encoders.push_back(
+        std::make_unique<fc::StreamingEncoder>(model, backend.get(), fc::EncoderOptions{.right_context = right}));
+    mels.push_back(std::make_unique<earshot::features::NemoMelStream>(mel_config(model->hparams()),
+                                                                      model->mel_filters(), model->window()));
+    pcm.push_back(noise(seconds, 10 + s));
+  }
+  std::vector<fc::StreamingEncoder*> all;
+  for (auto& e : encoders) all.push_back(e.get());
+  std::vector<fc::EncoderOutput> outs(batch);
+  const int64_t graphs0 = executor.graphs(), steps0 = executor.steps();
+  const double t0 = now();
+  for (size_t at = 0; at < pcm[0].size(); at += 160) {
+    const size_t n = std::min<size_t>(160, pcm[0].size() - at);
+    for (int s = 0; s < batch; ++s) {
+      const earshot::features::FrameMajorMel m = mels[s]->push(std::span<const float>(pcm[s].data() + at, n));
+      encoders[s]->append_mel(m.data, m.n_frames);
+    }
+    for (auto& o : outs) o = {};
+    executor.run_ready(all, outs);
+  }
+  for (int s = 0; s < batch; ++s) {
+    const earshot::features::FrameMajorMel m = mels[s]->finish();
+    encoders[s]->append_mel(m.data, m.n_frames);
+  }
+  executor.run_ready(all, outs, true);
+  return {now() - t0, executor.graphs() - graphs0, executor.steps() - steps0};
+}
+
+void batched(const std::string& path, double seconds, int threads, const std::vector<int>& batches,
+             const std::vector<int>& lookaheads) {
+  const auto model = fc::Model::load(path);
+  const fc::Hparams& hp = model->hparams();
+  if (!hp.streaming()) throw Error(ErrorCode::kInvalidArgument, path + " is not a cache-aware streaming model");
+  std::vector<int> rights;
+  for (int ms : lookaheads) rights.push_back(ms / 80 - 1);
+  if (rights.empty()) rights = hp.att_right_options.empty() ? std::vector<int>{hp.att_right} : hp.att_right_options;
+  const double weight_gb = static_cast<double>(step_weight_bytes(*model)) / 1e9;
+  fc::StreamingBatchExecutor executor(model, threads);
+  stream_batch(model, executor, rights.front(), 1, 1.0);  // warm-up: weights paged in, position table built
+  std::printf(
+      "batched streaming encoder, %s (%s matrices, %.3f GB read per step), %.0f s per stream in 10 ms "
+      "pieces, %d threads:\n",
+      path.c_str(), ggml_type_name(model->layers[0].ff1_w1->type), weight_gb, seconds, threads);
+  std::printf("%12s %6s %9s %10s %22s %18s %8s\n", "lookahead_ms", "batch", "wall_s", "mean_batch",
+              "compute_s_per_audio_s", "realtime_streams", "GB/s");
+  for (int right : rights) {
+    for (int b : batches) {
+      const BatchRun r = stream_batch(model, executor, right, b, seconds);
+      const double per_stream = r.wall / (seconds * b);
+      std::printf("%12d %6d %9.2f %10.2f %22.4f %18.2f %8.1f\n", (right + 1) * 80, b, r.wall,
+                  r.graphs ? static_cast<double>(r.steps) / r.graphs : 0.0, per_stream, 1.0 / per_stream,
+                  weight_gb * static_cast<double>(r.graphs) / r.wall);
+      std::fflush(stdout);
+    }
+  }
+  std::printf(
+      "(compute_s_per_audio_s: wall seconds at %d threads per audio second per stream; realtime_streams = "
+      "1 / it, the streams those %d threads hold at that batch)\n",
+      threads, threads);
+}
+
+std::vector<std::string> split_paths(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -192,6 +295,7 @@ int main(int argc, char** argv) {
     int threads = 2, reps = 3;
     double stream_seconds = 10;
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<int> batches, lookaheads;
     earshot::tools::parse_options(argc, argv, kUsage,
                                   {{"--model", [&](const std::string& v) { model_path = v; }},
                                    {"--streaming-model", [&](const std::string& v) { streaming_path = v; }},
@@ -199,13 +303,24 @@ int main(int argc, char** argv) {
                                    {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
                                    {"--reps", [&](const std::string& v) { reps = std::stoi(v); }},
                                    {"--stream-seconds", [&](const std::string& v) { stream_seconds = std::stod(v); }},
-                                   {"--cores", [&](const std::string& v) { cores = std::stoi(v); }}});
+                                   {"--cores", [&](const std::string& v) { cores = std::stoi(v); }},
+                                   {"--batch", [&](const std::string& v) { batches = parse_list(v); }},
+                                   {"--lookaheads", [&](const std::string& v) { lookaheads = parse_list(v); }}});
     if (model_path.empty() && streaming_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
     if (threads < 1 || reps < 1 || cores < 1 || !(stream_seconds > 0))
       throw Error(ErrorCode::kInvalidArgument, "--threads, --reps, --cores and --stream-seconds must be positive");
     parakeet_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
     if (!model_path.empty()) offline(model_path, seconds, threads, reps);
-    if (!streaming_path.empty()) streaming(streaming_path, stream_seconds, threads, cores);
+    for (int b : batches)
+      if (b < 1) throw Error(ErrorCode::kInvalidArgument, "--batch sizes must be >= 1");
+    for (int ms : lookaheads)
+      if (ms < 80 || ms % 80 != 0) throw Error(ErrorCode::kInvalidArgument, "--lookaheads are multiples of 80 ms");
+    for (const std::string& path : split_paths(streaming_path)) {
+      if (batches.empty())
+        streaming(path, stream_seconds, threads, cores);
+      else
+        batched(path, stream_seconds, threads, batches, lookaheads);
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "earshot-bench-parakeet: %s\n", e.what());

@@ -13,77 +13,6 @@ namespace {
 
 constexpr int kMaxNodes = 16384;
 
-ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, float eps) {
-  return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), w), b);
-}
-
-// Half-step macaron FFN: x + 0.5 * W2 silu(W1 LN(x)).
-ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
-                      ggml_tensor* w2, float eps) {
-  ggml_tensor* h = ggml_mul_mat(ctx, w2, ggml_silu(ctx, ggml_mul_mat(ctx, w1, layer_norm(ctx, x, nw, nb, eps))));
-  return ggml_add(ctx, x, ggml_scale(ctx, h, 0.5f));
-}
-
-// Relative-position attention of x_q [d, T_q] over x_kv [d, T_k] (x_q is x_kv's last T_q frames).
-ggml_tensor* self_attention(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x_q, ggml_tensor* x_kv,
-                            ggml_tensor* pos_emb, ggml_tensor* mask) {
-  const int H = hp.n_head, dh = hp.d_head();
-  const int Tq = static_cast<int>(x_q->ne[1]), Tk = static_cast<int>(x_kv->ne[1]);
-  ggml_tensor* q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q_w, x_q), dh, H, Tq);
-  ggml_tensor* k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k_w, x_kv), dh, H, Tk);
-  ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.v_w, x_kv), dh, H, Tk);
-  // Content term (q + u) . k, and position term (q + v) . p over the Tk + Tq - 1 relative positions.
-  ggml_tensor* qu = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3);  // [dh, Tq, H]
-  ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));
-  ggml_tensor* content = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), qu);  // [Tk, Tq, H]
-  const int n_pos = Tk + Tq - 1;
-  ggml_tensor* p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos_emb), dh, H, n_pos);
-  p = ggml_cont(ctx, ggml_permute(ctx, p, 0, 2, 1, 3));  // [dh, n_pos, H]
-  ggml_tensor* raw = ggml_mul_mat(ctx, p, qv);           // [n_pos, Tq, H]: column j is position Tk-1-j
-  // Relative shift: query i (key index Tk-Tq+i) and key k are Tk-Tq+i-k apart, column
-  // j = Tq-1-i+k: a view whose rows step one element less than raw's.
-  ggml_tensor* shifted = ggml_view_3d(ctx, raw, Tk, Tq, H, raw->nb[1] - raw->nb[0], raw->nb[2], (Tq - 1) * raw->nb[0]);
-  ggml_tensor* scores = ggml_add(ctx, content, ggml_cont(ctx, shifted));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  // NeMo fills masked scores with -10000 and zeroes their probabilities: -inf does both.
-  ggml_tensor* probs =
-      mask ? ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f) : ggml_soft_max(ctx, ggml_scale(ctx, scores, scale));
-  ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));  // [Tk, dh, H]
-  ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                     // [dh, Tq, H]
-  out = ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, Tq);
-  return ggml_mul_mat(ctx, l.out_w, out);
-}
-
-ggml_tensor* conv_module(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, float bn_eps,
-                         detail::LayerCaches* caches) {
-  const int d = hp.n_state, K = hp.n_conv_kernel;
-  ggml_tensor* h = ggml_mul_mat(ctx, l.pw1_w, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
-  ggml_tensor* signal = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], 0);
-  ggml_tensor* gate = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], d * h->nb[0]);
-  h = ggml_mul(ctx, signal, ggml_sigmoid(ctx, gate));  // GLU
-  // Depthwise conv over time: ssm_conv reads [time + K - 1, channels]. Causal
-  // (NeMo's CausalConv1D): K - 1 frames on the left, the previous inputs when streaming.
-  h = ggml_cont(ctx, ggml_transpose(ctx, h));
-  const int T = static_cast<int>(h->ne[0]);
-  if (caches && caches->conv_in) {
-    h = ggml_concat(ctx, caches->conv_in, h, 0);
-  } else if (hp.causal_conv) {
-    h = ggml_pad_ext(ctx, h, K - 1, 0, 0, 0, 0, 0, 0, 0);
-  } else {
-    h = ggml_pad_ext(ctx, h, (K - 1) / 2, (K - 1) / 2, 0, 0, 0, 0, 0, 0);
-  }
-  if (caches) caches->conv_next = ggml_cont(ctx, ggml_view_2d(ctx, h, K - 1, d, h->nb[1], T * h->nb[0]));
-  h = ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T]
-  if (hp.conv_norm == ConvNorm::kLayerNorm) {
-    h = layer_norm(ctx, h, l.bn_w, l.bn_b, hp.eps);
-  } else {
-    ggml_tensor* std_dev = ggml_sqrt(ctx, bn_eps != 0 ? ggml_scale_bias(ctx, l.bn_var, 1.0f, bn_eps) : l.bn_var);
-    h = ggml_div(ctx, ggml_sub(ctx, h, l.bn_mean), std_dev);
-    h = ggml_add(ctx, ggml_mul(ctx, h, l.bn_w), l.bn_b);
-  }
-  return ggml_mul_mat(ctx, l.pw2_w, ggml_silu(ctx, h));
-}
-
 // ggml_conv_2d with the im2col in f16 (as ggml_conv_2d does) or in f32:
 // kernel [KW, KH, IC, OC], input [W, H, IC] -> [OW, OH, OC].
 ggml_tensor* conv_2d(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, int stride, int pad, bool f16) {
@@ -112,7 +41,79 @@ ggml_tensor* subsampling_conv(ggml_context* ctx, const Hparams& hp, ggml_tensor*
 
 namespace detail {
 
-ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
+ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, float eps) {
+  return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), w), b);
+}
+
+ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
+                      ggml_tensor* w2, float eps) {
+  ggml_tensor* h = ggml_mul_mat(ctx, w2, ggml_silu(ctx, ggml_mul_mat(ctx, w1, layer_norm(ctx, x, nw, nb, eps))));
+  return ggml_add(ctx, x, ggml_scale(ctx, h, 0.5f));
+}
+
+ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* q, ggml_tensor* k,
+                             ggml_tensor* v, ggml_tensor* p, ggml_tensor* mask) {
+  const int H = hp.n_head, dh = hp.d_head();
+  const int Tq = static_cast<int>(q->ne[2]), Tk = static_cast<int>(k->ne[2]), G = static_cast<int>(q->ne[3]);
+  // Content term (q + u) . k, and position term (q + v) . p over the Tk + Tq - 1 relative positions.
+  ggml_tensor* qu = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3);  // [dh, Tq, H]
+  ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));
+  ggml_tensor* content = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), qu);  // [Tk, Tq, H]
+  p = ggml_cont(ctx, ggml_permute(ctx, p, 0, 2, 1, 3));                            // [dh, n_pos, H]
+  ggml_tensor* raw = ggml_mul_mat(ctx, p, qv);  // [n_pos, Tq, H]: column j is position Tk-1-j
+  // Relative shift: query i (key index Tk-Tq+i) and key k are Tk-Tq+i-k apart, column
+  // j = Tq-1-i+k: a view whose rows step one element less than raw's.
+  ggml_tensor* shifted =
+      ggml_view_4d(ctx, raw, Tk, Tq, H, G, raw->nb[1] - raw->nb[0], raw->nb[2], raw->nb[3], (Tq - 1) * raw->nb[0]);
+  ggml_tensor* scores = ggml_add(ctx, content, ggml_cont(ctx, shifted));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  // NeMo fills masked scores with -10000 and zeroes their probabilities: -inf does both.
+  ggml_tensor* probs =
+      mask ? ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f) : ggml_soft_max(ctx, ggml_scale(ctx, scores, scale));
+  ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));  // [Tk, dh, H]
+  ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                     // [dh, Tq, H]
+  return ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, static_cast<int64_t>(Tq) * G);
+}
+
+ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x) {
+  const int d = hp.n_state;
+  ggml_tensor* h = ggml_mul_mat(ctx, l.pw1_w, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
+  ggml_tensor* signal = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], 0);
+  ggml_tensor* gate = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], d * h->nb[0]);
+  return ggml_mul(ctx, signal, ggml_sigmoid(ctx, gate));  // GLU
+}
+
+ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, ggml_tensor* cache,
+                            ggml_tensor** next_cache) {
+  const int d = hp.n_state, K = hp.n_conv_kernel;
+  // Depthwise conv over time: ssm_conv reads [time + K - 1, channels]. Causal
+  // (NeMo's CausalConv1D): K - 1 frames on the left, the previous inputs when streaming.
+  h = ggml_cont(ctx, ggml_transpose(ctx, h));
+  const int T = static_cast<int>(h->ne[0]);
+  if (cache) {
+    h = ggml_concat(ctx, cache, h, 0);
+  } else if (hp.causal_conv) {
+    h = ggml_pad_ext(ctx, h, K - 1, 0, 0, 0, 0, 0, 0, 0);
+  } else {
+    h = ggml_pad_ext(ctx, h, (K - 1) / 2, (K - 1) / 2, 0, 0, 0, 0, 0, 0);
+  }
+  if (next_cache)
+    *next_cache = ggml_cont(ctx, ggml_view_3d(ctx, h, K - 1, d, h->ne[2], h->nb[1], h->nb[2], T * h->nb[0]));
+  return ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T, sequences]
+}
+
+ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps) {
+  if (hp.conv_norm == ConvNorm::kLayerNorm) {
+    h = layer_norm(ctx, h, l.bn_w, l.bn_b, hp.eps);
+  } else {
+    ggml_tensor* std_dev = ggml_sqrt(ctx, bn_eps != 0 ? ggml_scale_bias(ctx, l.bn_var, 1.0f, bn_eps) : l.bn_var);
+    h = ggml_div(ctx, ggml_sub(ctx, h, l.bn_mean), std_dev);
+    h = ggml_add(ctx, ggml_mul(ctx, h, l.bn_w), l.bn_b);
+  }
+  return ggml_mul_mat(ctx, l.pw2_w, ggml_silu(ctx, h));
+}
+
+ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
   const Hparams& hp = m.hparams();
   // Conv 3x3/2 + ReLU, then twice (depthwise 3x3/2, pointwise 1x1, ReLU).
   ggml_tensor* x =
@@ -122,29 +123,35 @@ ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* m
     x = ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[dw], x, true, f16), m.pre_conv_b[dw]);
     x = ggml_relu(ctx, ggml_add(ctx, conv_2d(ctx, m.pre_conv_w[pw], x, 1, 0, f16), m.pre_conv_b[pw]));
   }
-  // [freq, time, channels] -> [freq * channels, time] (NeMo flattens channels-major), then the linear.
+  // [freq, time, channels] -> [freq * channels, time] (NeMo flattens channels-major).
   x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
-  x = ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2]);
+  return ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2]);
+}
+
+ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x) {
+  const Hparams& hp = m.hparams();
   x = ggml_add(ctx, ggml_mul_mat(ctx, m.pre_out_w, x), m.pre_out_b);
   if (hp.xscaling) x = ggml_scale(ctx, x, std::sqrt(static_cast<float>(hp.n_state)));
   return x;
 }
 
+ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
+  return subsampling_out(ctx, m, build_subsampling_convs(ctx, m, mel, f16));
+}
+
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
-                         ggml_tensor* mask, float bn_eps, LayerCaches* caches) {
+                         ggml_tensor* mask, float bn_eps) {
   const Hparams& hp = m.hparams();
+  const int H = hp.n_head, dh = hp.d_head(), T = static_cast<int>(x->ne[1]);
   x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps);
-  ggml_tensor* x_q = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
-  ggml_tensor* x_kv = x_q;
-  if (caches) {
-    if (caches->att_in) x_kv = ggml_concat(ctx, caches->att_in, x_q, 1);
-    const int n = static_cast<int>(x_kv->ne[1]), keep = std::min(caches->att_keep, n);
-    caches->att_next =
-        keep > 0 ? ggml_cont(ctx, ggml_view_2d(ctx, x_kv, hp.n_state, keep, x_kv->nb[1], (n - keep) * x_kv->nb[1]))
-                 : nullptr;
-  }
-  x = ggml_add(ctx, x, self_attention(ctx, hp, l, x_q, x_kv, pos_emb, mask));
-  x = ggml_add(ctx, x, conv_module(ctx, hp, l, x, bn_eps, caches));
+  ggml_tensor* xa = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
+  ggml_tensor* q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q_w, xa), dh, H, T);
+  ggml_tensor* k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k_w, xa), dh, H, T);
+  ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.v_w, xa), dh, H, T);
+  ggml_tensor* p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos_emb), dh, H, pos_emb->ne[1]);
+  x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.out_w, attention_heads(ctx, hp, l, q, k, v, p, mask)));
+  ggml_tensor* h = depthwise_conv(ctx, hp, l, conv_glu(ctx, hp, l, x), nullptr, nullptr);
+  x = ggml_add(ctx, x, conv_out(ctx, hp, l, h, bn_eps));
   x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps);
   return layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
 }
@@ -234,8 +241,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   const bool limited = hp.att_left >= 0 || right_ >= 0;
   ggml_tensor* mask = limited ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, T, T) : nullptr;
   if (mask) ggml_set_input(mask);
-  for (const Layer& l : m.layers)
-    x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, nullptr);
+  for (const Layer& l : m.layers) x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps);
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
   if (!alloc_->alloc(graph))

@@ -1,6 +1,7 @@
 // The FastConformer encoder's ggml graph pieces, shared by the offline Encoder
-// (encoder.cpp) and the cache-aware StreamingEncoder (streaming_encoder.cpp) so
-// that both compute the same functions. Internal to the family.
+// (encoder.cpp) and the cache-aware streaming step (streaming_graph.cpp, one
+// stream or several batched) so that all compute the same functions. Internal
+// to the family.
 #pragma once
 
 #include <ggml.h>
@@ -9,25 +10,46 @@
 
 namespace earshot::fastconformer::detail {
 
-// A layer's streaming caches: inputs (null: none yet / the causal zero padding)
-// and the next ones the graph computes (filled in by build_layer).
-struct LayerCaches {
-  ggml_tensor* att_in = nullptr;   // [d, n]: the last n attention inputs (after norm_self_att)
-  ggml_tensor* conv_in = nullptr;  // [kernel - 1, d]: the last depthwise conv inputs (after the GLU), time-major
-  int att_keep = 0;                // how many attention inputs the next cache keeps
-  ggml_tensor* att_next = nullptr;
-  ggml_tensor* conv_next = nullptr;
-};
+ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, float eps);
 
-// The dw_striding subsampling (causal or symmetric as the file says), the output
-// linear and xscaling: mel [n_mels, frames] -> [d, encoder frames].
+// Half-step macaron FFN: x + 0.5 * W2 silu(W1 LN(x)), on x [d, T] (any number of
+// columns: every product is per column).
+ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
+                      ggml_tensor* w2, float eps);
+
+// Relative-position attention of G sequences of one shape from their
+// projections: q [dh, H, Tq, G], k and v [dh, H, Tk, G] (the query frames are
+// the keys' last Tq), p [dh, H, Tk + Tq - 1] (linear_pos of positions Tk - 1 ...
+// -(Tq - 1), shared); mask null or [Tk, Tq] f32. Returns the heads concatenated,
+// [d, Tq * G] (sequence-major), before linear_out; each sequence's values are
+// those it has alone.
+ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* q, ggml_tensor* k,
+                             ggml_tensor* v, ggml_tensor* p, ggml_tensor* mask);
+
+// The convolution module's first half: LayerNorm, pointwise_conv1 and the GLU, [d, T].
+ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x);
+// The depthwise conv over time of h [d, T, G] (the GLU output of G sequences of
+// T frames): their left context is `cache` ([kernel - 1, d, G] time-major, the
+// previous inputs) when given, else the padding the file says (causal: kernel - 1
+// zeros on the left). With next_cache, the last kernel - 1 inputs ([kernel - 1, d,
+// G]) for the next chunk. Returns [d, T, G].
+ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, ggml_tensor* cache,
+                            ggml_tensor** next_cache);
+// The convolution module's second half: the norm, SiLU and pointwise_conv2.
+ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps);
+
+// The dw_striding subsampling's convolutions (causal or symmetric as the file
+// says): mel [n_mels, frames] -> [subsampled bins * channels, encoder frames].
 // f16: ggml_conv_2d's f16 im2col (libparakeet's), else f32 throughout.
+ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16);
+// The subsampling's output linear and xscaling: [bins * channels, T] -> [d, T].
+ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x);
+// Both: mel [n_mels, frames] -> [d, encoder frames].
 ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16);
 
-// One conformer layer on x [d, T]. pos_emb: [d, T_k + T - 1] relative positions
-// T_k - 1 ... -(T - 1), T_k = T plus the cached frames; mask: null or [T_k, T]
-// f32 (0 or -inf). caches: null offline.
+// One offline conformer layer on x [d, T]. pos_emb: [d, 2T - 1] relative
+// positions T - 1 ... -(T - 1); mask: null or [T, T] f32 (0 or -inf).
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
-                         ggml_tensor* mask, float bn_eps, LayerCaches* caches);
+                         ggml_tensor* mask, float bn_eps);
 
 }  // namespace earshot::fastconformer::detail

@@ -10,10 +10,16 @@
 //   StreamingEncoder enc(model, backend, {.right_context = 6});
 //   EncoderOutput chunk = enc.push(mel, n);   // 0 or more whole chunks
 //   EncoderOutput rest = enc.finish();        // the last, possibly partial chunk
+//
+// With a StreamingBatcher (streaming_batch.h), the chunks of every stream that
+// shares it and is ready at the same moment run as one graph: the weights are
+// read once for all their rows; each stream's own attention, caches and mel stay
+// in its StreamingEncoder, and its output equals its lone step bit for bit.
 #pragma once
 
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
+#include <ggml-cpp.h>
 
 #include <memory>
 #include <span>
@@ -24,11 +30,83 @@
 
 namespace earshot::fastconformer {
 
+class StreamingBatcher;
+class StreamingBatchExecutor;
+
+namespace detail {
+
+// At most this many encoder frames (whole chunks) per step, to bound the graph's
+// memory (a chunk longer than this is one step).
+inline constexpr int kMaxStepFrames = 64;
+
+// One stream's state between chunks (streaming_graph.cpp reads and advances it).
+// The attention cache holds the last frames' keys and values, not their inputs:
+// a column's projection is the same whenever it is computed, so the old frames
+// are not projected again at every chunk (NeMo re-projects its cached inputs).
+struct StreamState {
+  int right = 0;         // the right context: chunks of right + 1 frames
+  int cache_frames = 0;  // left context kept: left / (right + 1) whole chunks
+  bool f16_subsampling = false;
+  std::vector<float> mel;  // buffered mel frames from mel_base
+  int mel_base = 0, n_mel = 0;
+  int frames_done = 0;  // encoder frames output
+  int att_frames = 0;   // frames in the attention cache (every layer alike: they were filled together)
+  std::vector<std::vector<float>> keys, values;  // per layer: [att_frames][d]
+  std::vector<std::vector<float>> conv_cache;    // per layer: [d][kernel - 1]
+};
+
+// Encoder frames [t0, t1] of a stream (whole chunks from t0; at the end, the last
+// may be partial), appended to *out.
+struct StreamStep {
+  StreamState* state = nullptr;
+  int t0 = 0, t1 = 0;
+  bool at_end = false;
+  EncoderOutput* out = nullptr;
+};
+
+// Each layer's linear_pos projection of every relative position a step can see,
+// from `top` down one position per column: the same for every chunk of every
+// stream, so computed once and shared by every StepGraph of the model on the
+// same kind of buffer (held while one of them lives).
+struct PositionTable {
+  int top = 0;
+  ggml_context_ptr ctx;
+  ggml_backend_buffer_ptr buffer;
+  std::vector<ggml_tensor*> layers;  // [d, columns]
+};
+
+// Runs steps of distinct streams of one model as one graph and advances each
+// stream (its caches, mel, frames_done, output) once the graph has computed: a
+// throw leaves every stream as it was. Owns the graph's compute buffer; shares
+// the model's PositionTable (computed at the first step of the first one).
+class StepGraph {
+ public:
+  explicit StepGraph(ggml_backend_t backend);
+  ~StepGraph();
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  void run(const Model& model, float batch_norm_eps, std::span<const StreamStep> steps);
+
+ private:
+  std::shared_ptr<const PositionTable> build_positions(const Model& model);
+
+  ggml_backend_t backend_;
+  std::unique_ptr<runtime::GraphAllocator> alloc_;
+  std::vector<uint8_t> meta_;
+  const Model* positions_model_ = nullptr;
+  std::shared_ptr<const PositionTable> positions_;
+};
+
+}  // namespace detail
+
 class StreamingEncoder {
  public:
   // Throws Error(kUnsupported) for a model that cannot stream (check_streaming),
-  // kInvalidArgument for a right context the file does not support.
-  StreamingEncoder(std::shared_ptr<const Model> model, ggml_backend_t backend, EncoderOptions options = {});
+  // kInvalidArgument for a right context the file does not support. With a
+  // batcher (on the same model), every chunk goes through it; the backend is
+  // then used by the lone steps only (none).
+  StreamingEncoder(std::shared_ptr<const Model> model, ggml_backend_t backend, EncoderOptions options = {},
+                   std::shared_ptr<StreamingBatcher> batcher = nullptr);
   ~StreamingEncoder();
   StreamingEncoder(const StreamingEncoder&) = delete;
   StreamingEncoder& operator=(const StreamingEncoder&) = delete;
@@ -42,28 +120,31 @@ class StreamingEncoder {
   // Drops the caches and buffered mel: a new stream.
   void reset();
 
-  int right_context() const { return right_; }
-  int chunk_frames() const { return right_ + 1; }
+  // push() in two halves, for a caller that steps several streams together
+  // (StreamingBatchExecutor::run_ready): buffer the mel, then take the steps.
+  void append_mel(std::span<const float> mel, int n_mel_frames);
+  // The next step: frames [t0, t1] of the whole chunks now ready (push), or at
+  // the end of the stream of what is left (finish: at_end says whether the
+  // subsampling's right padding applies). False when there is none.
+  bool next_step(bool end_of_stream, int& t0, int& t1, bool& at_end) const;
+
+  int right_context() const { return state_.right; }
+  int chunk_frames() const { return state_.right + 1; }
   // Encoder frames output so far in this stream.
-  int frames_done() const { return frames_done_; }
+  int frames_done() const { return state_.frames_done; }
+  const Model& model() const { return *model_; }
+  const EncoderOptions& options() const { return options_; }
 
  private:
-  // Encodes encoder frames [t0, t1] (whole chunks from t0; at the end, the last
-  // may be partial) from the buffered mel, in one pass.
+  friend class StreamingBatchExecutor;
+  // Encodes encoder frames [t0, t1] from the buffered mel: alone, or through the batcher.
   void encode_chunk(int t0, int t1, bool at_end, EncoderOutput& out);
 
   std::shared_ptr<const Model> model_;
-  ggml_backend_t backend_;
   EncoderOptions options_;
-  int right_ = 0;
-  int cache_frames_ = 0;  // left context kept: left / (right + 1) whole chunks
-  std::unique_ptr<runtime::GraphAllocator> alloc_;
-  std::vector<uint8_t> meta_;
-  std::vector<float> mel_;  // buffered mel frames from mel_base_
-  int mel_base_ = 0, n_mel_ = 0;
-  int frames_done_ = 0;                                     // encoder frames output
-  std::vector<std::vector<float>> att_cache_, conv_cache_;  // per layer: [n][d], [d][kernel - 1]
-  std::vector<int> att_cache_frames_;
+  std::shared_ptr<StreamingBatcher> batcher_;
+  std::unique_ptr<detail::StepGraph> graph_;  // the lone steps' (null with a batcher)
+  detail::StreamState state_;
 };
 
 }  // namespace earshot::fastconformer

@@ -1,0 +1,157 @@
+#include "model/fastconformer/streaming_batch.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/runtime/device.h"
+
+namespace earshot::fastconformer {
+
+StreamingBatchExecutor::StreamingBatchExecutor(std::shared_ptr<const Model> model, int n_threads)
+    : model_(model ? std::move(model)
+                   : throw Error(ErrorCode::kInvalidArgument, "the streaming batcher needs a loaded model, got null")),
+      backend_(runtime::create_backend(model_->device(), n_threads)),
+      graph_(backend_.get()) {}
+
+StreamingBatchExecutor::~StreamingBatchExecutor() = default;
+
+void StreamingBatchExecutor::run(std::span<Item> items) {
+  // Check every item; a bad one fails alone.
+  std::vector<Item*> batch, alone;
+  std::vector<detail::StreamStep> steps;
+  float eps = 0;
+  for (Item& item : items) {
+    try {
+      if (!item.encoder || !item.out) throw Error(ErrorCode::kInternal, "a streaming step without an encoder");
+      if (&item.encoder->model() != model_.get())
+        throw Error(ErrorCode::kInvalidArgument, "a streaming step came from a stream on another model");
+      for (const detail::StreamStep& s : steps)
+        if (s.state == &item.encoder->state_)
+          throw Error(ErrorCode::kInvalidArgument, "one stream submitted two steps to the same batch");
+      for (const Item* a : alone)
+        if (a->encoder == item.encoder)
+          throw Error(ErrorCode::kInvalidArgument, "one stream submitted two steps to the same batch");
+      const float item_eps = item.encoder->options().batch_norm_eps;
+      if (!batch.empty() && item_eps != eps) {
+        alone.push_back(&item);
+        continue;
+      }
+      eps = item_eps;
+      steps.push_back({&item.encoder->state_, item.t0, item.t1, item.at_end, item.out});
+      batch.push_back(&item);
+    } catch (...) {
+      item.error = std::current_exception();
+    }
+  }
+  if (batch.size() > 1) {
+    try {
+      graph_.run(*model_, eps, steps);
+      batch.clear();
+    } catch (...) {
+      // Every stream is as it was: each runs alone below, so only a step that fails alone fails.
+    }
+  }
+  alone.insert(alone.begin(), batch.begin(), batch.end());
+  for (Item* item : alone) {
+    try {
+      const detail::StreamStep step{&item->encoder->state_, item->t0, item->t1, item->at_end, item->out};
+      graph_.run(*model_, item->encoder->options().batch_norm_eps, std::span<const detail::StreamStep>(&step, 1));
+    } catch (...) {
+      item->error = std::current_exception();
+    }
+  }
+}
+
+void StreamingBatchExecutor::run_ready(std::span<StreamingEncoder* const> encoders, std::span<EncoderOutput> outs,
+                                       bool end_of_stream) {
+  if (encoders.size() != outs.size())
+    throw Error(ErrorCode::kInternal, "run_ready: " + std::to_string(encoders.size()) + " streams but " +
+                                          std::to_string(outs.size()) + " outputs");
+  for (size_t i = 0; i < encoders.size(); ++i) {
+    if (outs[i].n_frames == 0) outs[i].first_frame = encoders[i]->frames_done();
+    outs[i].n_state = model_->hparams().n_state;
+  }
+  std::exception_ptr first_error;
+  std::vector<bool> failed(encoders.size(), false);
+  for (;;) {
+    std::vector<Item> items;
+    for (size_t i = 0; i < encoders.size(); ++i) {
+      Item item;
+      if (failed[i] || !encoders[i]->next_step(end_of_stream, item.t0, item.t1, item.at_end)) continue;
+      item.encoder = encoders[i];
+      item.out = &outs[i];
+      items.push_back(item);
+    }
+    if (items.empty()) break;
+    run(items);
+    ++graphs_;
+    steps_ += static_cast<int64_t>(items.size());
+    for (const Item& item : items) {
+      if (!item.error) continue;
+      if (!first_error) first_error = item.error;
+      for (size_t i = 0; i < encoders.size(); ++i)
+        if (encoders[i] == item.encoder) failed[i] = true;
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+struct StreamingBatcher::Pending {
+  StreamingBatchExecutor::Item item;
+  bool done = false;
+};
+
+StreamingBatcher::StreamingBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
+    : max_batch_(max_batch), executor_(std::move(model), n_threads) {
+  if (max_batch < 1)
+    throw Error(ErrorCode::kInvalidArgument, "batch size must be >= 1, got " + std::to_string(max_batch));
+}
+
+StreamingBatcher::~StreamingBatcher() = default;
+
+StreamingBatcher::Counts StreamingBatcher::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+void StreamingBatcher::encode(StreamingEncoder& encoder, int t0, int t1, bool at_end, EncoderOutput& out) {
+  Pending me;
+  me.item.encoder = &encoder;
+  me.item.t0 = t0, me.item.t1 = t1, me.item.at_end = at_end;
+  me.item.out = &out;
+  std::unique_lock lock(mutex_);
+  queue_.push_back(&me);
+  while (!me.done) {
+    if (running_) {
+      done_.wait(lock);
+      continue;
+    }
+    // The executor is idle: this caller runs the oldest pending steps (its own
+    // among them unless more than max_batch wait, then it stays to run the next batch).
+    running_ = true;
+    const size_t n = std::min(queue_.size(), static_cast<size_t>(max_batch_));
+    std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    lock.unlock();
+    std::vector<StreamingBatchExecutor::Item> items;
+    items.reserve(n);
+    for (Pending* p : batch) items.push_back(p->item);
+    executor_.run(items);  // never throws
+    lock.lock();
+    for (size_t i = 0; i < n; ++i) {
+      batch[i]->item.error = items[i].error;
+      batch[i]->done = true;
+    }
+    counts_.steps += static_cast<int64_t>(n);
+    counts_.graphs += 1;
+    counts_.max_batch = std::max(counts_.max_batch, static_cast<int64_t>(n));
+    running_ = false;
+    done_.notify_all();
+  }
+  lock.unlock();
+  if (me.item.error) std::rethrow_exception(me.item.error);
+}
+
+}  // namespace earshot::fastconformer
