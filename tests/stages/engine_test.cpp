@@ -139,7 +139,19 @@ TEST(TranslationEngine, ASingleIdPlaceholderStopsGeneration) {
   EXPECT_EQ(engine.update("a", "").committed, "X");
   const int before = model.decode_calls;
   EXPECT_EQ(engine.translate("a b"), "X");
-  EXPECT_EQ(model.decode_calls - before, 2);  // the prompt and "X": the placeholder ended the loop
+  // The prompt with the last draft's "X" verified in its batch: the placeholder
+  // predicted after it ended the loop without a step.
+  EXPECT_EQ(model.decode_calls - before, 1);
+  EXPECT_EQ(model.verify_decodes, 1);
+
+  // Without verification: the prompt, then "X" stepped.
+  EngineOptions o = argmax_options();
+  o.verify_drafts = false;
+  TranslationEngine plain_engine(model, o);
+  EXPECT_EQ(plain_engine.update("a", "").committed, "X");
+  const int plain_before = model.decode_calls;
+  EXPECT_EQ(plain_engine.translate("a b"), "X");
+  EXPECT_EQ(model.decode_calls - plain_before, 2);
 }
 
 TEST(TranslationEngine, AFragmentedPlaceholderStopsThroughTheRollingWindow) {

@@ -91,6 +91,14 @@ class LlmSession {
   // capture is set). Throws earshot::Error when the context is full.
   virtual AttentionRows decode(std::span<const Token> tokens) = 0;
 
+  // Decodes `tokens` as decode() does and also returns the greedy choice after
+  // each of them: greedy[i] is the argmax of the logits of tokens[i] (the last
+  // one is greedy()). This is speculative verification's primitive: a proposed
+  // continuation checked in one call instead of one call per token. The default
+  // decodes one token at a time (plain step-by-step greedy, as a fake needs);
+  // LlamaSession evaluates one batch with logits on every row.
+  virtual AttentionRows decode_each(std::span<const Token> tokens, std::vector<Token>& greedy_after);
+
   // Greedy choice over the logits of the last decoded token.
   virtual Token greedy() const = 0;
   // Log-probabilities of the last decoded token (n_vocab entries).
@@ -101,5 +109,21 @@ class LlmSession {
   // Forgets positions [from, position()); later decodes continue at `from`.
   virtual void remove_suffix(int from) = 0;
 };
+
+inline AttentionRows LlmSession::decode_each(std::span<const Token> tokens, std::vector<Token>& greedy_after) {
+  greedy_after.clear();
+  AttentionRows all;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    AttentionRows one = decode(tokens.subspan(i, 1));
+    greedy_after.push_back(greedy());
+    if (i == 0) {
+      all = std::move(one);
+      continue;
+    }
+    all.n_tokens += one.n_tokens;
+    all.values.insert(all.values.end(), one.values.begin(), one.values.end());
+  }
+  return all;
+}
 
 }  // namespace earshot::llm

@@ -44,6 +44,9 @@ struct TranslationOptions {
   double pause_seconds = 5.0;      // a finished pause at least this long closes (the session's threshold)
   int redraft_source_tokens = 3;
   int max_new_tokens = 256;
+  double draft_tokens_per_source = 2.0;  // EngineOptions: a draft's budget fitted to its source (0: off)
+  int draft_token_slack = 6;
+  bool verify_drafts = true;  // EngineOptions: re-drafts and finals verify the last draft in one batch
   int context_tokens = 4096;
   int threads = 0;
 };
@@ -56,6 +59,10 @@ struct TranslationCounts {
   long draft_calls = 0;
   long final_calls = 0;
   long skipped_drafts = 0;
+  // Tokens of those calls, as EngineStats counts them (all stages together).
+  long prompt_decoded = 0, prompt_reused = 0;
+  long proposed = 0, accepted = 0;
+  long generated = 0, stepped = 0;
   long calls() const { return draft_calls + final_calls; }
 };
 
