@@ -319,10 +319,15 @@ class TranslationStage : public Stage {
       std::lock_guard lock(worker_->mutex);
       if (worker_->closed) return;
       for (Job& j : jobs) {
-        // Behind: only the newest draft waits; finals and the end always do.
+        // Behind: only the newest draft waits, and none of a segment whose
+        // final is queued (the final replaces it before it would be seen);
+        // finals and the end always wait.
         if (j.kind == Job::Kind::kDraft)
           worker_->counters->skipped_drafts += static_cast<long>(
               std::erase_if(worker_->queue, [](const Job& q) { return q.kind == Job::Kind::kDraft; }));
+        if (j.kind == Job::Kind::kFinal)
+          worker_->counters->skipped_drafts += static_cast<long>(std::erase_if(
+              worker_->queue, [&](const Job& q) { return q.kind == Job::Kind::kDraft && q.segment <= j.segment; }));
         worker_->queue.push_back(std::move(j));
       }
       if (!worker_->scheduled) schedule = worker_->scheduled = true;

@@ -4,7 +4,8 @@
 // a worker pool shared by every session, so the session's thread never waits
 // for the model: drafts (committed target + provisional draft) and each closed
 // segment's full translation come back as events through the session's post
-// path. A stage that falls behind skips drafts (only the newest waits), never
+// path. A stage that falls behind skips drafts (only the newest waits, and
+// none of a segment whose final is queued), never
 // finals. One loaded model serves every stage; each stage owns its engine.
 #pragma once
 
@@ -54,7 +55,8 @@ struct TranslationOptions {
 // What the stages of one service did, all streams together: model calls by
 // kind (drafts: simultaneous mode's drafting calls; finals: a closed segment's
 // full translation) and draft jobs dropped unrun because a newer draft of the
-// same stage was queued behind them (pool stages only; finals are never dropped).
+// same stage, or their segment's final, was queued behind them (pool stages
+// only; finals are never dropped).
 struct TranslationCounts {
   long draft_calls = 0;
   long final_calls = 0;
