@@ -7,9 +7,15 @@
 // apart at p90, or a stream not drained).
 //   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
 //       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
+//       [--verify on|off] [--fit-budget on|off]
+// --verify off --fit-budget off is the engine before re-drafts verified the last
+// draft and drafts' budgets followed their source (every call up to
+// --max-new-tokens, every token stepped). Each run also prints the tokens per
+// model call: prompt decoded / reused from the KV cache, verified / accepted,
+// generated / stepped.
 // Models are written to EARSHOT_BENCH_LLM_DIR (kept, shared with earshot_bench_llm's
 // file names) or a temporary folder (removed). Random weights never stop early,
-// so every call generates --max-new-tokens tokens (a 12-word sentence's
+// so every final generates --max-new-tokens tokens (a 12-word sentence's
 // translation is about that long).
 #include <llama.h>
 #include <unistd.h>

@@ -183,7 +183,8 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
   // compute, as long as proposal[0..k) are the tokens generated so far; from
   // the first token that differs the proposal's cells are dropped and the rest
   // is stepped. At most limit - 1 proposed tokens: the last generated token is
-  // never decoded. The attention rows come from the same batch (one per token).
+  // never decoded (so the batch fits the context: limit <= room). The attention
+  // rows come from the same batch (one per token).
   // Rounding: libllama evaluates a batch with other kernels than one token
   // (ggml's CPU repacked Q4_0/Q8_0 weights switch from GEMV to GEMM at 4 rows),
   // so batch logits may differ from a step's in the last bits; the prompt's own
@@ -194,8 +195,6 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
       options_.verify_drafts ? std::min(proposal.size(), static_cast<size_t>(std::max(0, limit - 1))) : 0;
   std::vector<llm::Token> batch(prompt.begin() + static_cast<long>(common), prompt.end());
   batch.insert(batch.end(), proposal.begin(), proposal.begin() + static_cast<long>(n_proposed));
-  if (static_cast<int>(prompt.size() + n_proposed) > options_.context_tokens)
-    throw Error(ErrorCode::kInvalidArgument, "the translation prompt does not fit the translation context");
   std::vector<llm::Token> predicted;
   llm::AttentionRows rows = n_proposed > 0 ? session_->decode_each(batch, predicted) : session_->decode(batch);
   kv_tokens_.insert(kv_tokens_.end(), batch.begin(), batch.end());
