@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ std::string case_name(const Case& c) {
   return (c.arch == "qwen3" ? "qwen3" : "hunyuan") + std::string("_") + ggml_type_name(c.weights) + "_seed" +
          std::to_string(c.seed);
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
 std::shared_ptr<const llm::LlamaModel> load(const Case& c) {
   static std::map<std::string, std::shared_ptr<const llm::LlamaModel>> loaded;
