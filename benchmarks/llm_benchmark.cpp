@@ -155,7 +155,7 @@ void BM_LlmVerify(benchmark::State& state, std::string type) {
     session->remove_suffix(kPromptTokens - 1);
     std::vector<Token> choices;
     const auto t0 = Clock::now();
-    benchmark::DoNotOptimize(session->decode_each(batch, choices));
+    benchmark::DoNotOptimize(session->decode_each(batch, 0, choices));
     verify_s += std::chrono::duration<double>(Clock::now() - t0).count();
     agree = 0;
     for (std::size_t i = 0; i < choices.size(); ++i) agree += choices[i] == steps[i];

@@ -228,11 +228,12 @@ class FakeSession : public llm::LlmSession {
   }
 
   // One call, as LlamaSession batches it; the scripted choice after each token.
-  llm::AttentionRows decode_each(std::span<const llm::Token> tokens, std::vector<llm::Token>& greedy_after) override {
+  llm::AttentionRows decode_each(std::span<const llm::Token> tokens, int first,
+                                 std::vector<llm::Token>& greedy_after) override {
     llm::AttentionRows rows = decode(tokens);
     ++model_.verify_decodes;
     greedy_after.clear();
-    for (size_t i = 0; i < tokens.size(); ++i)
+    for (size_t i = static_cast<size_t>(std::max(first, 0)); i < tokens.size(); ++i)
       greedy_after.push_back(greedy_at(static_cast<int>(tokens_.size() - tokens.size() + i + 1)));
     return rows;
   }

@@ -178,7 +178,7 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
     g.rows.push_back(std::move(a));
   };
   // Speculative verification: the proposal goes into the prompt's batch, with
-  // the greedy choice read after every token. Generated token k is the choice
+  // the greedy choice read after the last prompt token and every proposed one. Generated token k is the choice
   // after the last prompt token and proposal[0..k), exactly what a step would
   // compute, as long as proposal[0..k) are the tokens generated so far; from
   // the first token that differs the proposal's cells are dropped and the rest
@@ -196,17 +196,17 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
   std::vector<llm::Token> batch(prompt.begin() + static_cast<long>(common), prompt.end());
   batch.insert(batch.end(), proposal.begin(), proposal.begin() + static_cast<long>(n_proposed));
   std::vector<llm::Token> predicted;
-  llm::AttentionRows rows = n_proposed > 0 ? session_->decode_each(batch, predicted) : session_->decode(batch);
+  const int offset = static_cast<int>(rest_size) - 1;  // the last prompt token in the batch
+  llm::AttentionRows rows = n_proposed > 0 ? session_->decode_each(batch, offset, predicted) : session_->decode(batch);
   kv_tokens_.insert(kv_tokens_.end(), batch.begin(), batch.end());
   stats_.prompt_decoded += static_cast<long>(rest_size);
   stats_.prompt_reused += static_cast<long>(common);
   stats_.proposed += static_cast<long>(n_proposed);
-  const int offset = static_cast<int>(rest_size) - 1;  // the last prompt token in the batch
-  take_row(rows, capture ? offset : 0);
+  take_row(rows, offset);
   bool on_proposal = n_proposed > 0;
   while (static_cast<int>(g.tokens.size()) < limit) {
     const size_t k = g.tokens.size();
-    const llm::Token t = on_proposal ? predicted[static_cast<size_t>(offset) + k] : session_->greedy();
+    const llm::Token t = on_proposal ? predicted[k] : session_->greedy();
     if (is_stop(t)) break;
     g.tokens.push_back(t);
     bool stopped = false;

@@ -209,34 +209,38 @@ TEST_P(LlamaBackend, DecodeEachGivesTheGreedyChoicesOfSteps) {
     const AttentionRows r = a->decode(std::span(&steps.back(), 1));
     step_rows.insert(step_rows.end(), r.values.begin(), r.values.end());
   }
-  // The batch: the last prompt token and the continuation but its last token.
-  std::vector<Token> batch = {prompt.back()};
+  // One batch: the prompt and the continuation but its last token, choices
+  // read from the prompt's last token on.
+  std::vector<Token> batch = prompt;
   batch.insert(batch.end(), steps.begin(), steps.end() - 1);
+  const int first = static_cast<int>(prompt.size()) - 1;
   auto b = model->open_session({.context_tokens = 128, .threads = 2});
   b->set_attention_capture({{0, 1}, {2, 3}}, 0, 20);
-  b->decode(std::span(prompt.data(), prompt.size() - 1));
   std::vector<Token> choices;
-  const AttentionRows rows = b->decode_each(batch, choices);
-  ASSERT_EQ(choices.size(), batch.size());
+  const AttentionRows rows = b->decode_each(batch, first, choices);
   EXPECT_EQ(choices, steps);
   EXPECT_EQ(b->greedy(), steps.back());
   EXPECT_EQ(b->position(), a->position());
-  ASSERT_EQ(rows.n_tokens, 10);
-  // Rows of tokens 1..9 of the batch are the steps' rows (the first is the prompt's).
+  ASSERT_EQ(rows.n_tokens, static_cast<int>(batch.size()));
+  // The rows of the continuation's tokens are the steps' rows.
   const std::size_t row = static_cast<std::size_t>(rows.n_heads * rows.n_columns());
-  ASSERT_EQ(rows.values.size(), row + step_rows.size());
-  for (std::size_t i = 0; i < step_rows.size(); ++i) EXPECT_NEAR(rows.values[row + i], step_rows[i], 1e-5);
+  ASSERT_EQ(rows.values.size(), prompt.size() * row + step_rows.size());
+  for (std::size_t i = 0; i < step_rows.size(); ++i)
+    EXPECT_NEAR(rows.values[prompt.size() * row + i], step_rows[i], 1e-5);
   const std::vector<float> la = a->last_log_probs(), lb = b->last_log_probs();
   double max_diff = 0.0;
   for (std::size_t i = 0; i < la.size(); ++i) max_diff = std::max(max_diff, std::abs(double(la[i]) - lb[i]));
   EXPECT_LT(max_diff, 1e-4);
 
-  // The default (one decode per token), as a scripted session would use it.
+  // The default (the head in one decode, then one decode per token), as a
+  // scripted session would use it.
   std::vector<Token> one_by_one;
   auto c = model->open_session({.context_tokens = 128, .threads = 2});
-  c->decode(std::span(prompt.data(), prompt.size() - 1));
-  c->LlmSession::decode_each(batch, one_by_one);
+  c->set_attention_capture({{0, 1}, {2, 3}}, 0, 20);
+  const AttentionRows default_rows = c->LlmSession::decode_each(batch, first, one_by_one);
   EXPECT_EQ(one_by_one, steps);
+  EXPECT_EQ(default_rows.n_tokens, rows.n_tokens);
+  EXPECT_EQ(default_rows.values.size(), rows.values.size());
 }
 
 TEST_P(LlamaBackend, GreedyDecodingDoesNotCollapseOntoOneToken) {
