@@ -7,12 +7,15 @@
 //   build/release/benchmarks/earshot_bench_llm [--benchmark_filter=q8_0]
 // EARSHOT_BENCH_LLM_LAYERS=N uses N layers instead of 32 (a quicker, smaller run);
 // EARSHOT_BENCH_LLM_THREADS=N changes the thread count; EARSHOT_BENCH_LLM_DIR=DIR
-// keeps the models in DIR and reuses them on the next run.
+// keeps the models in DIR and reuses them on the next run. BM_LlmVerify: a
+// re-draft's verification batch (speculative) against the steps it replaces.
 #include <benchmark/benchmark.h>
 #include <llama.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -118,6 +121,56 @@ void BM_LlmDraft(benchmark::State& state, std::string type, bool capture) {
   state.counters["prompt_tok_per_s"] = n * kPromptTokens / prompt_s;
 }
 
+// A re-draft's verification: the last prompt token and kGreedySteps proposed
+// tokens (the model's own greedy continuation, so all are accepted) in one
+// decode_each, against the steps that generate them. Counters: the batch's
+// milliseconds per verified token (compute-bound, like the prompt) against a
+// step's (memory-bound); how many of the batch's greedy choices equal the
+// steps' (batch and one-token evaluations use other kernels, so logits may
+// differ in the last bits); the largest logit difference on the last row.
+void BM_LlmVerify(benchmark::State& state, std::string type) {
+  auto m = model(type);
+  auto session = m->open_session({.context_tokens = 512, .threads = 0});
+  session->set_attention_capture({{9, 5}, {13, 1}, {9, 6}, {12, 11}, {14, 2}, {14, 0}, {4, 12}, {1, 10}}, 10, 90);
+  std::vector<Token> prompt(kPromptTokens);
+  for (int i = 0; i < kPromptTokens; ++i) prompt[i] = static_cast<Token>((i * 7919 + 13) % 150000);
+  using Clock = std::chrono::steady_clock;
+  // The reference: prompt, then steps (timed), keeping the last logits.
+  session->decode(prompt);
+  std::vector<Token> steps;
+  const auto s0 = Clock::now();
+  for (int i = 0; i < kGreedySteps; ++i) {
+    steps.push_back(session->greedy());
+    if (i + 1 < kGreedySteps) session->decode(std::span(&steps.back(), 1));
+  }
+  const double steps_s = std::chrono::duration<double>(Clock::now() - s0).count();
+  const auto* llama = static_cast<const LlamaSession*>(session.get());
+  const std::vector<float> step_logits(llama->last_logits().begin(), llama->last_logits().end());
+  std::vector<Token> batch = {prompt.back()};
+  batch.insert(batch.end(), steps.begin(), steps.end() - 1);
+  double verify_s = 0;
+  int agree = 0;
+  double max_diff = 0;
+  for (auto _ : state) {
+    session->remove_suffix(kPromptTokens - 1);
+    std::vector<Token> choices;
+    const auto t0 = Clock::now();
+    benchmark::DoNotOptimize(session->decode_each(batch, 0, choices));
+    verify_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    agree = 0;
+    for (std::size_t i = 0; i < choices.size(); ++i) agree += choices[i] == steps[i];
+    const std::span<const float> logits = llama->last_logits();
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      max_diff = std::max(max_diff, std::abs(static_cast<double>(logits[i]) - step_logits[i]));
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["verify_ms_per_token"] = 1e3 * verify_s / (n * batch.size());
+  state.counters["step_ms"] = 1e3 * steps_s / kGreedySteps;
+  state.counters["greedy_agree"] = agree;
+  state.counters["of"] = static_cast<double>(batch.size());
+  state.counters["last_row_max_logit_diff"] = max_diff;
+}
+
 void register_all() {
   // Capture needs layers 1..14 (the calibrated heads); a smaller run skips it.
   const bool capture_fits = env_int("EARSHOT_BENCH_LLM_LAYERS", 32) > 14;
@@ -131,6 +184,11 @@ void register_all() {
           ->Iterations(2)
           ->UseRealTime();
     }
+    if (capture_fits)
+      benchmark::RegisterBenchmark((std::string("BM_LlmVerify/") + type).c_str(), BM_LlmVerify, std::string(type))
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(2)
+          ->UseRealTime();
   }
 }
 

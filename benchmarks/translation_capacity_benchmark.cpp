@@ -7,13 +7,20 @@
 // apart at p90, or a stream not drained).
 //   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
 //       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
+//       [--verify on|off] [--fit-budget on|off]
+// --verify off --fit-budget off is the engine before re-drafts verified the last
+// draft and drafts' budgets followed their source (every call up to
+// --max-new-tokens, every token stepped). Each run also prints the tokens per
+// model call: prompt decoded / reused from the KV cache, verified / accepted,
+// generated / stepped.
 // Models are written to EARSHOT_BENCH_LLM_DIR (kept, shared with earshot_bench_llm's
 // file names) or a temporary folder (removed). Random weights never stop early,
-// so every call generates --max-new-tokens tokens (a 12-word sentence's
+// so every final generates --max-new-tokens tokens (a 12-word sentence's
 // translation is about that long).
 #include <llama.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +56,11 @@ fs::path write_model(const fs::path& dir, const std::string& type, int layers) {
   return file;
 }
 
+bool on_off(const std::string& value, const std::string& option) {
+  if (value != "on" && value != "off") throw Error(ErrorCode::kInvalidArgument, option + ": on or off");
+  return value == "on";
+}
+
 int run(int argc, char** argv) {
   Args args("earshot_bench_tcap", "sessions' translation one machine sustains");
   args.option("type", "weights: f16, q8_0 or q4_0", "q4_0")
@@ -58,7 +70,9 @@ int run(int argc, char** argv) {
       .option("seconds", "length of each stream", "30")
       .option("max-sessions", "largest N tried", "16")
       .option("max-new-tokens", "tokens generated per call", "32")
-      .option("attention", "attention route: softmax or qk", "softmax");
+      .option("attention", "attention route: softmax or qk", "softmax")
+      .option("verify", "re-drafts and finals verify the last draft in one batch: on or off", "on")
+      .option("fit-budget", "a draft's token budget fitted to its source (else --max-new-tokens): on or off", "on");
   if (!args.parse_or_help(std::vector<std::string>(argv + 1, argv + argc))) return 0;
   const std::string type = args.get("type");
   if (type != "f16" && type != "q8_0" && type != "q4_0")
@@ -94,6 +108,8 @@ int run(int argc, char** argv) {
   stages::translation::TranslationOptions to;
   to.target_language = "zh";
   to.max_new_tokens = static_cast<int>(args.get_int("max-new-tokens"));
+  to.verify_drafts = on_off(args.get("verify"), "--verify");
+  if (!on_off(args.get("fit-budget"), "--fit-budget")) to.draft_tokens_per_source = 0;
   to.context_tokens = 1024;
   const int workers = static_cast<int>(args.get_int("workers"));
   stages::translation::TranslationService service(model, std::move(registry), workers, to);
@@ -101,18 +117,31 @@ int run(int argc, char** argv) {
 
   bench::TranslationCapacityOptions co;
   co.stream_seconds = args.get_double("seconds");
-  std::printf("%s, %d layers, %d worker(s) x %ld thread(s), %s attention, %d new tokens per call, %.0f s streams\n",
-              type.c_str(), layers, workers, args.get_int("threads"), args.get("attention").c_str(), to.max_new_tokens,
-              co.stream_seconds);
-  std::printf("%8s %10s %10s %8s %8s %22s %14s %9s\n", "sessions", "drafts/min", "finals/min", "skipped", "finals",
-              "final lag med/p90/max", "draft gap p90", "sustained");
+  std::printf(
+      "%s, %d layers, %d worker(s) x %ld thread(s), %s attention, at most %d new tokens per call (budget fitted to "
+      "the source: %s), verification %s, %.0f s streams\n",
+      type.c_str(), layers, workers, args.get_int("threads"), args.get("attention").c_str(), to.max_new_tokens,
+      args.get("fit-budget").c_str(), args.get("verify").c_str(), co.stream_seconds);
+  std::printf("%8s %10s %10s %8s %8s %22s %18s %9s\n", "sessions", "drafts/min", "finals/min", "skipped", "finals",
+              "final lag med/p90/max", "draft gap p50/p90", "sustained");
   int best = 0;
   for (int n = 1; n <= args.get_int("max-sessions"); n *= 2) {
     const bench::TranslationCapacityRun r = bench::run_translation_capacity(service, n, co);
     const double minutes = r.audio_seconds / 60.0;
-    std::printf("%8d %10.1f %10.1f %8ld %8ld %8.2f/%5.2f/%6.2f s %12.2f s %9s\n", n, r.draft_calls / minutes,
+    std::printf("%8d %10.1f %10.1f %8ld %8ld %8.2f/%5.2f/%6.2f s %10.2f/%5.2f s %9s\n", n, r.draft_calls / minutes,
                 r.final_calls / minutes, r.skipped_drafts, r.finals_arrived, r.final_lag.median, r.final_lag.p90,
-                r.final_lag.max, r.draft_interval.p90, r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
+                r.final_lag.max, r.draft_interval.median, r.draft_interval.p90,
+                r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
+    // Per model call: prompt tokens decoded / reused from the KV cache, the last
+    // draft's tokens verified in the prompt's batch / accepted, target tokens
+    // generated / stepped (one model evaluation each).
+    const stages::translation::TranslationCounts& c = r.counts;
+    const double calls = std::max(1.0, static_cast<double>(c.calls()));
+    std::printf(
+        "%8s tokens per call: prompt %.1f decoded + %.1f reused, verified %.1f (%.1f accepted), "
+        "generated %.1f (%.1f stepped)\n",
+        "", c.prompt_decoded / calls, c.prompt_reused / calls, c.proposed / calls, c.accepted / calls,
+        c.generated / calls, c.stepped / calls);
     std::fflush(stdout);
     if (!r.sustained) break;
     best = n;

@@ -146,6 +146,15 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
   run.draft_calls = after.draft_calls - before.draft_calls;
   run.final_calls = after.final_calls - before.final_calls;
   run.skipped_drafts = after.skipped_drafts - before.skipped_drafts;
+  run.counts.draft_calls = run.draft_calls;
+  run.counts.final_calls = run.final_calls;
+  run.counts.skipped_drafts = run.skipped_drafts;
+  run.counts.prompt_decoded = after.prompt_decoded - before.prompt_decoded;
+  run.counts.prompt_reused = after.prompt_reused - before.prompt_reused;
+  run.counts.proposed = after.proposed - before.proposed;
+  run.counts.accepted = after.accepted - before.accepted;
+  run.counts.generated = after.generated - before.generated;
+  run.counts.stepped = after.stepped - before.stepped;
   run.audio_seconds = sessions * o.stream_seconds;
   {
     std::lock_guard lock(mutex);

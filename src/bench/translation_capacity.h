@@ -45,7 +45,8 @@ struct TranslationCapacityRun {
   double audio_seconds = 0;  // all streams
   double wall_seconds = 0;   // first feed to the last stream's end
   long draft_calls = 0, final_calls = 0, skipped_drafts = 0;
-  long finals_arrived = 0;  // one per closed segment
+  stages::translation::TranslationCounts counts;  // this run's share of the service's counts (tokens by kind)
+  long finals_arrived = 0;                        // one per closed segment
   Distribution final_lag;
   Distribution draft_interval;  // seconds between a stream's successive draft events (its update rate)
   bool drained = true;          // every stream ended within drain_limit

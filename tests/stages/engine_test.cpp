@@ -73,6 +73,66 @@ TEST(TranslationEngine, RedraftsOnlyAfterEnoughNewSourceTokens) {
   EXPECT_EQ(engine.stats().drafts, 2);
 }
 
+// The same updates from an engine that verifies and one that only steps.
+void expect_same_updates(const EngineUpdate& a, const EngineUpdate& b) {
+  EXPECT_EQ(a.committed, b.committed);
+  EXPECT_EQ(a.draft, b.draft);
+  EXPECT_EQ(a.draft_changed, b.draft_changed);
+  EXPECT_EQ(a.called_model, b.called_model);
+}
+
+TEST(TranslationEngine, ARedraftVerifiesTheCachedDraftAndStepsOnlyPastIt) {
+  FakeModel model(word_for_word(2));
+  EngineOptions plain_options = argmax_options();
+  plain_options.verify_drafts = false;
+  TranslationEngine engine(model, argmax_options()), plain(model, plain_options);
+  expect_same_updates(engine.update("alpha", " beta"), plain.update("alpha", " beta"));
+  EXPECT_EQ(engine.stats().proposed, 0);  // nothing cached yet
+  const int verifies = model.verify_decodes;
+  // " BETA" is still the model's choice: accepted from the batch, the rest stepped.
+  expect_same_updates(engine.update("alpha", " beta gamma delta eta"), plain.update("alpha", " beta gamma delta eta"));
+  EXPECT_EQ(model.verify_decodes, verifies + 1);
+  EXPECT_EQ(engine.stats().proposed, 1);
+  EXPECT_EQ(engine.stats().accepted, 1);
+  EXPECT_EQ(engine.stats().generated, plain.stats().generated);
+  EXPECT_EQ(engine.stats().stepped, plain.stats().stepped - 1);
+  // The ASR rewrote the source: the cached " BETA GAMMA DELTA ETA" is rejected
+  // at its first token, its cells dropped, and the draft stepped as before.
+  expect_same_updates(engine.update("alpha bat", " gamma delta eta"), plain.update("alpha bat", " gamma delta eta"));
+  EXPECT_EQ(engine.stats().proposed, 1 + 4);
+  EXPECT_EQ(engine.stats().accepted, 1);
+  EXPECT_EQ(engine.stats().stepped, plain.stats().stepped - 1);
+  // The final starts from the committed target and the draft: all accepted.
+  EXPECT_EQ(engine.committed_text(), "ALPHA BAT");
+  EXPECT_EQ(engine.translate("alpha bat gamma delta eta"), plain.translate("alpha bat gamma delta eta"));
+  EXPECT_EQ(engine.stats().accepted, 1 + 5);
+  EXPECT_EQ(engine.stats().stepped, plain.stats().stepped - 6);
+}
+
+TEST(TranslationEngine, ADraftsTokenBudgetFollowsItsSource) {
+  // A model that never stops: 100 "x" tokens whatever the source.
+  FakeModel model([](const std::vector<std::string>& source) {
+    std::vector<ScriptToken> out(100, ScriptToken{" x", {}});
+    (void)source;
+    return out;
+  });
+  EngineOptions o = argmax_options();
+  o.max_new_tokens = 40;
+  o.commit.mode = CommitMode::kMass;
+  o.commit.mass_threshold = 2.0;  // nothing commits
+  TranslationEngine engine(model, o);
+  engine.update("a", "");
+  EXPECT_EQ(engine.stats().generated, 2 * 1 + 6);  // draft_tokens_per_source x 1 source token + slack
+  engine.update("a b c d", "");
+  EXPECT_EQ(engine.stats().generated, 8 + 2 * 4 + 6);
+  engine.translate("a b c d");  // finals keep max_new_tokens
+  EXPECT_EQ(engine.stats().generated, 8 + 14 + 40);
+  o.draft_tokens_per_source = 0;  // fitting off
+  TranslationEngine fixed(model, o);
+  fixed.update("a", "");
+  EXPECT_EQ(fixed.stats().generated, 40);
+}
+
 TEST(TranslationEngine, FrontierRoundsDownToTheLastCompleteToken) {
   FakeModel model(word_for_word(2));
   TranslationEngine engine(model, argmax_options());
@@ -139,7 +199,19 @@ TEST(TranslationEngine, ASingleIdPlaceholderStopsGeneration) {
   EXPECT_EQ(engine.update("a", "").committed, "X");
   const int before = model.decode_calls;
   EXPECT_EQ(engine.translate("a b"), "X");
-  EXPECT_EQ(model.decode_calls - before, 2);  // the prompt and "X": the placeholder ended the loop
+  // The prompt with the last draft's "X" verified in its batch: the placeholder
+  // predicted after it ended the loop without a step.
+  EXPECT_EQ(model.decode_calls - before, 1);
+  EXPECT_EQ(model.verify_decodes, 1);
+
+  // Without verification: the prompt, then "X" stepped.
+  EngineOptions o = argmax_options();
+  o.verify_drafts = false;
+  TranslationEngine plain_engine(model, o);
+  EXPECT_EQ(plain_engine.update("a", "").committed, "X");
+  const int plain_before = model.decode_calls;
+  EXPECT_EQ(plain_engine.translate("a b"), "X");
+  EXPECT_EQ(model.decode_calls - plain_before, 2);
 }
 
 TEST(TranslationEngine, AFragmentedPlaceholderStopsThroughTheRollingWindow) {

@@ -95,6 +95,7 @@ class FakeModel : public llm::LlmModel {
   std::string model_id = "tencent/Hy-MT2-1.8B-GGUF/Hy-MT2-1.8B-Q8_0.gguf";
   mutable std::atomic<int> decode_calls{0};
   mutable std::atomic<int> prompt_decodes{0};  // decode calls of more than one token (a new draft or final)
+  mutable std::atomic<int> verify_decodes{0};  // of which decode_each calls (a proposal verified in the batch)
   // set_attention_capture calls with heads (drafting) and without (a full translation).
   mutable std::atomic<int> captures_with_heads{0};
   mutable std::atomic<int> captures_without_heads{0};
@@ -226,8 +227,22 @@ class FakeSession : public llm::LlmSession {
     return rows;
   }
 
-  llm::Token greedy() const override {
-    const int k = static_cast<int>(tokens_.size()) - target_start_;
+  // One call, as LlamaSession batches it; the scripted choice after each token.
+  llm::AttentionRows decode_each(std::span<const llm::Token> tokens, int first,
+                                 std::vector<llm::Token>& greedy_after) override {
+    llm::AttentionRows rows = decode(tokens);
+    ++model_.verify_decodes;
+    greedy_after.clear();
+    for (size_t i = static_cast<size_t>(std::max(first, 0)); i < tokens.size(); ++i)
+      greedy_after.push_back(greedy_at(static_cast<int>(tokens_.size() - tokens.size() + i + 1)));
+    return rows;
+  }
+
+  llm::Token greedy() const override { return greedy_at(static_cast<int>(tokens_.size())); }
+
+  // The scripted choice after the first `length` tokens.
+  llm::Token greedy_at(int length) const {
+    const int k = length - target_start_;
     if (target_start_ < 0 || k < 0 || k >= static_cast<int>(script_.size())) return model_.id("<|im_end|>");
     return model_.id(script_[static_cast<size_t>(k)].piece);
   }

@@ -161,6 +161,47 @@ TEST(TranslationStage, ASlowModelNeverBlocksTheSessionThreadAndSkipsOnlyDrafts) 
   EXPECT_LE(model->prompt_decodes, 3);
 }
 
+TEST(TranslationStage, DraftsOfASegmentWhoseFinalIsQueuedAreSkipped) {
+  auto model = std::make_shared<FakeModel>(word_for_word(2));
+  std::mutex gate_mutex;
+  std::condition_variable gate_cv;
+  bool open = false;
+  int entered = 0;
+  model->on_decode = [&] {
+    std::unique_lock lock(gate_mutex);
+    ++entered;
+    gate_cv.notify_all();
+    gate_cv.wait(lock, [&] { return open; });
+  };
+  TranslationService service(model, registry(), 1, options());
+  auto stage = service.make_stage("en", options());
+  Collected posted;
+  stage->attach([&](std::vector<events::Event> e) { posted.add(std::move(e)); });
+  auto ignore = [](events::Event) {};
+  // The first draft reaches the (stuck) model; three more wait, each replacing
+  // the one before; the segment's final then replaces the last.
+  for (int i = 0; i < 4; ++i) {
+    stage->consume(events::WordsCommitted{{word((i ? " w" : "w") + std::to_string(i), i * 0.1, i * 0.1 + 0.1)}},
+                   ignore);
+    if (i == 0) {  // the first draft is in the model before the others arrive
+      std::unique_lock lock(gate_mutex);
+      gate_cv.wait(lock, [&] { return entered > 0; });
+    }
+  }
+  stage->consume(events::Finalized{}, ignore);
+  stage->consume(events::EndOfStream{}, ignore);
+  {
+    std::lock_guard lock(gate_mutex);
+    open = true;
+  }
+  gate_cv.notify_all();
+  ASSERT_TRUE(posted.wait_for_end(std::chrono::seconds(30)));
+  const TranslationCounts c = service.counts();
+  EXPECT_EQ(c.draft_calls, 1);
+  EXPECT_EQ(c.final_calls, 1);
+  EXPECT_EQ(c.skipped_drafts, 3);
+}
+
 TEST(TranslationStage, SessionsShareTheModelWithTheirOwnState) {
   auto model = std::make_shared<FakeModel>(word_for_word(2));
   TranslationService service(model, registry(), 2, options());

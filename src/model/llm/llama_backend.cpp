@@ -234,7 +234,14 @@ void LlamaSession::set_attention_capture(std::vector<AttentionHead> heads, int c
   capture_->set(std::move(heads), column_begin, column_end);
 }
 
-AttentionRows LlamaSession::decode(std::span<const Token> tokens) {
+AttentionRows LlamaSession::decode(std::span<const Token> tokens) { return decode_tokens(tokens, 0, nullptr); }
+
+AttentionRows LlamaSession::decode_each(std::span<const Token> tokens, int first, std::vector<Token>& greedy_after) {
+  greedy_after.clear();
+  return decode_tokens(tokens, std::max(first, 0), &greedy_after);
+}
+
+AttentionRows LlamaSession::decode_tokens(std::span<const Token> tokens, int first, std::vector<Token>* greedy_after) {
   if (tokens.empty()) return {};
   const int n = static_cast<int>(tokens.size());
   if (position_ + n > context_tokens_) {
@@ -262,9 +269,19 @@ AttentionRows LlamaSession::decode(std::span<const Token> tokens) {
       batch.pos[i] = position_ + done + i;
       batch.n_seq_id[i] = 1;
       batch.seq_id[i][0] = 0;
-      batch.logits[i] = done + i == n - 1;  // logits of the last token only
+      batch.logits[i] = (greedy_after != nullptr && done + i >= first) || done + i == n - 1;
     }
     status = llama_decode(ctx_, batch);
+    if (status == 0 && greedy_after != nullptr) {
+      for (int i = std::max(0, first - done); i < count; ++i) {
+        const float* logits = llama_get_logits_ith(ctx_, i);
+        if (logits == nullptr) {
+          status = -100;  // reported below as a failed decode
+          break;
+        }
+        greedy_after->push_back(static_cast<Token>(std::max_element(logits, logits + n_vocab) - logits));
+      }
+    }
     if (status == 0) done += count;
   }
   llama_batch_free(batch);

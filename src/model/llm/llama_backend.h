@@ -98,6 +98,8 @@ class LlamaSession final : public LlmSession {
   // Error(kInvalidArgument) for a layer or head the model does not have.
   void set_attention_capture(std::vector<AttentionHead> heads, int column_begin, int column_end) override;
   AttentionRows decode(std::span<const Token> tokens) override;
+  // One batch (split only at the context's batch size), logits on the rows from `first`.
+  AttentionRows decode_each(std::span<const Token> tokens, int first, std::vector<Token>& greedy_after) override;
   Token greedy() const override;
   std::vector<float> last_log_probs() const override;
   int position() const override { return position_; }
@@ -109,6 +111,9 @@ class LlamaSession final : public LlmSession {
   AttentionCapture& capture() { return *capture_; }
 
  private:
+  // decode() and decode_each(): greedy_after null = logits of the last token only.
+  AttentionRows decode_tokens(std::span<const Token> tokens, int first, std::vector<Token>* greedy_after);
+
   std::shared_ptr<const LlamaModel> model_;
   std::unique_ptr<AttentionCapture> capture_;  // stable address: the context's cb_eval_user_data
   llama_context* ctx_ = nullptr;

@@ -6,6 +6,7 @@
 // with a scripted fake, and libllama (llama_backend.h) is one implementation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -91,6 +92,17 @@ class LlmSession {
   // capture is set). Throws earshot::Error when the context is full.
   virtual AttentionRows decode(std::span<const Token> tokens) = 0;
 
+  // Decodes `tokens` as decode() does and also returns the greedy choice after
+  // each of tokens[first..]: greedy_after[i] is the argmax of the logits of
+  // tokens[first + i] (the last one is greedy()). Speculative verification's
+  // primitive: a prompt's new tokens and a proposed continuation checked in one
+  // call instead of one call per token; the rows before `first` get no logits
+  // (a prompt's would cost the output layer and n_vocab floats each). The
+  // default decodes tokens[..first) in one call, then one token at a time
+  // (plain step-by-step greedy, as a scripted session needs); LlamaSession
+  // evaluates one batch with logits on the rows from `first`.
+  virtual AttentionRows decode_each(std::span<const Token> tokens, int first, std::vector<Token>& greedy_after);
+
   // Greedy choice over the logits of the last decoded token.
   virtual Token greedy() const = 0;
   // Log-probabilities of the last decoded token (n_vocab entries).
@@ -101,5 +113,24 @@ class LlmSession {
   // Forgets positions [from, position()); later decodes continue at `from`.
   virtual void remove_suffix(int from) = 0;
 };
+
+inline AttentionRows LlmSession::decode_each(std::span<const Token> tokens, int first,
+                                             std::vector<Token>& greedy_after) {
+  greedy_after.clear();
+  const std::size_t head = std::min(tokens.size(), static_cast<std::size_t>(std::max(first, 0)));
+  AttentionRows all;
+  if (head > 0) all = decode(tokens.first(head));
+  for (std::size_t i = head; i < tokens.size(); ++i) {
+    AttentionRows one = decode(tokens.subspan(i, 1));
+    greedy_after.push_back(greedy());
+    if (all.n_tokens == 0) {
+      all = std::move(one);
+      continue;
+    }
+    all.n_tokens += one.n_tokens;
+    all.values.insert(all.values.end(), one.values.begin(), one.values.end());
+  }
+  return all;
+}
 
 }  // namespace earshot::llm

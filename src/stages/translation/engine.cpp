@@ -1,6 +1,7 @@
 #include "stages/translation/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "common/error.h"
@@ -139,7 +140,8 @@ void TranslationEngine::cut_placeholders(Generation& g) const {
 }
 
 TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm::Token>& prompt, bool capture,
-                                                          int source_begin, int source_end) {
+                                                          int source_begin, int source_end, int max_tokens,
+                                                          std::span<const llm::Token> proposal) {
   ++stats_.model_calls;
   Generation g;
   if (prompt.empty()) return g;
@@ -147,7 +149,7 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
   if (room <= 0)
     throw Error(ErrorCode::kInvalidArgument, "the translation prompt (" + std::to_string(prompt.size()) +
                                                  " tokens) does not fit the translation context");
-  const int limit = std::min(options_.max_new_tokens, room);
+  const int limit = std::max(1, std::min(max_tokens, room));
   // Reuse the KV prefix the session already holds; the last prompt token is
   // always decoded again, since its attention row is the first token's.
   size_t common = 0;
@@ -159,9 +161,11 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
     session_->set_attention_capture(options_.heads, source_begin, source_end);
   else
     session_->set_attention_capture({}, 0, 0);
-  auto take_row = [&](const llm::AttentionRows& rows) {
+  // The row of token `index` of a decode's tokens: the attention of the step
+  // that predicts the next target token.
+  auto take_row = [&](const llm::AttentionRows& rows, int index) {
     if (!capture) return;
-    if (rows.n_tokens <= 0 || rows.n_heads != static_cast<int>(options_.heads.size()) ||
+    if (rows.n_tokens <= index || rows.n_heads != static_cast<int>(options_.heads.size()) ||
         rows.column_begin != source_begin || rows.column_end != source_end)
       throw Error(ErrorCode::kInternal, "the model returned attention rows of the wrong shape");
     TokenAttention a;
@@ -170,15 +174,39 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
     a.values.resize(static_cast<size_t>(a.n_heads) * a.n_source);
     for (int h = 0; h < a.n_heads; ++h)
       for (int c = 0; c < a.n_source; ++c)
-        a.values[static_cast<size_t>(h) * a.n_source + c] = rows.at(rows.n_tokens - 1, h, source_begin + c);
+        a.values[static_cast<size_t>(h) * a.n_source + c] = rows.at(index, h, source_begin + c);
     g.rows.push_back(std::move(a));
   };
-  std::span<const llm::Token> rest(prompt.data() + common, prompt.size() - common);
-  llm::AttentionRows rows = session_->decode(rest);
-  kv_tokens_.insert(kv_tokens_.end(), rest.begin(), rest.end());
-  take_row(rows);
+  // Speculative verification: the proposal goes into the prompt's batch, with
+  // the greedy choice read after the last prompt token and every proposed one. Generated token k is the choice
+  // after the last prompt token and proposal[0..k), exactly what a step would
+  // compute, as long as proposal[0..k) are the tokens generated so far; from
+  // the first token that differs the proposal's cells are dropped and the rest
+  // is stepped. At most limit - 1 proposed tokens: the last generated token is
+  // never decoded (so the batch fits the context: limit <= room). The attention
+  // rows come from the same batch (one per token).
+  // Rounding: libllama evaluates a batch with other kernels than one token
+  // (ggml's CPU repacked Q4_0/Q8_0 weights switch from GEMV to GEMM at 4 rows),
+  // so batch logits may differ from a step's in the last bits; the prompt's own
+  // prefill already does, with any KV reuse. The tests pin identity of the
+  // greedy output on random models (F32 and quantised weights).
+  const size_t rest_size = prompt.size() - common;
+  const size_t n_proposed =
+      options_.verify_drafts ? std::min(proposal.size(), static_cast<size_t>(std::max(0, limit - 1))) : 0;
+  std::vector<llm::Token> batch(prompt.begin() + static_cast<long>(common), prompt.end());
+  batch.insert(batch.end(), proposal.begin(), proposal.begin() + static_cast<long>(n_proposed));
+  std::vector<llm::Token> predicted;
+  const int offset = static_cast<int>(rest_size) - 1;  // the last prompt token in the batch
+  llm::AttentionRows rows = n_proposed > 0 ? session_->decode_each(batch, offset, predicted) : session_->decode(batch);
+  kv_tokens_.insert(kv_tokens_.end(), batch.begin(), batch.end());
+  stats_.prompt_decoded += static_cast<long>(rest_size);
+  stats_.prompt_reused += static_cast<long>(common);
+  stats_.proposed += static_cast<long>(n_proposed);
+  take_row(rows, offset);
+  bool on_proposal = n_proposed > 0;
   while (static_cast<int>(g.tokens.size()) < limit) {
-    const llm::Token t = session_->greedy();
+    const size_t k = g.tokens.size();
+    const llm::Token t = on_proposal ? predicted[k] : session_->greedy();
     if (is_stop(t)) break;
     g.tokens.push_back(t);
     bool stopped = false;
@@ -191,14 +219,32 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
     }
     if (stopped) break;
     if (static_cast<int>(g.tokens.size()) >= limit) break;
+    if (on_proposal && k < n_proposed && proposal[k] == t) {  // verified: its cells and next choice are in the batch
+      ++stats_.accepted;
+      take_row(rows, offset + static_cast<int>(k) + 1);
+      continue;
+    }
+    if (on_proposal) {  // the proposal's rest is not the model's: forget its cells
+      const size_t keep = prompt.size() + k;
+      session_->remove_suffix(static_cast<int>(keep));
+      kv_tokens_.resize(keep);
+      on_proposal = false;
+    }
     const llm::Token one[1] = {t};
-    rows = session_->decode(one);
+    llm::AttentionRows step = session_->decode(one);
+    ++stats_.stepped;
     kv_tokens_.push_back(t);
-    take_row(rows);
+    take_row(step, 0);
   }
   if (capture) g.rows.resize(std::min(g.rows.size(), g.tokens.size()));
   cut_placeholders(g);
+  stats_.generated += static_cast<long>(g.tokens.size());
   return g;
+}
+
+std::span<const llm::Token> TranslationEngine::draft_rest() const {
+  if (!draft_) return {};
+  return std::span<const llm::Token>(draft_->target).subspan(static_cast<size_t>(draft_->accepted));
 }
 
 void TranslationEngine::make_draft(const std::string& source) {
@@ -219,7 +265,14 @@ void TranslationEngine::make_draft(const std::string& source) {
   prompt.insert(prompt.end(), prompt_after_.begin(), prompt_after_.end());
   // The committed target is forced: the new draft continues it, never rewrites it.
   prompt.insert(prompt.end(), committed_tokens_.begin(), committed_tokens_.end());
-  Generation g = src.empty() ? Generation{} : generate(prompt, true, source_begin, source_end);
+  // The budget: what the source still untranslated may need (engine.h).
+  int budget = options_.max_new_tokens;
+  if (options_.draft_tokens_per_source > 0) {
+    const double whole =
+        options_.draft_tokens_per_source * static_cast<double>(src.size()) + options_.draft_token_slack;
+    budget = std::clamp(static_cast<int>(std::ceil(whole)) - static_cast<int>(committed_tokens_.size()), 1, budget);
+  }
+  Generation g = src.empty() ? Generation{} : generate(prompt, true, source_begin, source_end, budget, draft_rest());
   ++stats_.drafts;
   d->target = std::move(g.tokens);
   d->rows = std::move(g.rows);
@@ -291,7 +344,12 @@ std::string TranslationEngine::translate(const std::string& source) {
   const std::vector<llm::Token> src = model_.tokenize(source, false);
   prompt.insert(prompt.end(), src.begin(), src.end());
   prompt.insert(prompt.end(), prompt_after_.begin(), prompt_after_.end());
-  Generation g = generate(prompt, false, 0, 0);
+  // The segment's last draft (committed target and the rest) is the final's
+  // likely start: verified, not regenerated.
+  std::vector<llm::Token> guess = committed_tokens_;
+  const std::span<const llm::Token> rest = draft_rest();
+  guess.insert(guess.end(), rest.begin(), rest.end());
+  Generation g = generate(prompt, false, 0, 0, options_.max_new_tokens, guess);
   std::string text = bytes_of(g.tokens);
   text.resize(complete_utf8_prefix(text));
   return text;

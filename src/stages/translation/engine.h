@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,18 @@ struct EngineOptions {
   // this many new source tokens (MT-call hysteresis, in the model's own tokens).
   int redraft_source_tokens = 3;
   int max_new_tokens = 256;  // per call, also bounded by the context
+  // A draft's token budget fitted to the source still untranslated: at most
+  // draft_tokens_per_source x (source tokens) + draft_token_slack target tokens
+  // in all (committed target included), within max_new_tokens. A translation
+  // rarely runs longer than its source by that much; random weights (and a
+  // model that loops) never stop, and every token beyond it is wasted work.
+  // 0 turns the fitting off (max_new_tokens only). Finals keep max_new_tokens.
+  double draft_tokens_per_source = 2.0;
+  int draft_token_slack = 6;
+  // Re-drafts (and the final of a segment with a draft) verify the cached
+  // draft's tokens in one batch and step only from the first token the model
+  // no longer predicts (speculative verification; same greedy output).
+  bool verify_drafts = true;
   int context_tokens = 4096;
   int threads = 0;
 };
@@ -43,6 +56,17 @@ struct EngineStats {
   int model_calls = 0;  // drafts and full translations
   int drafts = 0;
   int releases = 0;  // updates that committed from the cached draft without a call
+  // Tokens by how the calls evaluated them (all calls together): prompt tokens
+  // decoded and those whose KV cells were reused from the previous call;
+  // proposed (the cached draft fed as one verification batch) and of those
+  // accepted (still the model's greedy choice); target tokens generated in all
+  // and stepped (decoded one per model evaluation).
+  long prompt_decoded = 0;
+  long prompt_reused = 0;
+  long proposed = 0;
+  long accepted = 0;
+  long generated = 0;
+  long stepped = 0;
 };
 
 // The prompt around the source, by architecture: Hunyuan-dense's and ChatML
@@ -93,8 +117,13 @@ class TranslationEngine {
     std::vector<TokenAttention> rows;
   };
   // Decodes `prompt` (reusing the session's KV prefix) and generates greedily
-  // until a stop token, a placeholder, the limit or the context's end.
-  Generation generate(const std::vector<llm::Token>& prompt, bool capture, int source_begin, int source_end);
+  // until a stop token, a placeholder, `limit` tokens or the context's end.
+  // `proposal` (a guess of the output, e.g. the cached draft) is verified in the
+  // prompt's batch: the result is the same greedy output, with fewer steps.
+  Generation generate(const std::vector<llm::Token>& prompt, bool capture, int source_begin, int source_end, int limit,
+                      std::span<const llm::Token> proposal);
+  // The target tokens of the open segment's draft beyond the committed ones.
+  std::span<const llm::Token> draft_rest() const;
   void make_draft(const std::string& source);
   bool is_stop(llm::Token token) const;
   // Truncates tokens at a placeholder sequence or (fallback) placeholder text.

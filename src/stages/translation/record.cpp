@@ -66,6 +66,10 @@ class CountingSession : public llm::LlmSession {
     inner_->set_attention_capture(std::move(heads), b, e);
   }
   llm::AttentionRows decode(std::span<const llm::Token> tokens) override { return inner_->decode(tokens); }
+  llm::AttentionRows decode_each(std::span<const llm::Token> tokens, int first,
+                                 std::vector<llm::Token>& greedy_after) override {
+    return inner_->decode_each(tokens, first, greedy_after);
+  }
   llm::Token greedy() const override { return inner_->greedy(); }
   std::vector<float> last_log_probs() const override { return inner_->last_log_probs(); }
   int position() const override { return inner_->position(); }

@@ -63,6 +63,7 @@ size_t WorkerPool::queued() const {
 
 struct TranslationService::Counters {
   std::atomic<long> draft_calls{0}, final_calls{0}, skipped_drafts{0};
+  std::atomic<long> prompt_decoded{0}, prompt_reused{0}, proposed{0}, accepted{0}, generated{0}, stepped{0};
 };
 
 namespace {
@@ -181,6 +182,9 @@ struct Worker {
     eo.commit = options.commit;
     eo.redraft_source_tokens = options.redraft_source_tokens;
     eo.max_new_tokens = options.max_new_tokens;
+    eo.draft_tokens_per_source = options.draft_tokens_per_source;
+    eo.draft_token_slack = options.draft_token_slack;
+    eo.verify_drafts = options.verify_drafts;
     eo.context_tokens = options.context_tokens;
     eo.threads = options.threads;
     CalibrationRegistry::Lookup found = registry->find(model->id(), language, options.target_language);
@@ -210,11 +214,18 @@ struct Worker {
       return out;
     }
     // The engine's own count of model calls, attributed to the job's kind.
-    const int calls_before = engine ? engine->stats().model_calls : 0;
+    const EngineStats before = engine ? engine->stats() : EngineStats{};
     run_model_job(job, out);
     if (engine) {
-      const long made = engine->stats().model_calls - calls_before;
-      (job.kind == Job::Kind::kDraft ? counters->draft_calls : counters->final_calls) += made;
+      const EngineStats after = engine->stats();
+      (job.kind == Job::Kind::kDraft ? counters->draft_calls : counters->final_calls) +=
+          after.model_calls - before.model_calls;
+      counters->prompt_decoded += after.prompt_decoded - before.prompt_decoded;
+      counters->prompt_reused += after.prompt_reused - before.prompt_reused;
+      counters->proposed += after.proposed - before.proposed;
+      counters->accepted += after.accepted - before.accepted;
+      counters->generated += after.generated - before.generated;
+      counters->stepped += after.stepped - before.stepped;
     }
     return out;
   }
@@ -308,10 +319,15 @@ class TranslationStage : public Stage {
       std::lock_guard lock(worker_->mutex);
       if (worker_->closed) return;
       for (Job& j : jobs) {
-        // Behind: only the newest draft waits; finals and the end always do.
+        // Behind: only the newest draft waits, and none of a segment whose
+        // final is queued (the final replaces it before it would be seen);
+        // finals and the end always wait.
         if (j.kind == Job::Kind::kDraft)
           worker_->counters->skipped_drafts += static_cast<long>(
               std::erase_if(worker_->queue, [](const Job& q) { return q.kind == Job::Kind::kDraft; }));
+        if (j.kind == Job::Kind::kFinal)
+          worker_->counters->skipped_drafts += static_cast<long>(std::erase_if(
+              worker_->queue, [&](const Job& q) { return q.kind == Job::Kind::kDraft && q.segment <= j.segment; }));
         worker_->queue.push_back(std::move(j));
       }
       if (!worker_->scheduled) schedule = worker_->scheduled = true;
@@ -397,7 +413,18 @@ std::unique_ptr<Stage> TranslationService::make_synchronous_stage(const std::str
 }
 
 TranslationCounts TranslationService::counts() const {
-  return {counters_->draft_calls.load(), counters_->final_calls.load(), counters_->skipped_drafts.load()};
+  const Counters& c = *counters_;
+  TranslationCounts out;
+  out.draft_calls = c.draft_calls.load();
+  out.final_calls = c.final_calls.load();
+  out.skipped_drafts = c.skipped_drafts.load();
+  out.prompt_decoded = c.prompt_decoded.load();
+  out.prompt_reused = c.prompt_reused.load();
+  out.proposed = c.proposed.load();
+  out.accepted = c.accepted.load();
+  out.generated = c.generated.load();
+  out.stepped = c.stepped.load();
+  return out;
 }
 
 }  // namespace earshot::stages::translation

@@ -4,7 +4,8 @@
 // a worker pool shared by every session, so the session's thread never waits
 // for the model: drafts (committed target + provisional draft) and each closed
 // segment's full translation come back as events through the session's post
-// path. A stage that falls behind skips drafts (only the newest waits), never
+// path. A stage that falls behind skips drafts (only the newest waits, and
+// none of a segment whose final is queued), never
 // finals. One loaded model serves every stage; each stage owns its engine.
 #pragma once
 
@@ -44,6 +45,9 @@ struct TranslationOptions {
   double pause_seconds = 5.0;      // a finished pause at least this long closes (the session's threshold)
   int redraft_source_tokens = 3;
   int max_new_tokens = 256;
+  double draft_tokens_per_source = 2.0;  // EngineOptions: a draft's budget fitted to its source (0: off)
+  int draft_token_slack = 6;
+  bool verify_drafts = true;  // EngineOptions: re-drafts and finals verify the last draft in one batch
   int context_tokens = 4096;
   int threads = 0;
 };
@@ -51,11 +55,16 @@ struct TranslationOptions {
 // What the stages of one service did, all streams together: model calls by
 // kind (drafts: simultaneous mode's drafting calls; finals: a closed segment's
 // full translation) and draft jobs dropped unrun because a newer draft of the
-// same stage was queued behind them (pool stages only; finals are never dropped).
+// same stage, or their segment's final, was queued behind them (pool stages
+// only; finals are never dropped).
 struct TranslationCounts {
   long draft_calls = 0;
   long final_calls = 0;
   long skipped_drafts = 0;
+  // Tokens of those calls, as EngineStats counts them (all stages together).
+  long prompt_decoded = 0, prompt_reused = 0;
+  long proposed = 0, accepted = 0;
+  long generated = 0, stepped = 0;
   long calls() const { return draft_calls + final_calls; }
 };
 

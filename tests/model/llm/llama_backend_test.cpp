@@ -191,6 +191,58 @@ TEST_P(LlamaBackend, RemoveSuffixThenDecodeMatchesAFreshDecode) {
   for (std::size_t i = 0; i < rows_a.values.size(); ++i) EXPECT_NEAR(rows_a.values[i], rows_b.values[i], 1e-6);
 }
 
+// Speculative verification's primitive: the greedy choice after every token of
+// one batch is what decoding them one by one chooses (the model's own greedy
+// continuation teacher-forced), with the same attention rows and last logits.
+TEST_P(LlamaBackend, DecodeEachGivesTheGreedyChoicesOfSteps) {
+  auto model = load(GetParam());
+  const int n_vocab = model->shape().n_vocab;
+  const std::vector<Token> prompt = some_tokens(20, n_vocab, 6);
+  auto a = model->open_session({.context_tokens = 128, .threads = 2});
+  a->set_attention_capture({{0, 1}, {2, 3}}, 0, 20);
+  a->decode(prompt);
+  std::vector<Token> steps;  // the greedy continuation, step by step
+  std::vector<float> step_rows;
+  for (int i = 0; i < 10; ++i) {
+    steps.push_back(a->greedy());
+    if (i == 9) break;  // the last choice is not decoded
+    const AttentionRows r = a->decode(std::span(&steps.back(), 1));
+    step_rows.insert(step_rows.end(), r.values.begin(), r.values.end());
+  }
+  // One batch: the prompt and the continuation but its last token, choices
+  // read from the prompt's last token on.
+  std::vector<Token> batch = prompt;
+  batch.insert(batch.end(), steps.begin(), steps.end() - 1);
+  const int first = static_cast<int>(prompt.size()) - 1;
+  auto b = model->open_session({.context_tokens = 128, .threads = 2});
+  b->set_attention_capture({{0, 1}, {2, 3}}, 0, 20);
+  std::vector<Token> choices;
+  const AttentionRows rows = b->decode_each(batch, first, choices);
+  EXPECT_EQ(choices, steps);
+  EXPECT_EQ(b->greedy(), steps.back());
+  EXPECT_EQ(b->position(), a->position());
+  ASSERT_EQ(rows.n_tokens, static_cast<int>(batch.size()));
+  // The rows of the continuation's tokens are the steps' rows.
+  const std::size_t row = static_cast<std::size_t>(rows.n_heads * rows.n_columns());
+  ASSERT_EQ(rows.values.size(), prompt.size() * row + step_rows.size());
+  for (std::size_t i = 0; i < step_rows.size(); ++i)
+    EXPECT_NEAR(rows.values[prompt.size() * row + i], step_rows[i], 1e-5);
+  const std::vector<float> la = a->last_log_probs(), lb = b->last_log_probs();
+  double max_diff = 0.0;
+  for (std::size_t i = 0; i < la.size(); ++i) max_diff = std::max(max_diff, std::abs(double(la[i]) - lb[i]));
+  EXPECT_LT(max_diff, 1e-4);
+
+  // The default (the head in one decode, then one decode per token), as a
+  // scripted session would use it.
+  std::vector<Token> one_by_one;
+  auto c = model->open_session({.context_tokens = 128, .threads = 2});
+  c->set_attention_capture({{0, 1}, {2, 3}}, 0, 20);
+  const AttentionRows default_rows = c->LlmSession::decode_each(batch, first, one_by_one);
+  EXPECT_EQ(one_by_one, steps);
+  EXPECT_EQ(default_rows.n_tokens, rows.n_tokens);
+  EXPECT_EQ(default_rows.values.size(), rows.values.size());
+}
+
 TEST_P(LlamaBackend, GreedyDecodingDoesNotCollapseOntoOneToken) {
   auto model = load(GetParam());
   auto session = model->open_session({.context_tokens = 128, .threads = 2});
