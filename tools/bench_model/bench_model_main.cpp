@@ -323,6 +323,7 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  earshot::tools::use_openblas_best_kernels(argv);
   try {
     return run(parse_args(argc, argv));
   } catch (const std::exception& e) {

@@ -5,9 +5,12 @@
 #include <ggml-backend.h>
 #include <ggml-cpp.h>
 #include <ggml-cpu.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -56,6 +59,17 @@ std::string openblas_description() {
   return "OpenBLAS " + config + " (core " + core + ")";
 }
 
+void use_openblas_best_kernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  if (std::string(openblas_get_corename()) != "Prescott") return;
+  const char* core = __builtin_cpu_supports("avx512f")                                 ? "SkylakeX"
+                     : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "Haswell"
+                                                                                       : nullptr;
+  if (core == nullptr) return;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: then the generic kernels it is
+}
+
 double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
   openblas_set_num_threads(threads);
   const std::vector<float> a = random_floats(static_cast<size_t>(s.m * s.k), 1);
@@ -66,6 +80,19 @@ double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
                 static_cast<int>(s.k), 1.0f, a.data(), static_cast<int>(s.k), b.data(), static_cast<int>(s.k), 0.0f,
                 c.data(), static_cast<int>(s.n));
   });
+  // A limit from wrong results is no limit: spot-check a few outputs in double.
+  for (int64_t probe = 0; probe < 16; ++probe) {
+    const int64_t i = (probe * 7919) % s.m, j = (probe * 104729) % s.n;
+    double want = 0;
+    for (int64_t l = 0; l < s.k; ++l) want += double(a[size_t(i * s.k + l)]) * double(b[size_t(j * s.k + l)]);
+    const double got = c[size_t(i * s.n + j)];
+    if (std::fabs(got - want) > 1e-3 * (1.0 + std::sqrt(double(s.k)))) {
+      throw Error(ErrorCode::kInternal,
+                  "OpenBLAS's sgemm (" + openblas_description() + ") computed C[" + std::to_string(i) + "][" +
+                      std::to_string(j) + "] = " + std::to_string(got) + ", expected " + std::to_string(want) +
+                      ": its kernels are wrong on this CPU; set OPENBLAS_CORETYPE to another core");
+    }
+  }
   return s.flop() / seconds * 1e-9;
 }
 

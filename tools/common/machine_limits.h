@@ -19,8 +19,17 @@ struct GemmShape {
   double flop() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
 };
 
-// "OpenBLAS 0.3.21 (Zen, pthread)": the library and the kernel it chose on this CPU.
+// "OpenBLAS 0.3.21 ... (core Haswell)": the library and the kernel it chose on this CPU.
 std::string openblas_description();
+
+// OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or the CPU's
+// identity; a release older than the CPU (Debian 12's 0.3.21 on a Sapphire Rapids
+// Xeon) falls back to its generic Prescott (SSE3) kernels, a quarter of what the
+// cores do. Call first thing in main(): when OpenBLAS chose Prescott, the variable
+// is unset and the CPU has AVX-512 (or AVX2 + FMA), this re-executes the program
+// with OPENBLAS_CORETYPE=SkylakeX (or Haswell), so the limit printed is the
+// machine's; otherwise it returns. Each sgemm result is spot-checked anyway.
+void use_openblas_best_kernels(char** argv);
 
 // Best of `reps` timed calls of cblas_sgemm (F32, row-major, B transposed as ggml's
 // weights are stored) with OpenBLAS limited to `threads` threads, in GFLOP/s.
