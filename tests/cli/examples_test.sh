@@ -3,7 +3,8 @@
 # model, so the documented examples never rot: examples/asr_client.py streams
 # jfk.wav over /asr (encoded, as a file's bytes) to ready_to_stop and writes an SRT;
 # examples/transcribe_curl.sh gets an SRT from /v1/audio/transcriptions and
-# Deepgram's JSON from POST /v1/listen.
+# Deepgram's JSON from POST /v1/listen; examples/node's clients of the official OpenAI
+# and Deepgram SDKs (npm ci from its lockfile first) transcribe the file and stream it live.
 #   examples_test.sh EARSHOT_BIN MAKE_MODEL_BIN SHARED_DIR WORK_DIR
 set -euo pipefail
 bin="$1" make_model="$2" shared="$3" work="$4"
@@ -34,6 +35,13 @@ grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} --> ' "$work/asr.srt" || { cat "$
 "$root/examples/transcribe_curl.sh" "$shared/data/jfk.wav" "$url" >"$work/curl.srt" 2>"$work/curl.json"
 grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} --> ' "$work/curl.srt" || { cat "$work/curl.srt"; echo "no SRT cue"; exit 1; }
 grep -q '"results"' "$work/curl.json" || { cat "$work/curl.json"; echo "no Deepgram results"; exit 1; }
+
+"$root/tests/browser/npm_ci.sh" "$root/examples/node" >"$work/npm.log" 2>&1 || { cat "$work/npm.log"; exit 1; }
+node "$root/examples/node/openai_transcribe.mjs" "$shared/data/jfk.wav" --url "$url" --format srt >"$work/sdk.srt"
+grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} --> ' "$work/sdk.srt" || { cat "$work/sdk.srt"; echo "no SRT cue (openai SDK)"; exit 1; }
+node "$root/examples/node/deepgram_live.mjs" "$shared/data/jfk.wav" --url "$url" --fast >"$work/deepgram.out"
+grep -Eq '^[0-9]+\.[0-9]{2}s ' "$work/deepgram.out" || { cat "$work/deepgram.out"; echo "no final result (Deepgram SDK)"; exit 1; }
+grep -q '^closed$' "$work/deepgram.out" || { cat "$work/deepgram.out"; echo "the live connection did not close"; exit 1; }
 
 kill -TERM "$server"
 wait "$server" || { cat "$work/serve.log"; echo "earshot serve did not exit 0 on SIGTERM"; exit 1; }
