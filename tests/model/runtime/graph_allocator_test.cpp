@@ -62,7 +62,9 @@ TEST(GraphAllocator, GgmlAloneReusesAPlanMadeForAnotherMakeUp) {
   ASSERT_TRUE(ggml_gallocr_alloc_graph(plain, again.graph));
   for (int i = 0; i < ggml_graph_n_nodes(again.graph); ++i) {
     const ggml_tensor* node = ggml_graph_node(again.graph, i);
-    if (node != again.y && node->view_src == nullptr) EXPECT_FALSE(overlap(node, again.y)) << i;
+    if (node != again.y && node->view_src == nullptr) {
+      EXPECT_FALSE(overlap(node, again.y)) << i;
+    }
   }
   ggml_gallocr_free(plain);
 }
