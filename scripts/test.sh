@@ -4,7 +4,8 @@
 # Then the threaded tests under ThreadSanitizer (build/tsan, only their targets):
 # the server (HTTP, WebSocket, drain, faults; the scheduler and worker pool behind
 # it), the sessions and their scheduler, and one model shared by sessions on threads
-# (about 100 s on 2 busy cores; suppressions in scripts/tsan.supp, ggml's kernels only).
+# and the streaming transducer's batcher (about 100 s on 2 busy cores; suppressions in
+# scripts/tsan.supp, ggml's kernels only).
 # Last, every libFuzzer target (scripts/fuzz.sh, clang's fuzz flavour) for
 # EARSHOT_FUZZ_SECONDS each (default 15; 0 skips) on its seeds: any finding fails.
 set -euo pipefail
@@ -12,9 +13,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${JOBS:-$(nproc)}"
 "$ROOT/scripts/build.sh" release
 "$ROOT/scripts/build.sh" sanitize
-TSAN_TARGETS=(tests/server/earshot_server_test tests/session/earshot_session_test tests/model/earshot_model_session_test)
+TSAN_TARGETS=(tests/server/earshot_server_test tests/session/earshot_session_test tests/model/earshot_model_session_test
+  tests/model/earshot_model_fastconformer_test)
 # The model's other tests are single-threaded and slow under TSan (over 8 min on 2 cores): only the shared-model one.
-declare -A TSAN_FILTER=([tests/model/earshot_model_session_test]=SessionTest.TwoSessionsOnOneModelInTwoThreadsEqualEachAlone:DecodeBatcher.*)
+declare -A TSAN_FILTER=([tests/model/earshot_model_session_test]=SessionTest.TwoSessionsOnOneModelInTwoThreadsEqualEachAlone:DecodeBatcher.*
+  [tests/model/earshot_model_fastconformer_test]=FastConformerBatchErrors.*)
 EARSHOT_TARGETS="$(printf '%s ' "${TSAN_TARGETS[@]##*/}")" "$ROOT/scripts/build.sh" tsan
 status=0
 echo "== Release tests"

@@ -98,60 +98,24 @@ void StreamingBatchExecutor::run_ready(std::span<StreamingEncoder* const> encode
   if (first_error) std::rethrow_exception(first_error);
 }
 
-struct StreamingBatcher::Pending {
-  StreamingBatchExecutor::Item item;
-  bool done = false;
-};
-
 StreamingBatcher::StreamingBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
-    : max_batch_(max_batch), executor_(std::move(model), n_threads) {
-  if (max_batch < 1)
-    throw Error(ErrorCode::kInvalidArgument, "batch size must be >= 1, got " + std::to_string(max_batch));
-}
+    : rendezvous_(max_batch), executor_(std::move(model), n_threads) {}
 
 StreamingBatcher::~StreamingBatcher() = default;
 
 StreamingBatcher::Counts StreamingBatcher::counts() const {
-  std::lock_guard lock(mutex_);
-  return counts_;
+  const auto c = rendezvous_.counts();
+  return Counts{c.items, c.batches, c.max_batch};
 }
 
 void StreamingBatcher::encode(StreamingEncoder& encoder, int t0, int t1, bool at_end, EncoderOutput& out) {
-  Pending me;
-  me.item.encoder = &encoder;
-  me.item.t0 = t0, me.item.t1 = t1, me.item.at_end = at_end;
-  me.item.out = &out;
-  std::unique_lock lock(mutex_);
-  queue_.push_back(&me);
-  while (!me.done) {
-    if (running_) {
-      done_.wait(lock);
-      continue;
-    }
-    // The executor is idle: this caller runs the oldest pending steps (its own
-    // among them unless more than max_batch wait, then it stays to run the next batch).
-    running_ = true;
-    const size_t n = std::min(queue_.size(), static_cast<size_t>(max_batch_));
-    std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-    lock.unlock();
-    std::vector<StreamingBatchExecutor::Item> items;
-    items.reserve(n);
-    for (Pending* p : batch) items.push_back(p->item);
-    executor_.run(items);  // never throws
-    lock.lock();
-    for (size_t i = 0; i < n; ++i) {
-      batch[i]->item.error = items[i].error;
-      batch[i]->done = true;
-    }
-    counts_.steps += static_cast<int64_t>(n);
-    counts_.graphs += 1;
-    counts_.max_batch = std::max(counts_.max_batch, static_cast<int64_t>(n));
-    running_ = false;
-    done_.notify_all();
-  }
-  lock.unlock();
-  if (me.item.error) std::rethrow_exception(me.item.error);
+  StreamingBatchExecutor::Item item;
+  item.encoder = &encoder;
+  item.t0 = t0, item.t1 = t1, item.at_end = at_end;
+  item.out = &out;
+  item = rendezvous_.submit(std::move(item),
+                            [this](std::span<StreamingBatchExecutor::Item> items) { executor_.run(items); });
+  if (item.error) std::rethrow_exception(item.error);
 }
 
 }  // namespace earshot::fastconformer

@@ -32,6 +32,7 @@
 #include <span>
 
 #include "model/fastconformer/streaming_encoder.h"
+#include "model/runtime/rendezvous.h"
 
 namespace earshot::fastconformer {
 
@@ -90,7 +91,7 @@ class StreamingBatcher {
   void encode(StreamingEncoder& encoder, int t0, int t1, bool at_end, EncoderOutput& out);
 
   const Model& model() const { return executor_.model(); }
-  int max_batch() const { return max_batch_; }
+  int max_batch() const { return rendezvous_.max_batch(); }
   // Steps run and graphs computed so far (steps / graphs = mean batch size), and
   // the largest batch.
   struct Counts {
@@ -101,14 +102,8 @@ class StreamingBatcher {
   Counts counts() const;
 
  private:
-  struct Pending;
-  int max_batch_;
+  runtime::Rendezvous<StreamingBatchExecutor::Item> rendezvous_;
   StreamingBatchExecutor executor_;
-  mutable std::mutex mutex_;
-  std::condition_variable done_;
-  std::deque<Pending*> queue_;
-  bool running_ = false;
-  Counts counts_;
 };
 
 }  // namespace earshot::fastconformer

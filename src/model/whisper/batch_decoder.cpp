@@ -105,61 +105,23 @@ void BatchExecutor::run(std::span<Item> items) {
   }
 }
 
-struct DecodeBatcher::Pending {
-  BatchExecutor::Item item;
-  bool done = false;
-};
-
 DecodeBatcher::DecodeBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
-    : max_batch_(max_batch), executor_(std::move(model), n_threads) {
-  if (max_batch < 1) {
-    throw Error(ErrorCode::kInvalidArgument, "batch size must be >= 1, got " + std::to_string(max_batch));
-  }
-}
+    : rendezvous_(max_batch), executor_(std::move(model), n_threads) {}
 
 DecodeBatcher::~DecodeBatcher() = default;
 
 DecodeBatcher::Counts DecodeBatcher::counts() const {
-  std::lock_guard lock(mutex_);
-  return counts_;
+  const auto c = rendezvous_.counts();
+  return Counts{c.items, c.batches};
 }
 
 DecodeResult DecodeBatcher::decode(Session& session, const DecodeRequest& request) {
-  Pending me;
-  me.item.session = &session;
-  me.item.request = &request;
-  std::unique_lock lock(mutex_);
-  queue_.push_back(&me);
-  while (!me.done) {
-    if (running_) {
-      done_.wait(lock);
-      continue;
-    }
-    // The executor is idle: this caller runs the oldest pending requests (its own
-    // among them unless more than max_batch wait, then it stays to run the next batch).
-    running_ = true;
-    const size_t n = std::min(queue_.size(), static_cast<size_t>(max_batch_));
-    std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-    lock.unlock();
-    std::vector<BatchExecutor::Item> items;
-    items.reserve(n);
-    for (Pending* p : batch) items.push_back(p->item);
-    executor_.run(items);  // never throws
-    lock.lock();
-    for (size_t i = 0; i < n; ++i) {
-      batch[i]->item.result = std::move(items[i].result);
-      batch[i]->item.error = items[i].error;
-      batch[i]->done = true;
-    }
-    counts_.requests += static_cast<int64_t>(n);
-    counts_.graphs += 1;
-    running_ = false;
-    done_.notify_all();
-  }
-  lock.unlock();
-  if (me.item.error) std::rethrow_exception(me.item.error);
-  return std::move(me.item.result);
+  BatchExecutor::Item item;
+  item.session = &session;
+  item.request = &request;
+  item = rendezvous_.submit(std::move(item), [this](std::span<BatchExecutor::Item> items) { executor_.run(items); });
+  if (item.error) std::rethrow_exception(item.error);
+  return std::move(item.result);
 }
 
 }  // namespace earshot::whisper

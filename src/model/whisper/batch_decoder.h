@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "model/asr_decoder.h"
+#include "model/runtime/rendezvous.h"
 #include "model/whisper/model.h"
 
 namespace earshot::whisper {
@@ -74,7 +75,7 @@ class DecodeBatcher {
   // others pending; rethrows the request's own error.
   DecodeResult decode(Session& session, const DecodeRequest& request);
 
-  int max_batch() const { return max_batch_; }
+  int max_batch() const { return rendezvous_.max_batch(); }
   // Requests decoded and graphs run so far (requests / graphs = mean batch size).
   struct Counts {
     int64_t requests = 0;
@@ -83,14 +84,8 @@ class DecodeBatcher {
   Counts counts() const;
 
  private:
-  struct Pending;
-  int max_batch_;
+  runtime::Rendezvous<BatchExecutor::Item> rendezvous_;
   BatchExecutor executor_;
-  mutable std::mutex mutex_;
-  std::condition_variable done_;
-  std::deque<Pending*> queue_;
-  bool running_ = false;
-  Counts counts_;
 };
 
 }  // namespace earshot::whisper
