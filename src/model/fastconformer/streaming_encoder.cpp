@@ -64,24 +64,23 @@ bool StreamingEncoder::next_step(bool end_of_stream, int& t0, int& t1, bool& at_
   return true;
 }
 
-EncoderOutput StreamingEncoder::push(std::span<const float> mel, int n_mel_frames) {
-  append_mel(mel, n_mel_frames);
+EncoderOutput StreamingEncoder::encode_ready(bool end_of_stream) {
   EncoderOutput out;
   out.first_frame = state_.frames_done;
   out.n_state = model_->hparams().n_state;
   int t0 = 0, t1 = 0;
   bool at_end = false;
-  while (next_step(false, t0, t1, at_end)) encode_chunk(t0, t1, at_end, out);
+  while (next_step(end_of_stream, t0, t1, at_end)) encode_chunk(t0, t1, at_end, out);
   return out;
 }
 
+EncoderOutput StreamingEncoder::push(std::span<const float> mel, int n_mel_frames) {
+  append_mel(mel, n_mel_frames);
+  return encode_ready(false);
+}
+
 EncoderOutput StreamingEncoder::finish() {
-  EncoderOutput out;
-  out.first_frame = state_.frames_done;
-  out.n_state = model_->hparams().n_state;
-  int t0 = 0, t1 = 0;
-  bool at_end = false;
-  while (next_step(true, t0, t1, at_end)) encode_chunk(t0, t1, at_end, out);
+  EncoderOutput out = encode_ready(true);
   reset();
   return out;
 }

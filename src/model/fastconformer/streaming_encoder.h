@@ -139,6 +139,8 @@ class StreamingEncoder {
   friend class StreamingBatchExecutor;
   // Encodes encoder frames [t0, t1] from the buffered mel: alone, or through the batcher.
   void encode_chunk(int t0, int t1, bool at_end, EncoderOutput& out);
+  // Every step ready now (end_of_stream: the last, partial ones too), in one output.
+  EncoderOutput encode_ready(bool end_of_stream);
 
   std::shared_ptr<const Model> model_;
   EncoderOptions options_;
