@@ -163,7 +163,9 @@ def sentencepiece_model(pieces):
     return bytes(out)
 
 
-def write_nemo(path, cfg, sd, pieces):
+def write_nemo(path, cfg, sd, pieces, prefix="", vocab_scores=False):
+    """A .nemo tarball; prefix names the tokenizer files as NeMo's artifacts do
+    (a hash and '_'), vocab_scores adds SentencePiece's tokenizer.vocab."""
     with tarfile.open(path, "w") as tar:
         def add(name, data):
             info = tarfile.TarInfo("./" + name)
@@ -173,8 +175,10 @@ def write_nemo(path, cfg, sd, pieces):
         buf = io.BytesIO()
         torch.save(sd, buf)
         add("model_weights.ckpt", buf.getvalue())
-        add("tokenizer.model", sentencepiece_model(pieces))
-        add("vocab.txt", "\n".join(pieces).encode())
+        add(prefix + "tokenizer.model", sentencepiece_model(pieces))
+        if vocab_scores:
+            add(prefix + "tokenizer.vocab", "".join(f"{piece}\t{-i}\n" for i, piece in enumerate(pieces)).encode())
+        add(prefix + "vocab.txt", "\n".join(pieces).encode())
 
 
 def transcribe(earshot, model, wav):

@@ -16,17 +16,14 @@ every tensor of fewer than 2 dimensions; --use-f32: all f32):
 
   test_whispercpp_parakeet.py EARSHOT EARSHOT_MAKE_PARAKEET EARSHOT_PARITY_PARAKEET WAV
 """
-import io
 import os
 import struct
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 import numpy as np
 import torch
-import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -58,18 +55,7 @@ def whispercpp_nemo(kv, tensors, path):
             sd[name.replace("bias_h_l", "bias_ih_l")] = torch.from_numpy(half.copy())
             sd[name.replace("bias_h_l", "bias_hh_l")] = torch.from_numpy(half.copy())
     pieces = kv["tokenizer.pieces"][2]
-    with tarfile.open(path, "w") as tar:
-        def add(name, data):
-            info = tarfile.TarInfo("./" + name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        add("model_config.yaml", yaml.safe_dump(cfg).encode())
-        buf = io.BytesIO()
-        torch.save(sd, buf)
-        add("model_weights.ckpt", buf.getvalue())
-        add("3f1c2b_tokenizer.model", tc.sentencepiece_model(pieces))
-        add("3f1c2b_tokenizer.vocab", "".join(f"{piece}\t{-i}\n" for i, piece in enumerate(pieces)).encode())
-        add("3f1c2b_vocab.txt", "\n".join(pieces).encode())
+    tc.write_nemo(path, cfg, sd, pieces, prefix="3f1c2b_", vocab_scores=True)
 
 
 def legacy_tensors(path):
