@@ -722,7 +722,11 @@ int run_bench(const CommandArgs& argv) {
         } else {
           r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
                      encoder_input +
-                     (s.model.runtime.flash_attention ? ", flash attention" : ", explicit-softmax attention") +
+                     (runtime::resolve_cpu_kernels(s.model.runtime.cpu_kernels, s.model.runtime.device.empty()) ==
+                              runtime::CpuKernels::kOpenBlas
+                          ? ", OpenBLAS encoder"
+                      : s.model.runtime.flash_attention ? ", flash attention"
+                                                        : ", explicit-softmax attention") +
                      (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
                      ", workload " + workload;
         }

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "model/runtime/device.h"
+#include "model/runtime/openblas_ops.h"
 
 namespace earshot::cli {
 
@@ -18,6 +19,11 @@ void declare_model_options(Args& args) {
               "fused attention in the encoder: on (about 40% faster on the CPU) or off (whisper.cpp's explicit "
               "softmax, bit-identical to libwhisper with flash attention off)",
               "on");
+  args.option("cpu-kernels",
+              "the Whisper encoder's matrix products on the CPU: auto (OpenBLAS where Debian's libopenblas0 loads, "
+              "else ggml), openblas (sgemm in f32, about twice ggml's rate; --flash-attention then unused) or ggml "
+              "(ggml's own kernels, as libwhisper)",
+              "auto");
   args.option("mmproj",
               "Qwen3-ASR's audio encoder (the mmproj GGUF) for a --model of arch qwen3vl; default: "
               "PREFIX-mmproj.gguf or mmproj-NAME.gguf beside the model",
@@ -65,6 +71,7 @@ engine::RuntimeOptions read_runtime_options(const Args& args) {
   engine::RuntimeOptions options;
   options.device = read_device(args);
   options.flash_attention = read_flash_attention(args);
+  options.cpu_kernels = runtime::parse_cpu_kernels(args.get("cpu-kernels"), "--cpu-kernels");
   options.threads = static_cast<int>(args.get_int("threads"));
   if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   return options;

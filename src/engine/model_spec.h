@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/runtime/openblas_ops.h"
 #include "model/whisper/alignment_heads.h"
 #include "model/whisper/session.h"
 #include "policy/alignatt/alignatt_config.h"
@@ -21,6 +22,8 @@ struct RuntimeOptions {
   std::string device;  // a ggml device name; "" = the CPU
   int threads = 4;     // CPU threads per model pass
   bool flash_attention = true;
+  // The Whisper encoder's products: OpenBLAS where it loads on the CPU (auto), or as asked.
+  runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
 };
 
 struct WhisperOptions {

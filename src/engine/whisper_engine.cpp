@@ -13,6 +13,7 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
     : model_(std::move(model)), text_(whisper::WhisperText::for_model(*model_)), policies_(spec.policies) {
   session_options_.n_threads = spec.runtime.threads;
   session_options_.flash_attention = spec.runtime.flash_attention;
+  session_options_.cpu_kernels = spec.runtime.cpu_kernels;
   session_options_.encoder_input = spec.whisper.encoder_input;
   session_options_.text = text_;
   if (session_options_.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");

@@ -303,6 +303,26 @@ TEST_F(SessionTest, FlashAttentionEncoderMatchesTheExplicitSoftmaxClosely) {
   EXPECT_LT(max_abs_difference(a, b), 5e-2f);
 }
 
+TEST_F(SessionTest, OpenBlasEncoderMatchesGgmlsClosely) {
+  SessionOptions ggml_options = options(), blas_options = options();
+  ggml_options.flash_attention = false;
+  blas_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
+  Session plain(model_, ggml_options), blas(model_, blas_options);
+  EXPECT_FALSE(plain.openblas_encoder());  // ggml's kernels are the library's default
+  ASSERT_TRUE(blas.openblas_encoder()) << runtime::openblas_status();
+  for (int samples : {32000, 9600}) {  // the full window, and audio alone
+    const std::vector<float> audio = test_audio(static_cast<size_t>(samples));
+    plain.encode(audio);
+    blas.encode(audio);
+    const std::vector<float> a = logits_of(decode(plain, {{sot(), 9}}), 0);
+    const std::vector<float> b = logits_of(decode(blas, {{sot(), 9}}), 0);
+    // The same maths in f32 where ggml rounds activations to f16 before each product.
+    EXPECT_LT(max_abs_difference(a, b), 5e-2f);
+    EXPECT_GT(max_abs_difference(a, b), 0.0f);
+    EXPECT_EQ(std::max_element(a.begin(), a.end()) - a.begin(), std::max_element(b.begin(), b.end()) - b.begin());
+  }
+}
+
 TEST_F(SessionTest, TwoSessionsOnOneModelInTwoThreadsEqualEachAlone) {
   const std::vector<float> a_audio = test_audio(16000, 1), b_audio = test_audio(12000, 2);
   auto run = [&](const std::vector<float>& audio, std::vector<float>& out) {

@@ -14,6 +14,8 @@
 
 #include "common/error.h"
 #include "features/mel.h"
+#include "model/runtime/device.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
 #include "tools/bench_model/batch_step.h"
@@ -165,6 +167,24 @@ int run(const Args& args) {
   short_options.encoder_input = ew::EncoderInput::kAudioOnly;
   short_options.text = ours.text_ptr();
   ew::Session ours_short(model, short_options);
+  // OpenBLAS's sgemm for the encoder's products and attention (--cpu-kernels openblas),
+  // over the 30 s window and over 10 s of audio alone, where it loads on the CPU.
+  ew::SessionOptions flash10_options = flash_options;
+  flash10_options.encoder_input = ew::EncoderInput::kAudioOnly;
+  ew::Session ours_flash10(model, flash10_options);
+  std::unique_ptr<ew::Session> ours_blas, ours_blas10;
+  if (earshot::runtime::is_cpu(model->device()) && earshot::runtime::openblas_available()) {
+    ew::SessionOptions blas_options = full_options;
+    blas_options.cpu_kernels = earshot::runtime::CpuKernels::kOpenBlas;
+    blas_options.text = ours.text_ptr();
+    ours_blas = std::make_unique<ew::Session>(model, blas_options);
+    blas_options.encoder_input = ew::EncoderInput::kAudioOnly;
+    ours_blas10 = std::make_unique<ew::Session>(model, blas_options);
+  } else {
+    std::printf("OpenBLAS encoder left out: %s\n", earshot::runtime::is_cpu(model->device())
+                                                       ? earshot::runtime::openblas_status().c_str()
+                                                       : "the model is not on the CPU");
+  }
 
   // Without a fused attention op on the device (our CUDA build leaves ggml's kernels
   // out) both engines would not run one: ours falls back to the explicit softmax,
@@ -208,6 +228,11 @@ int run(const Args& args) {
         times["encoder 30s fa=on whisper"].push_back(seconds_of([&] { wfa_on->encode(args.threads); }));
       }
       times["encoder 5s ours audio-only"].push_back(seconds_of([&] { ours_short.encode_mel(mel5, 500); }));
+      if (ours_blas) {
+        times["encoder 30s openblas ours"].push_back(seconds_of([&] { ours_blas->encode_mel(mel30, 3000); }));
+        times["encoder 10s openblas ours"].push_back(seconds_of([&] { ours_blas10->encode_mel(mel30, 1000); }));
+      }
+      times["encoder 10s fa=on ours"].push_back(seconds_of([&] { ours_flash10.encode_mel(mel30, 1000); }));
     }
     for (int kv : kv_lengths) {
       const std::vector<int32_t> prompt = prompt_of(kv);
@@ -291,6 +316,14 @@ int run(const Args& args) {
                 (key + " plain").c_str(), median(times[key + " ours plain"]) * 1e3);
     if (control) control_row(key + " control", key + " whisper control", key + " whisper fa=off");
   }
+  if (args.encoder && !times["encoder 30s openblas ours"].empty()) {
+    std::printf("%-36s ours %9.3f ms (%.3f of libwhisper fa=on, %.3f of ours fa=on)\n", "encoder 30s openblas",
+                median(times["encoder 30s openblas ours"]) * 1e3,
+                median(times["encoder 30s openblas ours"]) /
+                    median(times[wfa_on ? "encoder 30s fa=on whisper" : "encoder 30s fa=off whisper"]),
+                median(times["encoder 30s openblas ours"]) /
+                    median(times[wfa_on ? "encoder 30s fa=on ours" : "encoder 30s fa=off ours"]));
+  }
   if (args.encoder) {
     const double short5 = median(times["encoder 5s ours audio-only"]);
     std::printf("%-24s ours %9.3f ms (%.3f of our 30 s encoder; libwhisper has no short-input encoder call)\n",
@@ -300,13 +333,22 @@ int run(const Args& args) {
   const earshot::tools::MachineRates limits = earshot::tools::measure_machine(*model, hp.n_audio_ctx, args.threads, 3);
   if (args.encoder) {
     const double flop = earshot::tools::encoder_flop(earshot::tools::encoder_products(hp, hp.n_audio_ctx));
-    for (const char* fa : {"fa=off", "fa=on"}) {
+    for (const char* fa : {"fa=off", "fa=on", "openblas"}) {
       const std::string key = std::string("encoder 30s ") + fa;
       if (times[key + " ours"].empty()) continue;
       const double gflops = flop / median(times[key + " ours"]) * 1e-9;
       std::printf("%-36s ours %7.1f GFLOP/s = %.2f of sgemm's %.1f at its shapes (ggml's products alone: %.2f)\n",
                   key.c_str(), gflops, gflops / limits.sgemm_gflops, limits.sgemm_gflops,
                   limits.ggml_gflops / limits.sgemm_gflops);
+    }
+    // 10 s of audio alone (500 frames): the streaming policies' encoder input.
+    const double flop10 = earshot::tools::encoder_flop(earshot::tools::encoder_products(hp, hp.n_audio_ctx / 3));
+    for (const char* k : {"fa=on", "openblas"}) {
+      const std::string key = std::string("encoder 10s ") + k;
+      if (times[key + " ours"].empty()) continue;
+      const double t = median(times[key + " ours"]);
+      std::printf("%-36s ours %9.3f ms %7.1f GFLOP/s = %.2f of sgemm's %.1f at the 30 s shapes\n", key.c_str(), t * 1e3,
+                  flop10 / t * 1e-9, flop10 / t * 1e-9 / limits.sgemm_gflops, limits.sgemm_gflops);
     }
   }
   const double step_bytes = earshot::tools::decoder_step_weight_bytes(*model);

@@ -93,6 +93,8 @@ double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
                       ": its kernels are wrong on this CPU; set OPENBLAS_CORETYPE to another core");
     }
   }
+  // Back to one thread a call: earshot's OpenBLAS ops call it from each of ggml's threads.
+  openblas_set_num_threads(1);
   return s.flop() / seconds * 1e-9;
 }
 

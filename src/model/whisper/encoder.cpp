@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/graph_ops.h"
 
@@ -14,23 +15,27 @@ namespace {
 // 1-D convolution, kernel size 3, padding 1, as whisper.cpp's conv_1d_ph (ggml_conv_1d):
 // the im2col buffer is f16 whatever the kernel's type, so an f32 kernel meets its input
 // rounded to f16 (and is itself rounded to f16 by the f16 x f32 product), as in libwhisper.
-ggml_tensor* conv1d_k3(ggml_context* ctx, ggml_tensor* kernel, ggml_tensor* input, int stride) {
+ggml_tensor* conv1d_k3(ggml_context* ctx, ggml_tensor* kernel, ggml_tensor* input, int stride, bool openblas) {
   if (kernel->type != GGML_TYPE_F16 && kernel->type != GGML_TYPE_F32) {
     throw Error(ErrorCode::kUnsupported, std::string("convolution kernel ") + ggml_get_name(kernel) + " has type " +
                                              ggml_type_name(kernel->type) +
                                              "; only f16 and f32 convolution kernels are supported");
   }
-  // im2col: [in_channels * 3, out_len]
-  ggml_tensor* cols = ggml_im2col(ctx, kernel, input, stride, 0, 1, 0, 1, 0, false, GGML_TYPE_F16);
-  ggml_tensor* out = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2]),
-                                  ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1], kernel->ne[2]));
-  return out;  // [out_len, out_channels]
+  // im2col: [in_channels * 3, out_len]; f32 for OpenBLAS (no rounding of the input).
+  ggml_tensor* cols =
+      ggml_im2col(ctx, kernel, input, stride, 0, 1, 0, 1, 0, false, openblas ? GGML_TYPE_F32 : GGML_TYPE_F16);
+  cols = ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2]);
+  ggml_tensor* flat = ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1], kernel->ne[2]);
+  return openblas ? runtime::blas_mul_mat(ctx, cols, flat) : ggml_mul_mat(ctx, cols, flat);  // [out_len, out_channels]
 }
 
 }  // namespace
 
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           int n_audio_ctx, bool flash_attention) {
+                           int n_audio_ctx, EncoderKernels kernels) {
+  const bool openblas = kernels == EncoderKernels::kOpenBlas;
+  const bool flash_attention = kernels == EncoderKernels::kGgmlFlash;
+  const MatMul mul_mat{openblas};
   const Hparams& hp = model.hparams();
   const Weights& w = model.weights();
   const int n_state = hp.n_audio_state;
@@ -43,10 +48,10 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   ggml_set_name(result.mel, "mel");
   ggml_set_input(result.mel);
 
-  ggml_tensor* cur = conv1d_k3(ctx, w.conv1_w, result.mel, 1);
+  ggml_tensor* cur = conv1d_k3(ctx, w.conv1_w, result.mel, 1, openblas);
   cur = ggml_add(ctx, cur, w.conv1_b);
   cur = ggml_gelu(ctx, cur);
-  cur = conv1d_k3(ctx, w.conv2_w, cur, 2);
+  cur = conv1d_k3(ctx, w.conv2_w, cur, 2, openblas);
   cur = ggml_add(ctx, cur, w.conv2_b);
   cur = ggml_gelu(ctx, cur);
 
@@ -60,12 +65,15 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   for (const EncoderLayer& layer : w.encoder) {
     cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
 
-    ggml_tensor* q = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b);
-    ggml_tensor* k = ggml_mul_mat(ctx, layer.attn_k_w, cur);
-    ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+    ggml_tensor* q = ggml_add(ctx, mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b);
+    ggml_tensor* k = mul_mat(ctx, layer.attn_k_w, cur);
+    ggml_tensor* v = ggml_add(ctx, mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
 
     ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_3d(ctx, q, head_dim, n_head, n_ctx), 0, 2, 1, 3);
-    if (flash_attention) {
+    if (openblas) {
+      // Exact softmax in f32, per head and block of queries (openblas_ops.h).
+      cur = runtime::blas_attention(ctx, q, k, v, n_head);
+    } else if (flash_attention) {
       // Fused attention: never materialises the [n_ctx, n_ctx, n_head] score matrix.
       ggml_tensor* K = ggml_permute(
           ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
@@ -84,10 +92,10 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
       cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_ctx);
     }
 
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
+    cur = ggml_add(ctx, mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp);
 
-    inp = residual_mlp(ctx, layer, inp_ff);
+    inp = residual_mlp(ctx, layer, inp_ff, mul_mat);
   }
   ggml_tensor* encoded = layer_norm(ctx, inp, w.enc_ln_w, w.enc_ln_b);
 
@@ -99,8 +107,8 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   for (size_t il = 0; il < w.decoder.size(); ++il) {
     const DecoderLayer& layer = w.decoder[il];
     const size_t layer_offset = il * static_cast<size_t>(n_ctx) * n_text_state * es;
-    ggml_tensor* kc = ggml_scale(ctx, ggml_mul_mat(ctx, layer.cross_k_w, encoded), k_scale);
-    ggml_tensor* vc = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_v_w, encoded), layer.cross_v_b);
+    ggml_tensor* kc = ggml_scale(ctx, mul_mat(ctx, layer.cross_k_w, encoded), k_scale);
+    ggml_tensor* vc = ggml_add(ctx, mul_mat(ctx, layer.cross_v_w, encoded), layer.cross_v_b);
     vc = ggml_transpose(ctx, ggml_reshape_2d(ctx, vc, n_text_state, n_ctx));
     ggml_tensor* k_dst = ggml_view_1d(ctx, state.cross_k, static_cast<int64_t>(n_text_state) * n_ctx, layer_offset);
     ggml_tensor* v_dst = ggml_view_2d(ctx, state.cross_v, n_ctx, n_text_state, n_ctx * es, layer_offset);

@@ -31,11 +31,16 @@ struct EncoderGraph {
   ggml_tensor* mel = nullptr;  // input [2 * n_audio_ctx, n_mels] f32
 };
 
+// How the encoder computes: ggml's kernels with whisper.cpp's explicit softmax
+// (bit-identical to libwhisper with flash attention off), ggml's with the fused
+// self-attention (ggml_flash_attn_ext), or OpenBLAS's sgemm for every product and
+// the attention in f32 (runtime/openblas_ops.h; CPU only).
+enum class EncoderKernels { kGgml, kGgmlFlash, kOpenBlas };
+
 // Encoder over n_audio_ctx frames (1500 = 30 s), ending with the writes of every
-// decoder layer's cross K/V into state.cross_k/cross_v. flash_attention fuses the
-// self-attention (ggml_flash_attn_ext) instead of whisper.cpp's explicit softmax.
+// decoder layer's cross K/V into state.cross_k/cross_v.
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           int n_audio_ctx, bool flash_attention);
+                           int n_audio_ctx, EncoderKernels kernels);
 
 struct DecoderGraphSpec {
   int n_sequences = 1;

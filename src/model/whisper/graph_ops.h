@@ -3,6 +3,8 @@
 
 #include <ggml.h>
 
+#include "model/runtime/openblas_ops.h"
+
 namespace earshot::whisper::detail {
 
 inline constexpr float kLayerNormEps = 1e-5f;
@@ -12,14 +14,22 @@ inline ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w
   return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, kLayerNormEps), weight), bias);
 }
 
+// A graph's matrix product: ggml_mul_mat, or OpenBLAS's sgemm in ggml's threads.
+struct MatMul {
+  bool openblas = false;
+  ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
+    return openblas ? runtime::blas_mul_mat(ctx, a, b) : ggml_mul_mat(ctx, a, b);
+  }
+};
+
 // The residual GELU MLP that ends every Whisper layer, encoder's and decoder's
 // alike: x + MLP(LN(x)).
 template <typename Layer>
-ggml_tensor* residual_mlp(ggml_context* ctx, const Layer& layer, ggml_tensor* x) {
+ggml_tensor* residual_mlp(ggml_context* ctx, const Layer& layer, ggml_tensor* x, MatMul mul_mat = {}) {
   ggml_tensor* cur = layer_norm(ctx, x, layer.mlp_ln_w, layer.mlp_ln_b);
-  cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
+  cur = ggml_add(ctx, mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
   cur = ggml_gelu(ctx, cur);
-  cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
+  cur = ggml_add(ctx, mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
   return ggml_add(ctx, cur, x);
 }
 

@@ -52,6 +52,7 @@ struct Session::Impl {
   int reserved_audio_ctx = 0;
   int checked_encoder_ctx = 0;   // encoder graph shape already checked by check_supported
   bool fused_attention = false;  // options.flash_attention, where the backend has the fused op
+  bool openblas = false;         // options.cpu_kernels resolved
 
   ~Impl() {
     encoder_alloc.reset();  // before the backend
@@ -134,6 +135,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
       (ggml_tensor_overhead() * detail::kMaxGraphNodes + ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
   impl_->graph_meta.reset(new uint8_t[impl_->graph_meta_size]);
   impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
+  impl_->openblas = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(model_->device())) ==
+                    runtime::CpuKernels::kOpenBlas;
 
   ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};
   impl_->cross_ctx = ggml_init(params);
@@ -161,6 +164,7 @@ int Session::n_alignment_heads() const { return static_cast<int>(model_->alignme
 int Session::max_samples() const { return model_->hparams().n_audio_ctx * 2 * features::kHopLength; }
 
 bool Session::fused_attention() const { return impl_->fused_attention; }
+bool Session::openblas_encoder() const { return impl_->openblas; }
 
 void Session::set_n_threads(int n_threads) {
   if (n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 1, got " + std::to_string(n_threads));
@@ -216,8 +220,10 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
 
   const ggml_context_ptr guard(impl_->new_graph_context());
   ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
-  detail::EncoderGraph g =
-      detail::build_encoder(guard.get(), graph, *model_, impl_->state, n_ctx, impl_->fused_attention);
+  detail::EncoderGraph g = detail::build_encoder(guard.get(), graph, *model_, impl_->state, n_ctx,
+                                                 impl_->openblas          ? detail::EncoderKernels::kOpenBlas
+                                                 : impl_->fused_attention ? detail::EncoderKernels::kGgmlFlash
+                                                                          : detail::EncoderKernels::kGgml);
   if (impl_->checked_encoder_ctx != n_ctx) {
     impl_->check_supported(graph, "encoder");
     impl_->checked_encoder_ctx = n_ctx;

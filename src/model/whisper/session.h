@@ -13,6 +13,7 @@
 
 #include "features/mel.h"
 #include "model/asr_decoder.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/whisper/asr_text.h"
 #include "model/whisper/model.h"
 #include "model/whisper/tokenizer.h"
@@ -49,6 +50,11 @@ struct SessionOptions {
   // softmax, bit-identical to libwhisper with flash attention off (the parity tool's
   // setting). A device without the fused op uses the explicit one.
   bool flash_attention = true;
+  // The encoder's products and attention: ggml's kernels (as libwhisper; the default
+  // here), OpenBLAS's sgemm in f32 (runtime/openblas_ops.h: about twice the rate on
+  // the CPU, flash_attention then unused), or kAuto: OpenBLAS where it loads and the
+  // model is on the CPU. The decoder's steps, bound by memory, keep ggml's kernels.
+  runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kGgml;
   // Tokens appended alike to every sequence of identical caches (the prompt of a
   // beam search) are computed for one sequence and its cache and outputs copied to
   // the others: 2.7-5.7x faster first step of 4 beams (earshot_bench_model). The
@@ -102,6 +108,8 @@ class Session : public AsrDecoder {
   const SessionOptions& options() const { return options_; }
   // Whether the encoder runs fused attention: options().flash_attention where the device has it.
   bool fused_attention() const;
+  // Whether the encoder runs on OpenBLAS (options().cpu_kernels resolved).
+  bool openblas_encoder() const;
   void set_n_threads(int n_threads);
   // Encoder frames of the last encode (1500 for kFullWindow); 0 before encode.
   int n_audio_frames() const { return n_audio_ctx_; }

@@ -1,0 +1,308 @@
+#include "model/runtime/openblas_ops.h"
+
+#include <dlfcn.h>
+#include <ggml-cpu.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "common/error.h"
+
+namespace earshot::runtime {
+namespace {
+
+// The CBLAS constants of cblas.h (fixed by the CBLAS standard).
+constexpr int kRowMajor = 101;
+constexpr int kNoTrans = 111;
+constexpr int kTrans = 112;
+
+struct OpenBlas {
+  using Sgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                         const float* b, int ldb, float beta, float* c, int ldc);
+  Sgemm sgemm = nullptr;
+  std::string status;  // its description, or why it did not load
+};
+
+// The core whose kernels the CPU's features call for, where OpenBLAS 0.3.21 may not
+// know the CPU itself (it falls back to Prescott's SSE3 kernels on recent Xeons).
+const char* core_for_this_cpu() {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return nullptr;
+}
+
+OpenBlas load_openblas() {
+  OpenBlas blas;
+  constexpr const char* kName = "libopenblas.so.0";
+  void* handle = dlopen(kName, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    // Not loaded yet (a program that links it, like the benchmarks, chose already):
+    // OpenBLAS reads these when it loads.
+    if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+      if (const char* core = core_for_this_cpu()) setenv("OPENBLAS_CORETYPE", core, 0);
+    }
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    handle = dlopen(kName, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    blas.status = std::string("OpenBLAS is not available: cannot load ") + kName + " (" + (why ? why : "unknown") +
+                  "); install Debian's libopenblas0";
+    return blas;
+  }
+  blas.sgemm = reinterpret_cast<OpenBlas::Sgemm>(dlsym(handle, "cblas_sgemm"));
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(handle, "openblas_set_num_threads"));
+  auto corename = reinterpret_cast<char* (*)()>(dlsym(handle, "openblas_get_corename"));
+  auto config = reinterpret_cast<char* (*)()>(dlsym(handle, "openblas_get_config"));
+  if (blas.sgemm == nullptr || set_threads == nullptr) {
+    blas.sgemm = nullptr;
+    blas.status = std::string("OpenBLAS is not available: ") + kName + " lacks cblas_sgemm or openblas_set_num_threads";
+    return blas;
+  }
+  // One thread per call: the calls come from each of ggml's threads.
+  set_threads(1);
+  blas.status = std::string("OpenBLAS ") + (config ? config() : "") + " (core " + (corename ? corename() : "?") + ")";
+  return blas;
+}
+
+const OpenBlas& openblas() {
+  static const OpenBlas blas = load_openblas();
+  return blas;
+}
+
+const OpenBlas& require_openblas() {
+  const OpenBlas& blas = openblas();
+  if (blas.sgemm == nullptr) throw Error(ErrorCode::kUnsupported, blas.status);
+  return blas;
+}
+
+// [begin, end) of n items for thread ith of nth, in multiples of `step`.
+std::pair<int64_t, int64_t> share(int64_t n, int ith, int nth, int64_t step) {
+  const int64_t blocks = (n + step - 1) / step;
+  const int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
+  return {std::min(n, b0 * step), std::min(n, b1 * step)};
+}
+
+// ---- to_f32: every row of src converted, rows shared among the threads.
+void to_f32_op(ggml_tensor* dst, int ith, int nth, void*) {
+  const ggml_tensor* src = dst->src[0];
+  const int64_t ne0 = src->ne[0];
+  const int64_t rows = ggml_nrows(src);
+  const auto [r0, r1] = share(rows, ith, nth, 1);
+  const ggml_to_float_t to_float = ggml_get_type_traits(src->type)->to_float;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t i1 = r % src->ne[1], i2 = (r / src->ne[1]) % src->ne[2], i3 = r / (src->ne[1] * src->ne[2]);
+    const char* in = static_cast<const char*>(src->data) + i1 * src->nb[1] + i2 * src->nb[2] + i3 * src->nb[3];
+    float* out =
+        reinterpret_cast<float*>(static_cast<char*>(dst->data) + i1 * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
+    if (src->type == GGML_TYPE_F16) {
+      ggml_cpu_fp16_to_fp32(reinterpret_cast<const ggml_fp16_t*>(in), out, ne0);
+    } else if (src->type == GGML_TYPE_BF16) {
+      ggml_cpu_bf16_to_fp32(reinterpret_cast<const ggml_bf16_t*>(in), out, ne0);
+    } else {
+      to_float(in, out, ne0);
+    }
+  }
+}
+
+int ld(const ggml_tensor* t) { return static_cast<int>(t->nb[1] / sizeof(float)); }
+
+// ---- the product: out [I, J] = for each j, i: a_i . b_j, i.e. C (J x I) = B A^T.
+void mul_mat_op(ggml_tensor* dst, int ith, int nth, void*) {
+  const ggml_tensor* a = dst->src[0];
+  const ggml_tensor* b = dst->src[1];
+  const int64_t K = a->ne[0], I = a->ne[1], J = b->ne[1];
+  const auto* A = static_cast<const float*>(a->data);
+  const auto* B = static_cast<const float*>(b->data);
+  auto* C = static_cast<float*>(dst->data);
+  const OpenBlas::Sgemm sgemm = openblas().sgemm;
+  if (J >= I) {  // split B's rows (the activations' rows, usually)
+    const auto [j0, j1] = share(J, ith, nth, 16);
+    if (j1 <= j0) return;
+    sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(j1 - j0), static_cast<int>(I), static_cast<int>(K), 1.0f,
+          B + j0 * ld(b), ld(b), A, ld(a), 0.0f, C + j0 * ld(dst), ld(dst));
+  } else {  // split A's rows
+    const auto [i0, i1] = share(I, ith, nth, 16);
+    if (i1 <= i0) return;
+    sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(i1 - i0), static_cast<int>(K), 1.0f, B,
+          ld(b), A + i0 * ld(a), ld(a), 0.0f, C + i0, ld(dst));
+  }
+}
+
+// ---- attention
+
+// Sixteen floats as one value (GCC's vector extension): one AVX-512 register, two
+// AVX2 or four SSE ones, whichever clone below is running. Only used inside the
+// clones (passing one to another function would depend on the target's ABI).
+using f32x16 = float __attribute__((vector_size(64)));
+using i32x16 = int32_t __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+
+// s = exp(s - max(s)) in place; returns the sum. exp(x) for x <= 0 to about 1 ulp:
+// Cephes' expf, 2^n times a degree-6 polynomial; the last block is padded and masked.
+[[gnu::target_clones("arch=skylake-avx512", "arch=haswell", "default")]] float softmax_numerators(float* s, int n) {
+  const f32x16 zero{};
+  f32x16 m = zero - INFINITY;
+  for (int i = 0; i < n; i += kLanes) {
+    f32x16 x = m;
+    std::memcpy(&x, s + i, sizeof(float) * std::min(kLanes, n - i));
+    const i32x16 greater = x > m;
+    m = (f32x16)((greater & (i32x16)x) | (~greater & (i32x16)m));
+  }
+  float mx = m[0];
+  for (int l = 1; l < kLanes; ++l) mx = std::max(mx, m[l]);
+  f32x16 acc = zero;
+  for (int i = 0; i < n; i += kLanes) {
+    const int lanes = std::min(kLanes, n - i);
+    f32x16 x = zero;
+    std::memcpy(&x, s + i, sizeof(float) * lanes);
+    x -= mx;
+    const i32x16 low = x < -87.0f;
+    x = (f32x16)((low & (i32x16)(zero - 87.0f)) | (~low & (i32x16)x));
+    const f32x16 t = x * 1.44269504088896341f;
+    const f32x16 k = (t + 12582912.0f) - 12582912.0f;  // round to nearest: |t| < 2^22
+    const f32x16 r = (x - k * 0.693359375f) + k * 2.12194440e-4f;
+    f32x16 p = zero + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;  // 2^k, k >= -126
+    f32x16 e = p * (f32x16)two_k;
+    if (lanes < kLanes) {
+      i32x16 lane{};
+      for (int l = 0; l < kLanes; ++l) lane[l] = l;
+      e = (f32x16)((lane < lanes) & (i32x16)e);
+    }
+    std::memcpy(s + i, &e, sizeof(float) * lanes);
+    acc += e;
+  }
+  float sum = 0.0f;
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+constexpr int64_t kQueryBlock = 128;
+
+void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+  const ggml_tensor* q = dst->src[0];
+  const ggml_tensor* k = dst->src[1];
+  const ggml_tensor* v = dst->src[2];
+  const int n_head = static_cast<int>(reinterpret_cast<intptr_t>(userdata));
+  const int64_t D = q->ne[0], Nq = q->ne[1], Nk = k->ne[1];
+  const int64_t hd = D / n_head;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t blocks = (Nq + kQueryBlock - 1) / kQueryBlock;
+  const auto [t0, t1] = share(blocks * n_head, ith, nth, 1);
+  if (t1 <= t0) return;
+  thread_local std::vector<float> scores;
+  scores.resize(static_cast<size_t>(kQueryBlock * Nk));
+  std::vector<float> sums(kQueryBlock);
+  const OpenBlas::Sgemm sgemm = openblas().sgemm;
+  const auto* Q = static_cast<const float*>(q->data);
+  const auto* K = static_cast<const float*>(k->data);
+  const auto* V = static_cast<const float*>(v->data);
+  auto* O = static_cast<float*>(dst->data);
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t h = t / blocks, q0 = (t % blocks) * kQueryBlock;
+    const int rows = static_cast<int>(std::min(kQueryBlock, Nq - q0));
+    float* S = scores.data();
+    sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(Nk), static_cast<int>(hd), scale, Q + q0 * ld(q) + h * hd,
+          ld(q), K + h * hd, ld(k), 0.0f, S, static_cast<int>(Nk));
+    for (int r = 0; r < rows; ++r) sums[r] = softmax_numerators(S + r * Nk, static_cast<int>(Nk));
+    float* out = O + q0 * ld(dst) + h * hd;
+    sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(Nk), 1.0f, S,
+          static_cast<int>(Nk), V + h * hd, ld(v), 0.0f, out, ld(dst));
+    for (int r = 0; r < rows; ++r) {
+      const float inv = 1.0f / sums[r];
+      for (int64_t c = 0; c < hd; ++c) out[r * ld(dst) + c] *= inv;
+    }
+  }
+}
+
+void require_2d_rows(const ggml_tensor* t, const char* what) {
+  if (t->ne[2] != 1 || t->ne[3] != 1 || t->nb[0] != ggml_type_size(t->type)) {
+    throw Error(ErrorCode::kInternal,
+                std::string("OpenBLAS op: ") + what + " must be a 2-D tensor with contiguous rows");
+  }
+}
+
+}  // namespace
+
+CpuKernels parse_cpu_kernels(std::string_view text, std::string_view label) {
+  if (text == "auto") return CpuKernels::kAuto;
+  if (text == "ggml") return CpuKernels::kGgml;
+  if (text == "openblas") return CpuKernels::kOpenBlas;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string(label) + " must be auto, ggml or openblas, not '" + std::string(text) + "'");
+}
+
+std::string_view to_string(CpuKernels kernels) {
+  switch (kernels) {
+    case CpuKernels::kAuto: return "auto";
+    case CpuKernels::kGgml: return "ggml";
+    case CpuKernels::kOpenBlas: return "openblas";
+  }
+  return "?";
+}
+
+bool openblas_available() { return openblas().sgemm != nullptr; }
+std::string openblas_status() { return openblas().status; }
+
+CpuKernels resolve_cpu_kernels(CpuKernels requested, bool on_cpu) {
+  switch (requested) {
+    case CpuKernels::kGgml: return CpuKernels::kGgml;
+    case CpuKernels::kAuto: return on_cpu && openblas_available() ? CpuKernels::kOpenBlas : CpuKernels::kGgml;
+    case CpuKernels::kOpenBlas:
+      if (!on_cpu)
+        throw Error(ErrorCode::kUnsupported,
+                    "the OpenBLAS kernels run on the CPU only; use --cpu-kernels auto or ggml with a GPU device");
+      require_openblas();
+      return CpuKernels::kOpenBlas;
+  }
+  return CpuKernels::kGgml;
+}
+
+ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a) {
+  if (a->type == GGML_TYPE_F32) return a;
+  if (ggml_get_type_traits(a->type)->to_float == nullptr) {
+    throw Error(ErrorCode::kUnsupported, std::string("tensor ") + ggml_get_name(a) + " has type " +
+                                             ggml_type_name(a->type) + ", which ggml cannot convert to f32");
+  }
+  ggml_tensor* args[] = {a};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3], args, 1, to_f32_op,
+                        GGML_N_TASKS_MAX, nullptr);
+}
+
+ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) {
+  require_openblas();
+  require_2d_rows(a, "the first operand");
+  require_2d_rows(b, "the second operand");
+  if (a->ne[0] != b->ne[0]) throw Error(ErrorCode::kInternal, "OpenBLAS product: the operands' rows differ in length");
+  ggml_tensor* args[] = {to_f32(ctx, a), to_f32(ctx, b)};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, 2, mul_mat_op, GGML_N_TASKS_MAX, nullptr);
+}
+
+ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head) {
+  require_openblas();
+  for (const ggml_tensor* t : {q, k, v}) {
+    require_2d_rows(t, "an attention input");
+    if (t->type != GGML_TYPE_F32) throw Error(ErrorCode::kInternal, "OpenBLAS attention: inputs must be f32");
+  }
+  if (n_head < 1 || q->ne[0] % n_head != 0 || k->ne[0] != q->ne[0] || v->ne[0] != q->ne[0] || v->ne[1] != k->ne[1]) {
+    throw Error(ErrorCode::kInternal, "OpenBLAS attention: inconsistent shapes");
+  }
+  ggml_tensor* args[] = {q, k, v};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], 1, 1, args, 3, attention_op, GGML_N_TASKS_MAX,
+                        reinterpret_cast<void*>(static_cast<intptr_t>(n_head)));
+}
+
+}  // namespace earshot::runtime

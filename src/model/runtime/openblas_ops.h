@@ -1,0 +1,63 @@
+// Large products of a CPU graph computed by OpenBLAS's sgemm inside ggml's own
+// compute threads.
+//
+// ggml's CPU kernels reach about 0.4-0.6 of what these cores do on the encoder's
+// shapes (earshot-bench-model prints the ratio against OpenBLAS's sgemm in the same
+// run); OpenBLAS reaches the cores' limit. These ops are ggml custom ops: each of the
+// graph's threads runs a single-threaded sgemm on its own slice (split by rows of the
+// larger side), so there is one thread team (ggml's), no oversubscription and no
+// second pool to wake. Weights of any ggml type are converted to f32 by a node of
+// the graph first (a transient buffer the graph allocator reuses), so a loaded model
+// keeps its file's type in memory. Everything is f32 from there: the values differ
+// from ggml's kernels (which round activations to f16 against f16 weights) by
+// rounding, and are closer to the f32 model.
+//
+// OpenBLAS is loaded with dlopen on first use (Debian's libopenblas0), with one thread
+// per call (OPENBLAS_NUM_THREADS=1 when unset) and, when OPENBLAS_CORETYPE is unset,
+// the core its CPU features call for: OpenBLAS 0.3.21 does not know recent Xeons and
+// would fall back to its generic Prescott kernels, a quarter of the rate.
+#pragma once
+
+#include <ggml.h>
+
+#include <string>
+#include <string_view>
+
+namespace earshot::runtime {
+
+// Which kernels run a CPU graph's large products (the Whisper encoder's).
+enum class CpuKernels {
+  kAuto,      // OpenBLAS where it loads and the model is on the CPU, else ggml's
+  kGgml,      // ggml's own: bit-identical to libwhisper where earshot's graphs are
+  kOpenBlas,  // OpenBLAS's sgemm (an error where it cannot load)
+};
+
+// "auto", "ggml", "openblas"; throws earshot::Error(kInvalidArgument) naming `label`.
+CpuKernels parse_cpu_kernels(std::string_view text, std::string_view label);
+std::string_view to_string(CpuKernels kernels);
+
+// Whether OpenBLAS is loaded (loads it on the first call).
+bool openblas_available();
+// "OpenBLAS 0.3.21 ... (core SkylakeX)", or why it is not available.
+std::string openblas_status();
+
+// kAuto to kOpenBlas or kGgml; kOpenBlas off the CPU or without OpenBLAS throws
+// earshot::Error(kUnsupported) with the reason.
+CpuKernels resolve_cpu_kernels(CpuKernels requested, bool on_cpu);
+
+// ggml_mul_mat(ctx, a, b) for 2-D a [K, I] (any type ggml can convert to f32, rows
+// contiguous) and b [K, J] (f32 or convertible): [I, J] f32, out[j][i] = a_i . b_j.
+// Only for graphs computed on the CPU backend.
+ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b);
+
+// Multi-head attention without a mask: q [D, Nq], k and v [D, Nk] (f32, rows
+// contiguous; D = n_head x head_dim, head h at columns h*head_dim), out [D, Nq] f32
+// with out_h = softmax(q_h k_h^T / sqrt(head_dim)) v_h. Exact softmax in f32 (the row
+// max subtracted), computed per head and block of 128 queries so the scores stay in
+// cache.
+ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head);
+
+// A ggml_tensor's values as f32 (same shape; a no-op for f32).
+ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
+
+}  // namespace earshot::runtime
