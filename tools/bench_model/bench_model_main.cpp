@@ -216,6 +216,7 @@ int run(const Args& args) {
     return t;
   };
 
+  if (std::getenv("ONLY_BLAS")) { for (int i = 0; i < 10; ++i) ours_blas->encode_mel(mel30, 3000); return 0; }
   for (int rep = 0; rep < args.reps; ++rep) {
     if (args.encoder) {
       times["encoder 30s fa=off ours"].push_back(seconds_of([&] { ours.encode_mel(mel30, 3000); }));

@@ -113,10 +113,76 @@ void to_f32_op(ggml_tensor* dst, int ith, int nth, void*) {
 
 int ld(const ggml_tensor* t) { return static_cast<int>(t->nb[1] / sizeof(float)); }
 
-// ---- the product: out [I, J] = for each j, i: a_i . b_j, i.e. C (J x I) = B A^T.
-void mul_mat_op(ggml_tensor* dst, int ith, int nth, void*) {
+// Sixteen floats as one value (GCC's vector extension): one AVX-512 register, two
+// AVX2 or four SSE ones, whichever clone below is running. Only used inside the
+// clones (passing one to another function would depend on the target's ABI).
+using f32x16 = float __attribute__((vector_size(64)));
+using i32x16 = int32_t __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+
+// x = act(x + bias) over a block of rows of C (row stride ldc), columns [0, cols)
+// of it being bias columns [col0, col0 + cols): the product's epilogue, while the
+// block is still in cache. GELU as ggml_gelu computes it (whisper.cpp's, the tanh
+// approximation): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), exp as below.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void bias_activation(float* c, int64_t ldc, int64_t rows,
+                                                                          int64_t col0, int64_t cols, const float* bias,
+                                                                          bool gelu) {
+  const f32x16 zero{};
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = c + r * ldc;
+    for (int64_t i = 0; i < cols; i += kLanes) {
+      const int lanes = static_cast<int>(std::min<int64_t>(kLanes, cols - i));
+      float buf[kLanes] = {}, bbuf[kLanes] = {};
+      f32x16 x, b = zero;
+      if (lanes == kLanes) {
+        std::memcpy(&x, row + i, sizeof x);
+        if (bias) std::memcpy(&b, bias + col0 + i, sizeof b);
+      } else {
+        for (int l = 0; l < lanes; ++l) buf[l] = row[i + l], bbuf[l] = bias ? bias[col0 + i + l] : 0.0f;
+        std::memcpy(&x, buf, sizeof x);
+        std::memcpy(&b, bbuf, sizeof b);
+      }
+      x += b;
+      if (gelu) {
+        // e = exp(-2u), u = sqrt(2/pi) (x + 0.044715 x^3), clamped to exp's range.
+        f32x16 y = (x + 0.044715f * x * x * x) * -1.5957691216057308f;
+        const i32x16 low = y<-87.0f, high = y> 88.0f;
+        y = (f32x16)((low & (i32x16)(zero - 87.0f)) | (~low & (i32x16)y));
+        y = (f32x16)((high & (i32x16)(zero + 88.0f)) | (~high & (i32x16)y));
+        const f32x16 t = y * 1.44269504088896341f;
+        const f32x16 k = (t + 12582912.0f) - 12582912.0f;
+        const f32x16 rr = (y - k * 0.693359375f) + k * 2.12194440e-4f;
+        f32x16 p = zero + 1.9875691500e-4f;
+        p = p * rr + 1.3981999507e-3f;
+        p = p * rr + 8.3334519073e-3f;
+        p = p * rr + 4.1665795894e-2f;
+        p = p * rr + 1.6666665459e-1f;
+        p = p * rr + 5.0000001201e-1f;
+        p = p * rr * rr + rr + 1.0f;
+        const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;
+        x = x / (1.0f + p * (f32x16)two_k);
+      }
+      if (lanes == kLanes) {
+        std::memcpy(row + i, &x, sizeof x);
+      } else {
+        std::memcpy(buf, &x, sizeof x);
+        for (int l = 0; l < lanes; ++l) row[i + l] = buf[l];
+      }
+    }
+  }
+}
+
+// ---- the product: out [I, J] = for each j, i: act(a_i . b_j + bias_i), i.e.
+// C (J x I) = B A^T, then the epilogue on each thread's own block.
+enum Epilogue : intptr_t { kNone = 0, kBias = 1, kBiasGelu = 2, kGelu = 3 };
+
+void mul_mat_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* a = dst->src[0];
   const ggml_tensor* b = dst->src[1];
+  const auto epilogue = static_cast<Epilogue>(reinterpret_cast<intptr_t>(userdata));
+  const float* bias =
+      epilogue == kBias || epilogue == kBiasGelu ? static_cast<const float*>(dst->src[2]->data) : nullptr;
+  const bool gelu = epilogue == kBiasGelu || epilogue == kGelu;
   const int64_t K = a->ne[0], I = a->ne[1], J = b->ne[1];
   const auto* A = static_cast<const float*>(a->data);
   const auto* B = static_cast<const float*>(b->data);
@@ -127,31 +193,35 @@ void mul_mat_op(ggml_tensor* dst, int ith, int nth, void*) {
     if (j1 <= j0) return;
     sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(j1 - j0), static_cast<int>(I), static_cast<int>(K), 1.0f,
           B + j0 * ld(b), ld(b), A, ld(a), 0.0f, C + j0 * ld(dst), ld(dst));
+    if (epilogue != kNone) bias_activation(C + j0 * ld(dst), ld(dst), j1 - j0, 0, I, bias, gelu);
   } else {  // split A's rows
     const auto [i0, i1] = share(I, ith, nth, 16);
     if (i1 <= i0) return;
     sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(i1 - i0), static_cast<int>(K), 1.0f, B,
           ld(b), A + i0 * ld(a), ld(a), 0.0f, C + i0, ld(dst));
+    if (epilogue != kNone) bias_activation(C + i0, ld(dst), J, i0, i1 - i0, bias, gelu);
   }
 }
 
 // ---- attention
 
-// Sixteen floats as one value (GCC's vector extension): one AVX-512 register, two
-// AVX2 or four SSE ones, whichever clone below is running. Only used inside the
-// clones (passing one to another function would depend on the target's ABI).
-using f32x16 = float __attribute__((vector_size(64)));
-using i32x16 = int32_t __attribute__((vector_size(64)));
-constexpr int kLanes = 16;
-
 // s = exp(s - max(s)) in place; returns the sum. exp(x) for x <= 0 to about 1 ulp:
 // Cephes' expf, 2^n times a degree-6 polynomial; the last block is padded and masked.
-[[gnu::target_clones("arch=skylake-avx512", "arch=haswell", "default")]] float softmax_numerators(float* s, int n) {
+// (Clones by ISA feature: GCC's "arch=" clones dispatch on the CPU model, which
+// misses newer CPUs of the same ISA.)
+[[gnu::target_clones("avx512f", "avx2", "default")]] float softmax_numerators(float* s, int n) {
   const f32x16 zero{};
   f32x16 m = zero - INFINITY;
   for (int i = 0; i < n; i += kLanes) {
     f32x16 x = m;
-    std::memcpy(&x, s + i, sizeof(float) * std::min(kLanes, n - i));
+    if (i + kLanes <= n) {
+      std::memcpy(&x, s + i, sizeof x);
+    } else {
+      float tail[kLanes];
+      std::memcpy(tail, &x, sizeof x);
+      for (int l = 0; i + l < n; ++l) tail[l] = s[i + l];
+      std::memcpy(&x, tail, sizeof x);
+    }
     const i32x16 greater = x > m;
     m = (f32x16)((greater & (i32x16)x) | (~greater & (i32x16)m));
   }
@@ -159,9 +229,15 @@ constexpr int kLanes = 16;
   for (int l = 1; l < kLanes; ++l) mx = std::max(mx, m[l]);
   f32x16 acc = zero;
   for (int i = 0; i < n; i += kLanes) {
-    const int lanes = std::min(kLanes, n - i);
+    const bool full = i + kLanes <= n;
     f32x16 x = zero;
-    std::memcpy(&x, s + i, sizeof(float) * lanes);
+    float tail[kLanes] = {};
+    if (full) {
+      std::memcpy(&x, s + i, sizeof x);
+    } else {
+      for (int l = 0; i + l < n; ++l) tail[l] = s[i + l];
+      std::memcpy(&x, tail, sizeof x);
+    }
     x -= mx;
     const i32x16 low = x < -87.0f;
     x = (f32x16)((low & (i32x16)(zero - 87.0f)) | (~low & (i32x16)x));
@@ -177,12 +253,15 @@ constexpr int kLanes = 16;
     p = p * r * r + r + 1.0f;
     const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;  // 2^k, k >= -126
     f32x16 e = p * (f32x16)two_k;
-    if (lanes < kLanes) {
+    if (full) {
+      std::memcpy(s + i, &e, sizeof e);
+    } else {
       i32x16 lane{};
-      for (int l = 0; l < kLanes; ++l) lane[l] = l;
-      e = (f32x16)((lane < lanes) & (i32x16)e);
+      for (int l = 0; l < kLanes; ++l) lane[l] = i + l < n ? -1 : 0;
+      e = (f32x16)(lane & (i32x16)e);
+      std::memcpy(tail, &e, sizeof e);
+      for (int l = 0; i + l < n; ++l) s[i + l] = tail[l];
     }
-    std::memcpy(s + i, &e, sizeof(float) * lanes);
     acc += e;
   }
   float sum = 0.0f;
@@ -190,7 +269,7 @@ constexpr int kLanes = 16;
   return sum;
 }
 
-constexpr int64_t kQueryBlock = 128;
+constexpr int64_t kQueryBlock = 256;
 
 void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* q = dst->src[0];
@@ -282,13 +361,19 @@ ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a) {
                         GGML_N_TASKS_MAX, nullptr);
 }
 
-ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) {
+ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, Activation act) {
   require_openblas();
   require_2d_rows(a, "the first operand");
   require_2d_rows(b, "the second operand");
   if (a->ne[0] != b->ne[0]) throw Error(ErrorCode::kInternal, "OpenBLAS product: the operands' rows differ in length");
-  ggml_tensor* args[] = {to_f32(ctx, a), to_f32(ctx, b)};
-  return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, 2, mul_mat_op, GGML_N_TASKS_MAX, nullptr);
+  if (bias != nullptr && ggml_nelements(bias) != a->ne[1]) {
+    throw Error(ErrorCode::kInternal, "OpenBLAS product: the bias is not one value per output column");
+  }
+  const bool gelu = act == Activation::kGelu;
+  const Epilogue epilogue = bias ? (gelu ? kBiasGelu : kBias) : (gelu ? kGelu : kNone);
+  ggml_tensor* args[] = {to_f32(ctx, a), to_f32(ctx, b), bias ? to_f32(ctx, bias) : nullptr};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, bias ? 3 : 2, mul_mat_op, GGML_N_TASKS_MAX,
+                        reinterpret_cast<void*>(static_cast<intptr_t>(epilogue)));
 }
 
 ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head) {

@@ -45,15 +45,20 @@ std::string openblas_status();
 // earshot::Error(kUnsupported) with the reason.
 CpuKernels resolve_cpu_kernels(CpuKernels requested, bool on_cpu);
 
+enum class Activation { kNone, kGelu };
+
 // ggml_mul_mat(ctx, a, b) for 2-D a [K, I] (any type ggml can convert to f32, rows
-// contiguous) and b [K, J] (f32 or convertible): [I, J] f32, out[j][i] = a_i . b_j.
+// contiguous) and b [K, J] (f32 or convertible): [I, J] f32, out[j][i] = a_i . b_j;
+// then, while each thread's block is in cache, + bias[i] (bias: I values, or null)
+// and the activation (kGelu: ggml_gelu's tanh approximation, as whisper.cpp's).
 // Only for graphs computed on the CPU backend.
-ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b);
+ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias = nullptr,
+                          Activation act = Activation::kNone);
 
 // Multi-head attention without a mask: q [D, Nq], k and v [D, Nk] (f32, rows
 // contiguous; D = n_head x head_dim, head h at columns h*head_dim), out [D, Nq] f32
 // with out_h = softmax(q_h k_h^T / sqrt(head_dim)) v_h. Exact softmax in f32 (the row
-// max subtracted), computed per head and block of 128 queries so the scores stay in
+// max subtracted), computed per head and block of 256 queries so the scores stay in
 // cache.
 ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head);
 

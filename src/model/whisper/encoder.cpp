@@ -65,9 +65,9 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   for (const EncoderLayer& layer : w.encoder) {
     cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
 
-    ggml_tensor* q = ggml_add(ctx, mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b);
+    ggml_tensor* q = mul_mat.affine(ctx, layer.attn_q_w, cur, layer.attn_q_b);
     ggml_tensor* k = mul_mat(ctx, layer.attn_k_w, cur);
-    ggml_tensor* v = ggml_add(ctx, mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+    ggml_tensor* v = mul_mat.affine(ctx, layer.attn_v_w, cur, layer.attn_v_b);
 
     ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_3d(ctx, q, head_dim, n_head, n_ctx), 0, 2, 1, 3);
     if (openblas) {
@@ -92,7 +92,7 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
       cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_ctx);
     }
 
-    cur = ggml_add(ctx, mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
+    cur = mul_mat.affine(ctx, layer.attn_out_w, cur, layer.attn_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp);
 
     inp = residual_mlp(ctx, layer, inp_ff, mul_mat);
@@ -108,7 +108,7 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     const DecoderLayer& layer = w.decoder[il];
     const size_t layer_offset = il * static_cast<size_t>(n_ctx) * n_text_state * es;
     ggml_tensor* kc = ggml_scale(ctx, mul_mat(ctx, layer.cross_k_w, encoded), k_scale);
-    ggml_tensor* vc = ggml_add(ctx, mul_mat(ctx, layer.cross_v_w, encoded), layer.cross_v_b);
+    ggml_tensor* vc = mul_mat.affine(ctx, layer.cross_v_w, encoded, layer.cross_v_b);
     vc = ggml_transpose(ctx, ggml_reshape_2d(ctx, vc, n_text_state, n_ctx));
     ggml_tensor* k_dst = ggml_view_1d(ctx, state.cross_k, static_cast<int64_t>(n_text_state) * n_ctx, layer_offset);
     ggml_tensor* v_dst = ggml_view_2d(ctx, state.cross_v, n_ctx, n_text_state, n_ctx * es, layer_offset);

@@ -20,6 +20,15 @@ struct MatMul {
   ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
     return openblas ? runtime::blas_mul_mat(ctx, a, b) : ggml_mul_mat(ctx, a, b);
   }
+  // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
+  // block), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
+  ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
+    if (openblas) {
+      return runtime::blas_mul_mat(ctx, a, b, bias, gelu ? runtime::Activation::kGelu : runtime::Activation::kNone);
+    }
+    ggml_tensor* out = ggml_add(ctx, ggml_mul_mat(ctx, a, b), bias);
+    return gelu ? ggml_gelu(ctx, out) : out;
+  }
 };
 
 // The residual GELU MLP that ends every Whisper layer, encoder's and decoder's
@@ -27,9 +36,8 @@ struct MatMul {
 template <typename Layer>
 ggml_tensor* residual_mlp(ggml_context* ctx, const Layer& layer, ggml_tensor* x, MatMul mul_mat = {}) {
   ggml_tensor* cur = layer_norm(ctx, x, layer.mlp_ln_w, layer.mlp_ln_b);
-  cur = ggml_add(ctx, mul_mat(ctx, layer.mlp_0_w, cur), layer.mlp_0_b);
-  cur = ggml_gelu(ctx, cur);
-  cur = ggml_add(ctx, mul_mat(ctx, layer.mlp_1_w, cur), layer.mlp_1_b);
+  cur = mul_mat.affine(ctx, layer.mlp_0_w, cur, layer.mlp_0_b, /*gelu=*/true);
+  cur = mul_mat.affine(ctx, layer.mlp_1_w, cur, layer.mlp_1_b);
   return ggml_add(ctx, cur, x);
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -101,6 +102,34 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMulMat,
                                            ProductCase{GGML_TYPE_Q8_0, 64, 48, 33, 2},   // and in q8_0
                                            ProductCase{GGML_TYPE_F16, 40, 5, 3, 3},      // fewer rows than threads
                                            ProductCase{GGML_TYPE_F32, 33, 17, 200, 1}));
+
+// The epilogue: + bias per output column, then GELU (ggml_gelu's tanh form), in
+// both splits (over b's rows and over a's rows) and with a column count that leaves
+// a partial vector.
+TEST(BlasMulMatEpilogue, BiasAndGeluEqualTheReference) {
+  ASSERT_TRUE(openblas_available()) << openblas_status();
+  for (const auto& [k, i, j] : {std::tuple<int64_t, int64_t, int64_t>{48, 37, 90}, {48, 90, 37}}) {
+    for (bool gelu : {false, true}) {
+      const std::vector<float> a = random_values(k * i, 6, 0.3f), b = random_values(k * j, 7),
+                               bias = random_values(i, 8);
+      Graph g(4 * (k * i + k * j + i + 2 * i * j) + (1 << 20));
+      ggml_tensor* bias_t = ggml_new_tensor_1d(g.ctx.get(), GGML_TYPE_F32, i);
+      std::copy(bias.begin(), bias.end(), static_cast<float*>(bias_t->data));
+      ggml_tensor* out = blas_mul_mat(g.ctx.get(), g.matrix(GGML_TYPE_F32, k, i, a), g.matrix(GGML_TYPE_F32, k, j, b),
+                                      bias_t, gelu ? Activation::kGelu : Activation::kNone);
+      const std::vector<float> got = g.compute(out, 2);
+      double worst = 0;
+      for (int64_t jj = 0; jj < j; ++jj)
+        for (int64_t ii = 0; ii < i; ++ii) {
+          double x = bias[ii];
+          for (int64_t l = 0; l < k; ++l) x += double(a[ii * k + l]) * double(b[jj * k + l]);
+          if (gelu) x = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+          worst = std::max(worst, std::fabs(x - got[jj * i + ii]));
+        }
+      EXPECT_LT(worst, 1e-5) << "i " << i << " j " << j << (gelu ? " gelu" : " bias");
+    }
+  }
+}
 
 // softmax(q k^T / sqrt(d)) v per head, in double.
 std::vector<double> attention_reference(const std::vector<float>& q, const std::vector<float>& k,
