@@ -34,6 +34,7 @@ double decoder_step_weight_bytes(const whisper::Model& model);
 struct MachineRates {
   double sgemm_gflops = 0;  // FLOP-weighted over the products: total FLOP / time at sgemm's rates
   double ggml_gflops = 0;   // the same for ggml's product alone, at the model's weight type
+  double op_gflops = 0;     // and for earshot's OpenBLAS op (runtime::blas_mul_mat)
   double bandwidth_gbs = 0;
 };
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "model/runtime/openblas_ops.h"
 
 extern "C" {
 // OpenBLAS's own entry points (cblas.h of the pthread flavour declares them; kept
@@ -98,13 +99,15 @@ double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
   return s.flop() / seconds * 1e-9;
 }
 
-double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
+namespace {
+
+double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int reps, bool openblas) {
   const ggml_init_params params{ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
   const ggml_context_ptr ctx(ggml_init(params));
   if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the product benchmark");
   ggml_tensor* w = ggml_new_tensor_2d(ctx.get(), type, s.k, s.n);
   ggml_tensor* x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, s.k, s.m);
-  ggml_tensor* y = ggml_mul_mat(ctx.get(), w, x);
+  ggml_tensor* y = openblas ? runtime::blas_mul_mat(ctx.get(), w, x) : ggml_mul_mat(ctx.get(), w, x);
   ggml_cgraph* graph = ggml_new_graph(ctx.get());
   ggml_build_forward_expand(graph, y);
   const ggml_backend_ptr backend(ggml_backend_cpu_init());
@@ -112,6 +115,7 @@ double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int 
   ggml_backend_cpu_set_n_threads(backend.get(), threads);
   const ggml_backend_buffer_ptr buffer(ggml_backend_alloc_ctx_tensors(ctx.get(), backend.get()));
   if (!buffer) throw Error(ErrorCode::kInternal, "cannot allocate the product benchmark's tensors");
+  // (Every tensor of the context, the OpenBLAS op's f32 weight included, has memory.)
   // The weight in its type, from random F32 values (quantised where the type is).
   const std::vector<float> wf = random_floats(static_cast<size_t>(s.k * s.n), 3);
   std::vector<uint8_t> wq(ggml_nbytes(w));
@@ -129,6 +133,16 @@ double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int 
     }
   });
   return s.flop() / seconds * 1e-9;
+}
+
+}  // namespace
+
+double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
+  return graph_product_gflops(type, s, threads, reps, false);
+}
+
+double blas_op_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
+  return graph_product_gflops(type, s, threads, reps, true);
 }
 
 double read_bandwidth_gbs(size_t bytes, int threads, int reps) {

@@ -38,6 +38,10 @@ double openblas_sgemm_gflops(const GemmShape& shape, int threads, int reps);
 // The same product as ggml computes it in a model: a [k x n] weight of `type` times
 // F32 activations [k x m] on the CPU backend with `threads` threads; best of `reps`.
 double ggml_mul_mat_gflops(ggml_type type, const GemmShape& shape, int threads, int reps);
+// The same product as earshot's OpenBLAS op computes it in a ggml graph
+// (runtime::blas_mul_mat: the weight converted to f32 by the graph, then sgemm in
+// ggml's threads).
+double blas_op_gflops(ggml_type type, const GemmShape& shape, int threads, int reps);
 
 // GB/s of summing a `bytes`-long buffer (far beyond the caches) split over
 // `threads` threads; best of `reps`.
