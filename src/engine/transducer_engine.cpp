@@ -103,6 +103,13 @@ std::vector<transducer::Emission> greedy_emissions(const transducer::Decoder& de
 
 // An offline encoder pass over 16 kHz audio: NeMo's features (normalised over
 // this audio when the model says so), then the encoder.
+// The offline encoder's settings from the spec: its products' kernels.
+fastconformer::EncoderOptions offline_encoder_options(const ModelSpec& spec) {
+  fastconformer::EncoderOptions options;
+  options.cpu_kernels = spec.runtime.cpu_kernels;
+  return options;
+}
+
 fastconformer::EncoderOutput encode_audio(const fastconformer::Model& model, const features::NemoMelConfig& mel_config,
                                           fastconformer::Encoder& encoder, std::span<const float> audio) {
   const features::FrameMajorMel mel = features::nemo_log_mel(audio, mel_config, model.mel_filters(), model.window());
@@ -172,7 +179,7 @@ class TransducerProcessor : public TransducerWords {
                       const StreamRequest& request)
       : TransducerWords(std::move(model), request),
         backend_(runtime::create_backend(model_->device(), spec.runtime.threads)),
-        encoder_(model_, backend_.get()),
+        encoder_(model_, backend_.get(), offline_encoder_options(spec)),
         window_samples_(static_cast<size_t>(spec.transducer.window_seconds * kSampleRate)) {}
 
   void insert_audio(std::span<const float> samples, double stream_end_time) override {
@@ -218,7 +225,7 @@ class TransducerWindowDecoder : public policy::commit::WindowDecoder {
                           const StreamRequest& request)
       : model_(std::move(model)),
         backend_(runtime::create_backend(model_->device(), spec.runtime.threads)),
-        encoder_(model_, backend_.get()),
+        encoder_(model_, backend_.get(), offline_encoder_options(spec)),
         decoder_(&model_->decoder_weights()),
         segment_state_(decoder_.initial_state()),
         setup_(*model_, request) {}

@@ -37,7 +37,8 @@ const char* kUsage =
     "usage: earshot-parity-parakeet --model FILE.bin --audio WAV [--gguf FILE] [--probe-plus FILE.bin\n"
     "                               --probe-minus FILE.bin] [--threads T] [--seconds S]\n"
     "                               [--min-share X] [--max-share X] [--tolerance X] [--encoder-tolerance X]\n"
-    "                               [--ours-only 1]  (earshot's side only: the share of emitting steps)\n";
+    "                               [--ours-only 1]  (earshot's side only: the share of emitting steps)\n"
+    "                               [--cpu-kernels ggml|openblas]  (earshot's encoder products; default ggml)\n";
 
 struct Emitted {
   parakeet_token_data data;
@@ -90,12 +91,14 @@ struct Ours {
   td::GreedyStats stats;
 };
 
-Ours run_ours(const std::string& path, const earshot::features::FrameMajorMel& mel, ggml_backend_t backend) {
+Ours run_ours(const std::string& path, const earshot::features::FrameMajorMel& mel, ggml_backend_t backend,
+              earshot::runtime::CpuKernels kernels) {
   Ours o;
   o.model = fc::Model::load(path);
   fc::EncoderOptions options;
   options.batch_norm_eps = 0;      // libparakeet's BatchNorm (see EncoderOptions)
   options.f16_subsampling = true;  // libparakeet's f16 im2col in the subsampling convs (see EncoderOptions)
+  options.cpu_kernels = kernels;
   fc::Encoder encoder(o.model, backend, options);
   o.enc = encoder.encode(mel.data, mel.n_frames);
   td::Decoder decoder(&o.model->decoder_weights());
@@ -172,6 +175,7 @@ int main(int argc, char** argv) {
     std::string model, gguf, audio, probe_plus, probe_minus;
     int threads = 2;
     bool ours_only = false;
+    earshot::runtime::CpuKernels kernels = earshot::runtime::CpuKernels::kGgml;
     double seconds = 0, min_share = 0.2, max_share = 0.4, tolerance = 1e-3, encoder_tolerance = 1e-3;
     earshot::tools::parse_options(
         argc, argv, kUsage,
@@ -186,7 +190,9 @@ int main(int argc, char** argv) {
          {"--min-share", [&](const std::string& v) { min_share = std::stod(v); }},
          {"--max-share", [&](const std::string& v) { max_share = std::stod(v); }},
          {"--tolerance", [&](const std::string& v) { tolerance = std::stod(v); }},
-         {"--encoder-tolerance", [&](const std::string& v) { encoder_tolerance = std::stod(v); }}});
+         {"--encoder-tolerance", [&](const std::string& v) { encoder_tolerance = std::stod(v); }},
+         {"--cpu-kernels",
+          [&](const std::string& v) { kernels = earshot::runtime::parse_cpu_kernels(v, "--cpu-kernels"); }}});
     if (model.empty() || audio.empty()) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, kUsage);
     parakeet_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
     std::vector<float> samples = earshot::audio::load_wav_file(audio);
@@ -201,7 +207,8 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto loaded = fc::Model::load(model);
     const earshot::features::FrameMajorMel mel = our_mel(*loaded, samples);
-    Ours ours = run_ours(model, mel, backend.get());
+    Ours ours = run_ours(model, mel, backend.get(), kernels);
+    std::printf("earshot's encoder products: %s\n", earshot::runtime::to_string(kernels).data());
     if (ours_only) {  // tuning a generator: our side's share and variation only
       std::printf("ours: %d of %d joint steps emit (%.3f)\n", ours.stats.emissions, ours.stats.steps,
                   ours.stats.steps ? static_cast<double>(ours.stats.emissions) / ours.stats.steps : 0.0);
@@ -274,7 +281,7 @@ int main(int argc, char** argv) {
     check(e2e.max_tf <= 10 * tolerance, "end to end: teacher-forced log-probs within 10x tolerance");
 
     if (!gguf.empty()) {
-      const Ours g = run_ours(gguf, mel, backend.get());
+      const Ours g = run_ours(gguf, mel, backend.get(), kernels);
       bool same_output = g.enc.data == ours.enc.data && g.emissions.size() == ours.emissions.size();
       for (size_t i = 0; same_output && i < g.emissions.size(); ++i)
         same_output = g.emissions[i].token == ours.emissions[i].token &&

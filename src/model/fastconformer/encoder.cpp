@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "model/fastconformer/encoder_graph.h"
+#include "model/runtime/device.h"
 
 namespace earshot::fastconformer {
 namespace {
@@ -46,8 +47,8 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_
 }
 
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
-                      ggml_tensor* w2, float eps) {
-  ggml_tensor* h = ggml_mul_mat(ctx, w2, ggml_silu(ctx, ggml_mul_mat(ctx, w1, layer_norm(ctx, x, nw, nb, eps))));
+                      ggml_tensor* w2, float eps, runtime::MatMul mm) {
+  ggml_tensor* h = mm(ctx, w2, ggml_silu(ctx, mm(ctx, w1, layer_norm(ctx, x, nw, nb, eps))));
   return ggml_add(ctx, x, ggml_scale(ctx, h, 0.5f));
 }
 
@@ -75,9 +76,9 @@ ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& 
   return ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.n_state, static_cast<int64_t>(Tq) * G);
 }
 
-ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x) {
+ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, runtime::MatMul mm) {
   const int d = hp.n_state;
-  ggml_tensor* h = ggml_mul_mat(ctx, l.pw1_w, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
+  ggml_tensor* h = mm(ctx, l.pw1_w, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
   ggml_tensor* signal = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], 0);
   ggml_tensor* gate = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], d * h->nb[0]);
   return ggml_mul(ctx, signal, ggml_sigmoid(ctx, gate));  // GLU
@@ -102,7 +103,8 @@ ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l
   return ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T, sequences]
 }
 
-ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps) {
+ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps,
+                      runtime::MatMul mm) {
   if (hp.conv_norm == ConvNorm::kLayerNorm) {
     h = layer_norm(ctx, h, l.bn_w, l.bn_b, hp.eps);
   } else {
@@ -110,7 +112,7 @@ ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml
     h = ggml_div(ctx, ggml_sub(ctx, h, l.bn_mean), std_dev);
     h = ggml_add(ctx, ggml_mul(ctx, h, l.bn_w), l.bn_b);
   }
-  return ggml_mul_mat(ctx, l.pw2_w, ggml_silu(ctx, h));
+  return mm(ctx, l.pw2_w, ggml_silu(ctx, h));
 }
 
 ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
@@ -128,31 +130,31 @@ ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_ten
   return ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2]);
 }
 
-ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x) {
+ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x, runtime::MatMul mm) {
   const Hparams& hp = m.hparams();
-  x = ggml_add(ctx, ggml_mul_mat(ctx, m.pre_out_w, x), m.pre_out_b);
+  x = mm.affine(ctx, m.pre_out_w, x, m.pre_out_b);
   if (hp.xscaling) x = ggml_scale(ctx, x, std::sqrt(static_cast<float>(hp.n_state)));
   return x;
 }
 
-ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
-  return subsampling_out(ctx, m, build_subsampling_convs(ctx, m, mel, f16));
+ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16, runtime::MatMul mm) {
+  return subsampling_out(ctx, m, build_subsampling_convs(ctx, m, mel, f16), mm);
 }
 
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
-                         ggml_tensor* mask, float bn_eps) {
+                         ggml_tensor* mask, float bn_eps, runtime::MatMul mm) {
   const Hparams& hp = m.hparams();
   const int H = hp.n_head, dh = hp.d_head(), T = static_cast<int>(x->ne[1]);
-  x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps);
+  x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps, mm);
   ggml_tensor* xa = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
-  ggml_tensor* q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q_w, xa), dh, H, T);
-  ggml_tensor* k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k_w, xa), dh, H, T);
-  ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.v_w, xa), dh, H, T);
-  ggml_tensor* p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos_emb), dh, H, pos_emb->ne[1]);
-  x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.out_w, attention_heads(ctx, hp, l, q, k, v, p, mask)));
-  ggml_tensor* h = depthwise_conv(ctx, hp, l, conv_glu(ctx, hp, l, x), nullptr, nullptr);
-  x = ggml_add(ctx, x, conv_out(ctx, hp, l, h, bn_eps));
-  x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps);
+  ggml_tensor* q = ggml_reshape_3d(ctx, mm(ctx, l.q_w, xa), dh, H, T);
+  ggml_tensor* k = ggml_reshape_3d(ctx, mm(ctx, l.k_w, xa), dh, H, T);
+  ggml_tensor* v = ggml_reshape_3d(ctx, mm(ctx, l.v_w, xa), dh, H, T);
+  ggml_tensor* p = ggml_reshape_3d(ctx, mm(ctx, l.pos_w, pos_emb), dh, H, pos_emb->ne[1]);
+  x = ggml_add(ctx, x, mm(ctx, l.out_w, attention_heads(ctx, hp, l, q, k, v, p, mask)));
+  ggml_tensor* h = depthwise_conv(ctx, hp, l, conv_glu(ctx, hp, l, x, mm), nullptr, nullptr);
+  x = ggml_add(ctx, x, conv_out(ctx, hp, l, h, bn_eps, mm));
+  x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps, mm);
   return layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
 }
 
@@ -212,6 +214,8 @@ std::vector<float> attention_mask(const Hparams& hp, int right, int T) {
 Encoder::Encoder(std::shared_ptr<const Model> model, ggml_backend_t backend, EncoderOptions options)
     : model_(std::move(model)), backend_(backend), options_(options) {
   right_ = resolve_right_context(model_->hparams(), options_.right_context);
+  openblas_ = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
+              runtime::CpuKernels::kOpenBlas;
   alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
   meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
 }
@@ -233,7 +237,8 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
 
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_mel_frames, 1, 1);
   ggml_set_input(input);
-  ggml_tensor* x = detail::build_subsampling(ctx, m, input, options_.f16_subsampling);
+  const runtime::MatMul mm{openblas_};
+  ggml_tensor* x = detail::build_subsampling(ctx, m, input, options_.f16_subsampling, mm);
   const int T = static_cast<int>(x->ne[1]);
   ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.n_state, 2 * T - 1);
   ggml_set_input(pos_emb);
@@ -241,7 +246,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   const bool limited = hp.att_left >= 0 || right_ >= 0;
   ggml_tensor* mask = limited ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, T, T) : nullptr;
   if (mask) ggml_set_input(mask);
-  for (const Layer& l : m.layers) x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps);
+  for (const Layer& l : m.layers) x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, mm);
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
   if (!alloc_->alloc(graph))

@@ -18,6 +18,7 @@
 
 #include "model/fastconformer/model.h"
 #include "model/runtime/graph_allocator.h"
+#include "model/runtime/openblas_ops.h"
 
 namespace earshot::fastconformer {
 
@@ -33,6 +34,11 @@ struct EncoderOptions {
   // The right attention context in frames (a multi-lookahead model's choice,
   // validated against the file: kInvalidArgument otherwise); unset: the file's.
   std::optional<int> right_context;
+  // The offline encoder's products (projections, feed-forward, pointwise convs):
+  // ggml's kernels, OpenBLAS's sgemm (runtime/openblas_ops.h), or kAuto: OpenBLAS on
+  // the CPU where it loads. The streaming step (a few frames a chunk: bound by
+  // memory, not compute) keeps ggml's.
+  runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kGgml;
 };
 
 struct EncoderOutput {
@@ -54,12 +60,15 @@ class Encoder {
   // empty or mis-sized mel, kInternal when ggml cannot compute the graph.
   EncoderOutput encode(std::span<const float> mel, int n_mel_frames);
   int right_context() const { return right_; }
+  // Whether the products run on OpenBLAS (options.cpu_kernels resolved).
+  bool openblas() const { return openblas_; }
 
  private:
   std::shared_ptr<const Model> model_;
   ggml_backend_t backend_;
   EncoderOptions options_;
   int right_ = -1;
+  bool openblas_ = false;
   std::unique_ptr<runtime::GraphAllocator> alloc_;
   std::vector<uint8_t> meta_;
 };

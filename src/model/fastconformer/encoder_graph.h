@@ -7,6 +7,7 @@
 #include <ggml.h>
 
 #include "model/fastconformer/model.h"
+#include "model/runtime/openblas_ops.h"
 
 namespace earshot::fastconformer::detail {
 
@@ -15,7 +16,7 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_
 // Half-step macaron FFN: x + 0.5 * W2 silu(W1 LN(x)), on x [d, T] (any number of
 // columns: every product is per column).
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
-                      ggml_tensor* w2, float eps);
+                      ggml_tensor* w2, float eps, runtime::MatMul mm = {});
 
 // Relative-position attention of G sequences of one shape from their
 // projections: q [dh, H, Tq, G], k and v [dh, H, Tk, G] (the query frames are
@@ -27,7 +28,7 @@ ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& 
                              ggml_tensor* v, ggml_tensor* p, ggml_tensor* mask);
 
 // The convolution module's first half: LayerNorm, pointwise_conv1 and the GLU, [d, T].
-ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x);
+ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, runtime::MatMul mm = {});
 // The depthwise conv over time of h [d, T, G] (the GLU output of G sequences of
 // T frames): their left context is `cache` ([kernel - 1, d, G] time-major, the
 // previous inputs) when given, else the padding the file says (causal: kernel - 1
@@ -36,20 +37,23 @@ ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml
 ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, ggml_tensor* cache,
                             ggml_tensor** next_cache);
 // The convolution module's second half: the norm, SiLU and pointwise_conv2.
-ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps);
+ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps,
+                      runtime::MatMul mm = {});
 
 // The dw_striding subsampling's convolutions (causal or symmetric as the file
 // says): mel [n_mels, frames] -> [subsampled bins * channels, encoder frames].
 // f16: ggml_conv_2d's f16 im2col (libparakeet's), else f32 throughout.
 ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16);
 // The subsampling's output linear and xscaling: [bins * channels, T] -> [d, T].
-ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x);
+ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x, runtime::MatMul mm = {});
 // Both: mel [n_mels, frames] -> [d, encoder frames].
-ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16);
+ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16, runtime::MatMul mm = {});
 
 // One offline conformer layer on x [d, T]. pos_emb: [d, 2T - 1] relative
-// positions T - 1 ... -(T - 1); mask: null or [T, T] f32 (0 or -inf).
+// positions T - 1 ... -(T - 1); mask: null or [T, T] f32 (0 or -inf). mm: the
+// projections', feed-forward's and pointwise convolutions' products (the attention
+// scores stay ggml's).
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
-                         ggml_tensor* mask, float bn_eps);
+                         ggml_tensor* mask, float bn_eps, runtime::MatMul mm = {});
 
 }  // namespace earshot::fastconformer::detail

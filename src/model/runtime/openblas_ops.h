@@ -65,4 +65,20 @@ ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, g
 // A ggml_tensor's values as f32 (same shape; a no-op for f32).
 ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
 
+// A graph's large matrix products: ggml_mul_mat, or the OpenBLAS op. Graph builders
+// take one (default: ggml's) so one builder serves both kernels.
+struct MatMul {
+  bool openblas = false;
+  ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
+    return openblas ? blas_mul_mat(ctx, a, b) : ggml_mul_mat(ctx, a, b);
+  }
+  // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
+  // block), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
+  ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
+    if (openblas) return blas_mul_mat(ctx, a, b, bias, gelu ? Activation::kGelu : Activation::kNone);
+    ggml_tensor* out = ggml_add(ctx, ggml_mul_mat(ctx, a, b), bias);
+    return gelu ? ggml_gelu(ctx, out) : out;
+  }
+};
+
 }  // namespace earshot::runtime

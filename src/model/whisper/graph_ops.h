@@ -14,22 +14,7 @@ inline ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w
   return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, kLayerNormEps), weight), bias);
 }
 
-// A graph's matrix product: ggml_mul_mat, or OpenBLAS's sgemm in ggml's threads.
-struct MatMul {
-  bool openblas = false;
-  ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
-    return openblas ? runtime::blas_mul_mat(ctx, a, b) : ggml_mul_mat(ctx, a, b);
-  }
-  // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
-  // block), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
-  ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
-    if (openblas) {
-      return runtime::blas_mul_mat(ctx, a, b, bias, gelu ? runtime::Activation::kGelu : runtime::Activation::kNone);
-    }
-    ggml_tensor* out = ggml_add(ctx, ggml_mul_mat(ctx, a, b), bias);
-    return gelu ? ggml_gelu(ctx, out) : out;
-  }
-};
+using runtime::MatMul;
 
 // The residual GELU MLP that ends every Whisper layer, encoder's and decoder's
 // alike: x + MLP(LN(x)).
