@@ -35,7 +35,9 @@
 #include "model/fastconformer/streaming_batch.h"
 #include "model/fastconformer/streaming_encoder.h"
 #include "model/runtime/device.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/transducer/decoder.h"
+#include "tools/common/machine_limits.h"
 #include "tools/common/tool_args.h"
 
 namespace fc = earshot::fastconformer;
@@ -116,36 +118,71 @@ struct Libparakeet {
   }
 };
 
+// The FLOP of the encoder's products (projections, feed-forward, pointwise convs,
+// subsampling output) over T frames: what --cpu-kernels switches.
+double product_flop(const fc::Hparams& hp, int T) {
+  const double d = hp.n_state, ff = static_cast<double>(hp.ff_expansion) * hp.n_state;
+  // Per layer and frame: two half FFNs (d -> ff -> d), q/k/v/out, pos (2T-1 positions
+  // for T frames, about 2 per frame), pointwise conv 1 (d -> 2d) and 2 (d -> d).
+  const double per_frame = 2 * (2 * 2 * d * ff + 4 * d * d + 2 * d * d + 2 * d * d + d * d);
+  return per_frame * hp.n_layer * T;
+}
+
 void offline(const std::string& path, const std::vector<int>& seconds, int threads, int reps) {
   const auto model = fc::Model::load(path);
+  const fc::Hparams& hp = model->hparams();
   ggml_backend_ptr backend = earshot::runtime::create_backend(nullptr, threads);
   fc::Encoder ours(model, backend.get());
+  // The same encoder with its products on OpenBLAS (--cpu-kernels openblas), where it loads.
+  fc::EncoderOptions blas_options;
+  blas_options.cpu_kernels = earshot::runtime::CpuKernels::kOpenBlas;
+  std::unique_ptr<fc::Encoder> ours_blas;
+  if (earshot::runtime::openblas_available()) {
+    ours_blas = std::make_unique<fc::Encoder>(model, backend.get(), blas_options);
+  } else {
+    std::printf("OpenBLAS encoder left out: %s\n", earshot::runtime::openblas_status().c_str());
+  }
   Libparakeet lib(path), control(path);
   std::printf("offline encoder, %s, %d threads, best of %d (seconds):\n", path.c_str(), threads, reps);
-  std::printf("%8s %10s %12s %12s %8s %16s\n", "audio_s", "ours", "libparakeet", "lib_control", "ratio",
-              "control_ratio");
+  std::printf("%8s %10s %12s %12s %8s %16s %12s %10s %14s %12s\n", "audio_s", "ours", "libparakeet", "lib_control",
+              "ratio", "control_ratio", "ours_blas", "ratio", "blas_GFLOP/s", "sgemm_GF/s");
   for (int s : seconds) {
     const std::vector<float> pcm = noise(s, static_cast<unsigned>(s));
     const earshot::features::FrameMajorMel mel =
-        earshot::features::nemo_log_mel(pcm, mel_config(model->hparams()), model->mel_filters(), model->window());
-    double best_ours = 1e30, best_lib = 1e30, best_control = 1e30;
+        earshot::features::nemo_log_mel(pcm, mel_config(hp), model->mel_filters(), model->window());
+    double best_ours = 1e30, best_lib = 1e30, best_control = 1e30, best_blas = 1e30;
     lib.fit_context(pcm, mel.n_frames, threads);
     control.fit_context(pcm, mel.n_frames, threads);
     // One warm-up of each (weights paged in, allocations) at every length, then alternated timed runs.
-    ours.encode(mel.data, mel.n_frames);
+    const int T = ours.encode(mel.data, mel.n_frames).n_frames;
+    if (ours_blas) ours_blas->encode(mel.data, mel.n_frames);
     lib.encode(mel, threads);
     control.encode(mel, threads);
     for (int r = 0; r < reps; ++r) {
       double t0 = now();
       ours.encode(mel.data, mel.n_frames);
       best_ours = std::min(best_ours, now() - t0);
+      if (ours_blas) {
+        t0 = now();
+        ours_blas->encode(mel.data, mel.n_frames);
+        best_blas = std::min(best_blas, now() - t0);
+      }
       best_lib = std::min(best_lib, lib.encode(mel, threads));
       best_control = std::min(best_control, control.encode(mel, threads));
     }
-    std::printf("%8d %10.3f %12.3f %12.3f %8.3f %16.3f\n", s, best_ours, best_lib, best_control, best_ours / best_lib,
-                best_control / best_lib);
+    // The machine's rate at the feed-forward's shape, same threads, same run.
+    const double sgemm = earshot::tools::openblas_sgemm_gflops(
+        {T, static_cast<int64_t>(hp.ff_expansion) * hp.n_state, hp.n_state}, threads, 3);
+    const double blas_rate = ours_blas ? product_flop(hp, T) / best_blas * 1e-9 : 0.0;
+    std::printf("%8d %10.3f %12.3f %12.3f %8.3f %16.3f %12.3f %10.3f %14.1f %12.1f\n", s, best_ours, best_lib,
+                best_control, best_ours / best_lib, best_control / best_lib, ours_blas ? best_blas : 0.0,
+                ours_blas ? best_blas / best_lib : 0.0, blas_rate, sgemm);
     std::fflush(stdout);
   }
+  std::printf(
+      "(blas_GFLOP/s: the products' FLOP (projections, feed-forward, pointwise convs) over the whole OpenBLAS "
+      "pass; sgemm_GF/s: OpenBLAS's sgemm at the feed-forward's shape T x %d x %d)\n",
+      hp.ff_expansion * hp.n_state, hp.n_state);
 }
 
 // Compute seconds of one stream fed in 10 ms pieces (mel and encoder; the decoder's
@@ -289,6 +326,7 @@ std::vector<std::string> split_paths(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  earshot::tools::use_openblas_best_kernels(argv);  // before OpenBLAS's own choice stands
   try {
     std::string model_path, streaming_path;
     std::vector<int> seconds = {10, 30};
