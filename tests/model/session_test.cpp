@@ -323,6 +323,29 @@ TEST_F(SessionTest, OpenBlasEncoderMatchesGgmlsClosely) {
   }
 }
 
+// OpenBLAS is called from every graph thread of every session at once (one thread a
+// call): two sessions in two threads get what each gets alone, bit for bit.
+TEST_F(SessionTest, OpenBlasEncodersInTwoThreadsEqualEachAlone) {
+  SessionOptions o = options(2);
+  o.cpu_kernels = runtime::CpuKernels::kOpenBlas;
+  const std::vector<float> a_audio = test_audio(32000, 1), b_audio = test_audio(24000, 2);
+  auto run = [&](const std::vector<float>& audio, std::vector<float>& out) {
+    Session s(model_, o);
+    for (int pass = 0; pass < 3; ++pass) s.encode(audio);
+    out = logits_of(decode(s, {{sot(), 42}}), 0);
+  };
+  std::vector<float> a_alone, b_alone, a_threaded, b_threaded;
+  run(a_audio, a_alone);
+  run(b_audio, b_alone);
+  std::thread ta([&] { run(a_audio, a_threaded); });
+  std::thread tb([&] { run(b_audio, b_threaded); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(a_alone, a_threaded);
+  EXPECT_EQ(b_alone, b_threaded);
+  EXPECT_NE(a_alone, b_alone);
+}
+
 TEST_F(SessionTest, TwoSessionsOnOneModelInTwoThreadsEqualEachAlone) {
   const std::vector<float> a_audio = test_audio(16000, 1), b_audio = test_audio(12000, 2);
   auto run = [&](const std::vector<float>& audio, std::vector<float>& out) {
