@@ -90,24 +90,27 @@ std::pair<int64_t, int64_t> share(int64_t n, int ith, int nth, int64_t step) {
 }
 
 // ---- to_f32: every row of src converted, rows shared among the threads.
+// One row of n values of a ggml type as f32.
+void row_to_f32(ggml_type type, const void* in, float* out, int64_t n) {
+  if (type == GGML_TYPE_F16) {
+    ggml_cpu_fp16_to_fp32(static_cast<const ggml_fp16_t*>(in), out, n);
+  } else if (type == GGML_TYPE_BF16) {
+    ggml_cpu_bf16_to_fp32(static_cast<const ggml_bf16_t*>(in), out, n);
+  } else {
+    ggml_get_type_traits(type)->to_float(in, out, n);
+  }
+}
+
 void to_f32_op(ggml_tensor* dst, int ith, int nth, void*) {
   const ggml_tensor* src = dst->src[0];
-  const int64_t ne0 = src->ne[0];
   const int64_t rows = ggml_nrows(src);
   const auto [r0, r1] = share(rows, ith, nth, 1);
-  const ggml_to_float_t to_float = ggml_get_type_traits(src->type)->to_float;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t i1 = r % src->ne[1], i2 = (r / src->ne[1]) % src->ne[2], i3 = r / (src->ne[1] * src->ne[2]);
     const char* in = static_cast<const char*>(src->data) + i1 * src->nb[1] + i2 * src->nb[2] + i3 * src->nb[3];
     float* out =
         reinterpret_cast<float*>(static_cast<char*>(dst->data) + i1 * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
-    if (src->type == GGML_TYPE_F16) {
-      ggml_cpu_fp16_to_fp32(reinterpret_cast<const ggml_fp16_t*>(in), out, ne0);
-    } else if (src->type == GGML_TYPE_BF16) {
-      ggml_cpu_bf16_to_fp32(reinterpret_cast<const ggml_bf16_t*>(in), out, ne0);
-    } else {
-      to_float(in, out, ne0);
-    }
+    row_to_f32(src->type, in, out, src->ne[0]);
   }
 }
 
@@ -200,6 +203,43 @@ void mul_mat_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(i1 - i0), static_cast<int>(K), 1.0f, B,
           ld(b), A + i0 * ld(a), ld(a), 0.0f, C + i0, ld(dst));
     if (epilogue != kNone) bias_activation(C + i0, ld(dst), J, i0, i1 - i0, bias, gelu);
+  }
+}
+
+// The product when the weight outweighs the activations (few rows, as a FastConformer
+// window's 125-250 frames against 0.6B weights): each thread converts its share of
+// the weight's rows in chunks that stay in cache and multiplies every activation row
+// by each chunk, so the weight is read once in its own type and never written back
+// as f32. (Where the activations are many rows, as a Whisper window's 1500, the
+// graph's f32 copy of the weight and a split over the activations cost less.)
+constexpr int64_t kChunkFloats = 256 * 1024;  // 1 MB of f32 weight rows
+
+int64_t chunk_rows(int64_t k) { return std::clamp<int64_t>(kChunkFloats / std::max<int64_t>(k, 1) / 16 * 16, 16, 256); }
+
+void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+  const ggml_tensor* a = dst->src[0];  // the weight, in its own type
+  const ggml_tensor* b = dst->src[1];  // f32
+  const auto epilogue = static_cast<Epilogue>(reinterpret_cast<intptr_t>(userdata));
+  const float* bias =
+      epilogue == kBias || epilogue == kBiasGelu ? static_cast<const float*>(dst->src[2]->data) : nullptr;
+  const bool gelu = epilogue == kBiasGelu || epilogue == kGelu;
+  const int64_t K = a->ne[0], I = a->ne[1], J = b->ne[1];
+  const int64_t rows_per_chunk = chunk_rows(K);
+  const auto [i0, i1] = share(I, ith, nth, 16);
+  if (i1 <= i0) return;
+  thread_local std::vector<float> chunk;
+  chunk.resize(static_cast<size_t>(rows_per_chunk * K));
+  const auto* B = static_cast<const float*>(b->data);
+  auto* C = static_cast<float*>(dst->data);
+  const OpenBlas::Sgemm sgemm = openblas().sgemm;
+  for (int64_t c0 = i0; c0 < i1; c0 += rows_per_chunk) {
+    const int64_t rows = std::min(rows_per_chunk, i1 - c0);
+    for (int64_t r = 0; r < rows; ++r) {
+      row_to_f32(a->type, static_cast<const char*>(a->data) + (c0 + r) * a->nb[1], chunk.data() + r * K, K);
+    }
+    sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(rows), static_cast<int>(K), 1.0f, B, ld(b),
+          chunk.data(), static_cast<int>(K), 0.0f, C + c0, ld(dst));
+    if (epilogue != kNone) bias_activation(C + c0, ld(dst), J, c0, rows, bias, gelu);
   }
 }
 
@@ -371,9 +411,12 @@ ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggm
   }
   const bool gelu = act == Activation::kGelu;
   const Epilogue epilogue = bias ? (gelu ? kBiasGelu : kBias) : (gelu ? kGelu : kNone);
-  ggml_tensor* args[] = {to_f32(ctx, a), to_f32(ctx, b), bias ? to_f32(ctx, bias) : nullptr};
-  return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, bias ? 3 : 2, mul_mat_op, GGML_N_TASKS_MAX,
-                        reinterpret_cast<void*>(static_cast<intptr_t>(epilogue)));
+  void* userdata = reinterpret_cast<void*>(static_cast<intptr_t>(epilogue));
+  // A weight not in f32 and fewer activation rows than two chunks: convert in cache.
+  const bool chunked = a->type != GGML_TYPE_F32 && b->ne[1] < 2 * chunk_rows(a->ne[0]);
+  ggml_tensor* args[] = {chunked ? a : to_f32(ctx, a), to_f32(ctx, b), bias ? to_f32(ctx, bias) : nullptr};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, bias ? 3 : 2,
+                        chunked ? mul_mat_chunked_op : mul_mat_op, GGML_N_TASKS_MAX, userdata);
 }
 
 ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head) {

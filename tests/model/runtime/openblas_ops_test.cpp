@@ -101,6 +101,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMulMat,
                                            ProductCase{GGML_TYPE_F16, 96, 130, 301, 2},  // a weight in f16
                                            ProductCase{GGML_TYPE_Q8_0, 64, 48, 33, 2},   // and in q8_0
                                            ProductCase{GGML_TYPE_F16, 40, 5, 3, 3},      // fewer rows than threads
+                                           ProductCase{GGML_TYPE_F16, 64, 70, 600, 2},   // f16 weight, many rows
                                            ProductCase{GGML_TYPE_F32, 33, 17, 200, 1}));
 
 // The epilogue: + bias per output column, then GELU (ggml_gelu's tanh form), in
@@ -108,25 +109,31 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMulMat,
 // a partial vector.
 TEST(BlasMulMatEpilogue, BiasAndGeluEqualTheReference) {
   ASSERT_TRUE(openblas_available()) << openblas_status();
-  for (const auto& [k, i, j] : {std::tuple<int64_t, int64_t, int64_t>{48, 37, 90}, {48, 90, 37}}) {
+  // f32 weights (split over rows), f16 ones converted in cache chunk by chunk (few
+  // activation rows) and f16 ones converted by the graph (many rows).
+  for (const auto& [type, k, i, j] : {std::tuple<ggml_type, int64_t, int64_t, int64_t>{GGML_TYPE_F32, 48, 37, 90},
+                                      {GGML_TYPE_F32, 48, 90, 37},
+                                      {GGML_TYPE_F16, 48, 37, 90},
+                                      {GGML_TYPE_F16, 64, 37, 700}}) {
     for (bool gelu : {false, true}) {
       const std::vector<float> a = random_values(k * i, 6, 0.3f), b = random_values(k * j, 7),
                                bias = random_values(i, 8);
+      const std::vector<float> a_stored = as_stored(type, a, k, i);
       Graph g(4 * (k * i + k * j + i + 2 * i * j) + (1 << 20));
       ggml_tensor* bias_t = ggml_new_tensor_1d(g.ctx.get(), GGML_TYPE_F32, i);
       std::copy(bias.begin(), bias.end(), static_cast<float*>(bias_t->data));
-      ggml_tensor* out = blas_mul_mat(g.ctx.get(), g.matrix(GGML_TYPE_F32, k, i, a), g.matrix(GGML_TYPE_F32, k, j, b),
-                                      bias_t, gelu ? Activation::kGelu : Activation::kNone);
+      ggml_tensor* out = blas_mul_mat(g.ctx.get(), g.matrix(type, k, i, a), g.matrix(GGML_TYPE_F32, k, j, b), bias_t,
+                                      gelu ? Activation::kGelu : Activation::kNone);
       const std::vector<float> got = g.compute(out, 2);
       double worst = 0;
       for (int64_t jj = 0; jj < j; ++jj)
         for (int64_t ii = 0; ii < i; ++ii) {
           double x = bias[ii];
-          for (int64_t l = 0; l < k; ++l) x += double(a[ii * k + l]) * double(b[jj * k + l]);
+          for (int64_t l = 0; l < k; ++l) x += double(a_stored[ii * k + l]) * double(b[jj * k + l]);
           if (gelu) x = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
           worst = std::max(worst, std::fabs(x - got[jj * i + ii]));
         }
-      EXPECT_LT(worst, 1e-5) << "i " << i << " j " << j << (gelu ? " gelu" : " bias");
+      EXPECT_LT(worst, 1e-5) << ggml_type_name(type) << " i " << i << " j " << j << (gelu ? " gelu" : " bias");
     }
   }
 }
