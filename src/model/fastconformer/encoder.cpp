@@ -147,11 +147,16 @@ ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml
   const int H = hp.n_head, dh = hp.d_head(), T = static_cast<int>(x->ne[1]);
   x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps, mm);
   ggml_tensor* xa = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
-  ggml_tensor* q = ggml_reshape_3d(ctx, mm(ctx, l.q_w, xa), dh, H, T);
-  ggml_tensor* k = ggml_reshape_3d(ctx, mm(ctx, l.k_w, xa), dh, H, T);
-  ggml_tensor* v = ggml_reshape_3d(ctx, mm(ctx, l.v_w, xa), dh, H, T);
-  ggml_tensor* p = ggml_reshape_3d(ctx, mm(ctx, l.pos_w, pos_emb), dh, H, pos_emb->ne[1]);
-  x = ggml_add(ctx, x, mm(ctx, l.out_w, attention_heads(ctx, hp, l, q, k, v, p, mask)));
+  ggml_tensor* q = mm(ctx, l.q_w, xa);
+  ggml_tensor* k = mm(ctx, l.k_w, xa);
+  ggml_tensor* v = mm(ctx, l.v_w, xa);
+  ggml_tensor* p = mm(ctx, l.pos_w, pos_emb);
+  ggml_tensor* heads =
+      mm.openblas
+          ? runtime::blas_relpos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, mask, H)
+          : attention_heads(ctx, hp, l, ggml_reshape_3d(ctx, q, dh, H, T), ggml_reshape_3d(ctx, k, dh, H, T),
+                            ggml_reshape_3d(ctx, v, dh, H, T), ggml_reshape_3d(ctx, p, dh, H, pos_emb->ne[1]), mask);
+  x = ggml_add(ctx, x, mm(ctx, l.out_w, heads));
   ggml_tensor* h = depthwise_conv(ctx, hp, l, conv_glu(ctx, hp, l, x, mm), nullptr, nullptr);
   x = ggml_add(ctx, x, conv_out(ctx, hp, l, h, bn_eps, mm));
   x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps, mm);

@@ -51,8 +51,8 @@ ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* m
 
 // One offline conformer layer on x [d, T]. pos_emb: [d, 2T - 1] relative
 // positions T - 1 ... -(T - 1); mask: null or [T, T] f32 (0 or -inf). mm: the
-// projections', feed-forward's and pointwise convolutions' products (the attention
-// scores stay ggml's).
+// products' kernels; on OpenBLAS the attention is runtime::blas_relpos_attention,
+// else attention_heads.
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
                          ggml_tensor* mask, float bn_eps, runtime::MatMul mm = {});
 

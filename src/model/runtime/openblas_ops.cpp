@@ -279,7 +279,7 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
       std::memcpy(&x, tail, sizeof x);
     }
     x -= mx;
-    const i32x16 low = x < -87.0f;
+    const i32x16 low = x < -87.0f;  // exp < 1.6e-38: 0 (and -inf, a masked score, exactly 0)
     x = (f32x16)((low & (i32x16)(zero - 87.0f)) | (~low & (i32x16)x));
     const f32x16 t = x * 1.44269504088896341f;
     const f32x16 k = (t + 12582912.0f) - 12582912.0f;  // round to nearest: |t| < 2^22
@@ -292,7 +292,7 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
     const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;  // 2^k, k >= -126
-    f32x16 e = p * (f32x16)two_k;
+    f32x16 e = (f32x16)(~low & (i32x16)(p * (f32x16)two_k));
     if (full) {
       std::memcpy(s + i, &e, sizeof e);
     } else {
@@ -340,6 +340,75 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     float* out = O + q0 * ld(dst) + h * hd;
     sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(Nk), 1.0f, S,
           static_cast<int>(Nk), V + h * hd, ld(v), 0.0f, out, ld(dst));
+    for (int r = 0; r < rows; ++r) {
+      const float inv = 1.0f / sums[r];
+      for (int64_t c = 0; c < hd; ++c) out[r * ld(dst) + c] *= inv;
+    }
+  }
+}
+
+// Relative-position attention (Transformer-XL's, as the FastConformer computes it):
+// src q, k, v [D, T], p [D, 2T - 1] (positions T - 1 ... -(T - 1)), u and w [D] (the
+// content and position biases), mask [T, T] or null. Per head and block of queries:
+// content scores (q + u) k^T and position scores (q + w) p^T over the block's
+// window of positions, shifted so that query i and key j meet at position i - j.
+void relpos_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+  const ggml_tensor* q = dst->src[0];
+  const ggml_tensor* k = dst->src[1];
+  const ggml_tensor* v = dst->src[2];
+  const ggml_tensor* p = dst->src[3];
+  const auto* u = static_cast<const float*>(dst->src[4]->data);
+  const auto* w = static_cast<const float*>(dst->src[5]->data);
+  const ggml_tensor* mask = dst->src[6];
+  const int n_head = static_cast<int>(reinterpret_cast<intptr_t>(userdata));
+  const int64_t D = q->ne[0], T = q->ne[1], hd = D / n_head;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+  const auto [t0, t1] = share(blocks * n_head, ith, nth, 1);
+  if (t1 <= t0) return;
+  thread_local std::vector<float> scores, positions, qu, qw;
+  scores.resize(static_cast<size_t>(kQueryBlock * T));
+  positions.resize(static_cast<size_t>(kQueryBlock * (T + kQueryBlock)));
+  qu.resize(static_cast<size_t>(kQueryBlock * hd));
+  qw.resize(static_cast<size_t>(kQueryBlock * hd));
+  std::vector<float> sums(kQueryBlock);
+  const OpenBlas::Sgemm sgemm = openblas().sgemm;
+  const auto* Q = static_cast<const float*>(q->data);
+  const auto* K = static_cast<const float*>(k->data);
+  const auto* V = static_cast<const float*>(v->data);
+  const auto* P = static_cast<const float*>(p->data);
+  auto* O = static_cast<float*>(dst->data);
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t h = t / blocks, i0 = (t % blocks) * kQueryBlock;
+    const int rows = static_cast<int>(std::min(kQueryBlock, T - i0));
+    for (int r = 0; r < rows; ++r) {
+      const float* qrow = Q + (i0 + r) * ld(q) + h * hd;
+      for (int64_t c = 0; c < hd; ++c) {
+        qu[r * hd + c] = qrow[c] + u[h * hd + c];
+        qw[r * hd + c] = qrow[c] + w[h * hd + c];
+      }
+    }
+    float* S = scores.data();
+    sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(T), static_cast<int>(hd), 1.0f, qu.data(),
+          static_cast<int>(hd), K + h * hd, ld(k), 0.0f, S, static_cast<int>(T));
+    // Query i0 + r meets key j at column T - 1 - (i0 + r) + j of p: the block spans
+    // columns [T - i0 - rows, 2T - 1 - i0).
+    const int64_t c_lo = T - i0 - rows, width = T + rows - 1;
+    float* R = positions.data();
+    sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(width), static_cast<int>(hd), 1.0f, qw.data(),
+          static_cast<int>(hd), P + c_lo * ld(p) + h * hd, ld(p), 0.0f, R, static_cast<int>(width));
+    for (int r = 0; r < rows; ++r) {
+      float* srow = S + r * T;
+      const float* rrow = R + r * width + (rows - 1 - r);  // column T - 1 - (i0 + r) - c_lo
+      const float* mrow =
+          mask ? reinterpret_cast<const float*>(static_cast<const char*>(mask->data) + (i0 + r) * mask->nb[1])
+               : nullptr;
+      for (int64_t j = 0; j < T; ++j) srow[j] = (srow[j] + rrow[j]) * scale + (mrow ? mrow[j] : 0.0f);
+      sums[r] = softmax_numerators(srow, static_cast<int>(T));
+    }
+    float* out = O + i0 * ld(dst) + h * hd;
+    sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(T), 1.0f, S, static_cast<int>(T),
+          V + h * hd, ld(v), 0.0f, out, ld(dst));
     for (int r = 0; r < rows; ++r) {
       const float inv = 1.0f / sums[r];
       for (int64_t c = 0; c < hd; ++c) out[r * ld(dst) + c] *= inv;
@@ -430,6 +499,24 @@ ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, g
   }
   ggml_tensor* args[] = {q, k, v};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], 1, 1, args, 3, attention_op, GGML_N_TASKS_MAX,
+                        reinterpret_cast<void*>(static_cast<intptr_t>(n_head)));
+}
+
+ggml_tensor* blas_relpos_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* p,
+                                   ggml_tensor* u, ggml_tensor* w, ggml_tensor* mask, int n_head) {
+  require_openblas();
+  for (const ggml_tensor* t : {q, k, v, p}) {
+    require_2d_rows(t, "an attention input");
+    if (t->type != GGML_TYPE_F32) throw Error(ErrorCode::kInternal, "OpenBLAS attention: inputs must be f32");
+  }
+  const int64_t D = q->ne[0], T = q->ne[1];
+  if (n_head < 1 || D % n_head != 0 || k->ne[0] != D || v->ne[0] != D || p->ne[0] != D || k->ne[1] != T ||
+      v->ne[1] != T || p->ne[1] != 2 * T - 1 || ggml_nelements(u) != D || ggml_nelements(w) != D ||
+      (mask && (mask->type != GGML_TYPE_F32 || mask->ne[0] != T || mask->ne[1] != T))) {
+    throw Error(ErrorCode::kInternal, "OpenBLAS relative-position attention: inconsistent shapes");
+  }
+  ggml_tensor* args[] = {q, k, v, p, to_f32(ctx, u), to_f32(ctx, w), mask};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, D, T, 1, 1, args, mask ? 7 : 6, relpos_attention_op, GGML_N_TASKS_MAX,
                         reinterpret_cast<void*>(static_cast<intptr_t>(n_head)));
 }
 

@@ -62,6 +62,15 @@ ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggm
 // cache.
 ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head);
 
+// Relative-position multi-head attention (Transformer-XL's, as the FastConformer
+// computes it) over T frames without caches: q, k, v [D, T] and p [D, 2T - 1] (the
+// position projections of T - 1 ... -(T - 1)) f32 with contiguous rows; u and w [D]
+// the content and position biases; mask null or [T, T] f32 (0 or -inf). out [D, T]:
+// softmax(((q + u) k^T + shift((q + w) p^T)) / sqrt(head_dim) + mask) v per head, the
+// shift pairing query i and key j with position i - j. Masked scores weigh exactly 0.
+ggml_tensor* blas_relpos_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* p,
+                                   ggml_tensor* u, ggml_tensor* w, ggml_tensor* mask, int n_head);
+
 // A ggml_tensor's values as f32 (same shape; a no-op for f32).
 ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
 
