@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <numeric>
 #include <thread>
 
 #include "common/error.h"
-#include "model/runtime/rendezvous.h"
 
 namespace earshot::llm {
 
@@ -20,7 +21,7 @@ namespace batched {
 
 class SlotSession;
 
-// One session's decode call, as the rendezvous carries it.
+// One session's decode call, as the scheduler carries it.
 struct Item {
   SlotSession* session = nullptr;
   std::span<const Token> tokens;
@@ -30,6 +31,7 @@ struct Item {
   std::vector<float> last_logits;
   AttentionRows rows;
   std::exception_ptr error;
+  std::function<void(std::span<Item>)> hold;  // a Hold's placeholder: waits for release() before the batch runs
 };
 
 }  // namespace batched
@@ -47,9 +49,29 @@ struct BatchedLlamaModel::Shared {
   std::mutex slot_mutex;
   std::vector<bool> taken;  // per slot
 
-  runtime::Rendezvous<Item> rendezvous;
+  // The scheduler: runtime::Rendezvous's continuous batching without a timer
+  // (a caller that finds the context idle runs everything queued, up to
+  // max_batch), plus one rule that keeps stepping sessions in step: while a
+  // session that declared a greedy loop (set_stepping) has no call queued, it
+  // is about to queue one, so the next batch waits for it (or for a full
+  // batch). Without it two stepping sessions alternate, each one's step
+  // running alone while the other's waits. A lone session never waits.
+  struct Pending {
+    Item item;
+    bool done = false;
+  };
+  int max_batch = 1;
+  mutable std::mutex sched_mutex;
+  std::condition_variable sched_changed;
+  std::deque<Pending*> queue;
+  bool running = false;
+  int waiting_for = 0;  // stepping sessions with no call queued
+  int64_t calls = 0, batches = 0, largest_batch = 0;
 
-  // Written only by the caller running a batch (the rendezvous runs one at a
+  Item submit(Item item);
+  void set_stepping(SlotSession* session, bool on);
+
+  // Written only by the caller running a batch (the scheduler runs one at a
   // time); read by counts() under count_mutex.
   mutable std::mutex count_mutex;
   int64_t rounds = 0;
@@ -83,7 +105,7 @@ struct BatchedLlamaModel::Shared {
 namespace batched {
 
 // A slot of the shared context. Everything that touches the context (decodes,
-// removing cells) happens in the rendezvous' run, one batch at a time; the
+// removing cells) happens in the scheduler's run, one batch at a time; the
 // session itself only keeps its position and the cells it still has to drop.
 class SlotSession final : public LlmSession {
  public:
@@ -92,9 +114,11 @@ class SlotSession final : public LlmSession {
         slot_(slot),
         capture_(std::make_unique<AttentionCapture>(shared_->model->options().attention_route)) {}
   ~SlotSession() override {
+    shared_->set_stepping(this, false);
     std::lock_guard lock(shared_->slot_mutex);
     shared_->taken[static_cast<std::size_t>(slot_)] = false;  // its cells go at the next owner's first decode
   }
+  void set_stepping(bool on) override { shared_->set_stepping(this, on); }
 
   void set_attention_capture(std::vector<AttentionHead> heads, int column_begin, int column_end) override {
     detail::check_capture_heads(*shared_->model, heads);
@@ -135,11 +159,14 @@ class SlotSession final : public LlmSession {
     last_logits_.clear();
   }
 
-  // For the run (under the rendezvous): the slot, the cells to drop first, the capture.
+  // For the run (one batch at a time): the slot, the cells to drop first, the capture.
   int slot() const { return slot_; }
   int drop_from() const { return drop_from_; }
   void dropped() { drop_from_ = -1; }
   AttentionCapture& capture() { return *capture_; }
+  // The scheduler's view (under its mutex).
+  bool stepping = false;
+  bool queued = false;
 
  private:
   AttentionRows submit(std::span<const Token> tokens, int first, bool each, std::vector<Token>& greedy_after) {
@@ -163,8 +190,7 @@ class SlotSession final : public LlmSession {
     item.tokens = tokens;
     item.first = first;
     item.each = each;
-    BatchedLlamaModel::Shared* shared = shared_.get();
-    item = shared->rendezvous.submit(std::move(item), [shared](std::span<Item> items) { shared->run(items); });
+    item = shared_->submit(std::move(item));
     if (item.error) std::rethrow_exception(item.error);
     position_ += n;
     greedy_after = std::move(item.greedy_after);
@@ -187,7 +213,7 @@ class SlotSession final : public LlmSession {
 }  // namespace batched
 
 BatchedLlamaModel::Shared::Shared(std::shared_ptr<const LlamaModel> m, const LlamaBatchOptions& options)
-    : model(std::move(m)), rendezvous(std::max(options.max_sessions, 1)) {
+    : model(std::move(m)), max_batch(std::max(options.max_sessions, 1)) {
   if (options.max_sessions < 1 || options.context_tokens < 1) {
     throw Error(ErrorCode::kInvalidArgument, "batched LLM sessions need >= 1 slot of >= 1 token, got " +
                                                  std::to_string(options.max_sessions) + " x " +
@@ -222,6 +248,59 @@ BatchedLlamaModel::Shared::Shared(std::shared_ptr<const LlamaModel> m, const Lla
   slot_tokens = std::min(options.context_tokens, static_cast<int>(llama_n_ctx_seq(ctx)));
   taken.assign(static_cast<std::size_t>(slots), false);
   round_sessions.assign(static_cast<std::size_t>(slots), 0);
+}
+
+Item BatchedLlamaModel::Shared::submit(Item item) {
+  Pending me{std::move(item)};
+  std::unique_lock lock(sched_mutex);
+  SlotSession* self = me.item.session;
+  if (self != nullptr) {
+    self->queued = true;
+    if (self->stepping) --waiting_for;
+  }
+  queue.push_back(&me);
+  sched_changed.notify_all();  // the batch may have been waiting for this call
+  while (!me.done) {
+    const bool ready = !running && !queue.empty() && (waiting_for == 0 || static_cast<int>(queue.size()) >= max_batch);
+    if (!ready) {
+      sched_changed.wait(lock);
+      continue;
+    }
+    running = true;
+    const std::size_t n = std::min(queue.size(), static_cast<std::size_t>(max_batch));
+    std::vector<Pending*> batch(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(n));
+    queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(n));
+    lock.unlock();
+    std::vector<Item> items;
+    items.reserve(n);
+    for (Pending* p : batch) items.push_back(std::move(p->item));
+    for (Item& it : items)
+      if (it.hold) it.hold(items);  // a Hold's placeholder
+    run(items);                     // never throws: each item keeps its own error
+    lock.lock();
+    for (std::size_t i = 0; i < n; ++i) {
+      batch[i]->item = std::move(items[i]);
+      batch[i]->done = true;
+      if (SlotSession* s = batch[i]->item.session) {
+        s->queued = false;
+        if (s->stepping) ++waiting_for;  // its next step is coming
+      }
+    }
+    calls += static_cast<int64_t>(n);
+    batches += 1;
+    largest_batch = std::max(largest_batch, static_cast<int64_t>(n));
+    running = false;
+    sched_changed.notify_all();
+  }
+  return std::move(me.item);
+}
+
+void BatchedLlamaModel::Shared::set_stepping(SlotSession* session, bool on) {
+  std::lock_guard lock(sched_mutex);
+  if (session->stepping == on) return;
+  session->stepping = on;
+  if (!session->queued) waiting_for += on ? 1 : -1;
+  sched_changed.notify_all();
 }
 
 // One batch: each item's pending cell removal, then rounds of equal token counts
@@ -385,16 +464,16 @@ std::unique_ptr<BatchedLlamaModel::Hold> BatchedLlamaModel::hold() const {
   Hold::State* st = state.get();
   Shared* shared = shared_.get();
   st->thread = std::thread([st, shared] {
-    // A placeholder call whose run waits for release() before evaluating what
-    // it took (only itself, when the hold was taken with nothing queued).
-    shared->rendezvous.submit(Item{}, [st, shared](std::span<Item> items) {
+    // A placeholder call that holds the context until release() (it runs
+    // alone when the hold is taken with nothing queued).
+    Item placeholder;
+    placeholder.hold = [st](std::span<Item>) {
       std::unique_lock lock(st->mutex);
       st->running = true;
       st->changed.notify_all();
       st->changed.wait(lock, [st] { return st->released; });
-      lock.unlock();
-      shared->run(items);
-    });
+    };
+    shared->submit(std::move(placeholder));
   });
   std::unique_lock lock(st->mutex);
   st->changed.wait(lock, [st] { return st->running; });
@@ -402,7 +481,10 @@ std::unique_ptr<BatchedLlamaModel::Hold> BatchedLlamaModel::hold() const {
   return std::unique_ptr<Hold>(new Hold(std::move(state)));
 }
 
-int64_t BatchedLlamaModel::pending() const { return shared_->rendezvous.pending(); }
+int64_t BatchedLlamaModel::pending() const {
+  std::lock_guard lock(shared_->sched_mutex);
+  return static_cast<int64_t>(shared_->queue.size());
+}
 
 double BatchedLlamaModel::Counts::mean_round_sessions() const {
   int64_t sessions = 0;
@@ -412,10 +494,12 @@ double BatchedLlamaModel::Counts::mean_round_sessions() const {
 
 BatchedLlamaModel::Counts BatchedLlamaModel::counts() const {
   Counts c;
-  const auto r = shared_->rendezvous.counts();
-  c.calls = r.items;
-  c.batches = r.batches;
-  c.max_batch = r.max_batch;
+  {
+    std::lock_guard lock(shared_->sched_mutex);
+    c.calls = shared_->calls;
+    c.batches = shared_->batches;
+    c.max_batch = shared_->largest_batch;
+  }
   std::lock_guard lock(shared_->count_mutex);
   c.rounds = shared_->rounds;
   c.tokens = shared_->tokens;

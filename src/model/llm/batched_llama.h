@@ -9,9 +9,15 @@
 // One llama_context holds max_sessions KV streams (kv_unified off: each
 // sequence its own cells, cell == position, so attention capture and the
 // numbers stay as in a lone context). Sessions are slots of it. A session's
-// decode() queues its tokens in a runtime::Rendezvous and blocks; whichever
-// caller finds the context idle evaluates everything queued: a lone call runs
-// at once (no timer), calls arriving while a batch computes form the next one.
+// decode() queues its tokens and blocks; whichever caller finds the context
+// idle evaluates everything queued (runtime::Rendezvous's continuous batching,
+// no timer: a lone call runs at once, calls arriving while a batch computes
+// form the next one). One rule more keeps greedy loops in step: a session that
+// declared one (LlmSession::set_stepping, as the translation engine does
+// around a generation) and has just got its result is about to queue its next
+// step, so the next batch waits for that step (or for a full batch) rather
+// than running the others' steps without it; otherwise two stepping sessions
+// alternate and never share a step.
 // libllama evaluates several streams in one ubatch only when every stream
 // brings the same number of tokens and the sequence ids are consecutive, so a
 // batch runs as rounds: each round takes the same count of tokens from a run of

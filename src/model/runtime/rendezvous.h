@@ -43,11 +43,6 @@ class Rendezvous {
     return counts_;
   }
   int max_batch() const { return max_batch_; }
-  // Items queued and not yet taken into a batch.
-  int64_t pending() const {
-    std::lock_guard lock(mutex_);
-    return static_cast<int64_t>(queue_.size());
-  }
 
   // Blocks until `item` ran in a batch (run by this caller or another) and returns it.
   template <typename Run>

@@ -153,6 +153,50 @@ TEST_P(BatchedLlama, ConcurrentSessionsGetTheirLoneResults) {
   EXPECT_EQ(c.lone_sessions, 0);
 }
 
+TEST_P(BatchedLlama, SteppingSessionsShareEveryStep) {
+  // Three greedy loops (set_stepping, as the translation engine declares them)
+  // of 8, 8 and 3 steps after equal-length prompts: each batch waits for every
+  // stepping session's next step, so the prompts and the first three steps run
+  // as rounds of three and the last five as rounds of two, never alone, while
+  // the outputs stay the lone ones.
+  const auto model = load();
+  const std::vector<int> steps = {8, 8, 3};
+  std::vector<std::vector<Token>> prompts;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Token> p;
+    for (int k = 0; k < 12; ++k) p.push_back(static_cast<Token>(200 + 37 * i + 11 * k));
+    prompts.push_back(p);
+  }
+  auto greedy_run = [&](LlmSession& s, int i) {
+    s.set_stepping(true);
+    std::vector<Token> out;
+    s.decode(prompts[i]);
+    for (int k = 0; k < steps[i]; ++k) {
+      out.push_back(s.greedy());
+      s.decode(std::span(&out.back(), 1));
+    }
+    s.set_stepping(false);
+    return out;
+  };
+  std::vector<std::vector<Token>> lone;
+  for (int i = 0; i < 3; ++i) lone.push_back(greedy_run(*model->open_session({.context_tokens = 256}), i));
+
+  BatchedLlamaModel batched(model, {.max_sessions = 3, .context_tokens = 256, .threads = 1});
+  std::vector<std::unique_ptr<LlmSession>> sessions;
+  for (int i = 0; i < 3; ++i) sessions.push_back(batched.open_session({.context_tokens = 256}));
+  // The loops are declared before any thread starts (else the first prompt
+  // may run before the others' loops exist, which is as right, but another count).
+  for (auto& s : sessions) s->set_stepping(true);
+  std::vector<std::vector<Token>> got(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) threads.emplace_back([&, i] { got[i] = greedy_run(*sessions[i], i); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got, lone);
+  const BatchedLlamaModel::Counts c = batched.counts();
+  EXPECT_EQ(c.batches, 9);
+  EXPECT_EQ(c.round_sessions, (std::vector<int64_t>{0, 5, 4}));
+}
+
 TEST_P(BatchedLlama, SessionsJoiningAndLeavingDoNotDisturbOthers) {
   const auto model = load();
   const ModelShape shape = model->shape();
