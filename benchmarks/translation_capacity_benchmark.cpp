@@ -18,7 +18,9 @@
 // sessions calling at the same moment in one llama_decode), both with
 // max(--workers, N) workers, and prints for each: target tokens generated and
 // tokens evaluated per second, draft gap p50/p90, final lag median/p90/max, and
-// for the batched run the llama_decode rounds and the sessions in them.
+// for the batched run the llama_decode rounds and the sessions in them. Before
+// them, greedy steps alone: 16 steps of 1 session, of N sessions on their own
+// contexts at once, and of N sessions batched.
 // Models are written to EARSHOT_BENCH_LLM_DIR (kept, shared with earshot_bench_llm's
 // file names) or a temporary folder (removed). Random weights never stop early,
 // so every final generates --max-new-tokens tokens (a 12-word sentence's
@@ -27,10 +29,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/translation_capacity.h"
@@ -68,11 +73,68 @@ bool on_off(const std::string& value, const std::string& option) {
   return value == "on";
 }
 
+// Greedy steps alone: n sessions on n threads each decode a 48-token prompt,
+// then (timed, from a barrier) `steps` greedy steps. Returns the steps per
+// second of all sessions together, and the llama_decode calls per second where
+// `batcher` counts them.
+struct StepRate {
+  double tokens_per_second = 0;
+  double decodes_per_second = 0;
+};
+
+StepRate step_rate(const llm::LlmModel& model, int n, int steps, const llm::BatchedLlamaModel* batcher) {
+  std::vector<std::unique_ptr<llm::LlmSession>> sessions;
+  for (int i = 0; i < n; ++i) sessions.push_back(model.open_session({.context_tokens = 256}));
+  std::barrier start(n + 1);
+  std::barrier end(n + 1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      llm::LlmSession& s = *sessions[static_cast<std::size_t>(i)];
+      std::vector<llm::Token> prompt;
+      for (int k = 0; k < 48; ++k) prompt.push_back(static_cast<llm::Token>(1000 + 97 * i + 31 * k));
+      s.decode(prompt);
+      start.arrive_and_wait();
+      s.set_stepping(true);
+      for (int k = 0; k < steps; ++k) {
+        const llm::Token t = s.greedy();
+        s.decode(std::span(&t, 1));
+      }
+      s.set_stepping(false);
+      end.arrive_and_wait();
+    });
+  }
+  start.arrive_and_wait();
+  const int64_t rounds_before = batcher != nullptr ? batcher->counts().rounds : 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  end.arrive_and_wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& t : threads) t.join();
+  StepRate r;
+  r.tokens_per_second = n * steps / seconds;
+  r.decodes_per_second =
+      batcher != nullptr ? static_cast<double>(batcher->counts().rounds - rounds_before) / seconds : 0.0;
+  return r;
+}
+
 // N sessions with and without cross-session batching.
 void compare_batching(const std::shared_ptr<const llm::LlamaModel>& model,
                       const stages::translation::CalibrationRegistry& registry,
                       const stages::translation::TranslationOptions& to, int workers, int n,
                       const bench::TranslationCapacityOptions& co) {
+  {
+    const int steps = 16;
+    const StepRate one = step_rate(*model, 1, steps, nullptr);
+    const StepRate apart = step_rate(*model, n, steps, nullptr);
+    llm::BatchedLlamaModel batcher(model, {.max_sessions = n, .context_tokens = 256, .threads = 0});
+    const StepRate together = step_rate(batcher, n, steps, &batcher);
+    std::printf(
+        "greedy steps, %d each: 1 session %.2f tok/s; %d sessions unbatched %.2f tok/s, batched %.2f tok/s "
+        "(%.2f llama_decode/s, %.2f sessions each)\n",
+        steps, one.tokens_per_second, n, apart.tokens_per_second, together.tokens_per_second,
+        together.decodes_per_second,
+        together.decodes_per_second > 0 ? together.tokens_per_second / together.decodes_per_second : 0.0);
+  }
   std::printf("%d sessions, %d workers: unbatched vs batched (one llama_decode for the sessions calling at once)\n", n,
               workers);
   std::printf("%-9s %9s %9s %18s %22s %9s\n", "mode", "gen tok/s", "eval tok/s", "draft gap p50/p90",
