@@ -152,10 +152,13 @@ void compare_batching(const std::shared_ptr<const llm::LlamaModel>& model,
     const bench::TranslationCapacityRun r = bench::run_translation_capacity(service, n, co);
     const stages::translation::TranslationCounts& c = r.counts;
     const double wall = std::max(r.wall_seconds, 1e-9);
-    std::printf("%-9s %9.2f %9.2f %10.2f/%5.2f s %8.2f/%5.2f/%6.2f s %9s\n", batched ? "batched" : "unbatched",
-                c.generated / wall, (c.prompt_decoded + c.proposed + c.stepped) / wall, r.draft_interval.median,
-                r.draft_interval.p90, r.final_lag.median, r.final_lag.p90, r.final_lag.max,
-                r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
+    // No stream with two drafts: no gap to state.
+    char gap[32] = "      (none)";
+    if (r.draft_interval.count > 0)
+      std::snprintf(gap, sizeof gap, "%5.2f/%5.2f s", r.draft_interval.median, r.draft_interval.p90);
+    std::printf("%-9s %9.2f %9.2f %18s %8.2f/%5.2f/%6.2f s %9s\n", batched ? "batched" : "unbatched",
+                c.generated / wall, (c.prompt_decoded + c.proposed + c.stepped) / wall, gap, r.final_lag.median,
+                r.final_lag.p90, r.final_lag.max, r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
     std::printf(
         "%-9s calls %ld drafts + %ld finals (%ld drafts skipped); tokens per call: prompt %.1f, verified %.1f, "
         "stepped %.1f\n",
