@@ -7,12 +7,20 @@
 // apart at p90, or a stream not drained).
 //   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
 //       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
-//       [--verify on|off] [--fit-budget on|off]
+//       [--verify on|off] [--fit-budget on|off] [--batch N]
 // --verify off --fit-budget off is the engine before re-drafts verified the last
 // draft and drafts' budgets followed their source (every call up to
 // --max-new-tokens, every token stepped). Each run also prints the tokens per
 // model call: prompt decoded / reused from the KV cache, verified / accepted,
 // generated / stepped.
+// --batch N instead runs N sessions twice, each session's model calls on its own
+// context (unbatched) and through llm::BatchedLlamaModel (the steps of the
+// sessions calling at the same moment in one llama_decode), both with
+// max(--workers, N) workers, and prints for each: target tokens generated and
+// tokens evaluated per second, draft gap p50/p90, final lag median/p90/max, and
+// for the batched run the llama_decode rounds and the sessions in them. Before
+// them, greedy steps alone: 16 steps of 1 session, of N sessions on their own
+// contexts at once, and of N sessions batched.
 // Models are written to EARSHOT_BENCH_LLM_DIR (kept, shared with earshot_bench_llm's
 // file names) or a temporary folder (removed). Random weights never stop early,
 // so every final generates --max-new-tokens tokens (a 12-word sentence's
@@ -21,15 +29,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/translation_capacity.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "model/llm/batched_llama.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
 
@@ -61,6 +73,115 @@ bool on_off(const std::string& value, const std::string& option) {
   return value == "on";
 }
 
+// Greedy steps alone: n sessions on n threads each decode a 48-token prompt,
+// then (timed, from a barrier) `steps` greedy steps. Returns the steps per
+// second of all sessions together, and the llama_decode calls per second where
+// `batcher` counts them.
+struct StepRate {
+  double tokens_per_second = 0;
+  double decodes_per_second = 0;
+};
+
+StepRate step_rate(const llm::LlmModel& model, int n, int steps, const llm::BatchedLlamaModel* batcher) {
+  std::vector<std::unique_ptr<llm::LlmSession>> sessions;
+  for (int i = 0; i < n; ++i) sessions.push_back(model.open_session({.context_tokens = 256}));
+  std::barrier start(n + 1);
+  std::barrier end(n + 1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      llm::LlmSession& s = *sessions[static_cast<std::size_t>(i)];
+      std::vector<llm::Token> prompt;
+      for (int k = 0; k < 48; ++k) prompt.push_back(static_cast<llm::Token>(1000 + 97 * i + 31 * k));
+      s.decode(prompt);
+      start.arrive_and_wait();
+      s.set_stepping(true);
+      for (int k = 0; k < steps; ++k) {
+        const llm::Token t = s.greedy();
+        s.decode(std::span(&t, 1));
+      }
+      s.set_stepping(false);
+      end.arrive_and_wait();
+    });
+  }
+  start.arrive_and_wait();
+  const int64_t rounds_before = batcher != nullptr ? batcher->counts().rounds : 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  end.arrive_and_wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& t : threads) t.join();
+  StepRate r;
+  r.tokens_per_second = n * steps / seconds;
+  r.decodes_per_second =
+      batcher != nullptr ? static_cast<double>(batcher->counts().rounds - rounds_before) / seconds : 0.0;
+  return r;
+}
+
+// N sessions with and without cross-session batching.
+void compare_batching(const std::shared_ptr<const llm::LlamaModel>& model,
+                      const stages::translation::CalibrationRegistry& registry,
+                      const stages::translation::TranslationOptions& to, int workers, int n,
+                      const bench::TranslationCapacityOptions& co) {
+  {
+    const int steps = 16;
+    const StepRate one = step_rate(*model, 1, steps, nullptr);
+    const StepRate apart = step_rate(*model, n, steps, nullptr);
+    llm::BatchedLlamaModel batcher(model, {.max_sessions = n, .context_tokens = 256, .threads = 0});
+    const StepRate together = step_rate(batcher, n, steps, &batcher);
+    std::printf(
+        "greedy steps, %d each: 1 session %.2f tok/s; %d sessions unbatched %.2f tok/s, batched %.2f tok/s "
+        "(%.2f llama_decode/s, %.2f sessions each)\n",
+        steps, one.tokens_per_second, n, apart.tokens_per_second, together.tokens_per_second,
+        together.decodes_per_second,
+        together.decodes_per_second > 0 ? together.tokens_per_second / together.decodes_per_second : 0.0);
+  }
+  std::printf("%d sessions, %d workers: unbatched vs batched (one llama_decode for the sessions calling at once)\n", n,
+              workers);
+  std::printf("%-9s %9s %9s %18s %22s %9s\n", "mode", "gen tok/s", "eval tok/s", "draft gap p50/p90",
+              "final lag med/p90/max", "sustained");
+  for (const bool batched : {false, true}) {
+    std::shared_ptr<llm::BatchedLlamaModel> batcher;
+    std::shared_ptr<const llm::LlmModel> used = model;
+    if (batched) {
+      batcher = std::make_shared<llm::BatchedLlamaModel>(
+          model, llm::LlamaBatchOptions{.max_sessions = n, .context_tokens = to.context_tokens, .threads = 0});
+      used = batcher;
+    }
+    stages::translation::TranslationService service(used, registry, workers, to);
+    service.set_warning_sink([](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
+    const bench::TranslationCapacityRun r = bench::run_translation_capacity(service, n, co);
+    const stages::translation::TranslationCounts& c = r.counts;
+    const double wall = std::max(r.wall_seconds, 1e-9);
+    // No stream with two drafts: no gap to state.
+    char gap[32] = "      (none)";
+    if (r.draft_interval.count > 0)
+      std::snprintf(gap, sizeof gap, "%5.2f/%5.2f s", r.draft_interval.median, r.draft_interval.p90);
+    std::printf("%-9s %9.2f %9.2f %18s %8.2f/%5.2f/%6.2f s %9s\n", batched ? "batched" : "unbatched",
+                c.generated / wall, (c.prompt_decoded + c.proposed + c.stepped) / wall, gap, r.final_lag.median,
+                r.final_lag.p90, r.final_lag.max, r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
+    std::printf(
+        "%-9s calls %ld drafts + %ld finals (%ld drafts skipped); tokens per call: prompt %.1f, verified %.1f, "
+        "stepped %.1f\n",
+        "", r.draft_calls, r.final_calls, r.skipped_drafts,
+        c.prompt_decoded / std::max(1.0, static_cast<double>(c.calls())),
+        c.proposed / std::max(1.0, static_cast<double>(c.calls())),
+        c.stepped / std::max(1.0, static_cast<double>(c.calls())));
+    if (batcher) {
+      const llm::BatchedLlamaModel::Counts b = batcher->counts();
+      std::string sizes;
+      for (std::size_t k = 0; k < b.round_sessions.size(); ++k)
+        if (b.round_sessions[k] > 0)
+          sizes += (sizes.empty() ? "" : ", ") + std::to_string(k + 1) + ": " + std::to_string(b.round_sessions[k]);
+      std::printf(
+          "%-9s model calls %ld in %ld batches (largest %ld); llama_decode rounds %ld, sessions per round "
+          "mean %.2f (sessions: rounds = %s); lone sessions %ld\n",
+          "", static_cast<long>(b.calls), static_cast<long>(b.batches), static_cast<long>(b.max_batch),
+          static_cast<long>(b.rounds), b.mean_round_sessions(), sizes.c_str(), static_cast<long>(b.lone_sessions));
+    }
+    std::fflush(stdout);
+  }
+}
+
 int run(int argc, char** argv) {
   Args args("earshot_bench_tcap", "sessions' translation one machine sustains");
   args.option("type", "weights: f16, q8_0 or q4_0", "q4_0")
@@ -72,7 +193,8 @@ int run(int argc, char** argv) {
       .option("max-new-tokens", "tokens generated per call", "32")
       .option("attention", "attention route: softmax or qk", "softmax")
       .option("verify", "re-drafts and finals verify the last draft in one batch: on or off", "on")
-      .option("fit-budget", "a draft's token budget fitted to its source (else --max-new-tokens): on or off", "on");
+      .option("fit-budget", "a draft's token budget fitted to its source (else --max-new-tokens): on or off", "on")
+      .option("batch", "N > 0: run N sessions unbatched, then batched across sessions, and compare", "0");
   if (!args.parse_or_help(std::vector<std::string>(argv + 1, argv + argc))) return 0;
   const std::string type = args.get("type");
   if (type != "f16" && type != "q8_0" && type != "q4_0")
@@ -100,7 +222,9 @@ int run(int argc, char** argv) {
   llm::LlamaModelOptions mo;
   mo.threads = static_cast<int>(args.get_int("threads"));
   mo.attention_route = llm::parse_attention_route(args.get("attention"));
-  std::shared_ptr<const llm::LlmModel> model = llm::LlamaModel::load(file, mo);
+  std::shared_ptr<const llm::LlamaModel> model = llm::LlamaModel::load(file, mo);
+  const long batch = args.get_int("batch");
+  if (batch < 0 || batch > 64) throw Error(ErrorCode::kInvalidArgument, "--batch: 0 (off) or 1..64 sessions");
 
   stages::translation::CalibrationRegistry registry;
   // Hy-MT2-1.8B zh->en's published heads, keyed by this file's id.
@@ -112,11 +236,20 @@ int run(int argc, char** argv) {
   if (!on_off(args.get("fit-budget"), "--fit-budget")) to.draft_tokens_per_source = 0;
   to.context_tokens = 1024;
   const int workers = static_cast<int>(args.get_int("workers"));
+  bench::TranslationCapacityOptions co;
+  co.stream_seconds = args.get_double("seconds");
+  if (batch > 0) {
+    std::printf(
+        "%s, %d layers, %ld thread(s), %s attention, at most %d new tokens per call, verification %s, %.0f s "
+        "streams\n",
+        type.c_str(), layers, args.get_int("threads"), args.get("attention").c_str(), to.max_new_tokens,
+        args.get("verify").c_str(), co.stream_seconds);
+    compare_batching(model, registry, to, std::max(workers, static_cast<int>(batch)), static_cast<int>(batch), co);
+    return 0;
+  }
   stages::translation::TranslationService service(model, std::move(registry), workers, to);
   service.set_warning_sink([](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
 
-  bench::TranslationCapacityOptions co;
-  co.stream_seconds = args.get_double("seconds");
   std::printf(
       "%s, %d layers, %d worker(s) x %ld thread(s), %s attention, at most %d new tokens per call (budget fitted to "
       "the source: %s), verification %s, %.0f s streams\n",

@@ -1,9 +1,11 @@
 #include "cli/translation_options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "common/error.h"
+#include "model/llm/batched_llama.h"
 #include "model/llm/llama_backend.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
@@ -25,6 +27,11 @@ void declare_translation_options(Args& args, const std::string& target_flag) {
       .option("translation-calibration",
               "extra calibration entries (JSON: model, source, target, heads [[layer, head]...], disabled_quants)", "")
       .option("translation-workers", "translation model calls that run at the same time", "1")
+      .option("translation-batch",
+              "evaluate the model calls of up to N sessions that run at the same time as one batch (weights read "
+              "once per step; each session's output as unbatched, to rounding); raises --translation-workers to N. "
+              "0 = off",
+              "0")
       .option(
           "translation-attention",
           "how attention is read: softmax (flash attention off) or qk (recomputed from Q and K, flash attention on)",
@@ -68,8 +75,11 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
   o.pause_seconds = pause_seconds;
   if (!(o.soft_max_seconds > 0) || !(o.hard_max_seconds >= o.soft_max_seconds))
     throw Error(ErrorCode::kInvalidArgument, "--translation-hard-max must be >= --translation-soft-max > 0");
-  const long workers = args.get_int("translation-workers");
+  long workers = args.get_int("translation-workers");
   if (workers < 1) throw Error(ErrorCode::kInvalidArgument, "--translation-workers must be >= 1");
+  const long batch = args.get_int("translation-batch");
+  if (batch < 0 || batch > 64) throw Error(ErrorCode::kInvalidArgument, "--translation-batch must be 0 (off) or 1..64");
+  workers = std::max(workers, batch);
   llm::AttentionRoute route;
   try {
     route = llm::parse_attention_route(args.get("translation-attention"));
@@ -88,6 +98,13 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
   if (!args.get("translation-record").empty())
     setup.recorder = std::make_shared<tr::InputRecorder>(args.get("translation-record"));
   std::shared_ptr<const llm::LlmModel> model = load_translation_model(model_path, 0, route);
+  if (batch > 0) {
+    // Slots of the model's shared batch context; sessions beyond N run on their own.
+    auto loaded = std::dynamic_pointer_cast<const llm::LlamaModel>(model);
+    if (loaded)
+      model = std::make_shared<llm::BatchedLlamaModel>(
+          loaded, llm::LlamaBatchOptions{.max_sessions = static_cast<int>(batch), .context_tokens = o.context_tokens});
+  }
   setup.default_target = o.target_language;
   setup.service = std::make_shared<tr::TranslationService>(model, std::move(registry), static_cast<int>(workers), o);
   if (setup.recorder) setup.service->set_input_observer([r = setup.recorder](const events::Event& e) { r->record(e); });

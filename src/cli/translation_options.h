@@ -1,8 +1,8 @@
 // The translation options of serve and transcribe, declared and read in one
 // place: --target-language / --translate-to, --translation-model,
 // --translation-soft-max, --translation-hard-max, --commit-mode,
-// --translation-calibration, --translation-workers, --translation-attention,
-// --translation-record.
+// --translation-calibration, --translation-workers, --translation-batch,
+// --translation-attention, --translation-record.
 #pragma once
 
 #include <memory>

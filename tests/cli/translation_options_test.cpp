@@ -1,6 +1,7 @@
 // The translation options as serve, transcribe and bench read them: the
 // attention route (--translation-attention) reaches the loaded libllama model,
-// and a bad value fails before any model is loaded.
+// --translation-batch wraps it in a batch context, and a bad value fails before
+// any model is loaded.
 #include "cli/translation_options.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "../model/error_of.h"
+#include "model/llm/batched_llama.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
 
@@ -42,6 +44,22 @@ std::optional<TranslationSetup> read(std::vector<std::string> extra) {
 
 llm::AttentionRoute route_of(const TranslationSetup& setup) {
   return dynamic_cast<const llm::LlamaModel&>(setup.service->model()).options().attention_route;
+}
+
+TEST(TranslationOptions, TranslationBatchWrapsTheModelInABatchContext) {
+  const auto plain = read({"--translation-model", tiny_llm().string()});
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(dynamic_cast<const llm::BatchedLlamaModel*>(&plain->service->model()), nullptr);  // off by default
+  const auto batched = read({"--translation-model", tiny_llm().string(), "--translation-batch", "3"});
+  ASSERT_TRUE(batched.has_value());
+  const auto* model = dynamic_cast<const llm::BatchedLlamaModel*>(&batched->service->model());
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->max_sessions(), 3);
+  const Error e = earshot::testing::error_of([] {
+    read({"--translation-model", "/no/such/model.gguf", "--translation-batch", "-1"});
+  });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("--translation-batch"), std::string::npos) << e.what();
 }
 
 TEST(TranslationOptions, TheAttentionRouteReachesTheModel) {

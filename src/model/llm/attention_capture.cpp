@@ -162,10 +162,11 @@ bool AttentionCapture::store_row(const std::string& name, const float* row, int6
   return true;
 }
 
-void AttentionCapture::take(const ggml_tensor* t, int layer) {
+void AttentionCapture::take(const ggml_tensor* t, int layer, int stream) {
   const std::string name(t->name);
-  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[3] != 1) {
-    return fail(name + " is not a contiguous F32 [n_kv, n_tokens, n_head] tensor");
+  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || stream >= t->ne[3]) {
+    return fail(name + " is not a contiguous F32 [n_kv, n_tokens, n_head, n_stream] tensor with stream " +
+                std::to_string(stream));
   }
   const int64_t n_kv = t->ne[0];
   const int64_t n_ub = t->ne[1];  // tokens of this ubatch
@@ -181,8 +182,10 @@ void AttentionCapture::take(const ggml_tensor* t, int layer) {
     const int64_t head = heads_[hi].head;
     if (head >= n_head)
       return fail(name + " has " + std::to_string(n_head) + " heads, asked for head " + std::to_string(head));
-    ggml_backend_tensor_get(t, scratch_.data(), static_cast<std::size_t>(head * n_kv * n_ub) * sizeof(float),
-                            scratch_.size() * sizeof(float));
+    ggml_backend_tensor_get(
+        t, scratch_.data(),
+        static_cast<std::size_t>(head * n_kv * n_ub) * sizeof(float) + static_cast<std::size_t>(stream) * t->nb[3],
+        scratch_.size() * sizeof(float));
     for (int64_t tok = 0; tok < n_ub; ++tok) {
       const int64_t position = first_position_ + token_offset + tok;
       if (!store_row(name, scratch_.data() + tok * n_kv, n_kv, position, static_cast<int>(token_offset + tok), hi))
@@ -192,7 +195,7 @@ void AttentionCapture::take(const ggml_tensor* t, int layer) {
   tokens_done_[slot] += static_cast<int>(n_ub);
 }
 
-void AttentionCapture::take_qk(const ggml_tensor* attention, int layer) {
+void AttentionCapture::take_qk(const ggml_tensor* attention, int layer, int stream) {
   const ggml_tensor* q = attention->src[0];
   const ggml_tensor* k = key_operand(attention);
   const ggml_tensor* mask = attention->src[3];
@@ -204,8 +207,9 @@ void AttentionCapture::take_qk(const ggml_tensor* attention, int layer) {
   if (params[1] != 0.0f) return fail(name + " uses ALiBi, which the Q/K capture does not recompute");
   if (attention->src[4] != nullptr)
     return fail(name + " has attention sinks, which the Q/K capture does not recompute");
-  if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || q->ne[3] != 1 || k->ne[3] != 1)
-    return fail(name + ": Q is not an F32 [head_dim, n_tokens, n_head] operand of one stream");
+  if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || stream >= q->ne[3] || k->ne[3] != q->ne[3])
+    return fail(name + ": Q is not an F32 [head_dim, n_tokens, n_head, n_stream] operand with stream " +
+                std::to_string(stream));
   if (k->nb[0] != ggml_type_size(k->type) || k->ne[0] % ggml_blck_size(k->type) != 0)
     return fail(name + ": K rows are not contiguous");
   if (mask != nullptr && (mask->type != GGML_TYPE_F16 && mask->type != GGML_TYPE_F32))
@@ -224,9 +228,9 @@ void AttentionCapture::take_qk(const ggml_tensor* attention, int layer) {
   const int token_offset = tokens_done_[slot];
   if (token_offset + n_ub > n_tokens_) return fail(name + " holds more tokens than were decoded");
 
-  const char* qb = host_bytes(q, q_bytes_);
-  const char* kb = host_bytes(k, k_bytes_);
-  const char* mb = mask != nullptr ? host_bytes(mask, mask_bytes_) : nullptr;
+  const char* qb = host_bytes(q, q_bytes_) + stream * q->nb[3];
+  const char* kb = host_bytes(k, k_bytes_) + stream * k->nb[3];
+  const char* mb = mask != nullptr ? host_bytes(mask, mask_bytes_) + (stream % mask->ne[3]) * mask->nb[3] : nullptr;
   const ggml_to_float_t to_float = ggml_get_type_traits(k->type)->to_float;
   if (k->type != GGML_TYPE_F32 && to_float == nullptr)
     return fail(name + ": K of type " + ggml_type_name(k->type) + " cannot be read as F32");
@@ -299,12 +303,22 @@ bool AttentionCapture::eval_callback(ggml_tensor* tensor, bool ask, void* user_d
     return self->active() && self->wants(tensor, &layer);
   }
   // Exceptions must not cross ggml's C frames: errors are kept for finish().
-  if (!self->wants(tensor, &layer)) return true;
-  if (self->route_ == AttentionRoute::kQk)
-    self->take_qk(tensor, layer);
-  else
-    self->take(tensor, layer);
+  self->take_stream(tensor, 0);
   return true;
+}
+
+bool AttentionCapture::claims(const ggml_tensor* tensor) const {
+  int layer = -1;
+  return active() && wants(tensor, &layer);
+}
+
+void AttentionCapture::take_stream(const ggml_tensor* tensor, int stream) {
+  int layer = -1;
+  if (!active() || !wants(tensor, &layer)) return;
+  if (route_ == AttentionRoute::kQk)
+    take_qk(tensor, layer, stream);
+  else
+    take(tensor, layer, stream);
 }
 
 }  // namespace earshot::llm

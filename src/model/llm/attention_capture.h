@@ -74,6 +74,15 @@ class AttentionCapture {
   // ggml_backend_sched_eval_callback; user_data is the AttentionCapture.
   static bool eval_callback(ggml_tensor* tensor, bool ask, void* user_data);
 
+  // For a context that evaluates several sequences as KV streams (one stream
+  // per sequence, kv_unified off: the softmax is [n_kv, n_tokens, n_head,
+  // n_stream], the flash-attention operands likewise in dim 3), where one
+  // callback serves several captures: whether this capture claims `tensor`,
+  // and take this capture's rows from stream `stream` of it (cell == position
+  // within the stream).
+  bool claims(const ggml_tensor* tensor) const;
+  void take_stream(const ggml_tensor* tensor, int stream);
+
   // Every tensor name the callback was asked about since the last begin_decode
   // (only while record_names is on): for the tests that pin llama.cpp's names. A
   // flash-attention node is listed as "flash_attn_ext(<Q operand>, <K operand>)",
@@ -83,8 +92,8 @@ class AttentionCapture {
 
  private:
   bool wants(const ggml_tensor* tensor, int* layer) const;
-  void take(const ggml_tensor* tensor, int layer);
-  void take_qk(const ggml_tensor* attention, int layer);
+  void take(const ggml_tensor* tensor, int layer, int stream);
+  void take_qk(const ggml_tensor* attention, int layer, int stream);
   // Checks one head's full row over n_kv cells (mass only on cells <= position,
   // sum 1) and stores its span; false (with the error kept) when it breaks.
   bool store_row(const std::string& name, const float* row, int64_t n_kv, int64_t position, int token,

@@ -55,6 +55,15 @@ void init_llama_once() {
   });
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
+  return text;
+}
+
+}  // namespace
+
+namespace detail {
 std::string take_last_llama_error() {
   LogState& s = log_state();
   std::lock_guard lock(s.mutex);
@@ -63,18 +72,32 @@ std::string take_last_llama_error() {
   return e;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
-  return text;
-}
-
 int default_threads(const LlamaModelOptions& options) {
   if (options.threads > 0) return options.threads;
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
 }
 
-}  // namespace
+void check_capture_heads(const LlamaModel& model, const std::vector<AttentionHead>& heads) {
+  const LlamaModelOptions& mo = model.options();
+  if (!heads.empty() && mo.flash_attention && mo.attention_route == AttentionRoute::kSoftmax) {
+    throw Error(ErrorCode::kUnsupported,
+                "attention capture from the softmax needs flash attention off (LlamaModelOptions.flash_attention = "
+                "false), or the Q/K route (attention_route = kQk, --translation-attention qk)");
+  }
+  const ModelShape shape = model.shape();
+  for (const AttentionHead& h : heads) {
+    if (h.layer >= shape.n_layer || h.head >= shape.n_head) {
+      throw Error(ErrorCode::kInvalidArgument, "attention head (" + std::to_string(h.layer) + ", " +
+                                                   std::to_string(h.head) + ") is outside the model's " +
+                                                   std::to_string(shape.n_layer) + " layers x " +
+                                                   std::to_string(shape.n_head) + " heads");
+    }
+  }
+}
+}  // namespace detail
+
+using detail::default_threads;
+using detail::take_last_llama_error;
 
 const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> names = {"hunyuan-dense", "qwen3",  "qwen2",   "gemma",
@@ -216,21 +239,7 @@ LlamaSession::~LlamaSession() {
 }
 
 void LlamaSession::set_attention_capture(std::vector<AttentionHead> heads, int column_begin, int column_end) {
-  const LlamaModelOptions& mo = model_->options();
-  if (!heads.empty() && mo.flash_attention && mo.attention_route == AttentionRoute::kSoftmax) {
-    throw Error(ErrorCode::kUnsupported,
-                "attention capture from the softmax needs flash attention off (LlamaModelOptions.flash_attention = "
-                "false), or the Q/K route (attention_route = kQk, --translation-attention qk)");
-  }
-  const ModelShape shape = model_->shape();
-  for (const AttentionHead& h : heads) {
-    if (h.layer >= shape.n_layer || h.head >= shape.n_head) {
-      throw Error(ErrorCode::kInvalidArgument, "attention head (" + std::to_string(h.layer) + ", " +
-                                                   std::to_string(h.head) + ") is outside the model's " +
-                                                   std::to_string(shape.n_layer) + " layers x " +
-                                                   std::to_string(shape.n_head) + " heads");
-    }
-  }
+  detail::check_capture_heads(*model_, heads);
   capture_->set(std::move(heads), column_begin, column_end);
 }
 

@@ -123,6 +123,14 @@ class LlamaSession final : public LlmSession {
   bool has_logits_ = false;
 };
 
+// Shared with the batched sessions (batched_llama.cpp).
+namespace detail {
+std::string take_last_llama_error();  // libllama's last error line since the last call
+int default_threads(const LlamaModelOptions& options);
+// Throws what LlamaSession::set_attention_capture documents.
+void check_capture_heads(const LlamaModel& model, const std::vector<AttentionHead>& heads);
+}  // namespace detail
+
 // Routes libllama's (and ggml's) log to `sink`: warnings and errors only, the
 // rest of its load chatter dropped. The default sink writes "earshot: llama: ..."
 // to stderr. Process-wide, as llama_log_set is.

@@ -108,6 +108,13 @@ class LlmSession {
   // Log-probabilities of the last decoded token (n_vocab entries).
   virtual std::vector<float> last_log_probs() const = 0;
 
+  // A hint for a backend that batches several sessions' calls (BatchedLlamaModel):
+  // true while this session runs a greedy loop, whose next decode follows each
+  // result at once, so a batch may wait for it; false (before leaving the loop,
+  // on every path) when no call follows. Forgetting the false would hold other
+  // sessions' calls up to a full batch; the default ignores it.
+  virtual void set_stepping(bool /*on*/) {}
+
   // Number of positions held (the next token's position).
   virtual int position() const = 0;
   // Forgets positions [from, position()); later decodes continue at `from`.

@@ -150,6 +150,15 @@ TranslationEngine::Generation TranslationEngine::generate(const std::vector<llm:
     throw Error(ErrorCode::kInvalidArgument, "the translation prompt (" + std::to_string(prompt.size()) +
                                                  " tokens) does not fit the translation context");
   const int limit = std::max(1, std::min(max_tokens, room));
+  // A greedy loop follows: a batching backend may wait for its next step
+  // (llm_backend.h); cleared on every way out.
+  struct Stepping {
+    llm::LlmSession& session;
+    explicit Stepping(llm::LlmSession& s) : session(s) { session.set_stepping(true); }
+    ~Stepping() { session.set_stepping(false); }
+    Stepping(const Stepping&) = delete;
+    Stepping& operator=(const Stepping&) = delete;
+  } stepping(*session_);
   // Reuse the KV prefix the session already holds; the last prompt token is
   // always decoded again, since its attention row is the first token's.
   size_t common = 0;
