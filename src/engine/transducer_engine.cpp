@@ -355,7 +355,10 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
       throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
                                                    std::to_string(kMaxBatchStreams) + " streams per graph, got " +
                                                    std::to_string(batch));
-    if (batch > 0) batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads);
+    if (batch > 0) {
+      batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads,
+                                                                   spec.runtime.cpu_kernels);
+    }
   } else if (spec.transducer.lookahead_ms != 0) {
     throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms applies to cache-aware streaming transducers; " +
                                                  spec.path.filename().string() + " is an offline model");

@@ -292,22 +292,27 @@ void batched(const std::string& path, double seconds, int threads, const std::ve
   for (int ms : lookaheads) rights.push_back(ms / 80 - 1);
   if (rights.empty()) rights = hp.att_right_options.empty() ? std::vector<int>{hp.att_right} : hp.att_right_options;
   const double weight_gb = static_cast<double>(step_weight_bytes(*model)) / 1e9;
-  fc::StreamingBatchExecutor executor(model, threads);
-  stream_batch(model, executor, rights.front(), 1, 1.0);  // warm-up: weights paged in, position table built
   std::printf(
       "batched streaming encoder, %s (%s matrices, %.3f GB read per step), %.0f s per stream in 10 ms "
-      "pieces, %d threads:\n",
-      path.c_str(), ggml_type_name(model->layers[0].ff1_w1->type), weight_gb, seconds, threads);
-  std::printf("%12s %6s %9s %10s %22s %18s %8s\n", "lookahead_ms", "batch", "wall_s", "mean_batch",
+      "pieces, %d threads; products on ggml's kernels, then on OpenBLAS from %d rows a step:\n",
+      path.c_str(), ggml_type_name(model->layers[0].ff1_w1->type), weight_gb, seconds, threads,
+      fc::detail::kOpenBlasMinRows);
+  std::printf("%9s %12s %6s %9s %10s %22s %18s %8s\n", "kernels", "lookahead_ms", "batch", "wall_s", "mean_batch",
               "compute_s_per_audio_s", "realtime_streams", "GB/s");
-  for (int right : rights) {
-    for (int b : batches) {
-      const BatchRun r = stream_batch(model, executor, right, b, seconds);
-      const double per_stream = r.wall / (seconds * b);
-      std::printf("%12d %6d %9.2f %10.2f %22.4f %18.2f %8.1f\n", (right + 1) * 80, b, r.wall,
-                  r.graphs ? static_cast<double>(r.steps) / r.graphs : 0.0, per_stream, 1.0 / per_stream,
-                  weight_gb * static_cast<double>(r.graphs) / r.wall);
-      std::fflush(stdout);
+  std::vector<earshot::runtime::CpuKernels> kernels = {earshot::runtime::CpuKernels::kGgml};
+  if (earshot::runtime::openblas_available()) kernels.push_back(earshot::runtime::CpuKernels::kOpenBlas);
+  for (earshot::runtime::CpuKernels k : kernels) {
+    fc::StreamingBatchExecutor executor(model, threads, k);
+    stream_batch(model, executor, rights.front(), 1, 1.0);  // warm-up: weights paged in, position table built
+    for (int right : rights) {
+      for (int b : batches) {
+        const BatchRun r = stream_batch(model, executor, right, b, seconds);
+        const double per_stream = r.wall / (seconds * b);
+        std::printf("%9s %12d %6d %9.2f %10.2f %22.4f %18.2f %8.1f\n", earshot::runtime::to_string(k).data(),
+                    (right + 1) * 80, b, r.wall, r.graphs ? static_cast<double>(r.steps) / r.graphs : 0.0, per_stream,
+                    1.0 / per_stream, weight_gb * static_cast<double>(r.graphs) / r.wall);
+        std::fflush(stdout);
+      }
     }
   }
   std::printf(

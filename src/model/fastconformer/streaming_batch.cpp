@@ -9,11 +9,12 @@
 
 namespace earshot::fastconformer {
 
-StreamingBatchExecutor::StreamingBatchExecutor(std::shared_ptr<const Model> model, int n_threads)
+StreamingBatchExecutor::StreamingBatchExecutor(std::shared_ptr<const Model> model, int n_threads,
+                                               runtime::CpuKernels kernels)
     : model_(model ? std::move(model)
                    : throw Error(ErrorCode::kInvalidArgument, "the streaming batcher needs a loaded model, got null")),
       backend_(runtime::create_backend(model_->device(), n_threads)),
-      graph_(backend_.get()) {}
+      graph_(backend_.get(), kernels) {}
 
 StreamingBatchExecutor::~StreamingBatchExecutor() = default;
 
@@ -98,8 +99,9 @@ void StreamingBatchExecutor::run_ready(std::span<StreamingEncoder* const> encode
   if (first_error) std::rethrow_exception(first_error);
 }
 
-StreamingBatcher::StreamingBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
-    : rendezvous_(max_batch), executor_(std::move(model), n_threads) {}
+StreamingBatcher::StreamingBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads,
+                                   runtime::CpuKernels kernels)
+    : rendezvous_(max_batch), executor_(std::move(model), n_threads, kernels) {}
 
 StreamingBatcher::~StreamingBatcher() = default;
 

@@ -39,7 +39,9 @@ namespace earshot::fastconformer {
 class StreamingBatchExecutor {
  public:
   // n_threads: the batched graph's CPU compute threads (ignored on a GPU).
-  StreamingBatchExecutor(std::shared_ptr<const Model> model, int n_threads);
+  // kernels: the batched steps' products (OpenBLAS from kOpenBlasMinRows rows).
+  StreamingBatchExecutor(std::shared_ptr<const Model> model, int n_threads,
+                         runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
   ~StreamingBatchExecutor();
   StreamingBatchExecutor(const StreamingBatchExecutor&) = delete;
   StreamingBatchExecutor& operator=(const StreamingBatchExecutor&) = delete;
@@ -80,8 +82,9 @@ class StreamingBatchExecutor {
 
 class StreamingBatcher {
  public:
-  // max_batch >= 1 streams per graph; n_threads as the executor's.
-  StreamingBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads);
+  // max_batch >= 1 streams per graph; n_threads and kernels as the executor's.
+  StreamingBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads,
+                   runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
   ~StreamingBatcher();
   StreamingBatcher(const StreamingBatcher&) = delete;
   StreamingBatcher& operator=(const StreamingBatcher&) = delete;

@@ -16,7 +16,7 @@ StreamingEncoder::StreamingEncoder(std::shared_ptr<const Model> model, ggml_back
   state_.f16_subsampling = options_.f16_subsampling;
   if (batcher_ && &batcher_->model() != model_.get())
     throw Error(ErrorCode::kInvalidArgument, "a streaming encoder's batcher must be on the same model");
-  if (!batcher_) graph_ = std::make_unique<detail::StepGraph>(backend);
+  if (!batcher_) graph_ = std::make_unique<detail::StepGraph>(backend, options_.cpu_kernels);
   reset();
 }
 

@@ -79,9 +79,13 @@ struct PositionTable {
 // stream (its caches, mel, frames_done, output) once the graph has computed: a
 // throw leaves every stream as it was. Owns the graph's compute buffer; shares
 // the model's PositionTable (computed at the first step of the first one).
+inline constexpr int kOpenBlasMinRows = 32;
+
 class StepGraph {
  public:
-  explicit StepGraph(ggml_backend_t backend);
+  // kernels: the products' (runtime::CpuKernels); on OpenBLAS only for steps of at
+  // least kOpenBlasMinRows rows (a batch of streams' chunks).
+  explicit StepGraph(ggml_backend_t backend, runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
   ~StepGraph();
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
@@ -91,6 +95,7 @@ class StepGraph {
   std::shared_ptr<const PositionTable> build_positions(const Model& model);
 
   ggml_backend_t backend_;
+  bool openblas_ = false;
   std::unique_ptr<runtime::GraphAllocator> alloc_;
   std::vector<uint8_t> meta_;
   const Model* positions_model_ = nullptr;

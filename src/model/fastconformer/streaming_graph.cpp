@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "model/fastconformer/encoder_graph.h"
 #include "model/fastconformer/streaming_encoder.h"
+#include "model/runtime/device.h"
 
 namespace earshot::fastconformer::detail {
 namespace {
@@ -84,7 +85,9 @@ struct Group {
 
 }  // namespace
 
-StepGraph::StepGraph(ggml_backend_t backend) : backend_(backend) {
+StepGraph::StepGraph(ggml_backend_t backend, runtime::CpuKernels kernels) : backend_(backend) {
+  openblas_ = runtime::resolve_cpu_kernels(kernels, runtime::is_cpu(runtime::device_of(backend))) ==
+              runtime::CpuKernels::kOpenBlas;
   alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
 }
 
@@ -218,18 +221,21 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       sub.push_back(p.sub);
     }
   }
-  ggml_tensor* x = subsampling_out(ctx, m, concat_columns(ctx, sub));
+  // The products on OpenBLAS when the step has rows enough (a batch of streams);
+  // a few rows are bound by reading the weights, where ggml's kernels do as well.
+  const runtime::MatMul mm{openblas_ && n_rows >= kOpenBlasMinRows};
+  ggml_tensor* x = subsampling_out(ctx, m, concat_columns(ctx, sub), mm);
 
   std::vector<ggml_tensor*> k_old(hp.n_layer, nullptr), v_old(hp.n_layer, nullptr);
   std::vector<ggml_tensor*> k_rows(hp.n_layer), v_rows(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m.layers[il];
-    x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps);
+    x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps, mm);
     ggml_tensor* xa = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
-    ggml_tensor* q = ggml_mul_mat(ctx, l.q_w, xa);
+    ggml_tensor* q = mm(ctx, l.q_w, xa);
     // The new frames' keys and values: the next caches take them (read back).
-    ggml_tensor* k_new = ggml_mul_mat(ctx, l.k_w, xa);
-    ggml_tensor* v_new = ggml_mul_mat(ctx, l.v_w, xa);
+    ggml_tensor* k_new = mm(ctx, l.k_w, xa);
+    ggml_tensor* v_new = mm(ctx, l.v_w, xa);
     for (ggml_tensor* t : {k_new, v_new}) {
       ggml_set_output(t);
       ggml_build_forward_expand(graph, t);
@@ -255,8 +261,8 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       heads.push_back(attention_heads(ctx, hp, l, head_view(ctx, q, dh, H, p.col, p.n_q, G), k, v,
                                       head_view(ctx, pos, dh, H, p.pos_col, p.n_pos), p.mask));
     }
-    x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.out_w, concat_columns(ctx, heads)));
-    ggml_tensor* glu = conv_glu(ctx, hp, l, x);
+    x = ggml_add(ctx, x, mm(ctx, l.out_w, concat_columns(ctx, heads)));
+    ggml_tensor* glu = conv_glu(ctx, hp, l, x, mm);
     std::vector<ggml_tensor*> conv;
     for (Group& g : groups) {
       const Part& p = parts[g.members.front()];
@@ -272,16 +278,15 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       g.conv_in.push_back(cache);
       g.conv_next.push_back(next);
     }
-    x = ggml_add(ctx, x, conv_out(ctx, hp, l, concat_columns(ctx, conv), bn_eps));
-    x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps);
+    x = ggml_add(ctx, x, conv_out(ctx, hp, l, concat_columns(ctx, conv), bn_eps, mm));
+    x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps, mm);
     x = layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
   }
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
   // A plan of its own unless the last step had exactly this make-up (streams,
   // positions): runtime::GraphAllocator.
-  if (!alloc_->alloc(graph))
-    throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
+  if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
 
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;

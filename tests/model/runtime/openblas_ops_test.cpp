@@ -96,12 +96,13 @@ TEST_P(BlasMulMat, EqualsTheProductInDouble) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, BlasMulMat,
-                         ::testing::Values(ProductCase{GGML_TYPE_F32, 70, 37, 53, 2},    // split over b's rows
-                                           ProductCase{GGML_TYPE_F32, 70, 53, 37, 3},    // split over a's rows
-                                           ProductCase{GGML_TYPE_F16, 96, 130, 301, 2},  // a weight in f16
-                                           ProductCase{GGML_TYPE_Q8_0, 64, 48, 33, 2},   // and in q8_0
-                                           ProductCase{GGML_TYPE_F16, 40, 5, 3, 3},      // fewer rows than threads
-                                           ProductCase{GGML_TYPE_F16, 64, 70, 600, 2},   // f16 weight, many rows
+                         ::testing::Values(ProductCase{GGML_TYPE_F32, 70, 37, 53, 2},      // split over b's rows
+                                           ProductCase{GGML_TYPE_F32, 70, 53, 37, 3},      // split over a's rows
+                                           ProductCase{GGML_TYPE_F16, 96, 130, 301, 2},    // a weight in f16
+                                           ProductCase{GGML_TYPE_Q8_0, 64, 48, 33, 2},     // and in q8_0
+                                           ProductCase{GGML_TYPE_F16, 40, 5, 3, 3},        // fewer rows than threads
+                                           ProductCase{GGML_TYPE_F16, 64, 70, 600, 2},     // f16 weight, many rows
+                                           ProductCase{GGML_TYPE_F16, 2048, 2500, 20, 2},  // chunks of 1024 rows
                                            ProductCase{GGML_TYPE_F32, 33, 17, 200, 1}));
 
 // The epilogue: + bias per output column, then GELU (ggml_gelu's tanh form), in
@@ -109,12 +110,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMulMat,
 // a partial vector.
 TEST(BlasMulMatEpilogue, BiasAndGeluEqualTheReference) {
   ASSERT_TRUE(openblas_available()) << openblas_status();
-  // f32 weights (split over rows), f16 ones converted in cache chunk by chunk (few
-  // activation rows) and f16 ones converted by the graph (many rows).
+  // f32 weights (split over rows), f16 ones converted by the graph (more activation
+  // rows than weight rows) and f16 ones converted by each thread (fewer).
   for (const auto& [type, k, i, j] : {std::tuple<ggml_type, int64_t, int64_t, int64_t>{GGML_TYPE_F32, 48, 37, 90},
                                       {GGML_TYPE_F32, 48, 90, 37},
                                       {GGML_TYPE_F16, 48, 37, 90},
-                                      {GGML_TYPE_F16, 64, 37, 700}}) {
+                                      {GGML_TYPE_F16, 48, 90, 37}}) {
     for (bool gelu : {false, true}) {
       const std::vector<float> a = random_values(k * i, 6, 0.3f), b = random_values(k * j, 7),
                                bias = random_values(i, 8);
