@@ -12,19 +12,24 @@
 #include "audio/audio.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "model/runtime/openblas_ops.h"
 
 namespace {
 
 using earshot::cli::Command;
 
-// The version, whether FFmpeg decodes compressed audio, and the compute devices
-// the linked ggml offers: a CUDA build (EARSHOT_CUDA=ON) lists its GPUs here, so
-// a user can see what was built.
+// The version, whether FFmpeg decodes compressed audio, the CPU kernels of the
+// encoders' products (--cpu-kernels auto), and the compute devices the linked ggml
+// offers: a CUDA build (EARSHOT_CUDA=ON) lists its GPUs here, so a user can see
+// what was built.
 int run_version(const earshot::cli::CommandArgs&) {
   std::printf("earshot %s (ggml %s)\n", EARSHOT_VERSION, ggml_version());
   std::printf("audio: %s\n", earshot::audio::ffmpeg_available()
                                  ? "WAV, and every format FFmpeg decodes (files and streams)"
                                  : "WAV files and raw PCM streams (built without FFmpeg)");
+  std::printf("cpu kernels: %s\n", earshot::runtime::openblas_available()
+                                       ? (earshot::runtime::openblas_status() + " for the encoders' products").c_str()
+                                       : (earshot::runtime::openblas_status() + "; ggml's kernels throughout").c_str());
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t device = ggml_backend_dev_get(i);
     size_t free = 0, total = 0;

@@ -81,6 +81,9 @@ TEST_F(Cli, VersionNamesGgmlAndTheCpuDevice) {
   EXPECT_EQ(r.out.rfind("earshot ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("(ggml 0.25.1)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\ndevice CPU: "), std::string::npos) << r.out;
+  // The bootstrap installs OpenBLAS, which --cpu-kernels auto uses; the line names its core.
+  EXPECT_NE(r.out.find("\ncpu kernels: OpenBLAS "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(core "), std::string::npos) << r.out;
   // Tests build only with FFmpeg (EARSHOT_FFMPEG=OFF requires EARSHOT_BUILD_TESTS=OFF).
   EXPECT_NE(r.out.find("\naudio: WAV, and every format FFmpeg decodes"), std::string::npos) << r.out;
 }

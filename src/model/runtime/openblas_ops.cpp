@@ -67,7 +67,9 @@ OpenBlas load_openblas() {
   }
   // One thread per call: the calls come from each of ggml's threads.
   set_threads(1);
-  blas.status = std::string("OpenBLAS ") + (config ? config() : "") + " (core " + (corename ? corename() : "?") + ")";
+  std::string description = config ? config() : "";  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
+  if (description.rfind("OpenBLAS", 0) != 0) description = "OpenBLAS " + description;
+  blas.status = description + " (core " + (corename ? corename() : "?") + ")";
   return blas;
 }
 
