@@ -119,8 +119,28 @@ void to_f32_op(ggml_tensor* dst, int ith, int nth, void*) {
 int ld(const ggml_tensor* t) { return static_cast<int>(t->nb[1] / sizeof(float)); }
 
 // Sixteen floats as one value (GCC's vector extension): one AVX-512 register, two
-// AVX2 or four SSE ones, whichever clone below is running. Only used inside the
-// clones (passing one to another function would depend on the target's ABI).
+// AVX2 or four SSE ones, whichever variant below is running. Only used inside the
+// bodies (passing one to another function would depend on the target's ABI).
+//
+// Each vectorised loop is an always-inline body compiled three times, for AVX-512,
+// AVX2 and the baseline, and picked on first use by the CPU's features. (Not GCC's
+// target_clones: its ifunc resolver runs before ThreadSanitizer's runtime is up and
+// crashes an instrumented binary at load; and its "arch=" clones dispatch on the CPU
+// model, which misses newer CPUs of the same ISA.)
+#define EARSHOT_ISA_VARIANTS(name, ret, params, args)                                          \
+  [[gnu::target("avx512f")]] ret name##_avx512 params { return name##_body args; }             \
+  [[gnu::target("avx2,fma")]] ret name##_avx2 params { return name##_body args; }              \
+  ret name##_baseline params { return name##_body args; }                                      \
+  ret name params {                                                                            \
+    using Fn = ret(*) params;                                                                  \
+    static const Fn fn = [] {                                                                  \
+      __builtin_cpu_init();                                                                    \
+      if (__builtin_cpu_supports("avx512f")) return name##_avx512;                             \
+      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return name##_avx2; \
+      return name##_baseline;                                                                  \
+    }();                                                                                       \
+    return fn args;                                                                            \
+  }
 using f32x16 = float __attribute__((vector_size(64)));
 using i32x16 = int32_t __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
@@ -129,9 +149,8 @@ constexpr int kLanes = 16;
 // of it being bias columns [col0, col0 + cols): the product's epilogue, while the
 // block is still in cache. GELU as ggml_gelu computes it (whisper.cpp's, the tanh
 // approximation): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), exp as below.
-[[gnu::target_clones("avx512f", "avx2", "default")]] void bias_activation(float* c, int64_t ldc, int64_t rows,
-                                                                          int64_t col0, int64_t cols, const float* bias,
-                                                                          bool gelu) {
+[[gnu::always_inline]] inline void bias_activation_body(float* c, int64_t ldc, int64_t rows, int64_t col0, int64_t cols,
+                                                        const float* bias, bool gelu) {
   const f32x16 zero{};
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * ldc;
@@ -176,6 +195,9 @@ constexpr int kLanes = 16;
     }
   }
 }
+EARSHOT_ISA_VARIANTS(bias_activation, void,
+                     (float* c, int64_t ldc, int64_t rows, int64_t col0, int64_t cols, const float* bias, bool gelu),
+                     (c, ldc, rows, col0, cols, bias, gelu))
 
 // ---- the product: out [I, J] = for each j, i: act(a_i . b_j + bias_i), i.e.
 // C (J x I) = B A^T, then the epilogue on each thread's own block.
@@ -253,9 +275,7 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 
 // s = exp(s - max(s)) in place; returns the sum. exp(x) for x <= 0 to about 1 ulp:
 // Cephes' expf, 2^n times a degree-6 polynomial; the last block is padded and masked.
-// (Clones by ISA feature: GCC's "arch=" clones dispatch on the CPU model, which
-// misses newer CPUs of the same ISA.)
-[[gnu::target_clones("avx512f", "avx2", "default")]] float softmax_numerators(float* s, int n) {
+[[gnu::always_inline]] inline float softmax_numerators_body(float* s, int n) {
   const f32x16 zero{};
   f32x16 m = zero - INFINITY;
   for (int i = 0; i < n; i += kLanes) {
@@ -314,6 +334,7 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   for (int l = 0; l < kLanes; ++l) sum += acc[l];
   return sum;
 }
+EARSHOT_ISA_VARIANTS(softmax_numerators, float, (float* s, int n), (s, n))
 
 constexpr int64_t kQueryBlock = 256;
 
