@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../session/fakes.h"
+#include "../support/wait.h"
 #include "protocol/wlk/projection.h"
 #include "server/pcm_decoder.h"
 #include "server/server.h"
@@ -146,9 +147,7 @@ class ServerFixture : public ::testing::Test {
 
   // Waits (bounded) until the server has no session left.
   bool wait_idle() {
-    for (int i = 0; i < 2000 && server_->active_sessions() > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return server_->active_sessions() == 0;
+    return eventually([&] { return server_->active_sessions() == 0; });
   }
 
   std::unique_ptr<server::Server> server_;
