@@ -3,6 +3,7 @@
 // adapters and the Beast front alike.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -85,6 +86,9 @@ struct ServerHooks {
   std::function<std::vector<std::unique_ptr<stages::Stage>>(const std::string& language,
                                                             const std::string& target_language)>
       make_stages;
+  // The clock the once-a-second lag sampler reads (the lag histogram of /metrics);
+  // optional: steady_clock's when unset (tests step their own).
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 }  // namespace earshot::server
