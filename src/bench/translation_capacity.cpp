@@ -25,6 +25,18 @@ constexpr const char* kPassage[] = {
     "now",    "we",      "want",   "to",     "share", "the",   "next",  "steps", "with",  "you"};
 constexpr int kPassageWords = static_cast<int>(sizeof kPassage / sizeof kPassage[0]);
 
+class RealClock : public RunClock {
+ public:
+  double now() override { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  void sleep_until(double t) override {
+    std::this_thread::sleep_until(
+        t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(t)));
+  }
+
+ private:
+  const SteadyTime t0_ = std::chrono::steady_clock::now();
+};
+
 struct Stream {
   std::unique_ptr<stages::Stage> stage;
   std::vector<Word> words;
@@ -54,7 +66,7 @@ std::vector<Word> scripted_source(const TranslationCapacityOptions& o) {
 }
 
 TranslationCapacityRun run_translation_capacity(const tr::TranslationService& service, int sessions,
-                                                const TranslationCapacityOptions& o) {
+                                                const TranslationCapacityOptions& o, RunClock* clock) {
   if (sessions < 1 || !(o.emission_seconds > 0) || !(o.words_per_second > 0) || !(o.stream_seconds > 0))
     throw Error(ErrorCode::kInvalidArgument, "translation capacity: sessions, emission, rate and length must be > 0");
   TranslationCapacityRun run;
@@ -66,10 +78,9 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<double> final_lags, draft_intervals;
-  const SteadyTime t0 = std::chrono::steady_clock::now();
-  auto seconds_since_start = [t0] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  RealClock real_clock;
+  if (clock == nullptr) clock = &real_clock;
+  auto seconds_since_start = [clock] { return clock->now(); };
 
   std::vector<Stream> streams(static_cast<size_t>(sessions));
   for (int i = 0; i < sessions; ++i) {
@@ -111,8 +122,7 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
       schedule.push_back({streams[static_cast<size_t>(i)].offset + k * o.emission_seconds, i, k});
   std::sort(schedule.begin(), schedule.end(), [](const Due& a, const Due& b) { return a.at < b.at; });
   for (const Due& d : schedule) {
-    std::this_thread::sleep_until(
-        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(d.at)));
+    clock->sleep_until(d.at);
     Stream& s = streams[static_cast<size_t>(d.stream)];
     const double audio = std::min(d.emission * o.emission_seconds, o.stream_seconds);
     events::WordsCommitted committed;

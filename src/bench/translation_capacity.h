@@ -53,9 +53,20 @@ struct TranslationCapacityRun {
   bool sustained = false;
 };
 
-// One run of `sessions` streams on `service`.
+// The run's time: when the feeder feeds and when each event arrived, in seconds
+// since the run started. Real time by default; a test's clock steps instead
+// (sleep_until returns once the clock reads `t`). drain_limit stays real time:
+// under a stepped clock it only guards against a hang.
+class RunClock {
+ public:
+  virtual ~RunClock() = default;
+  virtual double now() = 0;
+  virtual void sleep_until(double t) = 0;
+};
+
+// One run of `sessions` streams on `service`, on `clock` (null: real time).
 TranslationCapacityRun run_translation_capacity(const stages::translation::TranslationService& service, int sessions,
-                                                const TranslationCapacityOptions& options);
+                                                const TranslationCapacityOptions& options, RunClock* clock = nullptr);
 
 // The scripted source of one stream: word i (0-based) spans
 // [i / rate, (i + 0.8) / rate) seconds; its text comes from a fixed English
