@@ -28,7 +28,11 @@ namespace earshot::testing {
 class WsClient {
  public:
   // Connects and upgrades; throws std::runtime_error when the upgrade is refused.
-  WsClient(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers = {});
+  // receive_buffer_bytes > 0: the socket's SO_RCVBUF, set before connecting (no
+  // autotuning), so that a client that stops reading stalls the server's writes
+  // after a few KB, however fast the machine makes updates.
+  WsClient(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers = {},
+           int receive_buffer_bytes = 0);
   ~WsClient();
 
   void send_binary(const std::vector<uint8_t>& bytes);
