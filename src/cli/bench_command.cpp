@@ -584,9 +584,8 @@ int run_bench(const CommandArgs& argv) {
     throw Error(ErrorCode::kInvalidArgument, "--profile goes with --capacity (it needs the server's pipeline)");
   }
   s.sessions = capacity_mode ? 1 : static_cast<int>(args.get_int("sessions"));
-  s.threads = static_cast<int>(args.get_int("threads"));
-  if (s.sessions < 1 || s.threads < 1)
-    throw Error(ErrorCode::kInvalidArgument, "--sessions and --threads must be >= 1");
+  if (s.sessions < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be >= 1");
+  s.threads = read_threads(args);
   s.language = args.get("language");
   s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
   const std::string encoder_input = args.get("encoder-input");

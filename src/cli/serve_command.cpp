@@ -278,9 +278,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   }
   engine::StreamRequest defaults;
   defaults.policy = engine->resolve_policy(args.get("policy"));
-  if (defaults.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
-    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-  }
+  check_beams_policy(spec.policies.alignatt.beams, defaults.policy);
   defaults.on_pass = server::count_passes(counters);
   defaults.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
   const std::filesystem::path trace_dir = args.get("trace-dir");

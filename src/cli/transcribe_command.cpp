@@ -111,9 +111,7 @@ int run_transcribe(const CommandArgs& argv) {
   spec.path = model_path(args.get("model"));
   const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
   request.policy = engine->resolve_policy(request.policy);
-  if (request.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
-    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-  }
+  check_beams_policy(spec.policies.alignatt.beams, request.policy);
   if (request.policy != "alignatt" && trace.is_open()) {
     throw Error(ErrorCode::kInvalidArgument, "--trace applies to --policy alignatt only");
   }

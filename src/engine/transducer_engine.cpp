@@ -334,7 +334,6 @@ class StreamingTransducerProcessor : public TransducerWords {
 
 TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), spec_(spec) {
-  if (spec.runtime.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   if (!(spec.transducer.window_seconds >= 1 && spec.transducer.window_seconds <= 120))
     throw Error(ErrorCode::kInvalidArgument, "the transducer window must be 1 to 120 s");
   const fastconformer::Hparams& hp = model_->hparams();
