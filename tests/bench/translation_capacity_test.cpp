@@ -35,7 +35,7 @@ std::shared_ptr<tr::TranslationService> service(std::shared_ptr<earshot::testing
 // The run's clock, stepped: sleep_until(t) reads t at once. Settled, it first
 // waits until the service has no job left, so every event of what was fed
 // arrives at the time it was fed (a model infinitely fast).
-class SteppedClock : public RunClock {
+class SteppedClock : public Clock {
  public:
   explicit SteppedClock(const tr::TranslationService* settle = nullptr) : settle_(settle) {}
   double now() override { return now_.load(); }
