@@ -389,7 +389,7 @@ std::vector<bench::TimedWord> session_words(const std::vector<std::vector<float>
       w.end += offset;
       out.push_back(std::move(w));
     }
-    offset += static_cast<double>(audio[file].size()) / audio::kSampleRate;
+    offset += static_cast<double>(audio[file].size()) / kSampleRate;
   }
   return out;
 }
@@ -658,7 +658,7 @@ int run_bench(const CommandArgs& argv) {
       u.id.clear();
       continue;
     }
-    u.audio_seconds = static_cast<double>(audio.back().size()) / audio::kSampleRate;
+    u.audio_seconds = static_cast<double>(audio.back().size()) / kSampleRate;
     config.utterances.push_back(u);
   }
   if (workload == "reference" || capacity_mode) {

@@ -320,8 +320,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (args.has("warmup-file")) {
     std::vector<float> pcm = audio::load_file(args.get("warmup-file"));
     auto processor = hooks.make_processor(config.default_language);
-    pcm.resize(std::min<size_t>(pcm.size(), 16000 * 5));
-    processor->insert_audio(pcm, static_cast<double>(pcm.size()) / 16000.0);
+    pcm.resize(std::min<size_t>(pcm.size(), kSampleRate * 5));
+    processor->insert_audio(pcm, static_cast<double>(pcm.size()) / kSampleRate);
     processor->finish();
   } else {
     hooks.make_processor(config.default_language)->warmup();

@@ -123,7 +123,7 @@ int run_transcribe(const CommandArgs& argv) {
   std::string output;
   for (const std::string& file : args.positional()) {
     const std::vector<float> pcm = audio::load_file(file);
-    const double total = static_cast<double>(pcm.size()) / audio::kSampleRate;
+    const double total = static_cast<double>(pcm.size()) / kSampleRate;
     const bool on_terminal = isatty(fileno(stderr)) != 0;
     // A warning on a terminal clears the live line first; the next emission redraws it.
     request.on_warning = [on_terminal](const std::string& message) {

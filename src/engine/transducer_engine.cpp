@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/sample_rate.h"
 #include "features/nemo_mel.h"
 #include "features/nemo_mel_stream.h"
 #include "model/fastconformer/encoder.h"
@@ -15,7 +16,6 @@
 namespace earshot::engine {
 namespace {
 
-constexpr int kSampleRate = 16000;
 constexpr double kLongPause = 5.0;  // the contract's reset threshold (online_processor.h)
 
 // Pieces become words with frame times: a piece with the word marker starts a
