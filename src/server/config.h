@@ -41,6 +41,9 @@ struct ServerConfig {
   double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
   double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
   double write_timeout_seconds = 30;      // a stream update not written this long ends the stream
+  // SO_SNDBUF of each accepted connection; 0: the kernel's, autotuned (up to
+  // net.ipv4.tcp_wmem's maximum, megabytes, before a client that stops reading stalls a write).
+  int send_buffer_bytes = 0;
   // SIGTERM first drains this long: /ready answers 503, new sessions are refused, and live
   // streams go on until their clients end them; those still running then get the grace
   // above (ended at once: final lines, ready_to_stop). 0 = end them at once.

@@ -323,6 +323,10 @@ void Server::Impl::do_accept() {
       return do_accept();
     }
     Permit connection(&connections);
+    if (const int bytes = core.config().send_buffer_bytes; bytes > 0) {
+      beast::error_code ignored;
+      socket.set_option(net::socket_base::send_buffer_size(bytes), ignored);
+    }
     if (connections_full) {
       log_line("serving new connections again (below --max-connections)");
       connections_full = false;

@@ -28,9 +28,10 @@ TEST_F(StreamLimits, ClientThatNeverReadsHasABoundedQueueAndIsEnded) {
   server::ServerConfig config;
   config.pcm_input = true;
   config.write_timeout_seconds = 0.5;
+  config.send_buffer_bytes = 8192;
   start(config);
-  // Full mode (every update carries every line), and a small receive buffer: the
-  // server's writes stall once a few KB are unread, however fast updates come
+  // Full mode (every update carries every line), and small buffers at both ends: the
+  // server's writes stall once a few KB are unread, however slowly updates come
   // (with the kernel's autotuning the buffers could take megabytes first).
   WsClient client(port_, "/asr", {}, 8192);
   ASSERT_EQ(client.read().value()["type"], "config");
