@@ -13,7 +13,7 @@
 namespace {
 
 std::vector<float> synthetic_audio(int seconds) {
-  std::vector<float> samples(static_cast<size_t>(seconds) * earshot::features::kSampleRate);
+  std::vector<float> samples(static_cast<size_t>(seconds) * earshot::kSampleRate);
   uint32_t state = 12345;
   for (size_t i = 0; i < samples.size(); ++i) {
     state = state * 1664525u + 1013904223u;  // deterministic noise plus a tone
@@ -28,7 +28,7 @@ void BM_LogMel30s(benchmark::State& state) {
   const std::vector<float> filters = earshot::features::mel_filter_bank(n_mel);
   for (auto _ : state) {
     auto mel = earshot::features::log_mel_spectrogram(samples, filters, n_mel,
-                                                      earshot::features::kChunkSeconds * earshot::features::kSampleRate,
+                                                      earshot::features::kChunkSeconds * earshot::kSampleRate,
                                                       static_cast<int>(state.range(0)));
     benchmark::DoNotOptimize(mel.data.data());
   }

@@ -9,7 +9,7 @@
 
 namespace {
 
-using earshot::vad::kSampleRate;
+using earshot::kSampleRate;
 using earshot::vad::kWindowSamples;
 
 const std::shared_ptr<const earshot::vad::VadModel>& model() {

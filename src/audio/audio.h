@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-namespace earshot::audio {
+#include "common/sample_rate.h"
 
-inline constexpr int kSampleRate = 16000;
+namespace earshot::audio {
 
 // Reads a whole file: WAV natively (any rate / channel count / PCM or float),
 // other formats (mp3, ogg, opus, webm, flac, m4a...) through FFmpeg's libraries.

@@ -261,14 +261,14 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
     if (options.vad) vad = options.vad(stream.counters)();
     live[s].session =
         std::make_shared<session::StreamSession>(std::move(stream.processor), std::move(vad), options.stream, clock);
-    run.audio_seconds += static_cast<double>(audio[s].size()) / session::kSampleRate;
+    run.audio_seconds += static_cast<double>(audio[s].size()) / kSampleRate;
   }
   run.rss_peak_bytes = resident_bytes();
 
-  const auto chunk = static_cast<size_t>(std::lround(options.chunk_seconds * session::kSampleRate));
+  const auto chunk = static_cast<size_t>(std::lround(options.chunk_seconds * kSampleRate));
   const double tick = 0.1;
   double longest = 0;
-  for (const auto& a : audio) longest = std::max(longest, static_cast<double>(a.size()) / session::kSampleRate);
+  for (const auto& a : audio) longest = std::max(longest, static_cast<double>(a.size()) / kSampleRate);
   // Past the feed, an overloaded run drains its backlog; give up after this.
   const double give_up = longest * 3 + 120;
   {
@@ -283,7 +283,7 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
         Live& l = live[s];
         const std::vector<float>& a = audio[s];
         // Every whole chunk due by now arrives (a client sends chunk by chunk).
-        const auto due = std::min(a.size(), static_cast<size_t>(now * session::kSampleRate) / chunk * chunk);
+        const auto due = std::min(a.size(), static_cast<size_t>(now * kSampleRate) / chunk * chunk);
         if (due > l.fed || (due == a.size() && !l.ended)) {
           if (due > l.fed) l.session->push_audio(std::span<const float>(a).subspan(l.fed, due - l.fed));
           l.fed = due;
@@ -327,7 +327,7 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
   for (size_t s = 0; s < n; ++s) {
     SessionFigures& f = run.per_session[s];
     const session::StreamStatus st = live[s].session->status();
-    f.audio_seconds = static_cast<double>(audio[s].size()) / session::kSampleRate;
+    f.audio_seconds = static_cast<double>(audio[s].size()) / kSampleRate;
     f.p95_lag = percentile(live[s].lags, 0.95);
     f.max_lag = live[s].lags.empty() ? 0 : *std::max_element(live[s].lags.begin(), live[s].lags.end());
     f.skipped_seconds = st.skipped_seconds;

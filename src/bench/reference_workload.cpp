@@ -7,12 +7,12 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "common/sample_rate.h"
 #include "vad/vad.h"
 
 namespace earshot::bench {
 namespace {
 
-constexpr double kSampleRate = 16000.0;
 // The last pass's border is 4 frames (80 ms): word times end before it.
 constexpr double kEndMargin = 0.12;
 // Logit of the chosen token over 0 for every other: log-probability ~ -V e^-30.

@@ -7,11 +7,10 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/sample_rate.h"
 
 namespace earshot::bench {
 namespace {
-
-constexpr double kSampleRate = 16000.0;
 
 std::string trimmed(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\n");

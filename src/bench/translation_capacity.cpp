@@ -6,7 +6,6 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "common/error.h"
 
@@ -14,7 +13,6 @@ namespace earshot::bench {
 namespace {
 
 namespace tr = stages::translation;
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 // Plain, common English words: what a talk's ASR output looks like to the model.
 constexpr const char* kPassage[] = {
@@ -54,7 +52,7 @@ std::vector<Word> scripted_source(const TranslationCapacityOptions& o) {
 }
 
 TranslationCapacityRun run_translation_capacity(const tr::TranslationService& service, int sessions,
-                                                const TranslationCapacityOptions& o) {
+                                                const TranslationCapacityOptions& o, Clock* clock) {
   if (sessions < 1 || !(o.emission_seconds > 0) || !(o.words_per_second > 0) || !(o.stream_seconds > 0))
     throw Error(ErrorCode::kInvalidArgument, "translation capacity: sessions, emission, rate and length must be > 0");
   TranslationCapacityRun run;
@@ -66,10 +64,10 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<double> final_lags, draft_intervals;
-  const SteadyTime t0 = std::chrono::steady_clock::now();
-  auto seconds_since_start = [t0] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  SteadyClock steady;
+  if (clock == nullptr) clock = &steady;
+  const double t0 = clock->now();
+  auto seconds_since_start = [clock, t0] { return clock->now() - t0; };
 
   std::vector<Stream> streams(static_cast<size_t>(sessions));
   for (int i = 0; i < sessions; ++i) {
@@ -111,8 +109,7 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
       schedule.push_back({streams[static_cast<size_t>(i)].offset + k * o.emission_seconds, i, k});
   std::sort(schedule.begin(), schedule.end(), [](const Due& a, const Due& b) { return a.at < b.at; });
   for (const Due& d : schedule) {
-    std::this_thread::sleep_until(
-        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(d.at)));
+    clock->sleep_until(t0 + d.at);
     Stream& s = streams[static_cast<size_t>(d.stream)];
     const double audio = std::min(d.emission * o.emission_seconds, o.stream_seconds);
     events::WordsCommitted committed;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/metrics.h"
+#include "bench/runner.h"
 #include "stages/translation/translation_stage.h"
 
 namespace earshot::bench {
@@ -53,9 +54,12 @@ struct TranslationCapacityRun {
   bool sustained = false;
 };
 
-// One run of `sessions` streams on `service`.
+// One run of `sessions` streams on `service`. `clock` (null: a SteadyClock) is when
+// the feeder feeds and when each event arrived; a test's clock steps instead of
+// waiting. drain_limit stays real time: under a stepped clock it only guards
+// against a hang.
 TranslationCapacityRun run_translation_capacity(const stages::translation::TranslationService& service, int sessions,
-                                                const TranslationCapacityOptions& options);
+                                                const TranslationCapacityOptions& options, Clock* clock = nullptr);
 
 // The scripted source of one stream: word i (0-based) spans
 // [i / rate, (i + 0.8) / rate) seconds; its text comes from a fixed English

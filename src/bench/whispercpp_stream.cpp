@@ -7,11 +7,12 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/sample_rate.h"
 
 namespace earshot::bench {
 namespace {
 
-constexpr int kSampleRate = WHISPER_SAMPLE_RATE;
+static_assert(WHISPER_SAMPLE_RATE == kSampleRate, "libwhisper takes earshot's sample rate");
 
 class WhisperCppStream : public OnlineProcessor {
  public:

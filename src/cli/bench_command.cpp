@@ -389,7 +389,7 @@ std::vector<bench::TimedWord> session_words(const std::vector<std::vector<float>
       w.end += offset;
       out.push_back(std::move(w));
     }
-    offset += static_cast<double>(audio[file].size()) / audio::kSampleRate;
+    offset += static_cast<double>(audio[file].size()) / kSampleRate;
   }
   return out;
 }
@@ -584,9 +584,8 @@ int run_bench(const CommandArgs& argv) {
     throw Error(ErrorCode::kInvalidArgument, "--profile goes with --capacity (it needs the server's pipeline)");
   }
   s.sessions = capacity_mode ? 1 : static_cast<int>(args.get_int("sessions"));
-  s.threads = static_cast<int>(args.get_int("threads"));
-  if (s.sessions < 1 || s.threads < 1)
-    throw Error(ErrorCode::kInvalidArgument, "--sessions and --threads must be >= 1");
+  if (s.sessions < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be >= 1");
+  s.threads = read_threads(args);
   s.language = args.get("language");
   s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
   const std::string encoder_input = args.get("encoder-input");
@@ -659,7 +658,7 @@ int run_bench(const CommandArgs& argv) {
       u.id.clear();
       continue;
     }
-    u.audio_seconds = static_cast<double>(audio.back().size()) / audio::kSampleRate;
+    u.audio_seconds = static_cast<double>(audio.back().size()) / kSampleRate;
     config.utterances.push_back(u);
   }
   if (workload == "reference" || capacity_mode) {

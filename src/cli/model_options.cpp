@@ -72,9 +72,14 @@ engine::RuntimeOptions read_runtime_options(const Args& args) {
   options.device = read_device(args);
   options.flash_attention = read_flash_attention(args);
   options.cpu_kernels = runtime::parse_cpu_kernels(args.get("cpu-kernels"), "--cpu-kernels");
-  options.threads = static_cast<int>(args.get_int("threads"));
-  if (options.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  options.threads = read_threads(args);
   return options;
+}
+
+int read_threads(const Args& args) {
+  const long threads = args.get_int("threads");
+  if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  return static_cast<int>(threads);
 }
 
 void declare_batch_decode_option(Args& args) {

@@ -18,6 +18,10 @@ void declare_model_options(Args& args);
 // the devices there are).
 engine::RuntimeOptions read_runtime_options(const Args& args);
 
+// --threads (CPU threads per model pass), the one check of it every command uses:
+// Throws Error(kInvalidArgument) "--threads must be >= 1" below 1.
+int read_threads(const Args& args);
+
 // --batch-decode N (serve and bench, many streams): Whisper decoder steps of up to N
 // streams pending at once run as one graph; 0 = off. The engine validates it.
 void declare_batch_decode_option(Args& args);

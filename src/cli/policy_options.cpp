@@ -23,6 +23,11 @@ void declare_alignatt_options(Args& args) {
               "on");
 }
 
+void check_beams_policy(int beams, const std::string& policy) {
+  if (policy != "alignatt" && beams != 1)
+    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
+}
+
 policy::AlignAttConfig read_alignatt_options(const Args& args, policy::AlignAttConfig config) {
   config.frame_threshold = static_cast<int>(args.get_int("frame-threshold"));
   config.audio_max_len = args.get_double("audio-max-len");

@@ -5,6 +5,8 @@
 // --nonspeech-prob, --guards.
 #pragma once
 
+#include <string>
+
 #include "common/command_line.h"
 #include "policy/alignatt/alignatt_config.h"
 
@@ -15,5 +17,10 @@ void declare_alignatt_options(Args& args);
 // `config` with those options applied, validated (AlignAttConfig::validate) so a bad
 // value fails before any model work. Throws earshot::Error(kInvalidArgument).
 policy::AlignAttConfig read_alignatt_options(const Args& args, policy::AlignAttConfig config = {});
+
+// --beams with the policy a command runs (resolved: "alignatt", "localagreement"...):
+// beam search is AlignAtt's. Throws Error(kInvalidArgument) "--beams applies to
+// --policy alignatt only" for a width other than 1 with another policy.
+void check_beams_policy(int beams, const std::string& policy);
 
 }  // namespace earshot::cli

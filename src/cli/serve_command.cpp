@@ -278,9 +278,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   }
   engine::StreamRequest defaults;
   defaults.policy = engine->resolve_policy(args.get("policy"));
-  if (defaults.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
-    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-  }
+  check_beams_policy(spec.policies.alignatt.beams, defaults.policy);
   defaults.on_pass = server::count_passes(counters);
   defaults.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
   const std::filesystem::path trace_dir = args.get("trace-dir");
@@ -322,8 +320,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (args.has("warmup-file")) {
     std::vector<float> pcm = audio::load_file(args.get("warmup-file"));
     auto processor = hooks.make_processor(config.default_language);
-    pcm.resize(std::min<size_t>(pcm.size(), 16000 * 5));
-    processor->insert_audio(pcm, static_cast<double>(pcm.size()) / 16000.0);
+    pcm.resize(std::min<size_t>(pcm.size(), kSampleRate * 5));
+    processor->insert_audio(pcm, static_cast<double>(pcm.size()) / kSampleRate);
     processor->finish();
   } else {
     hooks.make_processor(config.default_language)->warmup();

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/json_text.h"
+#include "common/sample_rate.h"
 #include "protocol/transcript.h"
 
 namespace earshot::cli {
@@ -33,7 +34,7 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
                 "--chunk must be > 0 seconds, got " + std::to_string(options.chunk_seconds));
   }
   Transcript t;
-  const auto chunk = std::max<size_t>(1, static_cast<size_t>(options.chunk_seconds * 16000));
+  const auto chunk = std::max<size_t>(1, static_cast<size_t>(options.chunk_seconds * kSampleRate));
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto emit = [&](std::vector<Word> committed, double audio_time) {
@@ -56,7 +57,7 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
   };
   for (size_t at = 0; at < pcm.size(); at += chunk) {
     const size_t n = std::min(chunk, pcm.size() - at);
-    const double audio_time = static_cast<double>(at + n) / 16000;
+    const double audio_time = static_cast<double>(at + n) / kSampleRate;
     if (options.realtime) {
       // Audio arrives no faster than it is spoken.
       std::this_thread::sleep_until(start + std::chrono::duration<double>(audio_time));
@@ -64,7 +65,7 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
     processor.insert_audio(std::span<const float>(pcm.data() + at, n), audio_time);
     emit(processor.process().committed, audio_time);
   }
-  emit(processor.finish().committed, static_cast<double>(pcm.size()) / 16000);
+  emit(processor.finish().committed, static_cast<double>(pcm.size()) / kSampleRate);
   t.language = processor.language();
   if (translation) {
     // The end of the stream closes the last segment: its final is the last emission's.

@@ -111,9 +111,7 @@ int run_transcribe(const CommandArgs& argv) {
   spec.path = model_path(args.get("model"));
   const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
   request.policy = engine->resolve_policy(request.policy);
-  if (request.policy != "alignatt" && spec.policies.alignatt.beams != 1) {
-    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-  }
+  check_beams_policy(spec.policies.alignatt.beams, request.policy);
   if (request.policy != "alignatt" && trace.is_open()) {
     throw Error(ErrorCode::kInvalidArgument, "--trace applies to --policy alignatt only");
   }
@@ -125,7 +123,7 @@ int run_transcribe(const CommandArgs& argv) {
   std::string output;
   for (const std::string& file : args.positional()) {
     const std::vector<float> pcm = audio::load_file(file);
-    const double total = static_cast<double>(pcm.size()) / audio::kSampleRate;
+    const double total = static_cast<double>(pcm.size()) / kSampleRate;
     const bool on_terminal = isatty(fileno(stderr)) != 0;
     // A warning on a terminal clears the live line first; the next emission redraws it.
     request.on_warning = [on_terminal](const std::string& message) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sample_rate.h"
 #include "model/asr_decoder.h"
 #include "model/model_pass.h"
 #include "policy/online_processor.h"
@@ -28,7 +29,7 @@ struct Capabilities {
   bool translate_task = false;         // can translate speech to English itself
   bool native_timestamps = false;      // words come with the model's own times (transducers)
   bool needs_commit_policy = true;     // the hypothesis is revised: a policy decides what is final
-  int sample_rate = 16000;
+  int sample_rate = kSampleRate;
   double frames_per_second = 50;
   std::vector<std::string> policies;  // streaming policies it runs; the first is the default
 };

@@ -88,6 +88,8 @@ std::vector<std::string> family_names() {
 }
 
 std::shared_ptr<const Engine> load(const ModelSpec& spec) {
+  // The runtime options every family shares, checked once, before any file is read.
+  if (spec.runtime.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   const ModelFile file = probe_model_file(spec.path);
   std::function<std::shared_ptr<const Engine>(const ModelSpec&)> loader;
   std::string names;

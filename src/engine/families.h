@@ -32,8 +32,9 @@ void register_family(Family family);
 std::vector<std::string> family_names();
 
 // Loads spec.path with the first family that accepts it. Throws
-// earshot::Error(kUnsupported) naming what the file is when none does, and the
-// family's own errors (kInvalidModel, kIo) otherwise.
+// earshot::Error(kInvalidArgument) for spec.runtime.threads < 1 (before reading
+// the file), Error(kUnsupported) naming what the file is when no family reads it,
+// and the family's own errors (kInvalidModel, kIo) otherwise.
 std::shared_ptr<const Engine> load(const ModelSpec& spec);
 
 }  // namespace earshot::engine

@@ -69,7 +69,6 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   qwen3asr::ModelOptions options;
   options.n_threads = spec.runtime.threads;
   options.mel_frames = spec.qwen3asr.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
-  if (options.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!spec.qwen3asr.alignment_heads.empty()) {
     qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(spec.qwen3asr.alignment_heads, 20), spec.path);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/sample_rate.h"
 #include "features/nemo_mel.h"
 #include "features/nemo_mel_stream.h"
 #include "model/fastconformer/encoder.h"
@@ -15,7 +16,6 @@
 namespace earshot::engine {
 namespace {
 
-constexpr int kSampleRate = 16000;
 constexpr double kLongPause = 5.0;  // the contract's reset threshold (online_processor.h)
 
 // Pieces become words with frame times: a piece with the word marker starts a
@@ -334,7 +334,6 @@ class StreamingTransducerProcessor : public TransducerWords {
 
 TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), spec_(spec) {
-  if (spec.runtime.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   if (!(spec.transducer.window_seconds >= 1 && spec.transducer.window_seconds <= 120))
     throw Error(ErrorCode::kInvalidArgument, "the transducer window must be 1 to 120 s");
   const fastconformer::Hparams& hp = model_->hparams();

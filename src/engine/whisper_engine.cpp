@@ -16,7 +16,6 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
   session_options_.cpu_kernels = spec.runtime.cpu_kernels;
   session_options_.encoder_input = spec.whisper.encoder_input;
   session_options_.text = text_;
-  if (session_options_.n_threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   const int batch = spec.whisper.batch_decode;
   if (batch != 0 && (batch < 2 || batch > kMaxBatchDecode)) {
     throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." + std::to_string(kMaxBatchDecode) +

@@ -6,9 +6,11 @@
 #include <span>
 #include <vector>
 
+#include "common/sample_rate.h"
+
 namespace earshot::features {
 
-inline constexpr int kSampleRate = 16000;
+using earshot::kSampleRate;  // features::kSampleRate, as the Whisper model names it
 inline constexpr int kFftSize = 400;
 inline constexpr int kHopLength = 160;
 inline constexpr int kFftBins = kFftSize / 2 + 1;  // 201

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sample_rate.h"
 #include "model/asr_decoder.h"
 #include "model/asr_text.h"
 #include "policy/online_processor.h"
@@ -23,8 +24,6 @@ class ProcessorBase : public OnlineProcessor {
   std::string language() const override { return language_; }
 
   double buffer_start_time() const { return buffer_start_time_; }  // stream time of the first buffered sample
-
-  static constexpr int kSampleRate = 16000;
 
  protected:
   // Throws earshot::Error(kInvalidArgument) unless the model behind `text` can run

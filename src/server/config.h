@@ -3,6 +3,7 @@
 // adapters and the Beast front alike.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,6 +41,9 @@ struct ServerConfig {
   double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
   double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
   double write_timeout_seconds = 30;      // a stream update not written this long ends the stream
+  // SO_SNDBUF of each accepted connection; 0: the kernel's, autotuned (up to
+  // net.ipv4.tcp_wmem's maximum, megabytes, before a client that stops reading stalls a write).
+  int send_buffer_bytes = 0;
   // SIGTERM first drains this long: /ready answers 503, new sessions are refused, and live
   // streams go on until their clients end them; those still running then get the grace
   // above (ended at once: final lines, ready_to_stop). 0 = end them at once.
@@ -85,6 +89,9 @@ struct ServerHooks {
   std::function<std::vector<std::unique_ptr<stages::Stage>>(const std::string& language,
                                                             const std::string& target_language)>
       make_stages;
+  // The clock the once-a-second lag sampler reads (the lag histogram of /metrics);
+  // optional: steady_clock's when unset (tests step their own).
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 }  // namespace earshot::server

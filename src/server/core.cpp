@@ -111,7 +111,7 @@ void LagHistogram::observe(double lag) {
 }
 
 void Core::sample_lags() {
-  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t now = (hooks_.now ? hooks_.now() : std::chrono::steady_clock::now()).time_since_epoch().count();
   int64_t next = next_lag_sample_.load();
   if (now < next || !next_lag_sample_.compare_exchange_strong(next, now + 1'000'000'000)) return;
   std::vector<std::shared_ptr<session::StreamSession>> streams;

@@ -83,7 +83,7 @@ HttpResponse Core::listen(const HttpRequest& request) {
       if (!w.language.empty()) detected = w.language;
   deepgram_support::Sha256 sha;
   sha.update(request.body.data(), request.body.size());
-  const double duration = static_cast<double>(audio.samples.size()) / session::kSampleRate;
+  const double duration = static_cast<double>(audio.samples.size()) / kSampleRate;
   HttpResponse r;
   r.body = deepgram::prerecorded_response(words, duration, detected, options, info, sha.hex()).dump();
   return r;

@@ -314,6 +314,8 @@ void Server::Impl::do_accept() {
     if (accept_backoff_ms > 0) {
       log_line("accepting connections again");
       accept_backoff_ms = 0;
+      std::lock_guard lock(mutex);
+      accept_waits_ms.clear();
     }
     if (connections.fetch_add(1) >= std::max(1, core.config().max_connections)) {
       --connections;
@@ -321,6 +323,10 @@ void Server::Impl::do_accept() {
       return do_accept();
     }
     Permit connection(&connections);
+    if (const int bytes = core.config().send_buffer_bytes; bytes > 0) {
+      beast::error_code ignored;
+      socket.set_option(net::socket_base::send_buffer_size(bytes), ignored);
+    }
     if (connections_full) {
       log_line("serving new connections again (below --max-connections)");
       connections_full = false;
@@ -385,6 +391,10 @@ void Server::Impl::on_accept_error(beast::error_code ec) {
     log_line("cannot accept new connections: " + ec.message() +
              " (raise the open-file limit, ulimit -n); open connections are still served, retrying");
   accept_backoff_ms = accept_backoff_ms == 0 ? 50 : std::min(1000, accept_backoff_ms * 2);
+  {
+    std::lock_guard lock(mutex);
+    if (accept_waits_ms.size() < 16) accept_waits_ms.push_back(accept_backoff_ms);
+  }
   accept_timer.expires_after(std::chrono::milliseconds(accept_backoff_ms));
   accept_timer.async_wait([this](beast::error_code tec) {
     if (!tec && acceptor.is_open()) do_accept();
@@ -449,6 +459,15 @@ size_t Server::send_queue_bytes() const {
 }
 
 uint64_t Server::accept_attempts() const { return impl_->accept_attempts.load(); }
+
+size_t Server::open_connections() const { return static_cast<size_t>(std::max(0, impl_->connections.load())); }
+
+size_t Server::open_uploads() const { return static_cast<size_t>(std::max(0, impl_->uploads.load())); }
+
+std::vector<int> Server::accept_retry_waits_ms() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->accept_waits_ms;
+}
 
 std::string Server::metrics_text() const { return impl_->core.metrics_text(); }
 

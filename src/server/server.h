@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>  // before Boost.Asio, whose awaitable.hpp uses std::exchange without it
+#include <vector>
 
 #include "server/config.h"
 
@@ -38,6 +39,13 @@ class Server {
   size_t send_queue_bytes() const;
   // accept() calls since start (each retry after an error counts).
   uint64_t accept_attempts() const;
+  // While accept() fails for want of file descriptors: the wait before each retry so
+  // far (ms, the first 16 of the episode); empty while connections are accepted.
+  std::vector<int> accept_retry_waits_ms() const;
+  // Open TCP connections (--max-connections counts these) and upload bodies being
+  // received (--max-uploads) now.
+  size_t open_connections() const;
+  size_t open_uploads() const;
   std::string metrics_text() const;
 
   struct Impl;

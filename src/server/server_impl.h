@@ -122,6 +122,8 @@ struct Server::Impl {
   net::steady_timer housekeeping{ioc};
   int accept_backoff_ms = 0;  // > 0 while accept() fails for want of file descriptors
   std::atomic<uint64_t> accept_attempts{0};
+  // The waits before each accept retry of the episode now (empty while accepting), the first 16.
+  std::vector<int> accept_waits_ms;  // under mutex
 
   void do_accept();
   void on_accept_error(beast::error_code ec);

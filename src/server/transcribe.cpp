@@ -26,7 +26,7 @@ Core::UploadAudio Core::decode_upload(const std::string& bytes, audio::StreamDec
   const double limit = config_.max_audio_seconds;
   UploadAudio out;
   auto too_long = [&] {
-    if (static_cast<double>(out.samples.size()) <= limit * session::kSampleRate) return false;
+    if (static_cast<double>(out.samples.size()) <= limit * kSampleRate) return false;
     out.samples = {};
     char text[160];
     std::snprintf(text, sizeof text, "audio longer than this server's limit of %.0f s of decoded audio per file",
@@ -114,7 +114,7 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   if (!batch.status.error.empty())
     return openai_error(500, "transcription failed: " + batch.status.error, "server_error");
 
-  const double duration = static_cast<double>(samples.size()) / session::kSampleRate;
+  const double duration = static_cast<double>(samples.size()) / kSampleRate;
   std::vector<Word> words;
   for (const events::Event& e : batch.events)
     if (const auto* committed = std::get_if<events::WordsCommitted>(&e))

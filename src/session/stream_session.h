@@ -16,14 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "common/sample_rate.h"
 #include "events/event.h"
 #include "policy/online_processor.h"
 #include "session/voice_activity.h"
 #include "stages/stage.h"
 
 namespace earshot::session {
-
-inline constexpr int kSampleRate = 16000;
 
 struct StreamOptions {
   // Pauses at least this long are Pause events (silence lines of the protocols).

@@ -16,13 +16,13 @@
 
 #include "common/error.h"
 #include "model/runtime/device.h"
+#include "model/runtime/model_file.h"
 #include "model/runtime/weights.h"
 #include "vad/model_impl.h"
 
 namespace earshot::vad {
 namespace {
 
-constexpr uint32_t kGgmlMagic = 0x67676d6c;
 constexpr int kTypeF32 = 0;
 constexpr int kTypeF16 = 1;
 
@@ -145,7 +145,7 @@ std::shared_ptr<const VadModel> VadModel::load_from_source(const runtime::ByteSo
 
   uint32_t magic = 0;
   reader.take(&magic, sizeof(magic), "the magic number");
-  if (magic != kGgmlMagic) {
+  if (magic != runtime::kGgmlMagic) {
     char hex[16];
     std::snprintf(hex, sizeof(hex), "0x%08x", magic);
     reader.fail(std::string("bad magic ") + hex + " (expected 0x67676d6c 'ggml'): not a ggml VAD model");

@@ -20,13 +20,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/sample_rate.h"
+
 namespace earshot::runtime {
 class ByteSource;
 }
 
 namespace earshot::vad {
 
-inline constexpr int kSampleRate = 16000;
 // Silero's 16 kHz model consumes exactly 512 new samples (32 ms) per step.
 inline constexpr int kWindowSamples = 512;
 // Samples of left context the model sees in addition to each window.

@@ -1,13 +1,17 @@
 // The translation capacity run (bench/translation_capacity.h) on the scripted
-// fake LLM, in real time over 3 s streams (~9 s in all): a fast model sustains
-// two streams with every final in; a slow one on one worker falls behind (its
-// drafts come seconds apart), skips drafts (never finals) and is reported as
-// not sustained.
+// fake LLM over 3 s streams, on a stepped clock (no test waits out the streams'
+// real time): a fast model, whose every job is done before the clock moves on,
+// sustains two streams with every final in; a model stuck in a decode while the
+// streams go on skips drafts (never finals).
 #include "bench/translation_capacity.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "../stages/fake_llm.h"
+#include "../support/wait.h"
 
 namespace earshot::bench {
 namespace {
@@ -27,6 +31,23 @@ std::shared_ptr<tr::TranslationService> service(std::shared_ptr<earshot::testing
   o.redraft_source_tokens = 1;
   return std::make_shared<tr::TranslationService>(std::move(model), std::move(registry), 1, o);
 }
+
+// The run's clock, stepped: sleep_until(t) reads t at once. Settled, it first
+// waits until the service has no job left, so every event of what was fed
+// arrives at the time it was fed (a model infinitely fast).
+class SteppedClock : public Clock {
+ public:
+  explicit SteppedClock(const tr::TranslationService* settle = nullptr) : settle_(settle) {}
+  double now() override { return now_.load(); }
+  void sleep_until(double t) override {
+    if (settle_) settle_->wait_idle();
+    now_ = std::max(now_.load(), t);
+  }
+
+ private:
+  const tr::TranslationService* settle_;
+  std::atomic<double> now_{0};
+};
 
 TranslationCapacityOptions short_streams() {
   TranslationCapacityOptions o;
@@ -50,7 +71,8 @@ TEST(TranslationCapacity, TheScriptSpeaksSentencesAtTheRate) {
 TEST(TranslationCapacity, AFastModelSustainsTwoStreams) {
   auto model = fake();
   auto svc = service(model);
-  const TranslationCapacityRun run = run_translation_capacity(*svc, 2, short_streams());
+  SteppedClock clock(svc.get());
+  const TranslationCapacityRun run = run_translation_capacity(*svc, 2, short_streams(), &clock);
   EXPECT_TRUE(run.drained);
   EXPECT_GT(run.draft_calls, 0);
   // Each stream: the two sentences their periods close, then the rest at its end.
@@ -66,16 +88,27 @@ TEST(TranslationCapacity, AFastModelSustainsTwoStreams) {
 
 TEST(TranslationCapacity, ASlowModelSkipsDraftsButNoFinals) {
   auto model = fake();
-  model->decode_delay_ms = 60;  // a draft of ~6 decodes: ~0.36 s, four streams every 0.5 s on one worker
+  // The model's first decode lasts until a draft was skipped: four streams go on
+  // feeding the one worker meanwhile, each newer draft replacing a queued one.
+  earshot::testing::Gate gate;
   auto svc = service(model);
-  const TranslationCapacityRun run = run_translation_capacity(*svc, 4, short_streams());
+  model->on_decode = [&gate, first = std::make_shared<std::atomic<bool>>(true)] {
+    if (first->exchange(false)) {
+      EXPECT_TRUE(gate.wait()) << "no draft was skipped";
+    }
+  };
+  std::thread opener([&] {
+    EXPECT_TRUE(earshot::testing::eventually([&] { return svc->counts().skipped_drafts > 0; }))
+        << "no draft was skipped";
+    gate.open();
+  });
+  SteppedClock clock;
+  const TranslationCapacityRun run = run_translation_capacity(*svc, 4, short_streams(), &clock);
+  opener.join();
   EXPECT_TRUE(run.drained);
   EXPECT_GT(run.skipped_drafts, 0);
   EXPECT_EQ(run.finals_arrived, 12);
   EXPECT_EQ(run.final_calls, 12);
-  // Whether the drafts' gap p90 passes 1 s (and so the run counts as not
-  // sustained) depends on the machine's load now that a draft's budget follows its
-  // source (one loaded run of 2 gave 0.28 s): a wall-clock figure, not asserted.
 }
 
 }  // namespace

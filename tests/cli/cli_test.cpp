@@ -117,6 +117,24 @@ TEST_F(Cli, TranscribeErrorsNameWhatIsWrong) {
   EXPECT_NE(bad_model.err.find("truncated"), std::string::npos) << bad_model.err;
 }
 
+// --threads and --beams are each checked by one function every command calls: the same message everywhere.
+TEST_F(Cli, ThreadsAndBeamsAreCheckedAlikeByEveryCommand) {
+  const std::string model = " --model " + model_.string();
+  for (const std::string& command :
+       {"transcribe " + audio_.string() + model + " --threads 0", "serve" + model + " --port 0 --threads 0",
+        "bench --dataset " + (dir_ / "no-dataset").string() + model + " --threads 0"}) {
+    const Outcome r = earshot(command);
+    EXPECT_EQ(r.status, 2) << command;
+    EXPECT_NE(r.err.find("--threads must be >= 1"), std::string::npos) << command << ": " << r.err;
+  }
+  for (const std::string& command :
+       {"transcribe " + audio_.string() + model + " --threads 1", "serve" + model + " --port 0 --no-vac --threads 1"}) {
+    const Outcome r = earshot(command + " --policy localagreement --beams 2");
+    EXPECT_EQ(r.status, 2) << command;
+    EXPECT_NE(r.err.find("--beams applies to --policy alignatt only"), std::string::npos) << command << ": " << r.err;
+  }
+}
+
 TEST_F(Cli, LookaheadIsCheckedAgainstAStreamingTransducer) {
   fastconformer::RandomModelOptions o;
   o.streaming = true;

@@ -152,7 +152,7 @@ TEST_F(Hostile, ConcurrentUploadsAreBounded) {
   start_with(config);
   RawConnection first(port_);
   first.send(kUploadHead + "Content-Length: 100000\r\n\r\n--B\r\n");  // and then nothing for now
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(eventually([&] { return server_->open_uploads() == 1; })) << "the first upload was not admitted";
   RawConnection second(port_);
   second.send(kUploadHead + "Content-Length: 100000\r\n\r\n");
   const std::string busy = second.read_response(5);

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
 #include <thread>
 
+#include "../support/wait.h"
 #include "test_support.h"
 
 namespace earshot::testing {
@@ -26,11 +28,15 @@ TEST_F(StreamLimits, ClientThatNeverReadsHasABoundedQueueAndIsEnded) {
   server::ServerConfig config;
   config.pcm_input = true;
   config.write_timeout_seconds = 0.5;
+  config.send_buffer_bytes = 8192;
   start(config);
-  WsClient client(port_, "/asr");  // full mode: every update carries every line
+  // Full mode (every update carries every line), and small buffers at both ends: the
+  // server's writes stall once a few KB are unread, however slowly updates come
+  // (with the kernel's autotuning the buffers could take megabytes first).
+  WsClient client(port_, "/asr", {}, 8192);
   ASSERT_EQ(client.read().value()["type"], "config");
   size_t max_queued = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + kHangGuard;
   int chunk = 0;
   // Audio far faster than real time, never reading: the updates back up in the kernel's buffers.
   while (server_->active_sessions() > 0 && std::chrono::steady_clock::now() < deadline) {
@@ -49,27 +55,55 @@ TEST_F(StreamLimits, ClientThatNeverReadsHasABoundedQueueAndIsEnded) {
             std::string::npos);
 }
 
+// The model's passes past the first `free_passes` wait at a gate the test opens: a
+// pass that outlasts the shutdown grace for as long as the test needs.
+struct PassGate {
+  std::atomic<int> free_passes{std::numeric_limits<int>::max()};
+  Gate gate;
+  Counter started, returned;
+  // Opens the gate and waits until every pass started has returned.
+  bool release() {
+    gate.open();
+    return eventually([&] { return returned.value() == started.value(); });
+  }
+};
+
+class GatedProcessor : public FakeProcessor {
+ public:
+  explicit GatedProcessor(std::shared_ptr<PassGate> gate) : gate_(std::move(gate)) {}
+  ProcessResult process(bool is_last) override {
+    if (gate_->started.add() > gate_->free_passes) gate_->gate.wait();
+    ProcessResult result = FakeProcessor::process(is_last);
+    gate_->returned.add();
+    return result;
+  }
+
+ private:
+  std::shared_ptr<PassGate> gate_;
+};
+
 TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   server::ServerConfig config;
   config.pcm_input = true;
   config.shutdown_grace_seconds = 0.3;
   config.stream.max_step_seconds = 0.2;
   server::ServerHooks hooks = fake_hooks();
-  hooks.make_processor = [](const std::string&) -> std::unique_ptr<OnlineProcessor> {
-    FakeProcessor::Hooks h;
-    h.on_process = [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); };  // 0.2 s of audio: 30 ms
-    return std::make_unique<FakeProcessor>(h);
+  auto gate = std::make_shared<PassGate>();
+  gate->free_passes = 10;  // at most 2 s of the audio's 20 (0.2 s a pass), then a pass past the grace
+  hooks.make_processor = [gate](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+    return std::make_unique<GatedProcessor>(gate);
   };
   start(config, hooks);
   WsClient client(port_, "/asr");
   ASSERT_EQ(client.read().value()["type"], "config");
-  client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);  // 3 s of model work
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);
+  ASSERT_TRUE(gate->started.wait_for_at_least(11)) << "the model stopped before its eleventh pass";
   std::thread stopper([&] { server_->shutdown(); });
   std::vector<json> messages = client.read_until_stop();
   while (client.read()) {
   }
   stopper.join();
+  EXPECT_TRUE(gate->release()) << "the model's last pass never returned";
   ASSERT_GE(messages.size(), 2u);
   EXPECT_EQ(messages.back(), json::parse(R"({"type":"ready_to_stop"})"));
   const json& final_update = messages[messages.size() - 2];
@@ -89,11 +123,11 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
 // Deepgram's /v1/listen the same way: the provisional tail as a last final Results
 // (is_final, speech_final), then Metadata and the close.
 // FakeProcessor's provisional " ~" is punctuation, which Deepgram's words drop: a word instead.
-class TailProcessor : public FakeProcessor {
+class TailProcessor : public GatedProcessor {
  public:
-  using FakeProcessor::FakeProcessor;
+  using GatedProcessor::GatedProcessor;
   std::vector<Word> provisional() const override {
-    std::vector<Word> words = FakeProcessor::provisional();
+    std::vector<Word> words = GatedProcessor::provisional();
     for (Word& w : words) w.text = " tail";
     return words;
   }
@@ -105,14 +139,9 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsDeepgramTheProvisionalTailAsFinal) {
   config.stream.max_step_seconds = 0.2;
   config.idle_timeout_seconds = 10;  // a failure to see the interim ends the test sooner
   server::ServerHooks hooks = fake_hooks();
-  auto slow = std::make_shared<std::atomic<bool>>(false);
-  hooks.make_processor = [slow](const std::string&) -> std::unique_ptr<OnlineProcessor> {
-    FakeProcessor::Hooks h;
-    // Once the shutdown starts, the model's last pass outlasts the grace.
-    h.on_process = [slow] {
-      if (*slow) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    };
-    return std::make_unique<TailProcessor>(h);
+  auto gate = std::make_shared<PassGate>();
+  hooks.make_processor = [gate](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+    return std::make_unique<TailProcessor>(gate);
   };
   start(config, hooks);
   WsClient client(port_, "/v1/listen?encoding=linear16&sample_rate=16000&interim_results=true");
@@ -127,10 +156,12 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsDeepgramTheProvisionalTailAsFinal) {
     ASSERT_TRUE(m.has_value()) << "closed before the interim; got " << json(messages).dump();
     messages.push_back(*m);
   }
-  *slow = true;
+  // Once the shutdown starts, the model's next pass outlasts the grace.
+  gate->free_passes = gate->started.value();
   std::thread stopper([&] { server_->shutdown(); });
   while (std::optional<json> m = client.read()) messages.push_back(*m);
   stopper.join();
+  EXPECT_TRUE(gate->release()) << "the model's last pass never returned";
   ASSERT_GE(messages.size(), 3u);
   EXPECT_EQ(messages.back()["type"], "Metadata");
   const json& last = messages[messages.size() - 2];
@@ -207,14 +238,18 @@ TEST_F(StreamLimits, OutOfFileDescriptorsAcceptBacksOffAndOpenConnectionsAreServ
   for (int fd; (fd = ::socket(AF_INET, SOCK_STREAM, 0)) >= 0;) sockets.push_back(fd);
   EXPECT_EQ(errno, EMFILE);
   ASSERT_GE(sockets.size(), 2u);
-  for (size_t i = 0; i < 2; ++i) ASSERT_EQ(connect_to(sockets[i], port_), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const uint64_t before = server_->accept_attempts();
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  for (size_t i = 0; i < 2; ++i) ASSERT_EQ(connect_to(sockets[i], port_), 0);
+  // Each failed accept waits before the next, twice as long each time (50, 100, 200, 400 ms,
+  // up to 1 s): a spinning loop would make thousands of attempts instead.
+  ASSERT_TRUE(eventually([&] { return server_->accept_retry_waits_ms().size() >= 4; }))
+      << "accept did not fail and retry four times";
   const uint64_t attempts = server_->accept_attempts() - before;
-  // Backing off 50, 100, 200, 400 ms: a handful of attempts (a spinning loop makes thousands).
+  const std::vector<int> waits = server_->accept_retry_waits_ms();
+  EXPECT_EQ(std::vector<int>(waits.begin(), waits.begin() + 4), (std::vector<int>{50, 100, 200, 400}));
+  // Every attempt but the one pending when the descriptors ran out came after a wait.
   EXPECT_GE(attempts, 1u);
-  EXPECT_LE(attempts, 6u);
+  EXPECT_LE(attempts, waits.size() + 1) << waits.size() << " waits";
   EXPECT_EQ(get_health(keep), "200");
 
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &original), 0);
@@ -267,31 +302,23 @@ TEST_F(StreamLimits, ConnectionsBeyondMaxConnectionsAreRefusedAtOnceAndHeldOnesS
     EXPECT_NE(answer.find("--max-connections"), std::string::npos) << answer;
     ::close(extra);
   }
-  // Refusing is one accept per connection: nothing runs while none arrives (the sleep
-  // lets the accept after the last refusal start: it follows the close).
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const uint64_t attempts = server_->accept_attempts();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(server_->accept_attempts(), attempts);
+  // Refusing is one accept per connection: nothing runs while none arrives. One accept
+  // at the start and one after each of the 4 held and 2 refused connections (the one
+  // after the last refusal follows its close)...
+  ASSERT_TRUE(eventually([&] { return server_->accept_attempts() >= 7; })) << server_->accept_attempts();
   for (int fd : held) EXPECT_EQ(get_health(fd), "200");
   EXPECT_NE(server_->metrics_text().find("earshot_refusals_total{reason=\"max_connections\"} 2\n"), std::string::npos)
       << server_->metrics_text();
+  // ... and still 7 after the server answered those requests: the loop did not spin.
+  EXPECT_EQ(server_->accept_attempts(), 7u);
 
   ::close(held[0]);
   held.erase(held.begin());
   // The server frees the slot once it sees the close: a new connection is served then.
-  std::string status;
-  for (int i = 0; i < 100 && status != "200"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    int fresh = ::socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_EQ(connect_to(fresh, port_), 0);
-    status = get_health(fresh);
-    if (status == "200")
-      held.push_back(fresh);
-    else
-      ::close(fresh);
-  }
-  EXPECT_EQ(status, "200");
+  ASSERT_TRUE(eventually([&] { return server_->open_connections() == 3; })) << server_->open_connections();
+  held.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(connect_to(held.back(), port_), 0);
+  EXPECT_EQ(get_health(held.back()), "200");
   const std::string log = ::testing::internal::GetCapturedStderr();
   size_t episodes = 0;
   for (size_t at = 0; (at = log.find("refusing new connections", at)) != std::string::npos; ++at) ++episodes;

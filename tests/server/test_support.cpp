@@ -20,10 +20,13 @@ struct WsClient::Impl {
   websocket::stream<tcp::socket> ws{ioc};
 };
 
-WsClient::WsClient(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers)
+WsClient::WsClient(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers,
+                   int receive_buffer_bytes)
     : impl_(std::make_unique<Impl>()) {
-  tcp::resolver resolver(impl_->ioc);
-  net::connect(impl_->ws.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
+  tcp::socket& socket = impl_->ws.next_layer();
+  socket.open(tcp::v4());
+  if (receive_buffer_bytes > 0) socket.set_option(net::socket_base::receive_buffer_size(receive_buffer_bytes));
+  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
   impl_->ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
     for (const auto& [k, v] : headers) req.set(k, v);
   }));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../session/fakes.h"
+#include "../support/wait.h"
 #include "protocol/wlk/projection.h"
 #include "server/pcm_decoder.h"
 #include "server/server.h"
@@ -27,7 +28,11 @@ namespace earshot::testing {
 class WsClient {
  public:
   // Connects and upgrades; throws std::runtime_error when the upgrade is refused.
-  WsClient(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers = {});
+  // receive_buffer_bytes > 0: the socket's SO_RCVBUF, set before connecting (no
+  // autotuning), so that a client that stops reading stalls the server's writes
+  // after a few KB, however fast the machine makes updates.
+  WsClient(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers = {},
+           int receive_buffer_bytes = 0);
   ~WsClient();
 
   void send_binary(const std::vector<uint8_t>& bytes);
@@ -146,9 +151,7 @@ class ServerFixture : public ::testing::Test {
 
   // Waits (bounded) until the server has no session left.
   bool wait_idle() {
-    for (int i = 0; i < 2000 && server_->active_sessions() > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return server_->active_sessions() == 0;
+    return eventually([&] { return server_->active_sessions() == 0; });
   }
 
   std::unique_ptr<server::Server> server_;

@@ -90,7 +90,6 @@ class FakeModel : public llm::LlmModel {
 
   bool byte_split_cjk = false;  // a 3-byte character as two tokens (2 + 1 bytes)
   PlaceholderMode placeholder = PlaceholderMode::kNone;
-  int decode_delay_ms = 0;
   std::function<void()> on_decode;  // called at the start of every decode (a gate for slow-model tests)
   std::string model_id = "tencent/Hy-MT2-1.8B-GGUF/Hy-MT2-1.8B-Q8_0.gguf";
   mutable std::atomic<int> decode_calls{0};
@@ -202,7 +201,6 @@ class FakeSession : public llm::LlmSession {
     if (model_.on_decode) model_.on_decode();
     ++model_.decode_calls;
     if (tokens.size() > 1) ++model_.prompt_decodes;
-    if (model_.decode_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(model_.decode_delay_ms));
     const int first = static_cast<int>(tokens_.size());
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
     locate();

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../session/fakes.h"
+#include "../support/wait.h"
 #include "fake_llm.h"
 #include "session/stream_session.h"
 #include "stages/translation/record.h"
@@ -109,8 +110,7 @@ TEST(TranslationReplay, ALiveRecordingReplaysToTheLiveFinals) {
   }
   session.end_of_stream();
   while (session.has_work()) session.step();
-  for (int i = 0; i < 3000 && !session.done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(session.done());
+  ASSERT_TRUE(earshot::testing::eventually([&] { return session.done(); })) << "the session never finished";
   std::vector<std::string> live;
   for (const auto& e : session.events_since(0).events)
     if (const auto* f = std::get_if<events::SegmentTranslated>(&e)) live.push_back(f->translation);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "../session/fakes.h"
+#include "../support/wait.h"
 #include "fake_llm.h"
 #include "session/stream_session.h"
 
@@ -250,8 +251,7 @@ TEST(TranslationStage, InASessionTheLogEndsAfterTheLastFinal) {
   session.push_audio(audio);
   session.end_of_stream();
   while (session.has_work()) session.step();
-  for (int i = 0; i < 3000 && !session.done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(session.done());
+  ASSERT_TRUE(earshot::testing::eventually([&] { return session.done(); })) << "the session never finished";
   session::EventBatch batch = session.events_since(0);
   EXPECT_TRUE(batch.status.finished);
   ASSERT_GE(batch.events.size(), 2u);

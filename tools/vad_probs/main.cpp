@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     } else {
       for (size_t i = 0; i < probs.size(); ++i) std::printf("%zu %.6f\n", i, probs[i]);
     }
-    const double audio_s = static_cast<double>(samples.size()) / earshot::vad::kSampleRate;
+    const double audio_s = static_cast<double>(samples.size()) / earshot::kSampleRate;
     std::fprintf(stderr, "%zu windows, %.2f s audio in %.1f ms: %.0f windows/s, RTF %.5f\n", probs.size(), audio_s,
                  seconds * 1e3, probs.size() / seconds, seconds / audio_s);
   } catch (const earshot::Error& e) {

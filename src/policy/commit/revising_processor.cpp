@@ -46,7 +46,7 @@ WindowRequest RevisingProcessor::request(bool is_last) const {
 }
 
 void WindowDecoder::warmup(const std::string& language) {
-  const std::vector<float> second(RevisingProcessor::kSampleRate, 0.0f);
+  const std::vector<float> second(kSampleRate, 0.0f);
   WindowRequest r;
   r.audio = second;
   r.language = language;

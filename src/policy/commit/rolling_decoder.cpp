@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/sample_rate.h"
 
 namespace earshot::policy::commit {
 
@@ -41,7 +42,7 @@ WindowPass RollingDecoder::decode(const WindowRequest& r) {
   p.context = r.context;
   p.language = code;
   p.prefix_tokens = prefix_;
-  const double seconds = static_cast<double>(r.audio.size()) / 16000.0;
+  const double seconds = static_cast<double>(r.audio.size()) / kSampleRate;
   const int budget = std::min(static_cast<int>(seconds * 6) + 10, 120);  // new tokens, as the AlignAtt pass
   std::vector<int32_t> out = prefix_;
   int32_t token = decoder_->prefill(p);

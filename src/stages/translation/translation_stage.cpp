@@ -17,6 +17,8 @@ struct WorkerPool::State {
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<std::function<void()>> jobs;
+  int running = 0;
+  std::condition_variable idle;  // no job queued or running
   bool stopping = false;
   std::vector<std::thread> threads;
 };
@@ -30,9 +32,11 @@ WorkerPool::WorkerPool(int threads) : state_(std::make_shared<State>()) {
         if (s->jobs.empty()) return;  // stopping with nothing left
         std::function<void()> job = std::move(s->jobs.front());
         s->jobs.pop_front();
+        ++s->running;
         lock.unlock();
         job();
         lock.lock();
+        if (--s->running == 0 && s->jobs.empty()) s->idle.notify_all();
       }
     });
 }
@@ -52,6 +56,11 @@ void WorkerPool::submit(std::function<void()> job) {
     state_->jobs.push_back(std::move(job));
   }
   state_->wake.notify_one();
+}
+
+void WorkerPool::wait_idle() const {
+  std::unique_lock lock(state_->mutex);
+  state_->idle.wait(lock, [s = state_.get()] { return s->jobs.empty() && s->running == 0; });
 }
 
 size_t WorkerPool::queued() const {
@@ -411,6 +420,8 @@ std::unique_ptr<Stage> TranslationService::make_synchronous_stage(const std::str
   return std::make_unique<TranslationStage>(make_worker(model_, registry_, options, source_language, warn_, counters_),
                                             nullptr, observer_);
 }
+
+void TranslationService::wait_idle() const { pool_->wait_idle(); }
 
 TranslationCounts TranslationService::counts() const {
   const Counters& c = *counters_;

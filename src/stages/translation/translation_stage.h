@@ -31,6 +31,8 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
   void submit(std::function<void()> job);
   size_t queued() const;
+  // Blocks until no job is queued or running.
+  void wait_idle() const;
 
  private:
   struct State;
@@ -91,6 +93,9 @@ class TranslationService {
   void set_warning_sink(std::function<void(const std::string&)> sink) { warn_ = std::move(sink); }
   // Since the service was made; safe to read while stages run.
   TranslationCounts counts() const;
+  // Blocks until no stage's job is queued or running: every event of the jobs
+  // submitted so far has been posted (a stepped clock's settling point).
+  void wait_idle() const;
 
   struct Counters;
 
