@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -323,22 +324,14 @@ TEST_F(SessionTest, OpenBlasEncoderMatchesGgmlsClosely) {
   }
 }
 
-// OpenBLAS is called from every graph thread of every session at once (one thread a
-// call): two sessions in two threads get what each gets alone, bit for bit.
-TEST_F(SessionTest, OpenBlasEncodersInTwoThreadsEqualEachAlone) {
-  SessionOptions o = options(2);
-  o.cpu_kernels = runtime::CpuKernels::kOpenBlas;
-  const std::vector<float> a_audio = test_audio(32000, 1), b_audio = test_audio(24000, 2);
-  auto run = [&](const std::vector<float>& audio, std::vector<float>& out) {
-    Session s(model_, o);
-    for (int pass = 0; pass < 3; ++pass) s.encode(audio);
-    out = logits_of(decode(s, {{sot(), 42}}), 0);
-  };
-  std::vector<float> a_alone, b_alone, a_threaded, b_threaded;
-  run(a_audio, a_alone);
-  run(b_audio, b_alone);
-  std::thread ta([&] { run(a_audio, a_threaded); });
-  std::thread tb([&] { run(b_audio, b_threaded); });
+// `run` on two inputs, each alone, then both at once on two threads: each result
+// is the same bit for bit, and the two differ.
+void expect_threaded_runs_equal_lone_ones(const std::function<std::vector<float>(const std::vector<float>&)>& run,
+                                          const std::vector<float>& a_audio, const std::vector<float>& b_audio) {
+  const std::vector<float> a_alone = run(a_audio), b_alone = run(b_audio);
+  std::vector<float> a_threaded, b_threaded;
+  std::thread ta([&] { a_threaded = run(a_audio); });
+  std::thread tb([&] { b_threaded = run(b_audio); });
   ta.join();
   tb.join();
   EXPECT_EQ(a_alone, a_threaded);
@@ -346,24 +339,29 @@ TEST_F(SessionTest, OpenBlasEncodersInTwoThreadsEqualEachAlone) {
   EXPECT_NE(a_alone, b_alone);
 }
 
+// OpenBLAS is called from every graph thread of every session at once (one thread a
+// call): two sessions in two threads get what each gets alone, bit for bit.
+TEST_F(SessionTest, OpenBlasEncodersInTwoThreadsEqualEachAlone) {
+  SessionOptions o = options(2);
+  o.cpu_kernels = runtime::CpuKernels::kOpenBlas;
+  expect_threaded_runs_equal_lone_ones(
+      [&](const std::vector<float>& audio) {
+        Session s(model_, o);
+        for (int pass = 0; pass < 3; ++pass) s.encode(audio);
+        return logits_of(decode(s, {{sot(), 42}}), 0);
+      },
+      test_audio(32000, 1), test_audio(24000, 2));
+}
+
 TEST_F(SessionTest, TwoSessionsOnOneModelInTwoThreadsEqualEachAlone) {
-  const std::vector<float> a_audio = test_audio(16000, 1), b_audio = test_audio(12000, 2);
-  auto run = [&](const std::vector<float>& audio, std::vector<float>& out) {
-    Session s(model_, options(1));
-    s.encode(audio);
-    decode(s, {{sot(), 42}});
-    out = logits_of(decode(s, {{43}}), 0);
-  };
-  std::vector<float> a_alone, b_alone, a_threaded, b_threaded;
-  run(a_audio, a_alone);
-  run(b_audio, b_alone);
-  std::thread ta([&] { run(a_audio, a_threaded); });
-  std::thread tb([&] { run(b_audio, b_threaded); });
-  ta.join();
-  tb.join();
-  EXPECT_EQ(a_alone, a_threaded);
-  EXPECT_EQ(b_alone, b_threaded);
-  EXPECT_NE(a_alone, b_alone);
+  expect_threaded_runs_equal_lone_ones(
+      [&](const std::vector<float>& audio) {
+        Session s(model_, options(1));
+        s.encode(audio);
+        decode(s, {{sot(), 42}});
+        return logits_of(decode(s, {{43}}), 0);
+      },
+      test_audio(16000, 1), test_audio(12000, 2));
 }
 
 TEST_F(SessionTest, DecodingPastTheTextContextThrows) {

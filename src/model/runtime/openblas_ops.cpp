@@ -338,6 +338,20 @@ EARSHOT_ISA_VARIANTS(softmax_numerators, float, (float* s, int n), (s, n))
 
 constexpr int64_t kQueryBlock = 256;
 
+// A block of score rows S [rows x n] -> out [rows x hd] (row stride ldo) =
+// softmax(S) V, V [n x hd] (row stride ldv): the exps in place, the product by
+// sgemm, then each row divided by its sum (hd values rather than n).
+void softmax_times_values(float* S, int rows, int64_t n, const float* V, int ldv, float* out, int ldo, int64_t hd) {
+  float sums[kQueryBlock];
+  for (int r = 0; r < rows; ++r) sums[r] = softmax_numerators(S + r * n, static_cast<int>(n));
+  openblas().sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(n), 1.0f, S,
+                   static_cast<int>(n), V, ldv, 0.0f, out, ldo);
+  for (int r = 0; r < rows; ++r) {
+    const float inv = 1.0f / sums[r];
+    for (int64_t c = 0; c < hd; ++c) out[r * ldo + c] *= inv;
+  }
+}
+
 void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* q = dst->src[0];
   const ggml_tensor* k = dst->src[1];
@@ -351,7 +365,6 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   if (t1 <= t0) return;
   thread_local std::vector<float> scores;
   scores.resize(static_cast<size_t>(kQueryBlock * Nk));
-  std::vector<float> sums(kQueryBlock);
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
   const auto* Q = static_cast<const float*>(q->data);
   const auto* K = static_cast<const float*>(k->data);
@@ -363,14 +376,7 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     float* S = scores.data();
     sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(Nk), static_cast<int>(hd), scale, Q + q0 * ld(q) + h * hd,
           ld(q), K + h * hd, ld(k), 0.0f, S, static_cast<int>(Nk));
-    for (int r = 0; r < rows; ++r) sums[r] = softmax_numerators(S + r * Nk, static_cast<int>(Nk));
-    float* out = O + q0 * ld(dst) + h * hd;
-    sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(Nk), 1.0f, S,
-          static_cast<int>(Nk), V + h * hd, ld(v), 0.0f, out, ld(dst));
-    for (int r = 0; r < rows; ++r) {
-      const float inv = 1.0f / sums[r];
-      for (int64_t c = 0; c < hd; ++c) out[r * ld(dst) + c] *= inv;
-    }
+    softmax_times_values(S, rows, Nk, V + h * hd, ld(v), O + q0 * ld(dst) + h * hd, ld(dst), hd);
   }
 }
 
@@ -398,7 +404,6 @@ void relpos_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   positions.resize(static_cast<size_t>(kQueryBlock * (T + kQueryBlock)));
   qu.resize(static_cast<size_t>(kQueryBlock * hd));
   qw.resize(static_cast<size_t>(kQueryBlock * hd));
-  std::vector<float> sums(kQueryBlock);
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
   const auto* Q = static_cast<const float*>(q->data);
   const auto* K = static_cast<const float*>(k->data);
@@ -431,15 +436,8 @@ void relpos_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
           mask ? reinterpret_cast<const float*>(static_cast<const char*>(mask->data) + (i0 + r) * mask->nb[1])
                : nullptr;
       for (int64_t j = 0; j < T; ++j) srow[j] = (srow[j] + rrow[j]) * scale + (mrow ? mrow[j] : 0.0f);
-      sums[r] = softmax_numerators(srow, static_cast<int>(T));
     }
-    float* out = O + i0 * ld(dst) + h * hd;
-    sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(T), 1.0f, S, static_cast<int>(T),
-          V + h * hd, ld(v), 0.0f, out, ld(dst));
-    for (int r = 0; r < rows; ++r) {
-      const float inv = 1.0f / sums[r];
-      for (int64_t c = 0; c < hd; ++c) out[r * ld(dst) + c] *= inv;
-    }
+    softmax_times_values(S, rows, T, V + h * hd, ld(v), O + i0 * ld(dst) + h * hd, ld(dst), hd);
   }
 }
 
