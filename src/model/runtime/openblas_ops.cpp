@@ -149,6 +149,24 @@ constexpr int kLanes = 16;
 // of it being bias columns [col0, col0 + cols): the product's epilogue, while the
 // block is still in cache. GELU as ggml_gelu computes it (whisper.cpp's, the tanh
 // approximation): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), exp as below.
+// x = exp(x) for x in [-87, 88] to about 1 ulp: Cephes' expf, 2^k times a degree-6
+// polynomial of the remainder. (By reference: a vector passed by value would take
+// the caller's register ABI.)
+[[gnu::always_inline]] inline void exp_in_range(f32x16& x) {
+  const f32x16 t = x * 1.44269504088896341f;
+  const f32x16 k = (t + 12582912.0f) - 12582912.0f;  // round to nearest: |t| < 2^22
+  const f32x16 r = (x - k * 0.693359375f) + k * 2.12194440e-4f;
+  f32x16 p = f32x16{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;  // 2^k, -126 <= k <= 127
+  x = p * (f32x16)two_k;
+}
+
 [[gnu::always_inline]] inline void bias_activation_body(float* c, int64_t ldc, int64_t rows, int64_t col0, int64_t cols,
                                                         const float* bias, bool gelu) {
   const f32x16 zero{};
@@ -173,18 +191,8 @@ constexpr int kLanes = 16;
         const i32x16 low = y<-87.0f, high = y> 88.0f;
         y = (f32x16)((low & (i32x16)(zero - 87.0f)) | (~low & (i32x16)y));
         y = (f32x16)((high & (i32x16)(zero + 88.0f)) | (~high & (i32x16)y));
-        const f32x16 t = y * 1.44269504088896341f;
-        const f32x16 k = (t + 12582912.0f) - 12582912.0f;
-        const f32x16 rr = (y - k * 0.693359375f) + k * 2.12194440e-4f;
-        f32x16 p = zero + 1.9875691500e-4f;
-        p = p * rr + 1.3981999507e-3f;
-        p = p * rr + 8.3334519073e-3f;
-        p = p * rr + 4.1665795894e-2f;
-        p = p * rr + 1.6666665459e-1f;
-        p = p * rr + 5.0000001201e-1f;
-        p = p * rr * rr + rr + 1.0f;
-        const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;
-        x = x / (1.0f + p * (f32x16)two_k);
+        exp_in_range(y);
+        x = x / (1.0f + y);
       }
       if (lanes == kLanes) {
         std::memcpy(row + i, &x, sizeof x);
@@ -307,18 +315,8 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     x -= mx;
     const i32x16 low = x < -87.0f;  // exp < 1.6e-38: 0 (and -inf, a masked score, exactly 0)
     x = (f32x16)((low & (i32x16)(zero - 87.0f)) | (~low & (i32x16)x));
-    const f32x16 t = x * 1.44269504088896341f;
-    const f32x16 k = (t + 12582912.0f) - 12582912.0f;  // round to nearest: |t| < 2^22
-    const f32x16 r = (x - k * 0.693359375f) + k * 2.12194440e-4f;
-    f32x16 p = zero + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const i32x16 two_k = (__builtin_convertvector(k, i32x16) + 127) << 23;  // 2^k, k >= -126
-    f32x16 e = (f32x16)(~low & (i32x16)(p * (f32x16)two_k));
+    exp_in_range(x);
+    f32x16 e = (f32x16)(~low & (i32x16)x);
     if (full) {
       std::memcpy(s + i, &e, sizeof e);
     } else {
