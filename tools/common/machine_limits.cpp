@@ -63,9 +63,7 @@ std::string openblas_description() {
 void use_openblas_best_kernels(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   if (std::string(openblas_get_corename()) != "Prescott") return;
-  const char* core = __builtin_cpu_supports("avx512f")                                 ? "SkylakeX"
-                     : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "Haswell"
-                                                                                       : nullptr;
+  const char* core = runtime::openblas_core_for_this_cpu();
   if (core == nullptr) return;
   setenv("OPENBLAS_CORETYPE", core, 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then the generic kernels it is

@@ -27,15 +27,17 @@ struct OpenBlas {
   std::string status;  // its description, or why it did not load
 };
 
-// The core whose kernels the CPU's features call for, where OpenBLAS 0.3.21 may not
-// know the CPU itself (it falls back to Prescott's SSE3 kernels on recent Xeons).
-const char* core_for_this_cpu() {
+}  // namespace
+
+const char* openblas_core_for_this_cpu() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq"))
     return "SkylakeX";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
   return nullptr;
 }
+
+namespace {
 
 OpenBlas load_openblas() {
   OpenBlas blas;
@@ -45,7 +47,7 @@ OpenBlas load_openblas() {
     // Not loaded yet (a program that links it, like the benchmarks, chose already):
     // OpenBLAS reads these when it loads.
     if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
-      if (const char* core = core_for_this_cpu()) setenv("OPENBLAS_CORETYPE", core, 0);
+      if (const char* core = openblas_core_for_this_cpu()) setenv("OPENBLAS_CORETYPE", core, 0);
     }
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
     handle = dlopen(kName, RTLD_NOW | RTLD_LOCAL);
@@ -91,7 +93,6 @@ std::pair<int64_t, int64_t> share(int64_t n, int ith, int nth, int64_t step) {
   return {std::min(n, b0 * step), std::min(n, b1 * step)};
 }
 
-// ---- to_f32: every row of src converted, rows shared among the threads.
 // One row of n values of a ggml type as f32.
 void row_to_f32(ggml_type type, const void* in, float* out, int64_t n) {
   if (type == GGML_TYPE_F16) {
@@ -103,6 +104,7 @@ void row_to_f32(ggml_type type, const void* in, float* out, int64_t n) {
   }
 }
 
+// to_f32: every row of src converted, rows shared among the threads.
 void to_f32_op(ggml_tensor* dst, int ith, int nth, void*) {
   const ggml_tensor* src = dst->src[0];
   const int64_t rows = ggml_nrows(src);
@@ -121,7 +123,10 @@ int ld(const ggml_tensor* t) { return static_cast<int>(t->nb[1] / sizeof(float))
 // Sixteen floats as one value (GCC's vector extension): one AVX-512 register, two
 // AVX2 or four SSE ones, whichever variant below is running. Only used inside the
 // bodies (passing one to another function would depend on the target's ABI).
-//
+using f32x16 = float __attribute__((vector_size(64)));
+using i32x16 = int32_t __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+
 // Each vectorised loop is an always-inline body compiled three times, for AVX-512,
 // AVX2 and the baseline, and picked on first use by the CPU's features. (Not GCC's
 // target_clones: its ifunc resolver runs before ThreadSanitizer's runtime is up and
@@ -141,14 +146,7 @@ int ld(const ggml_tensor* t) { return static_cast<int>(t->nb[1] / sizeof(float))
     }();                                                                                       \
     return fn args;                                                                            \
   }
-using f32x16 = float __attribute__((vector_size(64)));
-using i32x16 = int32_t __attribute__((vector_size(64)));
-constexpr int kLanes = 16;
 
-// x = act(x + bias) over a block of rows of C (row stride ldc), columns [0, cols)
-// of it being bias columns [col0, col0 + cols): the product's epilogue, while the
-// block is still in cache. GELU as ggml_gelu computes it (whisper.cpp's, the tanh
-// approximation): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), exp as below.
 // x = exp(x) for x in [-87, 88] to about 1 ulp: Cephes' expf, 2^k times a degree-6
 // polynomial of the remainder. (By reference: a vector passed by value would take
 // the caller's register ABI.)
@@ -167,6 +165,10 @@ constexpr int kLanes = 16;
   x = p * (f32x16)two_k;
 }
 
+// x = act(x + bias) over a block of rows of C (row stride ldc), columns [0, cols)
+// of it being bias columns [col0, col0 + cols): the product's epilogue, while the
+// block is still in cache. GELU as ggml_gelu computes it (whisper.cpp's, the tanh
+// approximation): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)).
 [[gnu::always_inline]] inline void bias_activation_body(float* c, int64_t ldc, int64_t rows, int64_t col0, int64_t cols,
                                                         const float* bias, bool gelu) {
   const f32x16 zero{};
@@ -208,16 +210,22 @@ EARSHOT_ISA_VARIANTS(bias_activation, void,
                      (c, ldc, rows, col0, cols, bias, gelu))
 
 // ---- the product: out [I, J] = for each j, i: act(a_i . b_j + bias_i), i.e.
-// C (J x I) = B A^T, then the epilogue on each thread's own block.
-enum Epilogue : intptr_t { kNone = 0, kBias = 1, kBiasGelu = 2, kGelu = 3 };
+// C (J x I) = B A^T, then the epilogue on each thread's own block. The bias is the
+// op's third source (when given); userdata is 1 for GELU.
+struct Epilogue {
+  const float* bias = nullptr;
+  bool gelu = false;
+  bool any() const { return bias != nullptr || gelu; }
+};
+
+Epilogue epilogue_of(const ggml_tensor* dst, const void* userdata) {
+  return {dst->src[2] ? static_cast<const float*>(dst->src[2]->data) : nullptr, userdata != nullptr};
+}
 
 void mul_mat_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* a = dst->src[0];
   const ggml_tensor* b = dst->src[1];
-  const auto epilogue = static_cast<Epilogue>(reinterpret_cast<intptr_t>(userdata));
-  const float* bias =
-      epilogue == kBias || epilogue == kBiasGelu ? static_cast<const float*>(dst->src[2]->data) : nullptr;
-  const bool gelu = epilogue == kBiasGelu || epilogue == kGelu;
+  const Epilogue epilogue = epilogue_of(dst, userdata);
   const int64_t K = a->ne[0], I = a->ne[1], J = b->ne[1];
   const auto* A = static_cast<const float*>(a->data);
   const auto* B = static_cast<const float*>(b->data);
@@ -228,13 +236,13 @@ void mul_mat_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     if (j1 <= j0) return;
     sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(j1 - j0), static_cast<int>(I), static_cast<int>(K), 1.0f,
           B + j0 * ld(b), ld(b), A, ld(a), 0.0f, C + j0 * ld(dst), ld(dst));
-    if (epilogue != kNone) bias_activation(C + j0 * ld(dst), ld(dst), j1 - j0, 0, I, bias, gelu);
+    if (epilogue.any()) bias_activation(C + j0 * ld(dst), ld(dst), j1 - j0, 0, I, epilogue.bias, epilogue.gelu);
   } else {  // split A's rows
     const auto [i0, i1] = share(I, ith, nth, 16);
     if (i1 <= i0) return;
     sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(i1 - i0), static_cast<int>(K), 1.0f, B,
           ld(b), A + i0 * ld(a), ld(a), 0.0f, C + i0, ld(dst));
-    if (epilogue != kNone) bias_activation(C + i0, ld(dst), J, i0, i1 - i0, bias, gelu);
+    if (epilogue.any()) bias_activation(C + i0, ld(dst), J, i0, i1 - i0, epilogue.bias, epilogue.gelu);
   }
 }
 
@@ -255,10 +263,7 @@ int64_t chunk_rows(int64_t k) {
 void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* a = dst->src[0];  // the weight, in its own type
   const ggml_tensor* b = dst->src[1];  // f32
-  const auto epilogue = static_cast<Epilogue>(reinterpret_cast<intptr_t>(userdata));
-  const float* bias =
-      epilogue == kBias || epilogue == kBiasGelu ? static_cast<const float*>(dst->src[2]->data) : nullptr;
-  const bool gelu = epilogue == kBiasGelu || epilogue == kGelu;
+  const Epilogue epilogue = epilogue_of(dst, userdata);
   const int64_t K = a->ne[0], I = a->ne[1], J = b->ne[1];
   const int64_t rows_per_chunk = chunk_rows(K);
   const auto [i0, i1] = share(I, ith, nth, 16);
@@ -275,7 +280,7 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     }
     sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(rows), static_cast<int>(K), 1.0f, B, ld(b),
           chunk.data(), static_cast<int>(K), 0.0f, C + c0, ld(dst));
-    if (epilogue != kNone) bias_activation(C + c0, ld(dst), J, c0, rows, bias, gelu);
+    if (epilogue.any()) bias_activation(C + c0, ld(dst), J, c0, rows, epilogue.bias, epilogue.gelu);
   }
 }
 
@@ -501,9 +506,7 @@ ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggm
   if (bias != nullptr && ggml_nelements(bias) != a->ne[1]) {
     throw Error(ErrorCode::kInternal, "OpenBLAS product: the bias is not one value per output column");
   }
-  const bool gelu = act == Activation::kGelu;
-  const Epilogue epilogue = bias ? (gelu ? kBiasGelu : kBias) : (gelu ? kGelu : kNone);
-  void* userdata = reinterpret_cast<void*>(static_cast<intptr_t>(epilogue));
+  void* userdata = reinterpret_cast<void*>(static_cast<intptr_t>(act == Activation::kGelu));  // epilogue_of
   // A weight not in f32 with more rows than the activations: convert it chunk by chunk.
   const bool chunked = a->type != GGML_TYPE_F32 && a->ne[1] > b->ne[1];
   ggml_tensor* args[] = {chunked ? a : to_f32(ctx, a), to_f32(ctx, b), bias ? to_f32(ctx, bias) : nullptr};

@@ -36,6 +36,11 @@ enum class CpuKernels {
 CpuKernels parse_cpu_kernels(std::string_view text, std::string_view label);
 std::string_view to_string(CpuKernels kernels);
 
+// The OpenBLAS core (OPENBLAS_CORETYPE) whose kernels this CPU's features call for:
+// "SkylakeX" (AVX-512), "Haswell" (AVX2 + FMA), or null. OpenBLAS 0.3.21 picks its
+// generic Prescott kernels on CPUs it does not know (recent Xeons), a quarter of the rate.
+const char* openblas_core_for_this_cpu();
+
 // Whether OpenBLAS is loaded (loads it on the first call).
 bool openblas_available();
 // "OpenBLAS 0.3.21 ... (core SkylakeX)", or why it is not available.
