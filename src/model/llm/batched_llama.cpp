@@ -3,7 +3,6 @@
 #include <llama.h>
 
 #include <algorithm>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -134,17 +133,11 @@ class SlotSession final : public LlmSession {
   }
   Token greedy() const override {
     check_logits();
-    return static_cast<Token>(std::max_element(last_logits_.begin(), last_logits_.end()) - last_logits_.begin());
+    return argmax_token(last_logits_);
   }
   std::vector<float> last_log_probs() const override {
     check_logits();
-    const float max = *std::max_element(last_logits_.begin(), last_logits_.end());
-    double sum = 0.0;
-    for (float v : last_logits_) sum += std::exp(static_cast<double>(v) - max);
-    const double log_sum = max + std::log(sum);
-    std::vector<float> out(last_logits_.size());
-    for (std::size_t i = 0; i < last_logits_.size(); ++i) out[i] = static_cast<float>(last_logits_[i] - log_sum);
-    return out;
+    return log_probabilities(last_logits_);
   }
   int position() const override { return position_; }
   void remove_suffix(int from) override {

@@ -317,13 +317,11 @@ std::span<const float> LlamaSession::last_logits() const {
   return {logits, static_cast<std::size_t>(model_->shape().n_vocab)};
 }
 
-Token LlamaSession::greedy() const {
-  const std::span<const float> logits = last_logits();
+Token argmax_token(std::span<const float> logits) {
   return static_cast<Token>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-std::vector<float> LlamaSession::last_log_probs() const {
-  const std::span<const float> logits = last_logits();
+std::vector<float> log_probabilities(std::span<const float> logits) {
   const float max = *std::max_element(logits.begin(), logits.end());
   double sum = 0.0;
   for (float v : logits) sum += std::exp(static_cast<double>(v) - max);
@@ -332,6 +330,10 @@ std::vector<float> LlamaSession::last_log_probs() const {
   for (std::size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<float>(logits[i] - log_sum);
   return out;
 }
+
+Token LlamaSession::greedy() const { return argmax_token(last_logits()); }
+
+std::vector<float> LlamaSession::last_log_probs() const { return log_probabilities(last_logits()); }
 
 void LlamaSession::remove_suffix(int from) {
   if (from < 0 || from > position_) {

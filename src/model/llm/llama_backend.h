@@ -136,4 +136,10 @@ void check_capture_heads(const LlamaModel& model, const std::vector<AttentionHea
 // to stderr. Process-wide, as llama_log_set is.
 void set_llama_log_sink(std::function<void(const std::string&)> sink);
 
+// The greedy token and the log-softmax (summed in double) of a row of logits: what
+// every session on libllama (LlamaSession, BatchedLlamaModel's) returns from
+// greedy() and last_log_probs().
+Token argmax_token(std::span<const float> logits);
+std::vector<float> log_probabilities(std::span<const float> logits);
+
 }  // namespace earshot::llm
