@@ -27,9 +27,11 @@ int run_version(const earshot::cli::CommandArgs&) {
   std::printf("audio: %s\n", earshot::audio::ffmpeg_available()
                                  ? "WAV, and every format FFmpeg decodes (files and streams)"
                                  : "WAV files and raw PCM streams (built without FFmpeg)");
-  std::printf("cpu kernels: %s\n", earshot::runtime::openblas_available()
-                                       ? (earshot::runtime::openblas_status() + " for the encoders' products").c_str()
-                                       : (earshot::runtime::openblas_status() + "; ggml's kernels throughout").c_str());
+  std::printf("cpu kernels: %s; %s\n",
+              earshot::runtime::openblas_available()
+                  ? (earshot::runtime::openblas_status() + " for the encoders' products").c_str()
+                  : (earshot::runtime::openblas_status() + "; ggml's kernels throughout").c_str(),
+              earshot::runtime::amx_status().c_str());
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t device = ggml_backend_dev_get(i);
     size_t free = 0, total = 0;

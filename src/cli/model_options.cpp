@@ -20,9 +20,10 @@ void declare_model_options(Args& args) {
               "softmax, bit-identical to libwhisper with flash attention off)",
               "on");
   args.option("cpu-kernels",
-              "the Whisper encoder's matrix products on the CPU: auto (OpenBLAS where Debian's libopenblas0 loads, "
-              "else ggml), openblas (sgemm in f32, about twice ggml's rate; --flash-attention then unused) or ggml "
-              "(ggml's own kernels, as libwhisper)",
+              "the encoders' matrix products on the CPU: auto (a quantised model's on ggml's AMX kernels where the "
+              "CPU has AMX, the rest on OpenBLAS where Debian's libopenblas0 loads, else ggml), openblas (sgemm in "
+              "f32, about twice ggml's rate; --flash-attention then unused) or ggml (ggml's own kernels, as "
+              "libwhisper)",
               "auto");
   args.option("mmproj",
               "Qwen3-ASR's audio encoder (the mmproj GGUF) for a --model of arch qwen3vl; default: "

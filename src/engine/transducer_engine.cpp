@@ -408,7 +408,8 @@ std::optional<BatchCounts> TransducerEngine::batch_counts() const {
 
 std::shared_ptr<const Engine> load_transducer_engine(const ModelSpec& spec) {
   ggml_backend_dev_t device = runtime::resolve_device(spec.runtime.device);
-  return std::make_shared<TransducerEngine>(fastconformer::Model::load(spec.path, device), spec);
+  return std::make_shared<TransducerEngine>(
+      fastconformer::Model::load(spec.path, device, runtime::amx_wanted(spec.runtime.cpu_kernels, device)), spec);
 }
 
 }  // namespace earshot::engine

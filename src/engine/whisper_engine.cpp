@@ -1,6 +1,7 @@
 #include "engine/whisper_engine.h"
 
 #include "common/error.h"
+#include "model/runtime/device.h"
 #include "model/timed_decoder.h"
 #include "model/whisper/batch_decoder.h"
 #include "model/whisper/session.h"
@@ -70,6 +71,7 @@ std::shared_ptr<const Engine> load_whisper_engine(const ModelSpec& spec) {
   whisper::LoadOptions load;
   load.alignment_heads = spec.whisper.alignment_heads;
   load.backend = spec.runtime.device;
+  load.amx = runtime::amx_wanted(spec.runtime.cpu_kernels, runtime::resolve_device(spec.runtime.device));
   return std::make_shared<WhisperEngine>(whisper::Model::load(spec.path, load), spec);
 }
 

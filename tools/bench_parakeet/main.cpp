@@ -294,19 +294,27 @@ void batched(const std::string& path, double seconds, int threads, const std::ve
   const double weight_gb = static_cast<double>(step_weight_bytes(*model)) / 1e9;
   std::printf(
       "batched streaming encoder, %s (%s matrices, %.3f GB read per step), %.0f s per stream in 10 ms "
-      "pieces, %d threads; products on ggml's kernels, then on OpenBLAS from %d rows a step:\n",
+      "pieces, %d threads; products on ggml's kernels, then on OpenBLAS from %d rows a step, then (auto, "
+      "a quantised file on a CPU with AMX) on ggml's AMX kernels; %s:\n",
       path.c_str(), ggml_type_name(model->layers[0].ff1_w1->type), weight_gb, seconds, threads,
-      fc::detail::kOpenBlasMinRows);
+      fc::detail::kOpenBlasMinRows, earshot::runtime::amx_status().c_str());
   std::printf("%9s %12s %6s %9s %10s %22s %18s %8s\n", "kernels", "lookahead_ms", "batch", "wall_s", "mean_batch",
               "compute_s_per_audio_s", "realtime_streams", "GB/s");
   std::vector<earshot::runtime::CpuKernels> kernels = {earshot::runtime::CpuKernels::kGgml};
   if (earshot::runtime::openblas_available()) kernels.push_back(earshot::runtime::CpuKernels::kOpenBlas);
+  // The same file loaded again with its quantised products on AMX (none for f16).
+  std::shared_ptr<const fc::Model> amx_model;
+  if (earshot::runtime::amx_wanted(earshot::runtime::CpuKernels::kAuto, nullptr)) {
+    amx_model = fc::Model::load(path, nullptr, true);
+    if (amx_model->weights().n_amx() > 0) kernels.push_back(earshot::runtime::CpuKernels::kAuto);
+  }
   for (earshot::runtime::CpuKernels k : kernels) {
-    fc::StreamingBatchExecutor executor(model, threads, k);
-    stream_batch(model, executor, rights.front(), 1, 1.0);  // warm-up: weights paged in, position table built
+    const auto& m = k == earshot::runtime::CpuKernels::kAuto ? amx_model : model;
+    fc::StreamingBatchExecutor executor(m, threads, k);
+    stream_batch(m, executor, rights.front(), 1, 1.0);  // warm-up: weights paged in, position table built
     for (int right : rights) {
       for (int b : batches) {
-        const BatchRun r = stream_batch(model, executor, right, b, seconds);
+        const BatchRun r = stream_batch(m, executor, right, b, seconds);
         const double per_stream = r.wall / (seconds * b);
         std::printf("%9s %12d %6d %9.2f %10.2f %22.4f %18.2f %8.1f\n", earshot::runtime::to_string(k).data(),
                     (right + 1) * 80, b, r.wall, r.graphs ? static_cast<double>(r.steps) / r.graphs : 0.0, per_stream,

@@ -485,10 +485,23 @@ void drop_batch_norm_counters(Parsed& p, const std::string& label) {
   }
 }
 
+// The encoder weights its graphs use only as the weight of runtime::MatMul /
+// runtime::mul_mat products (encoder.cpp, streaming_graph.cpp): those may live on AMX.
+bool is_product_weight(std::string_view name) {
+  if (name == "encoder.pre_encode.out.weight") return true;
+  if (!name.starts_with("encoder.layers.")) return false;
+  for (const char* suffix :
+       {".linear1.weight", ".linear2.weight", ".pointwise_conv1.weight", ".pointwise_conv2.weight", ".linear_q.weight",
+        ".linear_k.weight", ".linear_v.weight", ".linear_out.weight", ".linear_pos.weight"}) {
+    if (name.ends_with(suffix)) return true;
+  }
+  return false;
+}
+
 // Fills a Model from parsed metadata and its tensor table.
 struct ModelBuilder {
   static std::shared_ptr<const Model> build(Parsed p, const runtime::ByteSource& source, ggml_backend_dev_t device,
-                                            const std::string& label, const std::string& format) {
+                                            const std::string& label, const std::string& format, bool amx) {
     check_supported(p.hp, label);
     std::vector<runtime::ExpectedTensor> expected = expected_tensors(p.hp, GGML_TYPE_F32);
     // A matrix takes the type its file gives it (whisper.cpp's quantiser keeps the
@@ -543,7 +556,8 @@ struct ModelBuilder {
     model->pieces_ = std::move(p.pieces);
     model->format_ = format;
     model->device_ = device;
-    model->weights_ = runtime::ModelWeights::load(source, placements, device, label);
+    model->weights_ = runtime::ModelWeights::load(source, placements, device, label,
+                                                  amx ? std::function(is_product_weight) : nullptr);
     wire(*model);
     return model;
   }
@@ -614,7 +628,7 @@ uint64_t legacy_tensors_offset(const std::filesystem::path& path) {
   return parse_legacy(runtime::ByteSource::file(path), "model file " + path.string()).tensors_offset;
 }
 
-std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml_backend_dev_t device) {
+std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml_backend_dev_t device, bool amx) {
   const std::string label = "model file " + path.string();
   const runtime::ModelFileProbe probe = runtime::probe_model_file(path);
   const runtime::ByteSource source = runtime::ByteSource::file(path);
@@ -639,13 +653,13 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml
       p.file_tensors.emplace(t.name, std::make_pair(t.type, t.offset));
       p.file_shapes[t.name] = t.ne;
     }
-    return ModelBuilder::build(std::move(p), source, device, file.label(), "gguf");
+    return ModelBuilder::build(std::move(p), source, device, file.label(), "gguf", amx);
   }
   // A legacy file too short to show the Parakeet signature is read as one, to name where it ends.
   const bool short_legacy = probe.kind == runtime::ModelFileKind::kGgmlWhisper && source.size() < 4 + 17 * 4;
   if (probe.kind != runtime::ModelFileKind::kGgmlParakeet && !short_legacy)
     throw Error(ErrorCode::kInvalidModel, label + " is " + probe.description + ", not a FastConformer transducer");
-  return ModelBuilder::build(parse_legacy(source, label), source, device, label, "ggml-legacy");
+  return ModelBuilder::build(parse_legacy(source, label), source, device, label, "ggml-legacy", amx);
 }
 
 }  // namespace earshot::fastconformer

@@ -103,7 +103,10 @@ class Model {
   // Throws earshot::Error: kIo (cannot read), kInvalidModel (truncated, missing
   // or unexpected tensor, wrong shape or type, bad hyper-parameter: each named),
   // kUnsupported (a flag combination this build does not compute, named).
-  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device = nullptr);
+  // amx: the encoder's quantised product weights go to ggml's AMX kernels where the
+  // CPU has them (runtime/amx.h; runtime::amx_wanted decides from --cpu-kernels).
+  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device = nullptr,
+                                           bool amx = false);
 
   const Hparams& hparams() const { return hparams_; }
   const std::vector<float>& mel_filters() const { return filters_; }  // [n_mels][n_fft/2 + 1]

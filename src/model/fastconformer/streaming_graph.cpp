@@ -130,7 +130,7 @@ std::shared_ptr<const PositionTable> StepGraph::build_positions(const Model& m) 
   ggml_set_input(pe);
   for (int il = 0; il < hp.n_layer; ++il)
     ggml_build_forward_expand(
-        graph, ggml_cpy(guard.get(), ggml_mul_mat(guard.get(), m.layers[il].pos_w, pe), table->layers[il]));
+        graph, ggml_cpy(guard.get(), runtime::mul_mat(guard.get(), m.layers[il].pos_w, pe), table->layers[il]));
   if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the position table graph");
   const std::vector<float> values = relative_positions(top, columns, d);
   ggml_backend_tensor_set(pe, values.data(), 0, values.size() * sizeof(float));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "model/runtime/device.h"
 
 namespace earshot::runtime {
 namespace {
@@ -473,6 +474,10 @@ std::string_view to_string(CpuKernels kernels) {
 bool openblas_available() { return openblas().sgemm != nullptr; }
 std::string openblas_status() { return openblas().status; }
 
+bool amx_wanted(CpuKernels requested, ggml_backend_dev_t device) {
+  return requested == CpuKernels::kAuto && (device == nullptr || is_cpu(device)) && amx_buffer_type() != nullptr;
+}
+
 CpuKernels resolve_cpu_kernels(CpuKernels requested, bool on_cpu) {
   switch (requested) {
     case CpuKernels::kGgml: return CpuKernels::kGgml;
@@ -489,6 +494,10 @@ CpuKernels resolve_cpu_kernels(CpuKernels requested, bool on_cpu) {
 
 ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a) {
   if (a->type == GGML_TYPE_F32) return a;
+  if (in_amx_buffer(a)) {
+    throw Error(ErrorCode::kInternal, std::string("tensor ") + ggml_get_name(a) +
+                                          " is in the AMX kernels' layout: only runtime::mul_mat reads it");
+  }
   if (ggml_get_type_traits(a->type)->to_float == nullptr) {
     throw Error(ErrorCode::kUnsupported, std::string("tensor ") + ggml_get_name(a) + " has type " +
                                              ggml_type_name(a->type) + ", which ggml cannot convert to f32");
@@ -499,6 +508,11 @@ ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a) {
 }
 
 ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, Activation act) {
+  if (in_amx_buffer(a)) {  // its bytes are in the AMX kernels' layout, and those outrun sgemm
+    ggml_tensor* out = mul_mat(ctx, a, b);
+    if (bias != nullptr) out = ggml_add(ctx, out, bias);
+    return act == Activation::kGelu ? ggml_gelu(ctx, out) : out;
+  }
   require_openblas();
   require_2d_rows(a, "the first operand");
   require_2d_rows(b, "the second operand");

@@ -18,16 +18,20 @@
 // would fall back to its generic Prescott kernels, a quarter of the rate.
 #pragma once
 
+#include <ggml-backend.h>
 #include <ggml.h>
 
 #include <string>
 #include <string_view>
 
+#include "model/runtime/amx.h"
+
 namespace earshot::runtime {
 
 // Which kernels run a CPU graph's large products (the Whisper encoder's).
 enum class CpuKernels {
-  kAuto,      // OpenBLAS where it loads and the model is on the CPU, else ggml's
+  kAuto,      // on the CPU: quantised weights on ggml's AMX kernels where the CPU has
+              // AMX (runtime/amx.h), the rest on OpenBLAS where it loads; else ggml's
   kGgml,      // ggml's own: bit-identical to libwhisper where earshot's graphs are
   kOpenBlas,  // OpenBLAS's sgemm (an error where it cannot load)
 };
@@ -49,6 +53,10 @@ std::string openblas_status();
 // kAuto to kOpenBlas or kGgml; kOpenBlas off the CPU or without OpenBLAS throws
 // earshot::Error(kUnsupported) with the reason.
 CpuKernels resolve_cpu_kernels(CpuKernels requested, bool on_cpu);
+
+// Whether a model's quantised product weights go to ggml's AMX kernels: kAuto, on
+// the CPU (device null or the CPU), where amx_buffer_type() exists.
+bool amx_wanted(CpuKernels requested, ggml_backend_dev_t device);
 
 enum class Activation { kNone, kGelu };
 
@@ -79,18 +87,21 @@ ggml_tensor* blas_relpos_attention(ggml_context* ctx, ggml_tensor* q, ggml_tenso
 // A ggml_tensor's values as f32 (same shape; a no-op for f32).
 ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
 
-// A graph's large matrix products: ggml_mul_mat, or the OpenBLAS op. Graph builders
-// take one (default: ggml's) so one builder serves both kernels.
+// A graph's large matrix products: ggml's (runtime::mul_mat: on AMX for a weight
+// loaded there), or the OpenBLAS op. Graph builders take one (default: ggml's) so one
+// builder serves every kernel. A weight on AMX stays on AMX either way: its bytes
+// are in the AMX kernels' layout, and those kernels outrun sgemm.
 struct MatMul {
   bool openblas = false;
   ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
-    return openblas ? blas_mul_mat(ctx, a, b) : ggml_mul_mat(ctx, a, b);
+    return openblas && !in_amx_buffer(a) ? blas_mul_mat(ctx, a, b) : mul_mat(ctx, a, b);
   }
   // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
   // block), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
   ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
-    if (openblas) return blas_mul_mat(ctx, a, b, bias, gelu ? Activation::kGelu : Activation::kNone);
-    ggml_tensor* out = ggml_add(ctx, ggml_mul_mat(ctx, a, b), bias);
+    if (openblas && !in_amx_buffer(a))
+      return blas_mul_mat(ctx, a, b, bias, gelu ? Activation::kGelu : Activation::kNone);
+    ggml_tensor* out = ggml_add(ctx, mul_mat(ctx, a, b), bias);
     return gelu ? ggml_gelu(ctx, out) : out;
   }
 };

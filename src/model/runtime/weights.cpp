@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "model/runtime/amx.h"
 #include "model/runtime/device.h"
 #include "model/runtime/gguf_file.h"
 
@@ -103,7 +104,8 @@ std::vector<TensorPlacement> place_gguf_tensors(const GgufFile& file, std::span<
 }
 
 ModelWeights ModelWeights::load(const ByteSource& source, std::span<const TensorPlacement> placements,
-                                ggml_backend_dev_t device, std::string_view label) {
+                                ggml_backend_dev_t device, std::string_view label,
+                                const std::function<bool(std::string_view)>& product_weight) {
   const auto fail = [&](const std::string& message) {
     throw Error(ErrorCode::kInvalidModel, std::string(label) + ": " + message);
   };
@@ -132,17 +134,32 @@ ModelWeights ModelWeights::load(const ByteSource& source, std::span<const Tensor
   }
 
   ModelWeights weights;
+  if (device == nullptr) device = cpu_device();
+  const ggml_backend_buffer_type_t amx = product_weight && is_cpu(device) ? amx_buffer_type() : nullptr;
+  const auto on_amx = [&](const ExpectedTensor& t) {
+    return amx != nullptr && amx_can_hold(t.type, t.n_dims, t.ne) && product_weight(t.name);
+  };
   ggml_init_params params = {(placements.size() + 1) * ggml_tensor_overhead(), nullptr, /*.no_alloc =*/true};
   weights.ctx_.reset(ggml_init(params));
-  if (!weights.ctx_) throw Error(ErrorCode::kInternal, "cannot create the ggml context for the weights");
+  weights.amx_ctx_.reset(ggml_init(params));
+  if (!weights.ctx_ || !weights.amx_ctx_)
+    throw Error(ErrorCode::kInternal, "cannot create the ggml context for the weights");
   for (const TensorPlacement& p : placements) {
-    ggml_tensor* t = ggml_new_tensor(weights.ctx_.get(), p.tensor.type, p.tensor.n_dims, p.tensor.ne.data());
+    const bool to_amx = on_amx(p.tensor);
+    ggml_tensor* t = ggml_new_tensor((to_amx ? weights.amx_ctx_ : weights.ctx_).get(), p.tensor.type, p.tensor.n_dims,
+                                     p.tensor.ne.data());
     ggml_set_name(t, p.tensor.name.c_str());
     weights.tensors_.push_back(t);
+    weights.n_amx_ += to_amx;
   }
-  if (device == nullptr) device = cpu_device();
   ggml_backend_buffer_type_t buffer_type = ggml_backend_dev_buffer_type(device);
-  if (!placements.empty()) {
+  if (weights.n_amx_ > 0) {
+    weights.amx_buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(weights.amx_ctx_.get(), amx));
+    if (!weights.amx_buffer_)
+      throw Error(ErrorCode::kIo, "cannot allocate the AMX weight buffer for " + std::string(label));
+    ggml_backend_buffer_set_usage(weights.amx_buffer_.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+  }
+  if (weights.n_amx_ < placements.size()) {
     weights.buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(weights.ctx_.get(), buffer_type));
     if (!weights.buffer_) {
       throw Error(ErrorCode::kIo, "cannot allocate the weight buffer for " + std::string(label) + " on " +
@@ -151,13 +168,21 @@ ModelWeights ModelWeights::load(const ByteSource& source, std::span<const Tensor
     ggml_backend_buffer_set_usage(weights.buffer_.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
   }
 
-  // Host buffers take the bytes directly; a device buffer through a bounded staging area.
+  // Host buffers take the bytes directly; a device buffer through a bounded staging
+  // area; the AMX buffer a whole tensor at a time (its kernels' layout is made from
+  // the whole matrix).
   const bool host = weights.buffer_ && ggml_backend_buffer_is_host(weights.buffer_.get());
   constexpr uint64_t kChunk = 16u << 20;
   std::vector<char> staging;
   for (size_t i = 0; i < placements.size(); ++i) {
     ggml_tensor* t = weights.tensors_[i];
     const uint64_t n = ggml_nbytes(t);
+    if (t->buffer == weights.amx_buffer_.get()) {
+      staging.resize(n);
+      source.read(placements[i].offset, staging.data(), n);
+      ggml_backend_tensor_set(t, staging.data(), 0, n);
+      continue;
+    }
     if (host) {
       source.read(placements[i].offset, t->data, n);
       continue;
@@ -180,6 +205,9 @@ ggml_tensor* ModelWeights::find(std::string_view name) const {
   return nullptr;
 }
 
-uint64_t ModelWeights::n_bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_.get()) : 0; }
+uint64_t ModelWeights::n_bytes() const {
+  return (buffer_ ? ggml_backend_buffer_get_size(buffer_.get()) : 0) +
+         (amx_buffer_ ? ggml_backend_buffer_get_size(amx_buffer_.get()) : 0);
+}
 
 }  // namespace earshot::runtime

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -75,8 +76,14 @@ class ModelWeights {
   // buffer type (null: the CPU) and copies the bytes. `label` starts every
   // message ("model file /path/ggml-base.en.bin"). Throws earshot::Error
   // (kInvalidModel, kIo, or kResourceExhausted when the buffer cannot be allocated).
+  //
+  // `product_weight` (optional) names the tensors the family's graphs use only as
+  // the weight of runtime::mul_mat / runtime::MatMul products: on the CPU, those of
+  // them that runtime::amx_can_hold go to a second buffer of ggml's AMX type where
+  // this CPU has one (runtime/amx.h), repacked for its kernels.
   static ModelWeights load(const ByteSource& source, std::span<const TensorPlacement> placements,
-                           ggml_backend_dev_t device, std::string_view label);
+                           ggml_backend_dev_t device, std::string_view label,
+                           const std::function<bool(std::string_view)>& product_weight = {});
 
   ModelWeights() = default;
   ModelWeights(ModelWeights&&) noexcept = default;
@@ -87,12 +94,19 @@ class ModelWeights {
   size_t size() const { return tensors_.size(); }
   // nullptr when no tensor has that name.
   ggml_tensor* find(std::string_view name) const;
+  // The buffer of every tensor not placed on AMX.
   ggml_backend_buffer_t buffer() const { return buffer_.get(); }
+  // Bytes of both buffers.
   uint64_t n_bytes() const;
+  // How many tensors live in the AMX buffer.
+  size_t n_amx() const { return n_amx_; }
 
  private:
   ggml_context_ptr ctx_;
   ggml_backend_buffer_ptr buffer_;
+  ggml_context_ptr amx_ctx_;
+  ggml_backend_buffer_ptr amx_buffer_;
+  size_t n_amx_ = 0;
   std::vector<ggml_tensor*> tensors_;
 };
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 
+#include "model/runtime/amx.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/graph_ops.h"
 
@@ -177,9 +178,10 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
 
     // Self-attention: projections over every row, attention per part.
     cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
-    ggml_tensor* q = ggml_scale(ctx, ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b), kq_scale);
-    ggml_tensor* k = ggml_scale(ctx, ggml_mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
-    ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+    ggml_tensor* q =
+        ggml_scale(ctx, ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b), kq_scale);
+    ggml_tensor* k = ggml_scale(ctx, runtime::mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
+    ggml_tensor* v = ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
     for (int p = 0; p < n_parts; ++p) {
       const DecoderGraphSpec& spec = *parts[p].spec;
       const runtime::KvCache& kv = *parts[p].state->self_kv;
@@ -196,12 +198,12 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
       ggml_tensor* kqv = ggml_mul_mat(ctx, kv.v_heads(ctx, il, n_kv, n_head, seq0, n_seq), kq);
       pieces[p] = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, int64_t(n_tokens) * n_seq);
     }
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, join_rows(ctx, pieces)), layer.attn_out_b);
+    cur = ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_out_w, join_rows(ctx, pieces)), layer.attn_out_b);
     ggml_tensor* inp_cross = ggml_add(ctx, cur, inp);
 
     // Cross-attention, each part over its own encoder output.
     cur = layer_norm(ctx, inp_cross, layer.cross_ln_w, layer.cross_ln_b);
-    q = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_q_w, cur), layer.cross_q_b);
+    q = ggml_add(ctx, runtime::mul_mat(ctx, layer.cross_q_w, cur), layer.cross_q_b);
     for (int p = 0; p < n_parts; ++p) {
       const DecoderGraphSpec& spec = *parts[p].spec;
       const StateTensors& state = *parts[p].state;
@@ -221,7 +223,7 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
       ggml_tensor* kqv = ggml_mul_mat(ctx, Vc, kq);
       pieces[p] = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, int64_t(n_tokens) * n_seq);
     }
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_out_w, join_rows(ctx, pieces)), layer.cross_out_b);
+    cur = ggml_add(ctx, runtime::mul_mat(ctx, layer.cross_out_w, join_rows(ctx, pieces)), layer.cross_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
 
     inp = residual_mlp(ctx, layer, inp_ff);

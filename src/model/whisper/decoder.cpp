@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/runtime/amx.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/graph_ops.h"
 
@@ -73,9 +74,10 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
 
     // Self-attention.
     cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
-    ggml_tensor* q = ggml_scale(ctx, ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b), kq_scale);
-    ggml_tensor* k = ggml_scale(ctx, ggml_mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
-    ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+    ggml_tensor* q =
+        ggml_scale(ctx, ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b), kq_scale);
+    ggml_tensor* k = ggml_scale(ctx, runtime::mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
+    ggml_tensor* v = ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
     {
       ggml_tensor* k_dst = kv.k_slot(ctx, il, spec.n_past, n_tokens, seq0, n_seq);
       ggml_tensor* v_dst = kv.v_slot(ctx, il, spec.n_past, n_tokens, seq0, n_seq);
@@ -90,12 +92,12 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     ggml_tensor* V = kv.v_heads(ctx, il, n_kv, n_head, seq0, n_seq);
     ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_tokens, n_head, n_seq]
     cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_rows);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
+    cur = ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_out_w, cur), layer.attn_out_b);
     ggml_tensor* inp_cross = ggml_add(ctx, cur, inp);
 
     // Cross-attention over the encoder output.
     cur = layer_norm(ctx, inp_cross, layer.cross_ln_w, layer.cross_ln_b);
-    q = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_q_w, cur), layer.cross_q_b);
+    q = ggml_add(ctx, runtime::mul_mat(ctx, layer.cross_q_w, cur), layer.cross_q_b);
     Q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, head_dim, n_head, n_tokens, n_seq), 0, 2, 1, 3);
     const size_t layer_cross_offset = static_cast<size_t>(il) * n_audio * n_state * es_cross;
     ggml_tensor* Kc = ggml_view_3d(ctx, state.cross_k, head_dim, n_audio, n_head, n_state * es_cross,
@@ -113,7 +115,7 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
                                    static_cast<size_t>(n_audio) * head_dim * es_cross, layer_cross_offset);
     kqv = ggml_mul_mat(ctx, Vc, kq);
     cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_rows);
-    cur = ggml_add(ctx, ggml_mul_mat(ctx, layer.cross_out_w, cur), layer.cross_out_b);
+    cur = ggml_add(ctx, runtime::mul_mat(ctx, layer.cross_out_w, cur), layer.cross_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
 
     inp = residual_mlp(ctx, layer, inp_ff);

@@ -421,8 +421,19 @@ class ModelLoader {
     for (size_t i = 0; i < specs.size(); ++i) {
       placements.push_back({{specs[i].name, specs[i].type, specs[i].n_dims, specs[i].ne}, offsets[i]});
     }
-    model.tensors_ =
-        runtime::ModelWeights::load(runtime::ByteSource::file(path), placements, device, "model file " + path.string());
+    // The blocks' projections are only ever the weight of runtime::mul_mat / MatMul
+    // products (encoder.cpp, decoder.cpp, batch_graph.cpp, graph_ops.h): AMX may hold them.
+    const auto product_weight = [](std::string_view name) {
+      if (!name.starts_with("encoder.blocks.") && !name.starts_with("decoder.blocks.")) return false;
+      for (const char* suffix :
+           {".query.weight", ".key.weight", ".value.weight", ".out.weight", ".mlp.0.weight", ".mlp.2.weight"}) {
+        if (name.ends_with(suffix)) return true;
+      }
+      return false;
+    };
+    model.tensors_ = runtime::ModelWeights::load(
+        runtime::ByteSource::file(path), placements, device, "model file " + path.string(),
+        options.amx ? std::function<bool(std::string_view)>(product_weight) : std::function<bool(std::string_view)>());
     model.weights_.encoder.resize(model.hparams_.n_audio_layer);
     model.weights_.decoder.resize(model.hparams_.n_text_layer);
     for (size_t i = 0; i < specs.size(); ++i) *weight_slot(model.weights_, specs[i]) = model.tensors_.tensor(i);

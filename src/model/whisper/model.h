@@ -66,12 +66,12 @@ struct DecoderLayer {
 };
 
 struct Weights {
-  ggml_tensor* enc_pos = nullptr;    // encoder.positional_embedding [n_audio_state, n_audio_ctx]
-  ggml_tensor* conv1_w = nullptr;    // encoder.conv1.weight [3, n_mels, n_audio_state]
-  ggml_tensor* conv1_b = nullptr;    // [1, n_audio_state]
-  ggml_tensor* conv2_w = nullptr;    // encoder.conv2.weight [3, n_audio_state, n_audio_state]
+  ggml_tensor* enc_pos = nullptr;  // encoder.positional_embedding [n_audio_state, n_audio_ctx]
+  ggml_tensor* conv1_w = nullptr;  // encoder.conv1.weight [3, n_mels, n_audio_state]
+  ggml_tensor* conv1_b = nullptr;  // [1, n_audio_state]
+  ggml_tensor* conv2_w = nullptr;  // encoder.conv2.weight [3, n_audio_state, n_audio_state]
   ggml_tensor* conv2_b = nullptr;
-  ggml_tensor* enc_ln_w = nullptr;   // encoder.ln_post
+  ggml_tensor* enc_ln_w = nullptr;  // encoder.ln_post
   ggml_tensor* enc_ln_b = nullptr;
   std::vector<EncoderLayer> encoder;
 
@@ -84,8 +84,8 @@ struct Weights {
 
 struct MelFilters {
   int n_mel = 0;
-  int n_fft = 0;              // 201 bins for Whisper
-  std::vector<float> data;    // [n_mel][n_fft], row-major
+  int n_fft = 0;            // 201 bins for Whisper
+  std::vector<float> data;  // [n_mel][n_fft], row-major
 };
 
 struct LoadOptions {
@@ -94,6 +94,10 @@ struct LoadOptions {
   // The ggml device to hold the weights on (runtime::resolve_device): empty or
   // "cpu" = CPU, "auto" = the first GPU else the CPU, or a device name (CUDA0).
   std::string backend;
+  // The blocks' quantised projections on ggml's AMX kernels where the CPU has them
+  // (runtime/amx.h; runtime::amx_wanted decides from --cpu-kernels). Not
+  // bit-identical to libwhisper: the same integer products, added in another order.
+  bool amx = false;
 };
 
 class Model {
