@@ -70,6 +70,10 @@ std::string language(const Core& core, const deepgram::ListenOptions& options) {
   return language;
 }
 
+std::map<std::string, std::string> stage_params(const deepgram::ListenOptions& options) {
+  return {{"diarize", options.diarize ? "true" : "false"}};
+}
+
 deepgram::StreamInfo stream_info(const Core& core) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   auto uuid = [](uint64_t hi, uint64_t lo) {
@@ -158,7 +162,7 @@ class DeepgramProtocol : public AudioStreamProtocol {
 
   Outgoing start() override {
     try {
-      session_ = core_.open_session(language_, false);
+      session_ = core_.open_session(language_, false, core_.config().stream, deepgram_support::stage_params(options_));
     } catch (const std::exception& e) {
       return refusal(e.what(), kClosePolicy);
     }

@@ -115,10 +115,7 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
     return openai_error(500, "transcription failed: " + batch.status.error, "server_error");
 
   const double duration = static_cast<double>(samples.size()) / kSampleRate;
-  std::vector<Word> words;
-  for (const events::Event& e : batch.events)
-    if (const auto* committed = std::get_if<events::WordsCommitted>(&e))
-      words.insert(words.end(), committed->words.begin(), committed->words.end());
+  const std::vector<Word> words = protocol::committed_words(batch.events);
   const std::vector<protocol::Segment> segments =
       protocol::segments(words, {.pause_seconds = config_.file.pause_segmentation_seconds});
   HttpResponse r;

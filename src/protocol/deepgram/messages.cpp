@@ -61,6 +61,10 @@ json metadata_fields(const StreamInfo& info, double duration, const std::string&
 
 }  // namespace
 
+void number_speakers_from_zero(std::vector<Word>& words) {
+  for (Word& w : words) w.speaker = w.speaker >= 1 ? w.speaker - 1 : -1;
+}
+
 json words_json(const std::vector<Word>& words, const ListenOptions& options) {
   json out = json::array();
   for (const Word& w : words) {
