@@ -216,7 +216,7 @@ void DiarizationStage::run_jobs(const std::shared_ptr<Shared>& shared) {
         out.push_back(events::EndOfStream{});
         s.end_held = false;
       }
-      post = s.post;
+      if (!s.closed) post = s.post;
     }
     // Still `scheduled`: the stage's destructor waits for this post to return.
     if (!out.empty() && post) post(std::move(out));
