@@ -6,16 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
+#include "common/text.h"
 
 namespace earshot::protocol {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 std::string clock_time(double seconds, char separator) {
   long long millis = std::llround(std::max(0.0, seconds) * 1000.0);

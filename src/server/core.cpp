@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/target.h"
 #include "protocol/wlk/protocol.h"
@@ -22,12 +23,6 @@ using protocol::parse_target;
 using protocol::Target;
 
 namespace {
-
-std::string trim(std::string s) {
-  size_t a = s.find_first_not_of(" \t");
-  size_t b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 // Constant-time comparison so the token cannot be guessed byte by byte from timing.
 bool equal_constant_time(const std::string& a, const std::string& b) {
@@ -184,11 +179,11 @@ bool Core::token_ok(const std::string& token) const {
 
 std::string Core::bearer_token(const std::string& authorization) {
   // Auth schemes are case-insensitive (RFC 9110 section 11.1).
-  std::string value = trim(authorization);
+  std::string value = trim(authorization, " \t");
   if (value.size() <= 7 || value[6] != ' ') return "";
   for (size_t i = 0; i < 6; ++i)
     if (std::tolower(static_cast<unsigned char>(value[i])) != "bearer"[i]) return "";
-  return trim(value.substr(7));
+  return trim(value.substr(7), " \t");
 }
 
 void Core::fail_all(const std::string& message) {
@@ -243,7 +238,7 @@ bool Core::origin_allowed(const std::string& origin, const std::string& host) co
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
   };
-  const std::string o = lower(origin), h = lower(trim(host));
+  const std::string o = lower(origin), h = lower(trim(host, " \t"));
   if (!h.empty() && (o == "http://" + h || o == "https://" + h)) return true;
   for (const std::string& allowed : config_.cors_origins)
     if (allowed == "*" || lower(allowed) == o) return true;

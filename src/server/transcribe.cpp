@@ -5,20 +5,11 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "protocol/transcript.h"
 #include "server/core.h"
 
 namespace earshot::server {
-
-namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-}  // namespace
 
 Core::UploadAudio Core::decode_upload(const std::string& bytes, audio::StreamDecoder& decoder) const {
   // In pieces, so an over-long file is refused after decoding just past the limit.
