@@ -98,5 +98,20 @@ TEST_F(AsrTranslation, NoTargetLanguageNoTranslation) {
   EXPECT_TRUE(wait_idle());
 }
 
+// Which streams the loaded translation serves: on serve only those whose protocol
+// has target_language (WhisperLiveKit's; empty = --target-language), never
+// Deepgram's or the file routes'; on transcribe every file.
+TEST_F(AsrTranslation, OnServeOnlyStreamsWhoseProtocolAsksAreTranslated) {
+  const tr::LoadedTranslation serve(tr::TranslationSetup{service_, "de", nullptr});
+  EXPECT_EQ(serve.open({"en", {}, true}), nullptr);
+  EXPECT_EQ(serve.open({"en", {}, false}), nullptr);
+  EXPECT_NE(serve.open({"en", {{"target_language", ""}}, true}), nullptr);
+  EXPECT_NE(serve.open({"en", {{"target_language", "de"}}, false}), nullptr);
+  const tr::LoadedTranslation no_default(tr::TranslationSetup{service_, "", nullptr});
+  EXPECT_EQ(no_default.open({"en", {{"target_language", ""}}, true}), nullptr);
+  const tr::LoadedTranslation transcribe(tr::TranslationSetup{service_, "de", nullptr}, stages::Command::kTranscribe);
+  EXPECT_NE(transcribe.open({"en", {{"target_language", "de"}}, false}), nullptr);
+}
+
 }  // namespace
 }  // namespace earshot::testing

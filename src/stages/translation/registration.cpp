@@ -9,13 +9,14 @@ std::string target_flag(Command command) { return command == Command::kServe ? "
 
 class Settings : public StageSettings {
  public:
-  explicit Settings(TranslationSettings settings) : settings_(std::move(settings)) {}
+  Settings(TranslationSettings settings, Command command) : settings_(std::move(settings)), command_(command) {}
   std::shared_ptr<const LoadedStage> load() const override {
-    return std::make_shared<LoadedTranslation>(load_translation(settings_));
+    return std::make_shared<LoadedTranslation>(load_translation(settings_), command_);
   }
 
  private:
   TranslationSettings settings_;
+  Command command_;
 };
 
 void declare(Args& args, Command command) { declare_translation_options(args, target_flag(command)); }
@@ -24,7 +25,7 @@ std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext&
   std::optional<TranslationSettings> s =
       parse_translation_options(args, target_flag(context.command), context.pause_seconds);
   if (!s) return nullptr;
-  return std::make_unique<Settings>(std::move(*s));
+  return std::make_unique<Settings>(std::move(*s), context.command);
 }
 
 }  // namespace
@@ -33,8 +34,8 @@ StageDefinition stage_definition() { return {"translation", declare, configure};
 
 std::unique_ptr<Stage> LoadedTranslation::open(const StreamRequest& request) const {
   const auto asked = request.params.find("target_language");
-  if (!request.live) {
-    // In order, every draft: a file has no real-time budget to keep.
+  if (command_ != Command::kServe) {
+    // A file of transcribe or bench: in order, every draft (no real-time budget to keep).
     TranslationOptions options = setup_.service->defaults();
     if (asked != request.params.end() && !asked->second.empty()) options.target_language = asked->second;
     return setup_.service->make_synchronous_stage(request.language, options);
@@ -42,6 +43,11 @@ std::unique_ptr<Stage> LoadedTranslation::open(const StreamRequest& request) con
   if (asked == request.params.end()) return nullptr;
   const std::string& target = asked->second.empty() ? setup_.default_target : asked->second;
   if (target.empty()) return nullptr;
+  if (!request.live) {
+    TranslationOptions options = setup_.service->defaults();
+    options.target_language = target;
+    return setup_.service->make_synchronous_stage(request.language, options);
+  }
   return setup_.service->make_stage(request.language, target);
 }
 
