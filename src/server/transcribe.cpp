@@ -74,7 +74,9 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   if (!file) return openai_error(400, "missing multipart field 'file' (the audio to transcribe)");
   static const char* kFormats[] = {"json", "verbose_json", "text", "srt", "vtt"};
   if (response_format == "diarized_json")
-    return openai_error(400, "response_format 'diarized_json' needs diarization, which this server does not run");
+    return openai_error(400,
+                        "response_format 'diarized_json' is not supported: use verbose_json, whose segments carry "
+                        "\"speaker\" when the server diarizes (--diarization-model)");
   if (std::find(std::begin(kFormats), std::end(kFormats), response_format) == std::end(kFormats))
     return openai_error(
         400, "unknown response_format '" + response_format + "': expected json, verbose_json, text, srt or vtt");
