@@ -35,13 +35,13 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
-#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
-#include "model/fastconformer/model.h"
 #include "session/silero_vad.h"
 #include "session/stream_session.h"
+#include "stages/registry.h"
+#include "stages/translation/registration.h"
 #include "vad/vad.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
@@ -93,13 +93,6 @@ double cpu_seconds_self() {
 
 // Linux lets a process reset its peak RSS (VmHWM) by writing 5 to clear_refs,
 // so each in-process system gets its own peak; otherwise the process peak so far.
-// Whether the transducer family reads this file (its flags, such as --lookahead-ms, apply).
-bool is_transducer_file(const fs::path& path) {
-  const engine::ModelFile f = engine::probe_model_file(path);
-  return f.kind == engine::ModelFileKind::kGgmlParakeet ||
-         (f.kind == engine::ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
-}
-
 bool reset_peak_rss() {
   std::ofstream f("/proc/self/clear_refs");
   f << "5";
@@ -547,7 +540,7 @@ int run_bench(const CommandArgs& argv) {
   declare_alignatt_options(args);
   declare_model_options(args);
   declare_batch_decode_option(args);
-  declare_translation_options(args, "translate-to");
+  stages::StageChain::declare(args, stages::Command::kBench);
   if (!args.parse_or_help(argv, {.required = {"dataset", "model"}})) return 0;
   if (args.get_flag("realtime") && args.get_flag("as-fast-as-possible"))
     throw Error(ErrorCode::kInvalidArgument, "--realtime and --as-fast-as-possible exclude each other");
@@ -679,7 +672,11 @@ int run_bench(const CommandArgs& argv) {
     throw Error(ErrorCode::kInvalidArgument, "dataset " + config.dataset + ": no readable audio file left");
 
   std::optional<TranslationBench> translation;
-  if (std::optional<TranslationSetup> setup = read_translation_options(args, "translate-to", 5.0)) {
+  // The stages bench measures: the translation (chrF and its calls against the references).
+  const stages::StageChain chain =
+      stages::StageChain::load(args, {.command = stages::Command::kBench, .pause_seconds = 5.0});
+  if (const auto* loaded = dynamic_cast<const stages::translation::LoadedTranslation*>(chain.find("translation"))) {
+    const stages::translation::TranslationSetup* setup = &loaded->setup();
     if (setup->default_target.empty())
       throw Error(ErrorCode::kInvalidArgument, "--translation-model needs --translate-to LANG in bench");
     if (capacity_mode) throw Error(ErrorCode::kInvalidArgument, "--translate-to is not measured with --capacity");
@@ -696,7 +693,7 @@ int run_bench(const CommandArgs& argv) {
       // Side by side (--model whisper.bin,nemotron.gguf --policy alignatt,native): each
       // model runs the listed policies it has, and --lookahead-ms goes to the
       // transducers of the list only. One model alone keeps both strict.
-      if (models.size() > 1 && !is_transducer_file(model_file)) spec.transducer.lookahead_ms = 0;
+      if (models.size() > 1 && engine::family_of(model_file) != "transducer") spec.transducer.lookahead_ms = 0;
       const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
       std::vector<std::string> own = policies;
       if (models.size() > 1) {

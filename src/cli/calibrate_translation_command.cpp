@@ -6,10 +6,10 @@
 #include <fstream>
 
 #include "cli/commands.h"
-#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "stages/translation/head_calibration.h"
+#include "stages/translation/options.h"
 
 namespace earshot::cli {
 
@@ -44,7 +44,7 @@ int run_calibrate_translation(const CommandArgs& argv) {
   options.target_language = args.get("target-lang");
   options.tolerance = static_cast<int>(tolerance);
   options.threads = static_cast<int>(args.get_int("threads"));
-  const std::shared_ptr<const llm::LlmModel> model = load_translation_model(args.get("model"), options.threads);
+  const std::shared_ptr<const llm::LlmModel> model = tr::load_translation_model(args.get("model"), options.threads);
   const tr::HeadCalibration result = tr::calibrate_heads(*model, pairs, options);
   for (const std::string& p : result.problems) std::fprintf(stderr, "earshot calibrate-translation: %s\n", p.c_str());
 

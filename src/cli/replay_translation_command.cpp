@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "cli/commands.h"
-#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "stages/translation/options.h"
 
 namespace earshot::cli {
 
@@ -17,11 +17,11 @@ int run_replay_translation(const CommandArgs& argv) {
   Args args("replay-translation", "earshot replay-translation RECORDING.jsonl --translation-model PATH [options]");
   args.option("source-language", "the recording's source language (a code; auto = from its words)", "auto")
       .option("output", "write the replayed translation events (JSONL) here", "");
-  declare_translation_options(args, "target-language");
+  tr::declare_translation_options(args, "target-language");
   if (!args.parse_or_help(argv, {.required = {"target-language"}, .positional = true})) return 0;
   if (args.positional().size() != 1) throw Error(ErrorCode::kInvalidArgument, "give one recording (see --help)");
   const std::vector<tr::RecordedEvent> input = tr::read_recording(args.positional()[0]);
-  std::optional<TranslationSetup> setup = read_translation_options(args, "target-language", 5.0);
+  std::optional<tr::TranslationSetup> setup = tr::read_translation_options(args, "target-language", 5.0);
   if (!setup) throw Error(ErrorCode::kInvalidArgument, "--translation-model is required");
   tr::CalibrationRegistry registry = tr::CalibrationRegistry::builtin();
   if (!args.get("translation-calibration").empty()) registry.load_file(args.get("translation-calibration"));

@@ -13,7 +13,6 @@
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/serve.h"
-#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
@@ -25,6 +24,7 @@
 #include "server/model_counters.h"
 #include "server/server.h"
 #include "session/silero_vad.h"
+#include "stages/registry.h"
 #include "vad/vad.h"
 
 namespace earshot::cli {
@@ -142,7 +142,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   declare_alignatt_options(args);
   declare_model_options(args);
   declare_batch_decode_option(args);
-  declare_translation_options(args, "target-language");
+  stages::StageChain::declare(args, stages::Command::kServe);
   args.option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
       .option("api-token", "require this token (else $EARSHOT_API_TOKEN; empty = no auth)", "")
@@ -238,13 +238,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (!(config.stream.max_step_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--max-step-seconds must be > 0");
   if (config.stream.max_pending_seconds > 0 && config.stream.max_pending_seconds < config.stream.max_step_seconds)
     throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be at least --max-step-seconds");
-  // Before any model load: a bad translation option fails fast.
-  std::optional<TranslationSetup> translation =
-      read_translation_options(args, "target-language", config.stream.pause_segmentation_seconds);
-  if (translation) {
-    config.translation_available = true;
-    config.default_target_language = translation->default_target;
-  }
+  // Before the ASR model loads: a bad stage option fails fast.
+  const auto chain = std::make_shared<const stages::StageChain>(stages::StageChain::load(
+      args, {.command = stages::Command::kServe, .pause_seconds = config.stream.pause_segmentation_seconds}));
+  config.stages = chain->names();
 
   policy::AlignAttConfig serve_settings;
   serve_settings.beams = static_cast<int>(args.get_int("beams"));
@@ -309,12 +306,9 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
       return server::BatchTotals{c.steps, c.graphs, c.max_batch};
     };
   if (!args.get_flag("no-vac")) hooks.make_vad = session::silero_vad_factory(vad::VadModel::load(vad_path));
-  if (translation) {
-    hooks.make_stages = [service = translation->service](const std::string& language, const std::string& target) {
-      std::vector<std::unique_ptr<stages::Stage>> chain;
-      if (!target.empty()) chain.push_back(service->make_stage(language, target));
-      return chain;
-    };
+  if (!chain->empty()) {
+    hooks.make_stages = [chain](const stages::StreamRequest& request) { return chain->open(request); };
+    hooks.stage_metrics = [chain] { return chain->metrics(); };
   }
 
   if (args.has("warmup-file")) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
@@ -13,27 +14,75 @@ namespace earshot::cli {
 
 namespace {
 
-// The translation stage's output for one emission.
-void translate(stages::Stage& stage, const events::Event& event, Emission& e, Transcript& t) {
-  stage.consume(event, [&](events::Event out) {
-    if (const auto* c = std::get_if<events::TranslationCommitted>(&out))
-      e.translation_committed += c->text;
-    else if (const auto* d = std::get_if<events::TranslationDraftChanged>(&out))
-      e.translation_draft = d->text;
-    else if (const auto* f = std::get_if<events::SegmentTranslated>(&out))
-      t.translations.push_back({f->start, f->end, f->source, f->translation});
-  });
+// What the stages said about one emission: the translation's text and finals,
+// the speakers of committed words.
+void collect(const events::Event& out, Emission& e, Transcript& t) {
+  if (const auto* c = std::get_if<events::TranslationCommitted>(&out)) {
+    e.translation_committed += c->text;
+  } else if (const auto* d = std::get_if<events::TranslationDraftChanged>(&out)) {
+    e.translation_draft = d->text;
+  } else if (const auto* f = std::get_if<events::SegmentTranslated>(&out)) {
+    t.translations.push_back({f->start, f->end, f->source, f->translation});
+  } else if (const auto* s = std::get_if<events::SpeakersAssigned>(&out)) {
+    for (size_t i = 0; i < s->speakers.size(); ++i)
+      if (s->first_word + i < t.words.size()) t.words[s->first_word + i].speaker = s->speakers[i];
+  } else if (const auto* p = std::get_if<events::ProvisionalChanged>(&out)) {
+    e.provisional = p->words;  // with the speakers a stage gave them
+  }
+}
+
+// Runs `event` through the stages in order.
+std::vector<events::Event> run_chain(const std::vector<stages::Stage*>& stages, events::Event event) {
+  std::vector<events::Event> current{std::move(event)};
+  for (stages::Stage* stage : stages) {
+    std::vector<events::Event> next;
+    for (const events::Event& e : current)
+      stage->consume(e, [&next](events::Event out) { next.push_back(std::move(out)); });
+    current = std::move(next);
+  }
+  return current;
 }
 
 }  // namespace
 
 Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
                       const std::function<void(const Emission&)>& on_emission, stages::Stage* translation) {
+  std::vector<stages::Stage*> stages;
+  if (translation) stages.push_back(translation);
+  return transcribe(processor, pcm, options, on_emission, stages, translation != nullptr);
+}
+
+Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
+                      const std::function<void(const Emission&)>& on_emission,
+                      const std::vector<stages::Stage*>& stages, bool translating) {
   if (!(options.chunk_seconds > 0)) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--chunk must be > 0 seconds, got " + std::to_string(options.chunk_seconds));
   }
   Transcript t;
+  // Synchronous stages answer in consume(); anything posted joins the next emission.
+  std::mutex posted_mutex;
+  std::vector<events::Event> posted;
+  for (size_t i = 0; i < stages.size(); ++i)
+    stages[i]->attach([&, i](std::vector<events::Event> events) {
+      const std::vector<stages::Stage*> rest(stages.begin() + static_cast<std::ptrdiff_t>(i) + 1, stages.end());
+      std::vector<events::Event> out;
+      for (events::Event& e : events) {
+        std::vector<events::Event> staged = run_chain(rest, std::move(e));
+        out.insert(out.end(), staged.begin(), staged.end());
+      }
+      std::lock_guard lock(posted_mutex);
+      posted.insert(posted.end(), out.begin(), out.end());
+    });
+  auto run = [&](events::Event event, Emission& e) {
+    for (const events::Event& out : run_chain(stages, std::move(event))) collect(out, e, t);
+    std::vector<events::Event> late;
+    {
+      std::lock_guard lock(posted_mutex);
+      late.swap(posted);
+    }
+    for (const events::Event& out : late) collect(out, e, t);
+  };
   const auto chunk = std::max<size_t>(1, static_cast<size_t>(options.chunk_seconds * kSampleRate));
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -44,13 +93,13 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
     e.committed = std::move(committed);
     e.provisional = processor.provisional();
     t.words.insert(t.words.end(), e.committed.begin(), e.committed.end());
-    if (translation) {
-      e.translating = true;
+    e.translating = translating;
+    if (!stages.empty()) {
       std::vector<Word> filled = e.committed;
       for (Word& w : filled)
         if (w.language.empty()) w.language = processor.language();
-      if (!filled.empty()) translate(*translation, events::WordsCommitted{std::move(filled)}, e, t);
-      translate(*translation, events::ProvisionalChanged{e.provisional}, e, t);
+      if (!filled.empty()) run(events::WordsCommitted{std::move(filled)}, e);
+      run(events::ProvisionalChanged{e.provisional}, e);
     }
     if (on_emission) on_emission(e);
     t.emissions.push_back(std::move(e));
@@ -62,17 +111,20 @@ Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm,
       // Audio arrives no faster than it is spoken.
       std::this_thread::sleep_until(start + std::chrono::duration<double>(audio_time));
     }
-    processor.insert_audio(std::span<const float>(pcm.data() + at, n), audio_time);
+    const std::span<const float> samples(pcm.data() + at, n);
+    for (stages::Stage* stage : stages) stage->audio(samples, static_cast<double>(at) / kSampleRate);
+    processor.insert_audio(samples, audio_time);
     emit(processor.process().committed, audio_time);
   }
   emit(processor.finish().committed, static_cast<double>(pcm.size()) / kSampleRate);
   t.language = processor.language();
-  if (translation) {
-    // The end of the stream closes the last segment: its final is the last emission's.
-    t.translated = true;
-    Emission& last = t.emissions.back();
-    translate(*translation, events::EndOfStream{}, last, t);
+  if (!stages.empty()) {
+    // The end of the stream closes the last segment (its final is the last
+    // emission's) and names the last words' speakers.
+    t.translated = translating;
+    run(events::EndOfStream{}, t.emissions.back());
   }
+  for (stages::Stage* stage : stages) stage->attach({});
   return t;
 }
 
@@ -140,7 +192,7 @@ std::string format_transcript(const Transcript& t, const std::string& format, co
     if (format == "srt") return protocol::format_srt(translated_cues(t));
     if (format == "vtt") return protocol::format_vtt(translated_cues(t));
   }
-  if (format == "txt") return protocol::transcript_text(t.words) + "\n";
+  if (format == "txt") return protocol::transcript_turns(t.words) + "\n";
   if (format == "json") return protocol::transcript_json(t.words, t.language, file_name);
   // The CLI has no session (no pauses from a VAD): the rule's word-gap threshold
   // is the session's default pause length.

@@ -46,8 +46,14 @@ struct Transcript {
 
 // Feeds `pcm` (16 kHz mono) in chunks, processing after each, then finishes.
 // on_emission sees every emission as it happens (live display, events file).
-// With a (synchronous) translation stage, every emission's words go through it
-// and the transcript carries its finals.
+// With (synchronous) stages, every chunk's audio and every emission's events go
+// through them in order: the transcript carries the translation's finals
+// (`translating`: its emissions carry the translation fields) and the speakers
+// SpeakersAssigned names.
+Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
+                      const std::function<void(const Emission&)>& on_emission,
+                      const std::vector<stages::Stage*>& stages, bool translating);
+// One translation stage, or none.
 Transcript transcribe(OnlineProcessor& processor, const std::vector<float>& pcm, const TranscribeOptions& options,
                       const std::function<void(const Emission&)>& on_emission = {},
                       stages::Stage* translation = nullptr);

@@ -11,10 +11,10 @@
 #include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
-#include "cli/translation_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "stages/registry.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
 #endif
@@ -79,7 +79,7 @@ int run_transcribe(const CommandArgs& argv) {
       .option("output", "write the transcript here instead of stdout", "");
   declare_alignatt_options(args);
   declare_model_options(args);
-  declare_translation_options(args, "translate-to");
+  stages::StageChain::declare(args, stages::Command::kTranscribe);
   if (!args.parse_or_help(argv, {.required = {"model"}, .positional = true})) return 0;
   if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
   TranscribeOptions options;
@@ -106,7 +106,10 @@ int run_transcribe(const CommandArgs& argv) {
   const std::string format = args.get("format");
   format_transcript({}, format, "");  // reject a bad --format before any work
   // The CLI has no VAD pauses: segments close at punctuation and the maxima.
-  const std::optional<TranslationSetup> translation = read_translation_options(args, "translate-to", 5.0);
+  const stages::StageChain chain =
+      stages::StageChain::load(args, {.command = stages::Command::kTranscribe, .pause_seconds = 5.0});
+  // The translation's text and finals are part of every format when it runs.
+  const bool translating = chain.find("translation") != nullptr;
 
   spec.path = model_path(args.get("model"));
   const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
@@ -131,16 +134,17 @@ int run_transcribe(const CommandArgs& argv) {
     };
     auto processor = engine->open_stream(request);
     LiveLine live(on_terminal);
-    std::unique_ptr<stages::Stage> stage;
-    if (translation)  // in order, every draft: a file has no real-time budget to keep
-      stage = translation->service->make_synchronous_stage(request.language, translation->service->defaults());
+    // A file: the stages work in order, every draft (no real-time budget to keep).
+    const std::vector<std::unique_ptr<stages::Stage>> owned = chain.open({request.language, {}, false});
+    std::vector<stages::Stage*> stages;
+    for (const auto& stage : owned) stages.push_back(stage.get());
     const Transcript t = transcribe(
         *processor, pcm, options,
         [&](const Emission& e) {
           live.update(e, total);
           if (events.is_open()) events << emission_json(e) << "\n";
         },
-        stage.get());
+        stages, translating);
     live.done();
     output += format_transcript(t, format, file);
   }

@@ -87,6 +87,16 @@ std::vector<std::string> family_names() {
   return names;
 }
 
+std::string family_of(const std::filesystem::path& path) {
+  const ModelFile file = probe_model_file(path);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  add_builtins_locked(r);
+  for (const Family& f : r.families)
+    if (f.accepts(file)) return f.name;
+  return "";
+}
+
 std::shared_ptr<const Engine> load(const ModelSpec& spec) {
   // The runtime options every family shares, checked once, before any file is read.
   if (spec.runtime.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");

@@ -30,6 +30,9 @@ struct Family {
 // Adds a family; a later registration with the same name replaces the earlier.
 void register_family(Family family);
 std::vector<std::string> family_names();
+// The name of the first family that reads the file at `path` ("" when none does);
+// reads only what probe_model_file reads (a header), never the weights.
+std::string family_of(const std::filesystem::path& path);
 
 // Loads spec.path with the first family that accepts it. Throws
 // earshot::Error(kInvalidArgument) for spec.runtime.threads < 1 (before reading

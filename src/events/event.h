@@ -15,9 +15,13 @@
 namespace earshot::events {
 
 // Newly committed words, in order; never retracted or repeated. A session fills
-// each word's language from the processor when the word has none.
+// each word's language from the processor when the word has none. The stream's
+// committed words are numbered from 0 in this order (SpeakersAssigned names them so).
 struct WordsCommitted {
   std::vector<Word> words;
+  // A stage (diarization) will name these words' speakers in a later
+  // SpeakersAssigned, always before EndOfStream; until then their speaker is -1.
+  bool speakers_pending = false;
 };
 
 // The whole uncommitted tail now (replaces the previous one; may be empty).
@@ -85,8 +89,19 @@ struct SegmentTranslated {
   std::string translation;
 };
 
-using Event =
-    std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected, StreamError,
-                 Finalized, EndOfStream, TranslationCommitted, TranslationDraftChanged, SegmentTranslated>;
+// Diarization (stages/diarization): the speakers of committed words that came
+// with speakers_pending, final (never revised). speakers[i] is the speaker of
+// committed word first_word + i (1-based, as Word::speaker; -1 = unknown: no
+// speech activity near the word). Assignments come in word order, each word once.
+// Provisional words need no event: a ProvisionalChanged's words carry their
+// current (revisable) speaker.
+struct SpeakersAssigned {
+  uint64_t first_word = 0;
+  std::vector<int> speakers;
+};
+
+using Event = std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected,
+                           StreamError, Finalized, EndOfStream, TranslationCommitted, TranslationDraftChanged,
+                           SegmentTranslated, SpeakersAssigned>;
 
 }  // namespace earshot::events

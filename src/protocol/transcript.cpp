@@ -6,16 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
+#include "common/text.h"
 
 namespace earshot::protocol {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 std::string clock_time(double seconds, char separator) {
   long long millis = std::llround(std::max(0.0, seconds) * 1000.0);
@@ -54,7 +49,7 @@ std::vector<Segment> segments(const std::vector<Word>& words, const SegmentRule&
       if (new_speaker || paused || too_long) open = false;
     }
     if (!open) {
-      out.push_back(Segment{w.start, w.end, ""});
+      out.push_back(Segment{w.start, w.end, "", w.speaker > 0 ? w.speaker : -1});
       speaker = w.speaker > 0 ? w.speaker : 1;
       open = true;
     }
@@ -67,25 +62,62 @@ std::vector<Segment> segments(const std::vector<Word>& words, const SegmentRule&
   return out;
 }
 
+std::vector<Word> committed_words(const std::vector<events::Event>& log) {
+  std::vector<Word> words;
+  for (const events::Event& e : log) {
+    if (const auto* committed = std::get_if<events::WordsCommitted>(&e)) {
+      words.insert(words.end(), committed->words.begin(), committed->words.end());
+    } else if (const auto* assigned = std::get_if<events::SpeakersAssigned>(&e)) {
+      for (size_t i = 0; i < assigned->speakers.size(); ++i)
+        if (assigned->first_word + i < words.size()) words[assigned->first_word + i].speaker = assigned->speakers[i];
+    }
+  }
+  return words;
+}
+
 std::string transcript_text(const std::vector<Word>& words) {
   std::string text;
   for (const Word& w : words) text += w.text;
   return trim(text);
 }
 
+std::string transcript_turns(const std::vector<Word>& words) {
+  if (std::none_of(words.begin(), words.end(), [](const Word& w) { return w.speaker > 0; }))
+    return transcript_text(words);
+  std::string text;
+  int speaker = 0;
+  std::string turn;
+  for (const Word& w : words) {
+    if (w.speaker > 0 && w.speaker != speaker) {
+      if (!trim(turn).empty()) text += (text.empty() ? "" : "\n") + trim(turn);
+      turn = "[S" + std::to_string(w.speaker) + "] ";
+      speaker = w.speaker;
+      const size_t first = w.text.find_first_not_of(" \t");
+      turn += first == std::string::npos ? "" : w.text.substr(first);
+      continue;
+    }
+    turn += w.text;
+  }
+  if (!trim(turn).empty()) text += (text.empty() ? "" : "\n") + trim(turn);
+  return text;
+}
+
 std::string format_srt(const std::vector<Segment>& segments) {
   std::string out;
   for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string voice = segments[i].speaker > 0 ? "[S" + std::to_string(segments[i].speaker) + "] " : "";
     out += std::to_string(i + 1) + "\n" + clock_time(segments[i].start, ',') + " --> " +
-           clock_time(segments[i].end, ',') + "\n" + trim(segments[i].text) + "\n\n";
+           clock_time(segments[i].end, ',') + "\n" + voice + trim(segments[i].text) + "\n\n";
   }
   return out;
 }
 
 std::string format_vtt(const std::vector<Segment>& segments) {
   std::string out = "WEBVTT\n\n";
-  for (const Segment& s : segments)
-    out += clock_time(s.start, '.') + " --> " + clock_time(s.end, '.') + "\n" + trim(s.text) + "\n\n";
+  for (const Segment& s : segments) {
+    const std::string voice = s.speaker > 0 ? "<v Speaker " + std::to_string(s.speaker) + ">" : "";
+    out += clock_time(s.start, '.') + " --> " + clock_time(s.end, '.') + "\n" + voice + trim(s.text) + "\n\n";
+  }
   return out;
 }
 
@@ -94,7 +126,9 @@ std::string words_json(const std::vector<Word>& words) {
   for (size_t i = 0; i < words.size(); ++i) {
     if (i) out += ",";
     out += "{\"text\":" + json_quote(words[i].text) + ",\"start\":" + number(words[i].start) +
-           ",\"end\":" + number(words[i].end) + "}";
+           ",\"end\":" + number(words[i].end);
+    if (words[i].speaker > 0) out += ",\"speaker\":" + std::to_string(words[i].speaker);
+    out += "}";
   }
   return out + "]";
 }
@@ -112,11 +146,13 @@ std::string openai_json(const std::vector<Word>& words, const std::vector<Segmen
     nlohmann::json word_list = nlohmann::json::array(), segment_list = nlohmann::json::array();
     for (const Word& w : words)
       word_list.push_back({{"word", trim(w.text)}, {"start", round_ms(w.start)}, {"end", round_ms(w.end)}});
-    for (size_t i = 0; i < segments.size(); ++i)
+    for (size_t i = 0; i < segments.size(); ++i) {
       segment_list.push_back({{"id", i},
                               {"start", round_ms(segments[i].start)},
                               {"end", round_ms(segments[i].end)},
                               {"text", segments[i].text}});
+      if (segments[i].speaker > 0) segment_list.back()["speaker"] = segments[i].speaker;
+    }
     j["task"] = "transcribe";
     j["language"] = language;
     j["duration"] = round_ms(duration_seconds);

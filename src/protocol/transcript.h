@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "events/event.h"
 #include "policy/online_processor.h"
 
 namespace earshot::protocol {
@@ -13,6 +14,7 @@ namespace earshot::protocol {
 struct Segment {
   double start = 0, end = 0;
   std::string text;  // the words' text as committed (leading spaces kept)
+  int speaker = -1;  // its words' speaker (1-based, Word::speaker), -1 = none known
 };
 
 // Where segments end. One rule for subtitles and the OpenAI endpoint's segments
@@ -29,21 +31,34 @@ struct SegmentRule {
 };
 std::vector<Segment> segments(const std::vector<Word>& words, const SegmentRule& rule = {});
 
+// The stream's committed words from its events, in order, each with the speaker
+// a later SpeakersAssigned gave it (the file routes and the CLI read whole logs).
+std::vector<Word> committed_words(const std::vector<events::Event>& log);
+
 // The words' text joined, without the outer whitespace.
 std::string transcript_text(const std::vector<Word>& words);
+// The CLI's txt: transcript_text, or with speakers (a diarized transcript: some
+// word's speaker known) one line per speaker turn, "[S1] Hello.\n[S2] Hi.", a
+// word without a speaker staying in the turn before it.
+std::string transcript_turns(const std::vector<Word>& words);
 
-// "1\n00:00:00,500 --> 00:00:01,250\nHello.\n\n" per segment (text trimmed).
+// "1\n00:00:00,500 --> 00:00:01,250\nHello.\n\n" per segment (text trimmed);
+// "[S1] Hello." for a segment with a speaker.
 std::string format_srt(const std::vector<Segment>& segments);
-// "WEBVTT\n\n" then "00:00:00.500 --> 00:00:01.250\nHello.\n\n" per segment.
+// "WEBVTT\n\n" then "00:00:00.500 --> 00:00:01.250\nHello.\n\n" per segment;
+// a segment with a speaker is a voice span, "<v Speaker 1>Hello.".
 std::string format_vtt(const std::vector<Segment>& segments);
 
-// [{"text":" Hello","start":0.500,"end":1.000},...] (times with 3 decimals).
+// [{"text":" Hello","start":0.500,"end":1.000},...] (times with 3 decimals), and
+// "speaker":N on a word whose speaker is known.
 std::string words_json(const std::vector<Word>& words);
 // The CLI's --format json: {"file":...,"language":...,"text":...,"words":[...]}.
 std::string transcript_json(const std::vector<Word>& words, const std::string& language, const std::string& file_name);
 
 // OpenAI's response_format json ({"text","usage"}) or, verbose, verbose_json
-// (task, language, duration, words without their leading space, segments).
+// (task, language, duration, words without their leading space, segments). A
+// segment whose speaker is known also has "speaker": N (an addition: OpenAI's
+// verbose_json has no speaker field; segments already end at speaker changes).
 std::string openai_json(const std::vector<Word>& words, const std::vector<Segment>& segments, double duration_seconds,
                         const std::string& language, bool verbose);
 

@@ -14,6 +14,7 @@
 #include "policy/online_processor.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
+#include "stages/registry.h"
 #include "stages/stage.h"
 
 namespace earshot::server {
@@ -23,8 +24,9 @@ struct ServerConfig {
   uint16_t port = 8000;  // 0 = any free port (tests)
   bool pcm_input = false;
   std::string default_language = "auto";
-  bool translation_available = false;
-  std::string default_target_language;    // --target-language: "" = no translation unless the client asks
+  // The stages the server runs (stages::StageChain::names()): /health says `"<name>": true`
+  // for each (the page shows its target-language box when "translation" is there).
+  std::vector<std::string> stages;
   std::string api_token;                  // "" = no authentication
   std::vector<std::string> cors_origins;  // "*" allows any origin
   std::string ssl_certfile, ssl_keyfile;  // both set = TLS (https/wss)
@@ -83,12 +85,12 @@ struct ServerHooks {
   std::function<std::string(const std::string& language)> check_language;
   std::function<ModelTimes()> model_times;    // optional
   std::function<BatchTotals()> batch_totals;  // optional: the engine batches steps across streams
-  // The stages of a stream's chain for a source `language` and a translation
-  // `target_language` ("" = none); optional (no stages). Throws
-  // Error(kInvalidArgument) for a target it cannot serve.
-  std::function<std::vector<std::unique_ptr<stages::Stage>>(const std::string& language,
-                                                            const std::string& target_language)>
-      make_stages;
+  // The stages of a stream's chain for what the stream asked (its language and
+  // its protocol's stage parameters: target_language, diarize); optional (no
+  // stages). Throws Error(kInvalidArgument) for a request it cannot serve.
+  std::function<std::vector<std::unique_ptr<stages::Stage>>(const stages::StreamRequest& request)> make_stages;
+  // The stages' figures for /metrics (stages::StageChain::metrics); optional.
+  std::function<std::vector<stages::Metric>()> stage_metrics;
   // The clock the once-a-second lag sampler reads (the lag histogram of /metrics);
   // optional: steady_clock's when unset (tests step their own).
   std::function<std::chrono::steady_clock::time_point()> now;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/target.h"
 #include "protocol/wlk/protocol.h"
@@ -22,12 +23,6 @@ using protocol::parse_target;
 using protocol::Target;
 
 namespace {
-
-std::string trim(std::string s) {
-  size_t a = s.find_first_not_of(" \t");
-  size_t b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 // Constant-time comparison so the token cannot be guessed byte by byte from timing.
 bool equal_constant_time(const std::string& a, const std::string& b) {
@@ -134,12 +129,12 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
 
 std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
                                                            const session::StreamOptions& options) {
-  return open_session(language, file, options, "");
+  return open_session(language, file, options, {});
 }
 
 std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
                                                            const session::StreamOptions& options,
-                                                           const std::string& target_language) {
+                                                           std::map<std::string, std::string> stage_params) {
   if (hooks_.check_language && language != "auto") {
     std::string problem = hooks_.check_language(language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
@@ -148,7 +143,7 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
   std::unique_ptr<session::VoiceActivityDetector> vad;
   if (hooks_.make_vad) vad = hooks_.make_vad();
   std::vector<std::unique_ptr<stages::Stage>> chain;
-  if (hooks_.make_stages) chain = hooks_.make_stages(language, target_language);
+  if (hooks_.make_stages) chain = hooks_.make_stages({language, std::move(stage_params), !file});
   auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options,
                                                           session::StreamSession::Clock{}, std::move(chain));
   std::lock_guard lock(mutex_);
@@ -184,11 +179,11 @@ bool Core::token_ok(const std::string& token) const {
 
 std::string Core::bearer_token(const std::string& authorization) {
   // Auth schemes are case-insensitive (RFC 9110 section 11.1).
-  std::string value = trim(authorization);
+  std::string value = trim(authorization, " \t");
   if (value.size() <= 7 || value[6] != ' ') return "";
   for (size_t i = 0; i < 6; ++i)
     if (std::tolower(static_cast<unsigned char>(value[i])) != "bearer"[i]) return "";
-  return trim(value.substr(7));
+  return trim(value.substr(7), " \t");
 }
 
 void Core::fail_all(const std::string& message) {
@@ -243,7 +238,7 @@ bool Core::origin_allowed(const std::string& origin, const std::string& host) co
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
   };
-  const std::string o = lower(origin), h = lower(trim(host));
+  const std::string o = lower(origin), h = lower(trim(host, " \t"));
   if (!h.empty() && (o == "http://" + h || o == "https://" + h)) return true;
   for (const std::string& allowed : config_.cors_origins)
     if (allowed == "*" || lower(allowed) == o) return true;
@@ -329,8 +324,9 @@ HttpResponse Core::route(const HttpRequest& request) {
     // drains (the body's fields are otherwise as before).
     nlohmann::json body = {{"status", "ok"}, {"backend", config_.backend}, {"ready", !draining_}};
     if (draining_) body["draining"] = true;
-    // The page shows its target-language box when this says so; absent otherwise.
-    if (config_.translation_available) body["translation"] = true;
+    // Each stage the server runs, by name: the page shows its target-language box
+    // when "translation" is there; absent otherwise.
+    for (const std::string& stage : config_.stages) body[stage] = true;
     return json_response(200, body);
   }
   if (path == "/ready") {
@@ -418,6 +414,9 @@ std::string Core::metrics_text() const {
            b.graphs);
     metric("earshot_batch_size_max", "gauge", "The largest batch so far (0: not counted by this family).", b.max_batch);
   }
+  if (hooks_.stage_metrics)
+    for (const stages::Metric& m : hooks_.stage_metrics())
+      metric(m.name.c_str(), m.type.c_str(), m.help.c_str(), m.value);
   metric("earshot_lag_seconds_max", "gauge", "Largest remaining_time_transcription among live sessions.", max_lag);
   metric("earshot_lag_seconds_mean", "gauge", "Mean remaining_time_transcription of live sessions.",
          streams ? sum_lag / static_cast<double>(streams) : 0.0);

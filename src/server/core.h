@@ -118,10 +118,11 @@ class Core {
   // The same with options of the caller's (a protocol that needs word times or short pauses).
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
                                                        const session::StreamOptions& options);
-  // A stream translated into `target_language` ("" = none) by the stages hook.
+  // A stream whose protocol passes the stages its parameters (stages::StreamRequest:
+  // target_language, diarize...), which the stages hook reads.
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
                                                        const session::StreamOptions& options,
-                                                       const std::string& target_language);
+                                                       std::map<std::string, std::string> stage_params);
   // Folds a finished session's counters into the totals and forgets it.
   void close_session(const std::shared_ptr<session::StreamSession>& session);
 

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "protocol/deepgram/projection.h"
 #include "server/audio_stream_protocol.h"
 #include "server/core.h"
@@ -19,19 +20,13 @@ namespace deepgram_support {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t");
-  size_t b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
 std::string after_scheme(const std::string& header, const char* scheme) {
-  const std::string value = trim(header);
+  const std::string value = trim(header, " \t");
   const size_t n = std::char_traits<char>::length(scheme);
   if (value.size() <= n + 1 || value[n] != ' ') return "";
   for (size_t i = 0; i < n; ++i)
     if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return "";
-  return trim(value.substr(n + 1));
+  return trim(value.substr(n + 1), " \t");
 }
 
 }  // namespace
@@ -41,7 +36,7 @@ std::string token(const std::map<std::string, std::string>& query, const std::st
   if (auto it = query.find("token"); it != query.end()) return it->second;
   if (std::string t = after_scheme(authorization, "token"); !t.empty()) return t;
   if (std::string t = after_scheme(authorization, "bearer"); !t.empty()) return t;
-  if (websocket_protocols.rfind("token,", 0) == 0) return trim(websocket_protocols.substr(6));
+  if (websocket_protocols.rfind("token,", 0) == 0) return trim(websocket_protocols.substr(6), " \t");
   return "";
 }
 
@@ -68,6 +63,10 @@ std::string language(const Core& core, const deepgram::ListenOptions& options) {
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, "invalid option 'language': " + problem);
   }
   return language;
+}
+
+std::map<std::string, std::string> stage_params(const deepgram::ListenOptions& options) {
+  return {{"diarize", options.diarize ? "true" : "false"}};
 }
 
 deepgram::StreamInfo stream_info(const Core& core) {
@@ -158,7 +157,7 @@ class DeepgramProtocol : public AudioStreamProtocol {
 
   Outgoing start() override {
     try {
-      session_ = core_.open_session(language_, false);
+      session_ = core_.open_session(language_, false, core_.config().stream, deepgram_support::stage_params(options_));
     } catch (const std::exception& e) {
       return refusal(e.what(), kClosePolicy);
     }

@@ -29,6 +29,9 @@ std::unique_ptr<audio::StreamDecoder> make_decoder(const Core& core, const deepg
 // The language to open the session in ("auto" or a code), checked against the model;
 // throws Error(kInvalidArgument) naming the option.
 std::string language(const Core& core, const deepgram::ListenOptions& options);
+// What a Deepgram request asks of the stages: diarize (always passed, "false" when
+// not asked: Deepgram's words carry speakers only when the client says so).
+std::map<std::string, std::string> stage_params(const deepgram::ListenOptions& options);
 // A fresh request id, the creation time and the model, for every message of one request.
 deepgram::StreamInfo stream_info(const Core& core);
 

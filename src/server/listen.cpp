@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/target.h"
+#include "protocol/transcript.h"
 #include "server/core.h"
 #include "server/deepgram_adapter.h"
 
@@ -59,7 +60,7 @@ HttpResponse Core::listen(const HttpRequest& request) {
 
   std::shared_ptr<session::StreamSession> session;
   try {
-    session = open_session(language, true);
+    session = open_session(language, true, config_.file, deepgram_support::stage_params(options));
   } catch (const Error& e) {
     return deepgram_error(e.code() == ErrorCode::kInvalidArgument ? 400 : 500, "Bad Request", e.what(),
                           info.request_id);
@@ -73,10 +74,8 @@ HttpResponse Core::listen(const HttpRequest& request) {
   const session::EventBatch& batch = result.batch;
   if (!batch.status.error.empty())
     return deepgram_error(500, "Internal Server Error", "transcription failed: " + batch.status.error, info.request_id);
-  std::vector<Word> words;
-  for (const events::Event& e : batch.events)
-    if (const auto* committed = std::get_if<events::WordsCommitted>(&e))
-      words.insert(words.end(), committed->words.begin(), committed->words.end());
+  std::vector<Word> words = protocol::committed_words(batch.events);
+  deepgram::number_speakers_from_zero(words);
   std::string detected;
   if (language == "auto")
     for (const Word& w : words)

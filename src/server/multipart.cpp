@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "common/error.h"
+#include "common/text.h"
 
 namespace earshot::server {
 
@@ -14,12 +15,6 @@ namespace {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
 // Value of `key` in a header like `form-data; name="file"; filename="a.wav"`.

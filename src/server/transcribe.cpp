@@ -5,20 +5,11 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "protocol/transcript.h"
 #include "server/core.h"
 
 namespace earshot::server {
-
-namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-}  // namespace
 
 Core::UploadAudio Core::decode_upload(const std::string& bytes, audio::StreamDecoder& decoder) const {
   // In pieces, so an over-long file is refused after decoding just past the limit.
@@ -83,7 +74,9 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   if (!file) return openai_error(400, "missing multipart field 'file' (the audio to transcribe)");
   static const char* kFormats[] = {"json", "verbose_json", "text", "srt", "vtt"};
   if (response_format == "diarized_json")
-    return openai_error(400, "response_format 'diarized_json' needs diarization, which this server does not run");
+    return openai_error(400,
+                        "response_format 'diarized_json' is not supported: use verbose_json, whose segments carry "
+                        "\"speaker\" when the server diarizes (--diarization-model)");
   if (std::find(std::begin(kFormats), std::end(kFormats), response_format) == std::end(kFormats))
     return openai_error(
         400, "unknown response_format '" + response_format + "': expected json, verbose_json, text, srt or vtt");
@@ -115,10 +108,7 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
     return openai_error(500, "transcription failed: " + batch.status.error, "server_error");
 
   const double duration = static_cast<double>(samples.size()) / kSampleRate;
-  std::vector<Word> words;
-  for (const events::Event& e : batch.events)
-    if (const auto* committed = std::get_if<events::WordsCommitted>(&e))
-      words.insert(words.end(), committed->words.begin(), committed->words.end());
+  const std::vector<Word> words = protocol::committed_words(batch.events);
   const std::vector<protocol::Segment> segments =
       protocol::segments(words, {.pause_seconds = config_.file.pause_segmentation_seconds});
   HttpResponse r;

@@ -1,7 +1,6 @@
 #include "server/wlk_adapter.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "common/error.h"
 #include "protocol/wlk/projection.h"
@@ -45,12 +44,6 @@ class WlkProtocol : public AudioStreamProtocol {
     } catch (const Error& e) {
       return refusal(e.what(), kCloseBadRequest);
     }
-    if (params_.target_language.empty()) params_.target_language = core_.config().default_target_language;
-    if (!params_.target_language.empty() && !core_.config().translation_available) {
-      std::fprintf(stderr, "earshot serve: target_language=%s ignored: no translation configured\n",
-                   params_.target_language.c_str());
-      params_.target_language.clear();
-    }
     if (!core_.config().pcm_input && !core_.hooks().make_decoder)
       return refusal("this server cannot decode encoded audio; run it with --pcm-input and send s16le PCM",
                      kCloseBadRequest);
@@ -66,7 +59,9 @@ class WlkProtocol : public AudioStreamProtocol {
 
   Outgoing start() override {
     try {
-      session_ = core_.open_session(params_.language, false, core_.config().stream, params_.target_language);
+      // WhisperLiveKit's query has target_language (empty: the server's default target).
+      session_ = core_.open_session(params_.language, false, core_.config().stream,
+                                    {{"target_language", params_.target_language}});
       decoder_ = core_.config().pcm_input ? std::make_unique<PcmDecoder>() : core_.hooks().make_decoder();
     } catch (const std::exception& e) {
       return refusal(e.what(), kCloseBadRequest);

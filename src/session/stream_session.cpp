@@ -310,6 +310,11 @@ void StreamSession::run_step() {
     if (finalize) s.finalize_requested = false;
   }
   const double started = clock_();
+  if (!chunk.empty() && !stages_.empty()) {
+    // The stages hear the stream too (diarization): every sample, before this step's events.
+    std::lock_guard chain_lock(chain_mutex_);
+    for (const auto& stage : stages_) stage->audio(chunk, to_seconds(chunk_start));
+  }
   // Audio waits in `held` until the VAD has decided on it, then goes to the model
   // (speech) or is dropped (pause).
   std::vector<float>& held = s.held;

@@ -77,7 +77,8 @@ class StreamSession {
   using Clock = std::function<double()>;  // seconds, monotonic
 
   // vad may be null: every sample is speech (--no-vac). Every event runs through
-  // `stages` in order before it reaches the log.
+  // `stages` in order before it reaches the log; every step's audio reaches each
+  // stage's audio() first (stages::Stage).
   StreamSession(std::unique_ptr<OnlineProcessor> processor, std::unique_ptr<VoiceActivityDetector> vad,
                 StreamOptions options, Clock clock = {}, std::vector<std::unique_ptr<stages::Stage>> stages = {});
   ~StreamSession();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "events/event.h"
@@ -26,6 +27,17 @@ class Stage {
   // consume()). A stage that holds EndOfStream back posts it when it is done.
   using Post = std::function<void(std::vector<events::Event>)>;
   virtual void attach(Post post) { (void)post; }
+
+  // The stream's audio, every sample in order as the session receives it for
+  // the model (16 kHz mono, the samples the ASR's VAD sees, pauses included):
+  // `start` is the stream time of samples[0]. Called on the session's thread
+  // before the events of the same step, never at the same time as consume().
+  // A jump in `start` is audio the session skipped (it fell behind). A stage
+  // that needs no audio ignores it. Must not block on model work (queue it).
+  virtual void audio(std::span<const float> samples, double start) {
+    (void)samples;
+    (void)start;
+  }
 };
 
 }  // namespace earshot::stages

@@ -2,8 +2,6 @@
 // attention route (--translation-attention) reaches the loaded libllama model,
 // --translation-batch wraps it in a batch context, and a bad value fails before
 // any model is loaded.
-#include "cli/translation_options.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,8 +11,9 @@
 #include "model/llm/batched_llama.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
+#include "stages/translation/options.h"
 
-namespace earshot::cli {
+namespace earshot::stages::translation {
 namespace {
 
 namespace fs = std::filesystem;
@@ -81,4 +80,4 @@ TEST(TranslationOptions, ABadRouteFailsBeforeAnyLoad) {
 }
 
 }  // namespace
-}  // namespace earshot::cli
+}  // namespace earshot::stages::translation

@@ -48,6 +48,16 @@ TEST(ProbeModelFile, TellsLegacyGgmlGgufAndOtherFilesApart) {
   EXPECT_EQ(code, ErrorCode::kIo);
 }
 
+TEST(FamilyOf, NamesTheFamilyThatReadsAFileFromItsHeader) {
+  TempDir dir("family-of");
+  whisper::write_random_model(whisper::testing::pipeline_spec(1), dir / "model.bin");
+  write_gguf_with_architecture(dir / "qwen.gguf", "qwen3vl");
+  write_gguf_with_architecture(dir / "llama.gguf", "llama");
+  EXPECT_EQ(family_of(dir / "model.bin"), "whisper");
+  EXPECT_EQ(family_of(dir / "qwen.gguf"), "qwen3asr");
+  EXPECT_EQ(family_of(dir / "llama.gguf"), "");  // no family reads it
+}
+
 TEST(EngineLoad, NamesWhatAFileIsWhenNoFamilyReadsIt) {
   TempDir dir("unreadable");
   write_gguf_with_architecture(dir / "llama.gguf", "llama");

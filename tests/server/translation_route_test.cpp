@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "../stages/fake_llm.h"
+#include "stages/translation/registration.h"
 #include "stages/translation/translation_stage.h"
 #include "test_support.h"
 
@@ -25,11 +26,13 @@ class AsrTranslation : public ServerFixture {
     service_ = std::make_shared<tr::TranslationService>(model_, registry, 1, options);
     server::ServerConfig config;
     config.pcm_input = true;
-    config.translation_available = true;
+    config.stages = {"translation"};
     server::ServerHooks hooks = fake_hooks();
-    hooks.make_stages = [service = service_](const std::string& language, const std::string& target) {
+    // The stage as the registry loads it (no default target: only where a client asks).
+    auto loaded = std::make_shared<tr::LoadedTranslation>(tr::TranslationSetup{service_, "", nullptr});
+    hooks.make_stages = [loaded](const stages::StreamRequest& request) {
       std::vector<std::unique_ptr<stages::Stage>> chain;
-      if (!target.empty()) chain.push_back(service->make_stage(language, target));
+      if (auto stage = loaded->open(request)) chain.push_back(std::move(stage));
       return chain;
     };
     start(config, hooks);
@@ -93,6 +96,21 @@ TEST_F(AsrTranslation, NoTargetLanguageNoTranslation) {
   EXPECT_EQ(model_->decode_calls, 0);
   client.close();
   EXPECT_TRUE(wait_idle());
+}
+
+// Which streams the loaded translation serves: on serve only those whose protocol
+// has target_language (WhisperLiveKit's; empty = --target-language), never
+// Deepgram's or the file routes'; on transcribe every file.
+TEST_F(AsrTranslation, OnServeOnlyStreamsWhoseProtocolAsksAreTranslated) {
+  const tr::LoadedTranslation serve(tr::TranslationSetup{service_, "de", nullptr});
+  EXPECT_EQ(serve.open({"en", {}, true}), nullptr);
+  EXPECT_EQ(serve.open({"en", {}, false}), nullptr);
+  EXPECT_NE(serve.open({"en", {{"target_language", ""}}, true}), nullptr);
+  EXPECT_NE(serve.open({"en", {{"target_language", "de"}}, false}), nullptr);
+  const tr::LoadedTranslation no_default(tr::TranslationSetup{service_, "", nullptr});
+  EXPECT_EQ(no_default.open({"en", {{"target_language", ""}}, true}), nullptr);
+  const tr::LoadedTranslation transcribe(tr::TranslationSetup{service_, "de", nullptr}, stages::Command::kTranscribe);
+  EXPECT_NE(transcribe.open({"en", {{"target_language", "de"}}, false}), nullptr);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "common/utf8.h"
 
 namespace earshot::deepgram {
@@ -14,12 +15,6 @@ using nlohmann::json;
 
 // Millisecond precision, as Deepgram sends times.
 double ms(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n");
-  size_t b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 bool is_edge_punct(unsigned char c) { return c < 0x80 && std::ispunct(c) && c != '\''; }
 
@@ -60,6 +55,10 @@ json metadata_fields(const StreamInfo& info, double duration, const std::string&
 }
 
 }  // namespace
+
+void number_speakers_from_zero(std::vector<Word>& words) {
+  for (Word& w : words) w.speaker = w.speaker >= 1 ? w.speaker - 1 : -1;
+}
 
 json words_json(const std::vector<Word>& words, const ListenOptions& options) {
   json out = json::array();

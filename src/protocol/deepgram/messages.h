@@ -36,8 +36,13 @@ struct Results {
 
 // words[] entries: `word` lower-case without surrounding punctuation,
 // `punctuated_word` as the model wrote it; a punctuation-only word joins the one
-// before it. Unknown probabilities become confidence 0.
+// before it. Unknown probabilities become confidence 0. With diarize, `speaker`
+// is the word's speaker as given (Deepgram numbers speakers from 0: see
+// number_speakers_from_zero) and absent when unknown.
 nlohmann::json words_json(const std::vector<Word>& words, const ListenOptions& options);
+// Word::speaker counts from 1 (stages/diarization, WhisperLiveKit's lines);
+// Deepgram's from 0: speaker 1 becomes 0, unknown (< 1) stays unknown (-1).
+void number_speakers_from_zero(std::vector<Word>& words);
 // The alternative's transcript: punctuated words with punctuate/smart_format, plain ones otherwise.
 std::string transcript(const std::vector<Word>& words, const ListenOptions& options);
 

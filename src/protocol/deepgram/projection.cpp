@@ -57,7 +57,12 @@ void Projection::check_utterance_end(std::vector<nlohmann::json>& out, double cl
 std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event> events, double processed_seconds) {
   std::vector<nlohmann::json> out;
   bool end_of_stream = false;
-  for (const events::Event& event : events) {
+  // Diarized words become finals once their speakers are named (SpeakerGate); they
+  // show in the interim meanwhile.
+  std::vector<events::Event> passed;
+  for (const events::Event& event : events)
+    for (events::Event& e : gate_.pass(event)) passed.push_back(std::move(e));
+  for (const events::Event& event : passed) {
     if (ended_) break;
     if (auto* e = std::get_if<events::WordsCommitted>(&event)) {
       if (e->words.empty()) continue;
@@ -68,9 +73,12 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
           next - pending_.back().end >= *options_.utterance_end_ms / 1000.0 && !endpoint_at_)
         emit_final(out, false, false, 0);
       check_utterance_end(out, next);
-      pending_.insert(pending_.end(), e->words.begin(), e->words.end());
+      std::vector<Word> words = e->words;
+      number_speakers_from_zero(words);
+      pending_.insert(pending_.end(), words.begin(), words.end());
     } else if (auto* e = std::get_if<events::ProvisionalChanged>(&event)) {
       provisional_ = e->words;
+      number_speakers_from_zero(provisional_);
     } else if (auto* e = std::get_if<events::SpeechStarted>(&event)) {
       // Speech resumed: the pause before it was an endpoint if it lasted `endpointing` ms.
       if (endpoint_at_ && e->at >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)
@@ -99,6 +107,9 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
   // The interim: what the client has not had as final yet, committed words held for
   // an endpoint included (the final that follows repeats them, as Deepgram's does).
   std::vector<Word> tail = pending_;
+  std::vector<Word> held = gate_.held_words();
+  number_speakers_from_zero(held);
+  tail.insert(tail.end(), held.begin(), held.end());
   tail.insert(tail.end(), provisional_.begin(), provisional_.end());
   if (options_.interim_results && !tail.empty() && !same_words(tail, last_interim_)) {
     Results r;
@@ -116,6 +127,9 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
 std::vector<nlohmann::json> Projection::force_final() {
   std::vector<nlohmann::json> out;
   if (ended_) return out;
+  std::vector<Word> held = gate_.held_words();
+  number_speakers_from_zero(held);
+  pending_.insert(pending_.end(), held.begin(), held.end());
   pending_.insert(pending_.end(), provisional_.begin(), provisional_.end());
   provisional_.clear();
   endpoint_at_.reset();

@@ -16,6 +16,7 @@
 #include "events/event.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/deepgram/options.h"
+#include "protocol/speaker_gate.h"
 
 namespace earshot::deepgram {
 
@@ -46,6 +47,7 @@ class Projection {
 
   ListenOptions options_;
   StreamInfo info_;
+  protocol::SpeakerGate gate_;
   std::vector<Word> pending_;      // committed, not yet sent as final
   std::vector<Word> provisional_;  // the latest tail
   std::vector<Word> last_interim_;

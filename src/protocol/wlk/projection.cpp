@@ -6,6 +6,10 @@
 namespace earshot::protocol::wlk {
 
 void Projection::apply(const events::Event& event) {
+  for (const events::Event& e : gate_.pass(event)) apply_now(e);
+}
+
+void Projection::apply_now(const events::Event& event) {
   if (const auto* committed = std::get_if<events::WordsCommitted>(&event)) {
     for (const Word& w : committed->words) {
       const int speaker = w.speaker > 0 ? w.speaker : 1;
@@ -89,6 +93,7 @@ Snapshot Projection::snapshot(const session::StreamStatus& status) const {
   snap.lines = lines_;
   snap.buffer_transcription = buffer_;
   snap.buffer_translation = buffer_translation_;
+  for (const Word& w : gate_.held_words()) snap.buffer_diarization += w.text;
   return snap;
 }
 

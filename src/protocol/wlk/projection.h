@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "events/event.h"
+#include "protocol/speaker_gate.h"
 #include "protocol/wlk/protocol.h"
 #include "session/stream_session.h"
 
@@ -21,7 +22,9 @@ class Projection {
   // updated while the pause goes on, and closes the open line. Translation: a
   // segment's text (committed so far, then its final, which replaces it) goes to
   // the line holding the segment's first word; the open segment's draft is
-  // buffer_translation.
+  // buffer_translation. Diarized words join lines once their speakers are named
+  // (protocol::SpeakerGate); until then they are buffer_diarization, as
+  // WhisperLiveKit shows text waiting for its speaker.
   void apply(const events::Event& event);
   // The lines and buffer so far with `status`'s scalars.
   Snapshot snapshot(const session::StreamStatus& status) const;
@@ -35,9 +38,11 @@ class Projection {
     int line = -1;
     std::string text;
   };
+  void apply_now(const events::Event& event);
   void translation_of_segment(int id, double start, const std::string& text, bool replace);
   void rebuild_translation(int line);
 
+  SpeakerGate gate_;
   std::vector<Line> lines_;
   std::string buffer_;
   std::vector<Segment> segments_;  // translated segments, in order

@@ -19,25 +19,12 @@
 #include "stages/stage.h"
 #include "stages/translation/calibration.h"
 #include "stages/translation/engine.h"
+#include "stages/worker_pool.h"
 
 namespace earshot::stages::translation {
 
-// A fixed set of threads running stages' jobs (each stage's jobs one at a time, in order).
-class WorkerPool {
- public:
-  explicit WorkerPool(int threads);
-  ~WorkerPool();
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
-  void submit(std::function<void()> job);
-  size_t queued() const;
-  // Blocks until no job is queued or running.
-  void wait_idle() const;
-
- private:
-  struct State;
-  std::shared_ptr<State> state_;
-};
+// The shared pool of translation model calls (stages/worker_pool.h).
+using WorkerPool = stages::WorkerPool;
 
 struct TranslationOptions {
   std::string target_language;  // "" = no translation

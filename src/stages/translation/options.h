@@ -1,5 +1,6 @@
-// The translation options of serve and transcribe, declared and read in one
-// place: --target-language / --translate-to, --translation-model,
+// The translation options of serve, transcribe and bench, declared and read in
+// one place (registration.cpp puts them on the stage registry): --target-language / --translate-to,
+// --translation-model,
 // --translation-soft-max, --translation-hard-max, --commit-mode,
 // --translation-calibration, --translation-workers, --translation-batch,
 // --translation-attention, --translation-record.
@@ -15,16 +16,34 @@
 #include "stages/translation/record.h"
 #include "stages/translation/translation_stage.h"
 
-namespace earshot::cli {
+namespace earshot::stages::translation {
 
 // `target_flag` is "target-language" (serve) or "translate-to" (transcribe).
 void declare_translation_options(Args& args, const std::string& target_flag);
 
 struct TranslationSetup {
-  std::shared_ptr<stages::translation::TranslationService> service;
+  std::shared_ptr<TranslationService> service;
   std::string default_target;  // "" = only where a client asks (serve's ?target_language=)
-  std::shared_ptr<stages::translation::InputRecorder> recorder;
+  std::shared_ptr<InputRecorder> recorder;
 };
+
+// The options read and validated, nothing loaded.
+struct TranslationSettings {
+  TranslationOptions options;  // target_language: the command's target flag ("" = none)
+  std::string model;           // --translation-model
+  std::string calibration_file;
+  std::string record_file;
+  int workers = 1;
+  int batch = 0;
+  llm::AttentionRoute route = llm::AttentionRoute::kSoftmax;
+};
+
+// Validates every option; nothing when --translation-model is not given (a target
+// language without a model is an error).
+std::optional<TranslationSettings> parse_translation_options(const Args& args, const std::string& target_flag,
+                                                             double pause_seconds);
+// Loads the model and the calibrations of validated settings.
+TranslationSetup load_translation(const TranslationSettings& settings);
 
 // Loads the model and the calibrations when --translation-model is given;
 // nothing otherwise (a target language without a model is an error).
@@ -39,4 +58,4 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
 std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads,
                                                             llm::AttentionRoute route = llm::AttentionRoute::kSoftmax);
 
-}  // namespace earshot::cli
+}  // namespace earshot::stages::translation

@@ -1,4 +1,4 @@
-#include "cli/translation_options.h"
+#include "stages/translation/options.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include "model/registry.h"
 #endif
 
-namespace earshot::cli {
+namespace earshot::stages::translation {
 
 namespace tr = stages::translation;
 
@@ -65,9 +65,10 @@ std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& n
   }
 }
 
-std::optional<TranslationSetup> read_translation_options(const Args& args, const std::string& target_flag,
-                                                         double pause_seconds) {
-  tr::TranslationOptions o;
+std::optional<TranslationSettings> parse_translation_options(const Args& args, const std::string& target_flag,
+                                                             double pause_seconds) {
+  TranslationSettings s;
+  tr::TranslationOptions& o = s.options;
   o.target_language = args.get(target_flag);
   o.soft_max_seconds = args.get_double("translation-soft-max");
   o.hard_max_seconds = args.get_double("translation-hard-max");
@@ -79,36 +80,48 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
   if (workers < 1) throw Error(ErrorCode::kInvalidArgument, "--translation-workers must be >= 1");
   const long batch = args.get_int("translation-batch");
   if (batch < 0 || batch > 64) throw Error(ErrorCode::kInvalidArgument, "--translation-batch must be 0 (off) or 1..64");
-  workers = std::max(workers, batch);
-  llm::AttentionRoute route;
+  s.batch = static_cast<int>(batch);
+  s.workers = static_cast<int>(std::max(workers, batch));
   try {
-    route = llm::parse_attention_route(args.get("translation-attention"));
+    s.route = llm::parse_attention_route(args.get("translation-attention"));
   } catch (const Error& e) {
     throw Error(e.code(), std::string("--translation-attention: ") + e.what());
   }
-  const std::string model_path = args.get("translation-model");
-  if (model_path.empty()) {
+  s.model = args.get("translation-model");
+  if (s.model.empty()) {
     if (!o.target_language.empty())
       throw Error(ErrorCode::kInvalidArgument, "--" + target_flag + " needs --translation-model PATH (a GGUF LLM)");
     return std::nullopt;
   }
+  s.calibration_file = args.get("translation-calibration");
+  s.record_file = args.get("translation-record");
+  return s;
+}
+
+TranslationSetup load_translation(const TranslationSettings& s) {
   tr::CalibrationRegistry registry = tr::CalibrationRegistry::builtin();
-  if (!args.get("translation-calibration").empty()) registry.load_file(args.get("translation-calibration"));
+  if (!s.calibration_file.empty()) registry.load_file(s.calibration_file);
   TranslationSetup setup;
-  if (!args.get("translation-record").empty())
-    setup.recorder = std::make_shared<tr::InputRecorder>(args.get("translation-record"));
-  std::shared_ptr<const llm::LlmModel> model = load_translation_model(model_path, 0, route);
-  if (batch > 0) {
+  if (!s.record_file.empty()) setup.recorder = std::make_shared<tr::InputRecorder>(s.record_file);
+  std::shared_ptr<const llm::LlmModel> model = load_translation_model(s.model, 0, s.route);
+  if (s.batch > 0) {
     // Slots of the model's shared batch context; sessions beyond N run on their own.
     auto loaded = std::dynamic_pointer_cast<const llm::LlamaModel>(model);
     if (loaded)
       model = std::make_shared<llm::BatchedLlamaModel>(
-          loaded, llm::LlamaBatchOptions{.max_sessions = static_cast<int>(batch), .context_tokens = o.context_tokens});
+          loaded, llm::LlamaBatchOptions{.max_sessions = s.batch, .context_tokens = s.options.context_tokens});
   }
-  setup.default_target = o.target_language;
-  setup.service = std::make_shared<tr::TranslationService>(model, std::move(registry), static_cast<int>(workers), o);
+  setup.default_target = s.options.target_language;
+  setup.service = std::make_shared<tr::TranslationService>(model, std::move(registry), s.workers, s.options);
   if (setup.recorder) setup.service->set_input_observer([r = setup.recorder](const events::Event& e) { r->record(e); });
   return setup;
 }
 
-}  // namespace earshot::cli
+std::optional<TranslationSetup> read_translation_options(const Args& args, const std::string& target_flag,
+                                                         double pause_seconds) {
+  std::optional<TranslationSettings> settings = parse_translation_options(args, target_flag, pause_seconds);
+  if (!settings) return std::nullopt;
+  return load_translation(*settings);
+}
+
+}  // namespace earshot::stages::translation

@@ -1,0 +1,40 @@
+// Diarization on the stage registry. Its options, on serve and transcribe:
+//   --diarization-model PATH|NAME  the model (turns the stage on)
+//   --max-speakers N               1..4 (default 4)
+//   --diarization-workers N        serve: streams whose model work runs at once (default 1)
+// A stream is diarized unless its protocol says not (Deepgram's diarize=false,
+// its default); the model's loader comes with the registry line, so the stage
+// itself names no model.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "stages/diarization/diarization_stage.h"
+#include "stages/registry.h"
+
+namespace earshot::stages::diarization {
+
+// Loads a diarization model (a file path, or a name the model cache knows) for
+// `threads` threads and returns the factory of its per-stream sources. Throws
+// Error with a message naming the file.
+using ModelLoader = std::function<SourceFactory(const std::string& name_or_path, int threads)>;
+
+// The registry entry, over the model `load` opens.
+StageDefinition stage_definition(ModelLoader load);
+
+class LoadedDiarization : public LoadedStage {
+ public:
+  LoadedDiarization(SourceFactory sources, DiarizationOptions options, int workers);
+  std::unique_ptr<Stage> open(const StreamRequest& request) const override;
+  std::vector<Metric> metrics() const override;
+
+ private:
+  SourceFactory sources_;
+  DiarizationOptions options_;
+  std::shared_ptr<WorkerPool> pool_;
+  std::shared_ptr<DiarizationCounters> counters_;
+};
+
+}  // namespace earshot::stages::diarization

@@ -1,0 +1,134 @@
+// Speakers on the wire: the server given a diarization chain (its registry entry
+// over the scripted activity source, as serve builds chains) and no other edit.
+// WhisperLiveKit's lines split at the speaker change; Deepgram's words carry
+// `speaker` (from 0) with diarize=true and none without; the OpenAI file route's
+// verbose_json segments carry it; /health and /metrics name the stage.
+#include <gtest/gtest.h>
+
+#include "../stages/scripted_activity.h"
+#include "stages/diarization/registration.h"
+#include "test_support.h"
+
+namespace earshot::testing {
+namespace {
+
+using nlohmann::json;
+namespace dz = stages::diarization;
+
+// Speaker 0 talks for the first 2 s, speaker 1 after.
+class Speakers : public ServerFixture {
+ protected:
+  void SetUp() override {
+    const std::vector<stages::StageDefinition> registry = {
+        dz::stage_definition([](const std::string&, int) -> dz::SourceFactory {
+          return [] { return std::make_unique<ScriptedActivity>(std::vector<Turn>{{0, 2, 0}, {2, 100, 1}}); };
+        })};
+    Args args("serve", "");
+    stages::StageChain::declare(args, stages::Command::kServe, registry);
+    args.parse({"--diarization-model", "scripted"});
+    chain_ = std::make_shared<const stages::StageChain>(
+        stages::StageChain::load(args, {.command = stages::Command::kServe}, registry));
+    server::ServerConfig config;
+    config.pcm_input = true;
+    config.stages = chain_->names();
+    server::ServerHooks hooks = fake_hooks();
+    hooks.make_stages = [chain = chain_](const stages::StreamRequest& r) { return chain->open(r); };
+    hooks.stage_metrics = [chain = chain_] { return chain->metrics(); };
+    hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
+    start(config, hooks);
+  }
+  std::shared_ptr<const stages::StageChain> chain_;
+};
+
+// A 16 kHz mono 16-bit WAV file of `pcm`.
+std::string wav_of(const std::vector<int16_t>& pcm) {
+  std::string out;
+  auto put = [&out](uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  const auto data = static_cast<uint32_t>(pcm.size() * 2);
+  out += "RIFF";
+  put(36 + data, 4);
+  out += "WAVEfmt ";
+  put(16, 4), put(1, 2), put(1, 2), put(16000, 4), put(32000, 4), put(2, 2), put(16, 2);
+  out += "data";
+  put(data, 4);
+  out.append(reinterpret_cast<const char*>(pcm.data()), data);
+  return out;
+}
+
+std::vector<std::pair<std::string, int>> deepgram_finals(WsClient& client) {
+  std::vector<std::pair<std::string, int>> words;
+  while (auto m = client.read()) {
+    if ((*m)["type"] != "Results" || !(*m)["is_final"].get<bool>()) continue;
+    for (const json& w : (*m)["channel"]["alternatives"][0]["words"])
+      words.push_back({w["word"], w.contains("speaker") ? w["speaker"].get<int>() : -1});
+  }
+  return words;
+}
+
+TEST_F(Speakers, WhisperLiveKitLinesSplitAtTheSpeakerChange) {
+  WsClient client(port_, "/asr?language=en");
+  ASSERT_TRUE(client.read());  // config
+  client.send_pcm(to_s16(tone(4.0, 0.1f)), 3200);
+  client.send_end();
+  const std::vector<json> messages = client.read_until_stop();
+  ASSERT_GE(messages.size(), 2u);
+  const json& final_update = messages[messages.size() - 2];
+  EXPECT_EQ(final_update["lines"], json::parse(R"([
+    {"speaker":1,"text":" w100 w100 w100 w100","start":"0:00:00.00","end":"0:00:02.00","detected_language":"en"},
+    {"speaker":2,"text":" w100 w100 w100 w100","start":"0:00:02.00","end":"0:00:04.00","detected_language":"en"}])"));
+  EXPECT_EQ(final_update["buffer_diarization"], "");
+  client.close();
+  EXPECT_TRUE(wait_idle());
+  const json health = json::parse(http_request(port_, "GET", "/health", "").body);
+  EXPECT_EQ(health["diarization"], true);
+  const std::string metrics = http_request(port_, "GET", "/metrics", "").body;
+  EXPECT_NE(metrics.find("earshot_diarization_words_total 8"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("earshot_diarization_dropped_seconds_total 0"), std::string::npos);
+}
+
+TEST_F(Speakers, DeepgramWordsCarryTheSpeakerWhenAsked) {
+  const std::vector<int16_t> pcm = to_s16(tone(4.0, 0.1f));
+  WsClient diarized(port_, "/v1/listen?encoding=linear16&sample_rate=16000&diarize=true");
+  diarized.send_pcm(pcm, 3200);
+  diarized.send_text(R"({"type":"CloseStream"})");
+  const auto words = deepgram_finals(diarized);
+  ASSERT_EQ(words.size(), 8u);
+  for (size_t i = 0; i < words.size(); ++i) EXPECT_EQ(words[i].second, i < 4 ? 0 : 1) << i;
+  WsClient plain(port_, "/v1/listen?encoding=linear16&sample_rate=16000");
+  plain.send_pcm(pcm, 3200);
+  plain.send_text(R"({"type":"CloseStream"})");
+  const auto unattributed = deepgram_finals(plain);
+  ASSERT_EQ(unattributed.size(), 8u);
+  for (const auto& w : unattributed) EXPECT_EQ(w.second, -1);
+  EXPECT_TRUE(wait_idle());
+}
+
+TEST_F(Speakers, FileRoutesCarrySpeakers) {
+  const std::vector<int16_t> pcm = to_s16(tone(4.0, 0.1f));
+  const std::string raw(reinterpret_cast<const char*>(pcm.data()), pcm.size() * 2);
+  HttpResult r = http_request(port_, "POST", "/v1/listen?encoding=linear16&sample_rate=16000&diarize=true", raw);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = json::parse(r.body);
+  const json& words = body["results"]["channels"][0]["alternatives"][0]["words"];
+  ASSERT_EQ(words.size(), 8u) << r.body;
+  EXPECT_EQ(words[0]["speaker"], 0);
+  EXPECT_EQ(words[7]["speaker"], 1);
+  // OpenAI's verbose_json: a segment per speaker turn, with its speaker.
+  const std::string body_parts = "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" +
+                                 wav_of(pcm) +
+                                 "\r\n--b\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\n"
+                                 "verbose_json\r\n--b--\r\n";
+  HttpResult openai = http_request(port_, "POST", "/v1/audio/transcriptions", body_parts,
+                                   {{"Content-Type", "multipart/form-data; boundary=b"}});
+  ASSERT_EQ(openai.status, 200) << openai.body;
+  const json verbose = json::parse(openai.body);
+  ASSERT_EQ(verbose["segments"].size(), 2u);
+  EXPECT_EQ(verbose["segments"][0]["speaker"], 1);
+  EXPECT_EQ(verbose["segments"][1]["speaker"], 2);
+  EXPECT_TRUE(wait_idle());
+}
+
+}  // namespace
+}  // namespace earshot::testing
