@@ -95,9 +95,7 @@ double cpu_seconds_self() {
 // so each in-process system gets its own peak; otherwise the process peak so far.
 // Whether the transducer family reads this file (its flags, such as --lookahead-ms, apply).
 bool is_transducer_file(const fs::path& path) {
-  const engine::ModelFile f = engine::probe_model_file(path);
-  return f.kind == engine::ModelFileKind::kGgmlParakeet ||
-         (f.kind == engine::ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
+  return fastconformer::reads_model_file(engine::probe_model_file(path));
 }
 
 bool reset_peak_rss() {

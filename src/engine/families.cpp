@@ -46,10 +46,7 @@ void add_builtins_locked(Registry& r) {
                 return load_whisper_engine(spec);
               }},
        Family{"transducer",
-              [](const ModelFile& f) {
-                return f.kind == ModelFileKind::kGgmlParakeet ||
-                       (f.kind == ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
-              },
+              [](const ModelFile& f) { return fastconformer::reads_model_file(f); },
               [](const ModelSpec& spec) { return load_transducer_engine(spec); }},
        // Qwen3-ASR's text model; an mmproj given as --model is taken too so the
        // loader can say which flag it belongs to.

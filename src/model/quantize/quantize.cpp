@@ -359,15 +359,13 @@ FileSummary summarize_model_file(const std::filesystem::path& path) {
         const runtime::GgufFile f = runtime::GgufFile::open(path);
         const std::string& arch = f.architecture();
         const bool ours = arch == fastconformer::kGgufArchitecture;
-        const std::string description = runtime::probe_model_file(path).description;
         if (ours) {
           s.family = "FastConformer transducer", s.layout = "earshot GGUF";
-        } else if (description.find("transcribe.cpp") != std::string::npos ||
-                   description.find("parakeet.cpp") != std::string::npos) {
-          // Another project's layout (runtime::probe_model_file names it); not read by this build.
-          s.family = description.find("Sortformer") != std::string::npos ? "Sortformer diarization"
-                                                                         : "FastConformer transducer";
-          s.layout = description.substr(0, description.find(';')) + ", not read by this build";
+        } else if (probe.published == runtime::PublishedLayout::kTranscribeCppSortformer) {
+          s.family = "Sortformer diarization", s.layout = probe.description.substr(2) + ", not read by this build";
+        } else if (probe.published != runtime::PublishedLayout::kNone) {
+          // Another project's Parakeet layout (runtime::probe_model_file names it; published_gguf.h reads it).
+          s.family = "FastConformer transducer", s.layout = probe.description.substr(2);
         } else if (arch == "qwen3vl") {
           s.family = "Qwen3-ASR (text model)", s.layout = "llama.cpp GGUF";
         } else if (arch == "clip") {
