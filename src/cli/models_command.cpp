@@ -77,6 +77,7 @@ int run_models(const CommandArgs& argv) {
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize);\n"
       "qwen3-asr-*: a text GGUF and its mmproj, pulled together (Q8_0; no published SHA-1 known).\n"
+      "transcribe.cpp/*: the GGUFs transcribe.cpp publishes, read in its layout (no published hash known).\n"
       "`earshot pull NAME` downloads one; `--model NAME` / `--translation-model NAME` uses it from the cache.\n");
   return 0;
 }

@@ -8,7 +8,9 @@ namespace earshot::fastconformer {
 std::vector<float> slaney_mel_filters(int n_mels, int n_fft, int sample_rate, double f_min, double f_max) {
   const double f_sp = 200.0 / 3, min_log_hz = 1000.0, min_log_mel = min_log_hz / f_sp, step = std::log(6.4) / 27.0;
   auto hz_to_mel = [&](double f) { return f < min_log_hz ? f / f_sp : min_log_mel + std::log(f / min_log_hz) / step; };
-  auto mel_to_hz = [&](double m) { return m < min_log_mel ? m * f_sp : min_log_hz * std::exp(step * (m - min_log_mel)); };
+  auto mel_to_hz = [&](double m) {
+    return m < min_log_mel ? m * f_sp : min_log_hz * std::exp(step * (m - min_log_mel));
+  };
   const int n_bins = n_fft / 2 + 1;
   std::vector<double> points(n_mels + 2);
   const double lo = hz_to_mel(f_min), hi = hz_to_mel(f_max);

@@ -94,8 +94,7 @@ ConvNorm conv_norm(const Keys& k, std::string_view key) {
 void prompt_dictionary(const Keys& k, std::string_view keys_key, std::string_view values_key, Hparams& hp) {
   const std::vector<std::string> locales = k.file().get_array<std::string>(k.key(keys_key));
   const std::vector<int32_t> slots = k.file().get_array<int32_t>(k.key(values_key));
-  if (locales.size() != slots.size())
-    k.invalid(k.key(keys_key) + " and " + k.key(values_key) + " differ in length");
+  if (locales.size() != slots.size()) k.invalid(k.key(keys_key) + " and " + k.key(values_key) + " differ in length");
   for (size_t i = 0; i < locales.size(); ++i) {
     if (slots[i] < 0) k.invalid(k.key(values_key) + " holds " + std::to_string(slots[i]));
     // NeMo's dictionaries name one slot under several spellings (en, en-US); earshot's takes each tag once.
@@ -136,8 +135,8 @@ void transcribe_cpp_hparams(const GgufFile& f, PublishedModel& m) {
   if (conv_left == kernel - 1 && conv_right == 0 && kernel > 1) {
     hp.causal_conv = true;
   } else if (!(conv_left == -1 && conv_right == -1) && !(conv_left == (kernel - 1) / 2 && conv_right == conv_left)) {
-    k.unsupported("encoder.conv_context_left", "/ conv_context_right = [" + std::to_string(conv_left) + ", " +
-                                                   std::to_string(conv_right) + "]");
+    k.unsupported("encoder.conv_context_left",
+                  "/ conv_context_right = [" + std::to_string(conv_left) + ", " + std::to_string(conv_right) + "]");
   }
   hp.conv_norm = conv_norm(k, "encoder.conv_norm_type");
   if (const auto layers = f.find_array<int32_t>("stt.parakeet.encoder.spk_kernel_layers"); layers && !layers->empty())
@@ -168,7 +167,8 @@ void transcribe_cpp_hparams(const GgufFile& f, PublishedModel& m) {
   }
 
   const Keys fe(f, PublishedLayout::kTranscribeCppParakeet, "stt.frontend.");
-  if (const std::string type = f.get_string("stt.frontend.type"); type != "mel") fe.unsupported("type", "= " + quoted(type));
+  if (const std::string type = f.get_string("stt.frontend.type"); type != "mel")
+    fe.unsupported("type", "= " + quoted(type));
   if (const std::string window = f.get_string("stt.frontend.window"); window != "hann")
     fe.unsupported("window", "= " + quoted(window));
   hp.n_mels = fe.u("num_mels");
@@ -200,7 +200,8 @@ void transcribe_cpp_hparams(const GgufFile& f, PublishedModel& m) {
   if (static_cast<int>(tokens.size()) != pred_vocab)
     k.invalid("tokenizer.ggml.tokens has " + std::to_string(tokens.size()) + " entries, stt.parakeet.predictor.vocab " +
               std::to_string(pred_vocab));
-  if (const auto blank = f.find_u32("tokenizer.ggml.blank_token_id"); blank && static_cast<int>(*blank) != pred_vocab - 1)
+  if (const auto blank = f.find_u32("tokenizer.ggml.blank_token_id");
+      blank && static_cast<int>(*blank) != pred_vocab - 1)
     k.invalid("tokenizer.ggml.blank_token_id is not the last token");
   tokens.pop_back();
   hp.n_vocab = static_cast<int>(tokens.size());
@@ -303,7 +304,8 @@ class Translator {
                     f_.label() + ": tensor " + t.name + " (linear biases: " +
                         (layout_ == PublishedLayout::kParakeetCpp ? "parakeet.encoder.use_bias" : "use_bias") +
                         ") in this " + project_ + " file is not computed by this build");
-      throw Error(ErrorCode::kInvalidModel, f_.label() + " (" + project_ + " layout): unexpected tensor '" + t.name + "'");
+      throw Error(ErrorCode::kInvalidModel,
+                  f_.label() + " (" + project_ + " layout): unexpected tensor '" + t.name + "'");
     }
     m_.appendix = std::make_shared<const std::vector<uint8_t>>(std::move(tail_));
   }
@@ -347,8 +349,8 @@ class Translator {
     } else if (t.type == GGML_TYPE_F16 || t.type == GGML_TYPE_BF16) {
       ggml_get_type_traits(t.type)->to_float(b.data(), out.data(), static_cast<int64_t>(out.size()));
     } else {
-      throw Error(ErrorCode::kInvalidModel, f_.label() + " (" + project_ + " layout): tensor " + t.name +
-                                                " has type " + ggml_type_name(t.type) + ", expected f32 or f16");
+      throw Error(ErrorCode::kInvalidModel, f_.label() + " (" + project_ + " layout): tensor " + t.name + " has type " +
+                                                ggml_type_name(t.type) + ", expected f32 or f16");
     }
     return out;
   }
@@ -371,8 +373,7 @@ class Translator {
   static std::vector<uint8_t> reorder_gates(const std::vector<uint8_t>& b, size_t gate_bytes) {
     std::vector<uint8_t> out(b.size());
     const int order[4] = {0, 1, 3, 2};
-    for (int g = 0; g < 4; ++g)
-      std::memcpy(out.data() + g * gate_bytes, b.data() + order[g] * gate_bytes, gate_bytes);
+    for (int g = 0; g < 4; ++g) std::memcpy(out.data() + g * gate_bytes, b.data() + order[g] * gate_bytes, gate_bytes);
     return out;
   }
   void lstm(const runtime::ExpectedTensor& want) {
@@ -434,9 +435,11 @@ std::string transcribe_cpp_name(std::string_view n) {
   constexpr std::string_view lstm = "decoder.prediction.dec_rnn.lstm.";
   if (n.starts_with(lstm)) {
     const std::string_view rest = n.substr(lstm.size());
-    for (const auto& [nemo, theirs] :
-         {std::pair<std::string_view, std::string_view>{"weight_ih_l", "Wx"}, {"weight_hh_l", "Wh"}, {"bias_h_l", "bias"}})
-      if (rest.starts_with(nemo)) return "pred.lstm." + std::string(rest.substr(nemo.size())) + "." + std::string(theirs);
+    for (const auto& [nemo, theirs] : {std::pair<std::string_view, std::string_view>{"weight_ih_l", "Wx"},
+                                       {"weight_hh_l", "Wh"},
+                                       {"bias_h_l", "bias"}})
+      if (rest.starts_with(nemo))
+        return "pred.lstm." + std::string(rest.substr(nemo.size())) + "." + std::string(theirs);
     return "";
   }
   if (n.starts_with("joint.joint_net.2.")) return "joint.out." + std::string(n.substr(18));
