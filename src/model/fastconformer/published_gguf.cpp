@@ -299,7 +299,7 @@ class Translator {
     }
     for (const GgufTensor& t : f_.tensors()) {
       if (used_.count(t.name) || ignored(t.name)) continue;
-      if (t.name.ends_with(".bias") && t.name.find("layers.") != std::string::npos)
+      if (t.name.ends_with(".bias") && (t.name.starts_with("encoder.layers.") || t.name.starts_with("enc.blocks.")))
         throw Error(ErrorCode::kUnsupported,
                     f_.label() + ": tensor " + t.name + " (linear biases: " +
                         (layout_ == PublishedLayout::kParakeetCpp ? "parakeet.encoder.use_bias" : "use_bias") +
