@@ -261,7 +261,11 @@ TEST(Quantize, FilesAreNamedByFamilyLayoutAndQuantisation) {
       w.set(key, "tdt");
     else
       w.set(key, uint32_t{24});
-    w.add_tensor_f32("enc.blocks.0.ff1.w1", GGML_TYPE_Q8_0, ne, ones);
+    w.add_tensor_f32(
+        key.starts_with("stt.") ? "enc.blocks.0.ff1.linear1.weight" : "encoder.layers.0.feed_forward1.linear1.weight",
+        GGML_TYPE_Q8_0, ne, ones);
+    w.add_tensor_f32(key.starts_with("stt.") ? "enc.blocks.0.norm_ff1.weight" : "encoder.layers.0.norm_out.weight",
+                     GGML_TYPE_F32, ne, ones);  // not a matrix: not counted
     w.write(dir / file);
   }
   expect("tc.gguf", "FastConformer transducer", "transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt')",

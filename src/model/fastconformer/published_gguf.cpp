@@ -448,6 +448,14 @@ std::string transcribe_cpp_name(std::string_view n) {
   return "";
 }
 
+bool is_published_matrix_tensor(const std::string& name) {
+  if (is_matrix_tensor(name)) return true;  // parakeet.cpp's names are NeMo's
+  for (const char* suffix : {".Wx", ".Wh", "pred.embed.weight", "joint.out.weight", "conv.pointwise1.weight",
+                             "conv.pointwise2.weight", "prompt.mlp.0.weight", "prompt.mlp.2.weight"})
+    if (name.ends_with(suffix)) return true;
+  return false;
+}
+
 PublishedModel read_published_hparams(const GgufFile& f, PublishedLayout layout, const runtime::ByteSource& source) {
   PublishedModel m;
   if (layout == PublishedLayout::kTranscribeCppParakeet) {

@@ -43,6 +43,11 @@ std::string transcribe_cpp_encoder_name(std::string_view nemo_name);
 // above, pred.*, joint.*, prompt.mlp.*); "" for one it has no name for.
 std::string transcribe_cpp_name(std::string_view nemo_name);
 
+// Whether a tensor of either layout, under its own name, is one earshot's layout
+// takes as a matrix (is_matrix_tensor: any float or quantised type): what
+// `earshot models` reports the quantisation of.
+bool is_published_matrix_tensor(const std::string& name);
+
 struct PublishedModel {
   Hparams hp;
   std::vector<float> filters, window;  // [n_mels][n_fft/2 + 1], the window

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "model/fastconformer/model.h"
+#include "model/fastconformer/published_gguf.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
 #include "model/whisper/model_format.h"
@@ -374,8 +375,14 @@ FileSummary summarize_model_file(const std::filesystem::path& path) {
           s.family = "LLM (" + arch + ")", s.layout = "llama.cpp GGUF";
         }
         std::map<ggml_type, uint64_t> bytes;
-        for (const runtime::GgufTensor& t : f.tensors())
-          if (ours ? fastconformer::is_matrix_tensor(t.name) : t.n_dims >= 2) bytes[t.type] += t.n_bytes;
+        const bool published = probe.published == runtime::PublishedLayout::kTranscribeCppParakeet ||
+                               probe.published == runtime::PublishedLayout::kParakeetCpp;
+        for (const runtime::GgufTensor& t : f.tensors()) {
+          const bool matrix = ours        ? fastconformer::is_matrix_tensor(t.name)
+                              : published ? fastconformer::is_published_matrix_tensor(t.name)
+                                          : t.n_dims >= 2;
+          if (matrix) bytes[t.type] += t.n_bytes;
+        }
         s.quantization = type_mix(bytes);
         return s;
       }
