@@ -197,6 +197,7 @@ void transcribe_cpp_hparams(const GgufFile& f, PublishedModel& m) {
 
   // tokenizer.ggml.tokens: the pieces, then the blank transcribe.cpp appends.
   std::vector<std::string> tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
+  if (pred_vocab < 2) k.invalid("stt.parakeet.predictor.vocab is " + std::to_string(pred_vocab));
   if (static_cast<int>(tokens.size()) != pred_vocab)
     k.invalid("tokenizer.ggml.tokens has " + std::to_string(tokens.size()) + " entries, stt.parakeet.predictor.vocab " +
               std::to_string(pred_vocab));
