@@ -14,6 +14,9 @@ namespace earshot::cli {
 namespace {
 
 // `companion`: a second file the model needs (Qwen3-ASR's mmproj); cached only with both.
+// The NAME column: wide enough for the longest name (transcribe.cpp/nemotron-...).
+int name_width = 26;
+
 void print_row(const std::string& name, const std::filesystem::path& path, uint64_t approx_bytes, bool sha1_known,
                const std::filesystem::path& companion = {}) {
   const std::filesystem::path part = path.string() + ".part";
@@ -30,7 +33,7 @@ void print_row(const std::string& name, const std::filesystem::path& path, uint6
     std::snprintf(size, sizeof size, "%.1f GiB", double(approx_bytes) / double(1ull << 30));
   else
     std::snprintf(size, sizeof size, "%llu MiB", static_cast<unsigned long long>(approx_bytes >> 20));
-  std::printf("%-26s %10s  %-6s %s\n", name.c_str(), size, sha1_known ? "known" : "-", status.c_str());
+  std::printf("%-*s %10s  %-6s %s\n", name_width, name.c_str(), size, sha1_known ? "known" : "-", status.c_str());
 }
 
 // Every model file in the cache (a listed name or not): its family, layout and quantisation.
@@ -62,10 +65,12 @@ int run_models(const CommandArgs& argv) {
   if (!args.parse_or_help(argv)) return 0;
   const std::filesystem::path cache =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
-  std::printf("model cache: %s\n\n%-26s %10s  %-6s %s\n", cache.string().c_str(), "NAME", "SIZE", "SHA-1", "STATUS");
   std::vector<models::ModelInfo> all = models::known_models();
   all.insert(all.end(), models::known_transducer_models().begin(), models::known_transducer_models().end());
   all.insert(all.end(), models::known_qwen3asr_models().begin(), models::known_qwen3asr_models().end());
+  for (const models::ModelInfo& m : all) name_width = std::max(name_width, static_cast<int>(m.name.size()));
+  std::printf("model cache: %s\n\n%-*s %10s  %-6s %s\n", cache.string().c_str(), name_width, "NAME", "SIZE", "SHA-1",
+              "STATUS");
   for (const models::ModelInfo& m : all) {
     print_row(m.name, models::cached_model_path(m, cache), m.approx_bytes, !m.sha1.empty(),
               models::cached_mmproj_path(m, cache));
@@ -77,6 +82,7 @@ int run_models(const CommandArgs& argv) {
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize);\n"
       "qwen3-asr-*: a text GGUF and its mmproj, pulled together (Q8_0; no published SHA-1 known).\n"
+      "transcribe.cpp/*: the GGUFs transcribe.cpp publishes, read in its layout (no published hash known).\n"
       "`earshot pull NAME` downloads one; `--model NAME` / `--translation-model NAME` uses it from the cache.\n");
   return 0;
 }

@@ -38,29 +38,25 @@ void refuse_lookahead(const ModelSpec& spec, const char* what) {
 void add_builtins_locked(Registry& r) {
   if (r.builtins) return;
   r.builtins = true;
-  r.families.insert(
-      r.families.begin(),
-      {Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
-              [](const ModelSpec& spec) {
-                refuse_lookahead(spec, "a Whisper model (family whisper)");
-                return load_whisper_engine(spec);
-              }},
-       Family{"transducer",
-              [](const ModelFile& f) {
-                return f.kind == ModelFileKind::kGgmlParakeet ||
-                       (f.kind == ModelFileKind::kGguf && f.architecture == fastconformer::kGgufArchitecture);
-              },
-              [](const ModelSpec& spec) { return load_transducer_engine(spec); }},
-       // Qwen3-ASR's text model; an mmproj given as --model is taken too so the
-       // loader can say which flag it belongs to.
-       Family{"qwen3asr",
-              [](const ModelFile& f) {
-                return f.kind == ModelFileKind::kGguf && (f.architecture == "qwen3vl" || f.architecture == "clip");
-              },
-              [](const ModelSpec& spec) {
-                refuse_lookahead(spec, "a Qwen3-ASR model (family qwen3asr)");
-                return load_qwen3asr_engine(spec);
-              }}});
+  r.families.insert(r.families.begin(),
+                    {Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
+                            [](const ModelSpec& spec) {
+                              refuse_lookahead(spec, "a Whisper model (family whisper)");
+                              return load_whisper_engine(spec);
+                            }},
+                     Family{"transducer", fastconformer::reads_model_file,
+                            [](const ModelSpec& spec) { return load_transducer_engine(spec); }},
+                     // Qwen3-ASR's text model; an mmproj given as --model is taken too so the
+                     // loader can say which flag it belongs to.
+                     Family{"qwen3asr",
+                            [](const ModelFile& f) {
+                              return f.kind == ModelFileKind::kGguf &&
+                                     (f.architecture == "qwen3vl" || f.architecture == "clip");
+                            },
+                            [](const ModelSpec& spec) {
+                              refuse_lookahead(spec, "a Qwen3-ASR model (family qwen3asr)");
+                              return load_qwen3asr_engine(spec);
+                            }}});
 }
 
 }  // namespace

@@ -362,6 +362,8 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   std::function<void(const std::filesystem::path&)> verify;
   if (model.family == "parakeet") {
     verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
+  } else if (model.family == "parakeet-gguf") {
+    verify = [](const std::filesystem::path& part) { check_published_parakeet_header(part); };
   } else if (model.family == "qwen3asr") {
     verify = verify_gguf_llm;
   } else {

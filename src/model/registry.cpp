@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "model/runtime/gguf_file.h"
+#include "model/runtime/model_file.h"
 
 namespace earshot::models {
 namespace {
@@ -65,6 +66,39 @@ std::vector<ModelInfo> make_transducer_registry() {
   };
 }
 
+// transcribe.cpp's published GGUFs of the transducers earshot runs (Parakeet-TDT
+// v2/v3: no linear biases; Nemotron streaming EN and 3.5: cache-aware RNN-T), as
+// its docs/models/MODEL.md lists them (release 0.2.1): each in
+// handy-computer/MODEL-gguf as MODEL-TYPE.gguf, the size it states (decimal GB/MB).
+// It states no hashes: pulls verify Content-Length and the GGUF layout. Its RNN-T,
+// CTC, 1.1B and unified models carry linear biases, a CTC head or
+// chunked_limited_with_rc attention, which earshot refuses at load.
+std::vector<ModelInfo> make_transcribe_cpp_registry() {
+  constexpr uint64_t kMB = 1000 * 1000;
+  struct Published {
+    const char* model;
+    uint64_t mb[6];  // F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M
+  };
+  const Published published[] = {
+      {"parakeet-tdt-0.6b-v3", {2510, 1260, 740, 627, 565, 502}},
+      {"parakeet-tdt-0.6b-v2", {2470, 1240, 730, 608, 547, 483}},
+      {"nemotron-speech-streaming-en-0.6b", {2300, 1160, 696, 573, 514, 453}},
+      {"nemotron-3.5-asr-streaming-0.6b", {2380, 1190, 716, 593, 534, 473}},
+  };
+  const char* types[6] = {"F32", "F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"};
+  std::vector<ModelInfo> out;
+  for (const Published& p : published) {
+    for (int i = 0; i < 6; ++i) {
+      std::string lower = types[i];
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out.push_back({"transcribe.cpp/" + std::string(p.model) + "-" + lower, p.mb[i] * kMB, "",
+                     std::string(kTranscribeCppBaseUrl) + "/" + p.model + "-gguf/resolve/main", "parakeet-gguf",
+                     std::string(p.model) + "-" + types[i] + ".gguf"});
+    }
+  }
+  return out;
+}
+
 // ggml-org's Qwen3-ASR-{0.6B,1.7B}-GGUF as llama.cpp converts them: Q8_0 text model
 // (arch qwen3vl) and mmproj (projector qwen3a); the file names as published
 // projects download them. No SHA-1 is known for them: pulls verify the server's
@@ -97,7 +131,11 @@ const std::vector<ModelInfo>& known_models() {
 }
 
 const std::vector<ModelInfo>& known_transducer_models() {
-  static const std::vector<ModelInfo> registry = make_transducer_registry();
+  static const std::vector<ModelInfo> registry = [] {
+    std::vector<ModelInfo> all = make_transducer_registry();
+    for (ModelInfo& m : make_transcribe_cpp_registry()) all.push_back(std::move(m));
+    return all;
+  }();
   return registry;
 }
 
@@ -318,6 +356,16 @@ std::filesystem::path resolve_translation_model(const std::string& name_or_path,
   throw Error(ErrorCode::kInvalidArgument,
               "unknown translation model '" + name_or_path +
                   "': give a path to a GGUF file or one of: " + known_translation_model_names());
+}
+
+void check_published_parakeet_header(const std::filesystem::path& path) {
+  const runtime::GgufFile file = runtime::GgufFile::open(path);
+  const runtime::PublishedLayout layout = runtime::published_layout(file);
+  if (file.architecture() != "parakeet" ||
+      (layout != runtime::PublishedLayout::kTranscribeCppParakeet && layout != runtime::PublishedLayout::kParakeetCpp))
+    throw Error(ErrorCode::kInvalidModel,
+                path.string() + ": not a published Parakeet GGUF (architecture '" + file.architecture() +
+                    "', expected 'parakeet' with transcribe.cpp's stt.parakeet.* or parakeet.cpp's parakeet.* keys)");
 }
 
 void check_gguf_llm_header(const std::filesystem::path& path) {

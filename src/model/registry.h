@@ -17,7 +17,7 @@ struct ModelInfo {
   uint64_t approx_bytes;           // for listings only; downloads verify the server's Content-Length
   std::string sha1;                // hex, from whisper.cpp's models/README.md; empty where it lists none
   std::string repository;          // default base URL of the file (tinydiarize lives elsewhere)
-  std::string family = "whisper";  // "whisper", "parakeet" (whisper.cpp's legacy Parakeet-TDT files), "qwen3asr"
+  std::string family = "whisper";  // "whisper", "parakeet" (whisper.cpp's .bin), "parakeet-gguf", "qwen3asr"
   std::string file = "";           // the file's name in the repository; "" = ggml-NAME.bin
   std::string mmproj = "";         // a second file fetched and cached with it (Qwen3-ASR's audio encoder); "" = none
 };
@@ -29,12 +29,17 @@ inline constexpr const char* kQwen3AsrBaseUrl = "https://huggingface.co/ggml-org
 // Ruby bindings' URI list): ggml-NAME.bin in this repository.
 inline constexpr const char* kParakeetBaseUrl = "https://huggingface.co/ggml-org/parakeet-GGUF/resolve/main";
 
+// transcribe.cpp's Hugging Face organisation: MODEL-gguf/MODEL-TYPE.gguf (its docs/models/MODEL.md).
+inline constexpr const char* kTranscribeCppBaseUrl = "https://huggingface.co/handy-computer";
+
 // The public repository whisper.cpp's models/download-ggml-model.sh downloads from.
 inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main";
 
 // The Whisper models of whisper.cpp's models/download-ggml-model.sh.
 const std::vector<ModelInfo>& known_models();
-// The models of the other families (Parakeet-TDT).
+// The models of the other families: Parakeet-TDT (whisper.cpp's .bin), and the
+// Parakeet-TDT and Nemotron streaming GGUFs transcribe.cpp publishes ("transcribe.cpp/NAME-TYPE",
+// family "parakeet-gguf": fastconformer/published_gguf.h reads them).
 const std::vector<ModelInfo>& known_transducer_models();
 // Qwen3-ASR (0.6B, 1.7B): each a text GGUF and its mmproj, pulled together.
 const std::vector<ModelInfo>& known_qwen3asr_models();
@@ -71,6 +76,9 @@ void check_ggml_whisper_header(const std::filesystem::path& path);
 // Likewise for whisper.cpp's legacy Parakeet file: magic, 15 hyper-parameters and
 // a filter bank header that repeats n_mels and n_fft/2+1.
 void check_ggml_parakeet_header(const std::filesystem::path& path);
+// Likewise for a published Parakeet GGUF: architecture "parakeet" in a layout this
+// build reads (transcribe.cpp's stt.parakeet.* or parakeet.cpp's parakeet.* keys).
+void check_published_parakeet_header(const std::filesystem::path& path);
 
 }  // namespace earshot::models
 

@@ -265,6 +265,32 @@ TEST_F(DownloadTest, Qwen3AsrPullsTheTextModelAndItsMmproj) {
   EXPECT_FALSE(is_cached(*find_model("qwen3-asr-1.7b"), cache_));
 }
 
+// A published Parakeet GGUF is checked for its layout: transcribe.cpp's keys pass,
+// another architecture is refused and not kept.
+TEST_F(DownloadTest, PublishedParakeetGgufIsCheckedForItsLayout) {
+  const auto gguf = [&](const std::string& architecture, const std::string& key) {
+    runtime::GgufWriter w;
+    w.set_architecture(architecture);
+    w.set(key, "tdt");
+    w.add_tensor_f32("t", GGML_TYPE_F32, std::vector<int64_t>{4096}, std::vector<float>(4096, 0.5f));
+    const std::filesystem::path at = std::filesystem::temp_directory_path() / "earshot-dl-published.gguf";
+    w.write(at);
+    std::string bytes = read_file(at);
+    std::filesystem::remove(at);
+    return bytes;
+  };
+  const ModelInfo& m = *find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-f16");
+  const std::string ok = gguf("parakeet", "stt.parakeet.head_kind");
+  server_.serve("/models/parakeet-tdt-0.6b-v3-F16.gguf", ok);
+  EXPECT_EQ(pull_model(m, options()), cache_ / "parakeet-tdt-0.6b-v3-F16.gguf");
+  EXPECT_EQ(read_file(cache_ / "parakeet-tdt-0.6b-v3-F16.gguf"), ok);
+  server_.serve("/models/parakeet-tdt-0.6b-v3-Q8_0.gguf", gguf("llama", "llama.context"));
+  const Error e = error_of([&] { pull_model(*find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-q8_0"), options()); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+  EXPECT_NE(std::string(e.what()).find("not a published Parakeet GGUF"), std::string::npos) << e.what();
+  EXPECT_FALSE(std::filesystem::exists(cache_ / "parakeet-tdt-0.6b-v3-Q8_0.gguf"));
+}
+
 TEST(Sha1, MatchesKnownDigest) {
   const auto path = std::filesystem::temp_directory_path() / ("earshot-sha1-" + std::to_string(::getpid()));
   std::ofstream(path) << "abc";

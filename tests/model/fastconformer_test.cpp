@@ -9,6 +9,7 @@
 #include "error_of.h"
 #include "model/fastconformer/encoder.h"
 #include "model/fastconformer/model.h"
+#include "model/fastconformer/published_gguf.h"
 #include "model/fastconformer/random_model.h"
 #include "model/runtime/device.h"
 #include "model/runtime/model_file.h"
@@ -209,6 +210,43 @@ TEST(FastConformerModel, ForeignFilesAreRefused) {
   const Error e = error_of([&] { Model::load(dir / "text.bin"); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
   EXPECT_NE(std::string(e.what()).find("not a FastConformer transducer"), std::string::npos) << e.what();
+}
+
+// transcribe.cpp's tensor names (scripts/convert-parakeet.py's tables), the
+// encoder's kept apart for the other FastConformer families it publishes.
+TEST(FastConformerModel, TranscribeCppNamesEveryTensor) {
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.pre_encode.conv.0.bias"), "enc.pre_encode.conv.0.bias");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.pre_encode.out.weight"), "enc.pre_encode.out.weight");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.3.norm_feed_forward1.weight"), "enc.blocks.3.norm_ff1.weight");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.12.feed_forward2.linear1.bias"),
+            "enc.blocks.12.ff2.linear1.bias");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.0.norm_self_att.bias"), "enc.blocks.0.norm_attn.bias");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.0.self_attn.pos_bias_u"), "enc.blocks.0.attn.pos_bias_u");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.1.conv.pointwise_conv1.weight"),
+            "enc.blocks.1.conv.pointwise1.weight");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.1.conv.depthwise_conv.weight"),
+            "enc.blocks.1.conv.depthwise.weight");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.1.conv.batch_norm.running_var"),
+            "enc.blocks.1.conv.bn.running_var");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.1.norm_out.weight"), "enc.blocks.1.norm_out.weight");
+  EXPECT_EQ(transcribe_cpp_encoder_name("encoder.layers.1.mystery.weight"), "");
+  EXPECT_EQ(transcribe_cpp_encoder_name("joint.enc.weight"), "");
+  EXPECT_EQ(transcribe_cpp_name("decoder.prediction.embed.weight"), "pred.embed.weight");
+  EXPECT_EQ(transcribe_cpp_name("decoder.prediction.dec_rnn.lstm.weight_ih_l1"), "pred.lstm.1.Wx");
+  EXPECT_EQ(transcribe_cpp_name("decoder.prediction.dec_rnn.lstm.weight_hh_l0"), "pred.lstm.0.Wh");
+  EXPECT_EQ(transcribe_cpp_name("decoder.prediction.dec_rnn.lstm.bias_h_l1"), "pred.lstm.1.bias");
+  EXPECT_EQ(transcribe_cpp_name("joint.joint_net.2.bias"), "joint.out.bias");
+  EXPECT_EQ(transcribe_cpp_name("joint.pred.weight"), "joint.pred.weight");
+  EXPECT_EQ(transcribe_cpp_name("prompt_kernel.2.weight"), "prompt.mlp.2.weight");
+  EXPECT_EQ(transcribe_cpp_name("encoder.layers.0.norm_out.bias"), "enc.blocks.0.norm_out.bias");
+  // Every tensor of earshot's layout has a name there (the counter is not written by either).
+  RandomModelOptions o;
+  o.streaming = o.prompt = true;
+  for (const runtime::ExpectedTensor& t : random_model(o).tensors) {
+    if (!t.name.ends_with("num_batches_tracked")) {
+      EXPECT_NE(transcribe_cpp_name(t.name), "") << t.name;
+    }
+  }
 }
 
 TEST(FastConformerModel, RelativePositionsRunFromPlusToMinus) {

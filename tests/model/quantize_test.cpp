@@ -261,17 +261,25 @@ TEST(Quantize, FilesAreNamedByFamilyLayoutAndQuantisation) {
       w.set(key, "tdt");
     else
       w.set(key, uint32_t{24});
-    w.add_tensor_f32("enc.blocks.0.ff1.w1", GGML_TYPE_Q8_0, ne, ones);
+    w.add_tensor_f32(
+        key.starts_with("stt.") ? "enc.blocks.0.ff1.linear1.weight" : "encoder.layers.0.feed_forward1.linear1.weight",
+        GGML_TYPE_Q8_0, ne, ones);
+    w.add_tensor_f32(key.starts_with("stt.") ? "enc.blocks.0.norm_ff1.weight" : "encoder.layers.0.norm_out.weight",
+                     GGML_TYPE_F32, ne, ones);  // not a matrix: not counted
     w.write(dir / file);
   }
-  expect("tc.gguf", "FastConformer transducer",
-         "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt'), not read by this build", "q8_0");
-  expect("pc.gguf", "FastConformer transducer", "a parakeet.cpp GGUF (parakeet.* keys), not read by this build",
+  expect("tc.gguf", "FastConformer transducer", "transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt')",
          "q8_0");
-  // What a loader's refusal quotes (engine::load: "model file X is <description>, which no model family reads").
+  expect("pc.gguf", "FastConformer transducer", "parakeet.cpp GGUF (parakeet.* keys)", "q8_0");
+  // What a loader's messages quote; the files are read (published_gguf.h), so an incomplete one names its key.
   EXPECT_EQ(runtime::probe_model_file(dir / "tc.gguf").description,
-            "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt'); earshot reads its own "
-            "earshot-fastconformer-transducer layout: convert the .nemo with scripts/convert/nemo_to_gguf.py");
+            "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys, head 'tdt')");
+  EXPECT_EQ(runtime::probe_model_file(dir / "tc.gguf").published, runtime::PublishedLayout::kTranscribeCppParakeet);
+  EXPECT_EQ(runtime::probe_model_file(dir / "pc.gguf").published, runtime::PublishedLayout::kParakeetCpp);
+  const Error incomplete = error_of([&] { fc::Model::load(dir / "tc.gguf"); });
+  EXPECT_EQ(incomplete.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(std::string(incomplete.what()).find("stt.parakeet.encoder.n_layers"), std::string::npos)
+      << incomplete.what();
   whisper::testing::write_bytes(dir / "junk.bin", {'x'});
   EXPECT_EQ(summarize_model_file(dir / "junk.bin").family, "unknown");
 }

@@ -147,6 +147,30 @@ TEST(Registry, Qwen3AsrEntriesNameBothFilesOfGgmlOrgsRepositories) {
   EXPECT_EQ(mmproj_url(*find_model("base.en")), "");
 }
 
+// transcribe.cpp's published GGUFs: the names, repositories and files its
+// docs/models/MODEL.md list, cached under the file name.
+TEST(Registry, TranscribeCppEntriesNameItsRepositoriesAndFiles) {
+  EnvGuard guard("EARSHOT_MODEL_BASE_URL");
+  unsetenv("EARSHOT_MODEL_BASE_URL");
+  const ModelInfo* m = find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-q8_0");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->family, "parakeet-gguf");
+  EXPECT_EQ(model_file_name(*m), "parakeet-tdt-0.6b-v3-Q8_0.gguf");
+  EXPECT_EQ(
+      model_url(*m),
+      "https://huggingface.co/handy-computer/parakeet-tdt-0.6b-v3-gguf/resolve/main/parakeet-tdt-0.6b-v3-Q8_0.gguf");
+  EXPECT_EQ(m->approx_bytes, 740u * 1000 * 1000);
+  EXPECT_TRUE(m->sha1.empty());  // none published
+  EXPECT_EQ(find_model("parakeet-tdt-0.6b-v3-Q8_0.gguf"), m);
+  const ModelInfo* n = find_model("transcribe.cpp/nemotron-3.5-asr-streaming-0.6b-q4_k_m");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(model_url(*n),
+            "https://huggingface.co/handy-computer/nemotron-3.5-asr-streaming-0.6b-gguf/resolve/main/"
+            "nemotron-3.5-asr-streaming-0.6b-Q4_K_M.gguf");
+  // ggml-org's whisper.cpp files keep their names.
+  EXPECT_EQ(find_model("parakeet-tdt-0.6b-v3-q8_0")->family, "parakeet");
+}
+
 TEST_F(ResolveTest, Qwen3AsrResolvesOnlyWithBothFilesCached) {
   EnvGuard guard("EARSHOT_MODEL_BASE_URL");
   unsetenv("EARSHOT_MODEL_BASE_URL");

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "model/fastconformer/published_gguf.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
 
@@ -400,6 +401,13 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
   return out;
 }
 
+bool reads_model_file(const runtime::ModelFileProbe& f) {
+  return f.kind == runtime::ModelFileKind::kGgmlParakeet ||
+         (f.kind == runtime::ModelFileKind::kGguf &&
+          (f.architecture == kGgufArchitecture || f.published == runtime::PublishedLayout::kTranscribeCppParakeet ||
+           f.published == runtime::PublishedLayout::kParakeetCpp));
+}
+
 void check_supported(const Hparams& hp, const std::string& label) {
   auto refuse = [&](const std::string& what) {
     throw Error(ErrorCode::kUnsupported, label + ": " + what + " is not computed by this build");
@@ -624,6 +632,32 @@ struct ModelBuilder {
   }
 };
 
+namespace {
+
+// transcribe.cpp's and parakeet.cpp's Parakeet GGUFs (published_gguf.h), translated to this model.
+std::shared_ptr<const Model> load_published(const runtime::GgufFile& file, runtime::PublishedLayout layout,
+                                            const runtime::ByteSource& source, ggml_backend_dev_t device) {
+  PublishedModel m = read_published_hparams(file, layout, source);
+  const size_t mels = static_cast<size_t>(std::max(1, m.hp.n_mels));
+  validate(m.hp, m.filters.size() / mels, m.filters.size() % mels == 0 ? mels : 0, m.window.size(), m.pieces.size(),
+           file.label());
+  check_supported(m.hp, file.label());
+  translate_published_tensors(file, layout, source, m);
+  Parsed p;
+  p.hp = std::move(m.hp);
+  p.filters = std::move(m.filters);
+  p.window = std::move(m.window);
+  p.pieces = std::move(m.pieces);
+  for (const auto& [name, t] : m.tensors) {
+    p.file_tensors.emplace(name, std::make_pair(t.type, t.offset));
+    p.file_shapes[name] = t.ne;
+  }
+  return ModelBuilder::build(std::move(p), runtime::ByteSource::with_appendix(source, m.appendix), device, file.label(),
+                             "gguf (" + std::string(runtime::project_name(layout)) + ")");
+}
+
+}  // namespace
+
 uint64_t legacy_tensors_offset(const std::filesystem::path& path) {
   return parse_legacy(runtime::ByteSource::file(path), "model file " + path.string()).tensors_offset;
 }
@@ -634,6 +668,9 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml
   const runtime::ByteSource source = runtime::ByteSource::file(path);
   if (probe.kind == runtime::ModelFileKind::kGguf) {
     const runtime::GgufFile file = runtime::GgufFile::open(path);
+    if (probe.published == runtime::PublishedLayout::kTranscribeCppParakeet ||
+        probe.published == runtime::PublishedLayout::kParakeetCpp)
+      return load_published(file, probe.published, source, device);
     if (file.architecture() != kGgufArchitecture)
       invalid(label, "architecture '" + file.architecture() + "', expected '" + kGgufArchitecture + "'");
     Parsed p = parse_gguf(file, file.label());

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "model/runtime/model_file.h"
 #include "model/runtime/weights.h"
 #include "model/transducer/decoder.h"
 
@@ -148,6 +149,11 @@ bool is_matrix_tensor(const std::string& name);
 // its header, filter bank, window, durations and vocabulary; the header and the
 // records are checked as Model::load checks them. Throws like Model::load.
 uint64_t legacy_tensors_offset(const std::filesystem::path& path);
+
+// Whether Model::load takes a file so probed: whisper.cpp's Parakeet .bin,
+// earshot's GGUF, and transcribe.cpp's and parakeet.cpp's Parakeet GGUFs
+// (published_gguf.h; what their keys ask that earshot does not compute is refused at load).
+bool reads_model_file(const runtime::ModelFileProbe& probe);
 
 // Throws Error(kUnsupported) naming the first flag this build cannot compute.
 void check_supported(const Hparams& hp, const std::string& label);

@@ -4,36 +4,10 @@
 #include <random>
 
 #include "common/error.h"
+#include "model/fastconformer/nemo_featuriser.h"
 
 namespace earshot::fastconformer {
 namespace {
-
-// Slaney-scale mel filter bank with Slaney area normalisation (librosa's defaults, as NeMo uses).
-std::vector<float> slaney_filters(int n_mels, int n_fft, int sample_rate) {
-  auto hz_to_mel = [](double f) {
-    const double f_sp = 200.0 / 3, min_log_hz = 1000.0, min_log_mel = min_log_hz / f_sp, step = std::log(6.4) / 27.0;
-    return f < min_log_hz ? f / f_sp : min_log_mel + std::log(f / min_log_hz) / step;
-  };
-  auto mel_to_hz = [](double m) {
-    const double f_sp = 200.0 / 3, min_log_hz = 1000.0, min_log_mel = min_log_hz / f_sp, step = std::log(6.4) / 27.0;
-    return m < min_log_mel ? m * f_sp : min_log_hz * std::exp(step * (m - min_log_mel));
-  };
-  const int n_bins = n_fft / 2 + 1;
-  std::vector<double> points(n_mels + 2);
-  const double lo = hz_to_mel(0), hi = hz_to_mel(sample_rate / 2.0);
-  for (int i = 0; i < n_mels + 2; ++i) points[i] = mel_to_hz(lo + (hi - lo) * i / (n_mels + 1));
-  std::vector<float> fb(static_cast<size_t>(n_mels) * n_bins, 0.0f);
-  for (int m = 0; m < n_mels; ++m) {
-    const double norm = 2.0 / (points[m + 2] - points[m]);
-    for (int k = 0; k < n_bins; ++k) {
-      const double f = static_cast<double>(k) * sample_rate / n_fft;
-      const double up = (f - points[m]) / (points[m + 1] - points[m]);
-      const double down = (points[m + 2] - f) / (points[m + 2] - points[m + 1]);
-      fb[static_cast<size_t>(m) * n_bins + k] = static_cast<float>(std::max(0.0, std::min(up, down)) * norm);
-    }
-  }
-  return fb;
-}
 
 std::vector<std::string> make_pieces(int n) {
   std::vector<std::string> pieces = {"<unk>"};
@@ -105,10 +79,8 @@ ModelData random_model(const RandomModelOptions& o) {
 
   ModelData data;
   data.hparams = hp;
-  data.mel_filters = slaney_filters(hp.n_mels, hp.n_fft, hp.sample_rate);
-  const int n_window = std::min(400, hp.n_fft);
-  for (int i = 0; i < n_window; ++i)
-    data.window.push_back(0.5f - 0.5f * std::cos(2 * M_PI * i / (n_window - 1.0)));  // periodic=False
+  data.mel_filters = slaney_mel_filters(hp.n_mels, hp.n_fft, hp.sample_rate, 0.0, hp.sample_rate / 2.0);
+  data.window = symmetric_hann_window(std::min(400, hp.n_fft));
   data.pieces = make_pieces(hp.n_vocab);
   if (o.prompt)
     for (size_t i = 0; i < locales.size(); ++i) data.pieces[hp.n_vocab - locales.size() + i] = "<" + locales[i] + ">";

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "model/fastconformer/model.h"
+#include "model/fastconformer/published_gguf.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
 #include "model/whisper/model_format.h"
@@ -359,15 +360,13 @@ FileSummary summarize_model_file(const std::filesystem::path& path) {
         const runtime::GgufFile f = runtime::GgufFile::open(path);
         const std::string& arch = f.architecture();
         const bool ours = arch == fastconformer::kGgufArchitecture;
-        const std::string description = runtime::probe_model_file(path).description;
         if (ours) {
           s.family = "FastConformer transducer", s.layout = "earshot GGUF";
-        } else if (description.find("transcribe.cpp") != std::string::npos ||
-                   description.find("parakeet.cpp") != std::string::npos) {
-          // Another project's layout (runtime::probe_model_file names it); not read by this build.
-          s.family = description.find("Sortformer") != std::string::npos ? "Sortformer diarization"
-                                                                         : "FastConformer transducer";
-          s.layout = description.substr(0, description.find(';')) + ", not read by this build";
+        } else if (probe.published == runtime::PublishedLayout::kTranscribeCppSortformer) {
+          s.family = "Sortformer diarization", s.layout = probe.description.substr(2) + ", not read by this build";
+        } else if (probe.published != runtime::PublishedLayout::kNone) {
+          // Another project's Parakeet layout (runtime::probe_model_file names it; published_gguf.h reads it).
+          s.family = "FastConformer transducer", s.layout = probe.description.substr(2);
         } else if (arch == "qwen3vl") {
           s.family = "Qwen3-ASR (text model)", s.layout = "llama.cpp GGUF";
         } else if (arch == "clip") {
@@ -376,8 +375,14 @@ FileSummary summarize_model_file(const std::filesystem::path& path) {
           s.family = "LLM (" + arch + ")", s.layout = "llama.cpp GGUF";
         }
         std::map<ggml_type, uint64_t> bytes;
-        for (const runtime::GgufTensor& t : f.tensors())
-          if (ours ? fastconformer::is_matrix_tensor(t.name) : t.n_dims >= 2) bytes[t.type] += t.n_bytes;
+        const bool published = probe.published == runtime::PublishedLayout::kTranscribeCppParakeet ||
+                               probe.published == runtime::PublishedLayout::kParakeetCpp;
+        for (const runtime::GgufTensor& t : f.tensors()) {
+          const bool matrix = ours        ? fastconformer::is_matrix_tensor(t.name)
+                              : published ? fastconformer::is_published_matrix_tensor(t.name)
+                                          : t.n_dims >= 2;
+          if (matrix) bytes[t.type] += t.n_bytes;
+        }
         s.quantization = type_mix(bytes);
         return s;
       }

@@ -119,25 +119,44 @@ ModelFileKind classify_file_start(std::span<const uint8_t> head) {
   return looks_like_parakeet(head) ? ModelFileKind::kGgmlParakeet : ModelFileKind::kGgmlWhisper;
 }
 
-namespace {
+std::string_view project_name(PublishedLayout layout) {
+  switch (layout) {
+    case PublishedLayout::kTranscribeCppParakeet:
+    case PublishedLayout::kTranscribeCppSortformer: return "transcribe.cpp";
+    case PublishedLayout::kParakeetCpp: return "parakeet.cpp";
+    case PublishedLayout::kNone: break;
+  }
+  return "";
+}
 
-// Parakeet GGUFs published by other C++ projects: both write architecture
-// "parakeet", their keys tell them apart (transcribe.cpp: stt.parakeet.*, with
-// its head in stt.parakeet.head_kind; parakeet.cpp: parakeet.*).
-std::string foreign_parakeet_layout(const GgufFile& file) {
+PublishedLayout published_layout(const GgufFile& file) {
   const std::vector<std::string> keys = file.keys();
   auto any = [&](std::string_view prefix) {
     return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return k.starts_with(prefix); });
   };
-  const std::string ours =
-      "; earshot reads its own earshot-fastconformer-transducer layout: convert the .nemo with "
-      "scripts/convert/nemo_to_gguf.py";
-  if (any("stt.parakeet.")) {
-    const auto head = file.find_string("stt.parakeet.head_kind");
-    return "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys" + (head ? ", head '" + *head + "'" : "") + ")" + ours;
+  if (any("stt.parakeet.")) return PublishedLayout::kTranscribeCppParakeet;
+  if (any("stt.sortformer.")) return PublishedLayout::kTranscribeCppSortformer;
+  if (file.architecture() == "parakeet" && any("parakeet.")) return PublishedLayout::kParakeetCpp;
+  return PublishedLayout::kNone;
+}
+
+namespace {
+
+// How probe_model_file describes a published layout.
+std::string describe_published(const GgufFile& file, PublishedLayout layout) {
+  switch (layout) {
+    case PublishedLayout::kTranscribeCppParakeet: {
+      const auto head = file.find_string("stt.parakeet.head_kind");
+      return "a transcribe.cpp Parakeet GGUF (stt.parakeet.* keys" + (head ? ", head '" + *head + "'" : "") + ")";
+    }
+    case PublishedLayout::kTranscribeCppSortformer:
+      return "a transcribe.cpp Sortformer diarization GGUF (stt.sortformer.* keys)";
+    case PublishedLayout::kParakeetCpp: {
+      const auto arch = file.find_string("parakeet.arch");
+      return "a parakeet.cpp GGUF (parakeet.* keys" + (arch ? ", parakeet.arch '" + *arch + "'" : "") + ")";
+    }
+    case PublishedLayout::kNone: break;
   }
-  if (any("stt.sortformer.")) return "a transcribe.cpp Sortformer diarization GGUF (stt.sortformer.* keys)";
-  if (any("parakeet.")) return "a parakeet.cpp GGUF (parakeet.* keys)" + ours;
   return "";
 }
 
@@ -163,7 +182,8 @@ ModelFileProbe probe_model_file(const std::filesystem::path& path) {
     probe.architecture = file.architecture();
     probe.description = file.architecture().empty() ? "a GGUF file without " + std::string(kArchitectureKey)
                                                     : "a GGUF file of architecture '" + file.architecture() + "'";
-    if (const std::string foreign = foreign_parakeet_layout(file); !foreign.empty()) probe.description = foreign;
+    probe.published = published_layout(file);
+    if (probe.published != PublishedLayout::kNone) probe.description = describe_published(file, probe.published);
     return probe;
   }
   probe.kind = classify_file_start(head);

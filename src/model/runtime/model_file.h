@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace earshot::runtime {
 
@@ -30,10 +31,23 @@ enum class ModelFileKind {
   kOther,         // anything else; see description
 };
 
+// Whose layout a GGUF file of architecture "parakeet" is: two projects publish
+// files under that name, told apart by their keys (transcribe.cpp: stt.parakeet.*,
+// its diarizer stt.sortformer.*; parakeet.cpp: parakeet.*).
+enum class PublishedLayout {
+  kNone,                     // not one of these
+  kTranscribeCppParakeet,    // transcribe.cpp's Parakeet/Nemotron transducers (and CTC)
+  kTranscribeCppSortformer,  // transcribe.cpp's Sortformer diarizer
+  kParakeetCpp,              // parakeet.cpp's (mudler/parakeet.cpp) files
+};
+// "transcribe.cpp", "parakeet.cpp" ("" for kNone).
+std::string_view project_name(PublishedLayout layout);
+
 struct ModelFileProbe {
   ModelFileKind kind = ModelFileKind::kOther;
   // general.architecture of a GGUF file ("" when it has none, and for the other kinds).
   std::string architecture;
+  PublishedLayout published = PublishedLayout::kNone;
   // For messages: "a GGUF file of architecture 'qwen3'", "a safetensors file
   // (Hugging Face weights; earshot reads GGUF: convert it)", "an HTML page (a
   // failed or redirected download?)", ...
@@ -45,6 +59,10 @@ struct ModelFileProbe {
 // kInvalidModel errors for a GGUF file that cannot be read; every other content
 // is an answer, not an error.
 ModelFileProbe probe_model_file(const std::filesystem::path& path);
+
+class GgufFile;
+// Which published layout a GGUF file is, from its keys.
+PublishedLayout published_layout(const GgufFile& file);
 
 // The kind from the first bytes alone (kProbeBytes of them suffice): a GGUF file
 // is kGguf here without its metadata being read.

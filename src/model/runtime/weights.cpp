@@ -42,9 +42,29 @@ ByteSource ByteSource::memory(std::span<const uint8_t> bytes) {
   return source;
 }
 
+ByteSource ByteSource::with_appendix(const ByteSource& base, std::shared_ptr<const std::vector<uint8_t>> tail) {
+  ByteSource source = base;
+  source.base_size_ = base.size_;
+  source.size_ = base.size_ + (tail ? tail->size() : 0);
+  source.tail_ = std::move(tail);
+  return source;
+}
+
 void ByteSource::read(uint64_t offset, void* dst, uint64_t n) const {
   if (offset > size_ || n > size_ - offset) {
     throw Error(ErrorCode::kInternal, "ByteSource::read past the end of " + (label_.empty() ? "memory" : label_));
+  }
+  if (tail_ && offset + n > base_size_) {
+    // The part in the base, then the part in the appendix.
+    const uint64_t in_base = offset < base_size_ ? base_size_ - offset : 0;
+    if (in_base > 0) {
+      ByteSource base = *this;
+      base.tail_.reset();
+      base.size_ = base_size_;
+      base.read(offset, dst, in_base);
+    }
+    std::memcpy(static_cast<char*>(dst) + in_base, tail_->data() + (offset + in_base - base_size_), n - in_base);
+    return;
   }
   if (!fd_) {
     if (n > 0) std::memcpy(dst, bytes_.data() + offset, n);

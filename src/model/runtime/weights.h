@@ -28,6 +28,10 @@ class ByteSource {
   // Throws earshot::Error(kIo) "cannot open <label>: <reason>".
   static ByteSource file(const std::filesystem::path& path, std::string_view label = "model file");
   static ByteSource memory(std::span<const uint8_t> bytes);
+  // `base`, then `tail` at offsets base.size() onwards: a file plus tensors a
+  // loader derived from it (another project's layout translated: gates
+  // reordered, biases summed, kernels widened to f32), read as one source.
+  static ByteSource with_appendix(const ByteSource& base, std::shared_ptr<const std::vector<uint8_t>> tail);
 
   uint64_t size() const { return size_; }
   // Copies [offset, offset + n) to dst; the range must lie within size(). Throws kIo on a read error.
@@ -38,6 +42,8 @@ class ByteSource {
   ByteSource() = default;
   std::shared_ptr<Fd> fd_;
   std::span<const uint8_t> bytes_;
+  std::shared_ptr<const std::vector<uint8_t>> tail_;  // with_appendix: bytes from base_size_ on
+  uint64_t base_size_ = 0;
   uint64_t size_ = 0;
   std::string label_;
 };

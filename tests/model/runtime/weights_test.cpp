@@ -79,6 +79,23 @@ TEST_F(ToyModel, LoadsEveryTensorOnTheCpuByteForByte) {
   EXPECT_EQ(a, b);
 }
 
+// A source and an appendix read as one: reads inside either and across the seam.
+TEST(ByteSource, AppendixIsReadAfterTheBase) {
+  const std::vector<uint8_t> base = {1, 2, 3, 4, 5};
+  auto tail = std::make_shared<const std::vector<uint8_t>>(std::vector<uint8_t>{6, 7, 8});
+  const ByteSource joined = ByteSource::with_appendix(ByteSource::memory(base), tail);
+  ASSERT_EQ(joined.size(), 8u);
+  std::vector<uint8_t> out(8);
+  joined.read(0, out.data(), 8);
+  EXPECT_EQ(out, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  std::vector<uint8_t> seam(3), after(2);
+  joined.read(4, seam.data(), 3);
+  EXPECT_EQ(seam, (std::vector<uint8_t>{5, 6, 7}));
+  joined.read(6, after.data(), 2);
+  EXPECT_EQ(after, (std::vector<uint8_t>{7, 8}));
+  EXPECT_THROW(joined.read(7, out.data(), 2), Error);
+}
+
 TEST_F(ToyModel, TableMismatchesAreNamed) {
   auto expected = testing::toy_tensors();
   expected[2].ne = {64, 65, 1, 1};
