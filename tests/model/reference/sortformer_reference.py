@@ -319,7 +319,7 @@ def main():
             return np.fromfile(out, dtype=np.float32).reshape(-1, S)
 
         # Offline: one pass over 30 s.
-        mel = structured_mel(rng, 1000 if real else 3001, dims["n_mels"])
+        mel = structured_mel(rng, 1200 if real else 3001, dims["n_mels"])
         want = ref.offline(torch.from_numpy(mel)).numpy()
         got = run(mel, [])
         diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
@@ -328,15 +328,32 @@ def main():
               f"mean p {want.mean(axis=0).round(2).tolist()}, speech frames {(want > 0.5).mean():.2f}, "
               f"silent frames {(want.sum(axis=1) < 0.2).mean():.2f}")
         check(diff <= tol, f"offline probabilities differ by {diff}")
-        check((want > 0.5).mean() > 0.1 and (want.sum(axis=1) < 0.2).mean() > 0.01,
-              "the random model's outputs are degenerate (no speech or no silence)")
+        if not real:  # at the real widths the random network's last layer hardly varies: the head cannot spread it
+            check((want > 0.5).mean() > 0.1 and (want.sum(axis=1) < 0.2).mean() > 0.01,
+                  "the random model's outputs are degenerate (no speech or no silence)")
+        # The matrices in f16 and q8_0 (the converter's --type), within looser bounds. The random head magnifies
+        # the last hidden layer's small frame-to-frame variation (calibrate_head), and with it any rounding: q8_0
+        # (ggml also rounds the activations to 8 bits) measured 0.12 here, f16 6.5e-3.
+        # At the real widths the magnification is far larger: q8_0 is measured and printed there, not bounded.
+        for kind, bound in (("f16", 2e-2), ("q8_0", float("inf") if real else 0.25)):
+            path = os.path.join(tmp, f"sortformer-{kind}.gguf")
+            with contextlib.redirect_stdout(io.StringIO()):
+                check(nemo_to_gguf.main([nemo, path, "--type", kind]) == 0, f"nemo_to_gguf --type {kind}")
+            saved, gguf = gguf, path
+            got = run(mel, [])
+            gguf = saved
+            diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+            flips = int(((got > 0.5) != (want > 0.5)).sum())
+            print(f"offline {kind}: max |p - p_ref| {diff:.2e} (bound {bound}), {flips} of {want.size} "
+                  f"decisions at 0.5 flipped")
+            check(diff <= bound, f"offline {kind} probabilities differ by {diff}")
 
         # Streamed: WhisperLiveKit's settings over a long stream, and a small cache with a right context.
         settings = [("wlk", 6000 if not real else 2400, dict(chunk=10, left=10, right=0, spkcache=188, fifo=188,
                                                              update=144)),
                     ("small-cache", 2500, dict(chunk=4, left=2, right=3, spkcache=24, fifo=8, update=6))]
-        if real:
-            settings = settings[:1]
+        if real:  # a small cache: compressions within a short stream at the real widths
+            settings = [("real-small-cache", 1500, dict(chunk=6, left=4, right=2, spkcache=40, fifo=20, update=16))]
         for name, n_frames, s in settings:
             mel = structured_mel(rng, n_frames + 3, dims["n_mels"])  # + 3: a last chunk of partial frames
             records = ref.streaming(torch.from_numpy(mel), s["chunk"], s["left"], s["right"], s["spkcache"],
