@@ -5,6 +5,9 @@
 #include "model/sortformer/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "model/runtime/gguf_file.h"
@@ -180,6 +183,7 @@ struct ModelLoader {
   static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device) {
     const runtime::GgufFile file = runtime::GgufFile::open(path);
     const std::string label = file.label();
+    if (file.has("stt.sortformer.encoder.d_model")) return load_transcribe_cpp(file, path, device);
     if (file.architecture() != kGgufArchitecture)
       invalid(label, "architecture '" + file.architecture() + "', expected '" + kGgufArchitecture + "'");
     Hparams hp = parse(file, label);
@@ -210,17 +214,30 @@ struct ModelLoader {
     runtime::ModelWeights weights =
         runtime::ModelWeights::load(runtime::ByteSource::file(path), placements, device, label);
 
-    auto model = std::make_shared<Model>();
     auto floats = [&](const char* name) {
       const ggml_tensor* t = weights.find(name);
       std::vector<float> v(ggml_nelements(t));
       ggml_backend_tensor_get(t, v.data(), 0, v.size() * sizeof(float));
       return v;
     };
-    model->filters_ = floats("preprocessor.featurizer.fb");
-    model->window_ = floats("preprocessor.featurizer.window");
-    model->hparams_ = hp;
-    model->encoder_ = fastconformer::Model::encoder_only(hp.encoder, std::move(weights), device, label);
+    std::vector<float> filters = floats("preprocessor.featurizer.fb"),
+                       window_values = floats("preprocessor.featurizer.window");
+    return build(std::move(hp), std::move(weights), std::move(filters), std::move(window_values), device, label);
+  }
+
+  // transcribe.cpp's layout (docs/sortformer-gguf.md): its keys, its names for the same tensors (some with
+  // NeMo's size-1 dimensions kept: the bytes are the same), no featuriser buffers.
+  static std::shared_ptr<const Model> load_transcribe_cpp(const runtime::GgufFile& file,
+                                                          const std::filesystem::path& path, ggml_backend_dev_t device);
+
+  static std::shared_ptr<const Model> build(Hparams hp, runtime::ModelWeights weights, std::vector<float> filters,
+                                            std::vector<float> window, ggml_backend_dev_t device,
+                                            const std::string& label) {
+    auto model = std::make_shared<Model>();
+    model->filters_ = std::move(filters);
+    model->window_ = std::move(window);
+    model->hparams_ = std::move(hp);
+    model->encoder_ = fastconformer::Model::encoder_only(model->hparams_.encoder, std::move(weights), device, label);
     wire(*model);
     return model;
   }
@@ -250,6 +267,169 @@ struct ModelLoader {
     m.head_out_b = get("sortformer.speakers.bias");
   }
 };
+
+std::shared_ptr<const Model> ModelLoader::load_transcribe_cpp(const runtime::GgufFile& f,
+                                                              const std::filesystem::path& path,
+                                                              ggml_backend_dev_t device) {
+  const std::string label = f.label();
+  auto u = [&](const std::string& k) { return static_cast<int>(std::min<uint32_t>(f.get_u32(k), 1u << 30)); };
+  const std::string s = "stt.sortformer.", fe = "stt.frontend.";
+  Hparams hp;
+  fastconformer::Hparams& e = hp.encoder;
+  e.n_vocab = 0;
+  e.n_audio_ctx = f.has(s + "encoder.pos_emb_max_len") ? u(s + "encoder.pos_emb_max_len") : 5000;
+  e.n_state = u(s + "encoder.d_model");
+  e.n_head = u(s + "encoder.n_heads");
+  e.n_layer = u(s + "encoder.n_layers");
+  const int d_ff = u(s + "encoder.d_ff");
+  if (e.n_state < 1 || d_ff % e.n_state != 0)
+    invalid(label, s + "encoder.d_ff " + std::to_string(d_ff) + " is not a multiple of d_model");
+  e.ff_expansion = d_ff / e.n_state;
+  e.n_conv_kernel = u(s + "encoder.conv_kernel");
+  const std::string norm = f.get_string(s + "encoder.conv_norm_type");
+  if (norm != "batch_norm")
+    throw Error(ErrorCode::kUnsupported, label + ": encoder.conv_norm_type '" + norm + "' (batch_norm only)");
+  e.subsampling_factor = u(s + "encoder.subsampling_factor");
+  e.n_sub_channels = u(s + "encoder.subsampling_channels");
+  // What its converter does not write is the NEST encoder's (NeMo's config): dw_striding
+  // subsampling, xscaling, biases, full attention, symmetric convs, LayerNorm eps 1e-5.
+  e.xscaling = true;
+  e.bias = true;
+  e.n_mels = u(fe + "num_mels");
+  if (u(s + "encoder.feat_in") != e.n_mels) invalid(label, "encoder.feat_in differs from " + fe + "num_mels");
+  e.n_fft = u(fe + "n_fft");
+  e.hop_length = u(fe + "hop_length");
+  e.sample_rate = u(fe + "sample_rate");
+  e.preemph = f.get_f32(fe + "pre_emphasis");
+  const std::string fnorm = f.get_string(fe + "normalize");
+  if (fnorm != "none")
+    throw Error(ErrorCode::kUnsupported, label + ": " + fe + "normalize '" + fnorm + "' (none only)");
+  if (f.get_string(fe + "window") != "hann")
+    throw Error(ErrorCode::kUnsupported,
+                label + ": " + fe + "window '" + f.get_string(fe + "window") + "' (hann only)");
+  const int win_length = u(fe + "win_length");
+  hp.n_speakers = u(s + "max_speakers");
+  hp.tf_d_model = u(s + "transformer.d_model");
+  hp.tf_n_layer = u(s + "transformer.n_layers");
+  hp.tf_n_head = u(s + "transformer.n_heads");
+  hp.tf_d_ff = u(s + "transformer.d_ff");
+  if (f.get_string(s + "transformer.activation") != "relu" || f.get<bool>(s + "transformer.pre_ln"))
+    throw Error(ErrorCode::kUnsupported, label + ": a transformer other than post-LN with ReLU");
+  hp.cache.chunk_len = u(s + "stream.chunk_len");
+  hp.cache.spkcache_len = u(s + "stream.spkcache_len");
+  hp.cache.fifo_len = u(s + "stream.fifo_len");
+  hp.cache.update_period = u(s + "stream.spkcache_update_period");
+  if (hp.n_speakers < 1 || hp.n_speakers > 4 || e.n_head < 1 || e.n_state % e.n_head != 0 || hp.tf_n_head < 1 ||
+      hp.tf_d_model % hp.tf_n_head != 0 || e.n_mels < 8 || win_length < 2 || win_length > e.n_fft)
+    invalid(label, "inconsistent stt.sortformer.* dimensions");
+  fastconformer::check_encoder_supported(e, label);
+
+  std::vector<runtime::ExpectedTensor> want = fastconformer::expected_encoder_tensors(e, GGML_TYPE_F32);
+  std::erase_if(want, [](const runtime::ExpectedTensor& t) { return t.name.ends_with("num_batches_tracked"); });
+  for (runtime::ExpectedTensor& t : expected_diarizer_tensors(hp, GGML_TYPE_F32)) want.push_back(std::move(t));
+  auto squeezed = [](const std::array<int64_t, 4>& ne) {
+    std::vector<int64_t> v;
+    for (int64_t n : ne)
+      if (n != 1) v.push_back(n);
+    return v;
+  };
+  std::vector<runtime::TensorPlacement> placements;
+  std::unordered_set<std::string> used;
+  for (runtime::ExpectedTensor& t : want) {
+    const std::string theirs = transcribe_cpp_name(t.name);
+    const runtime::GgufTensor* in = f.find_tensor(theirs);
+    if (!in) invalid(label, "tensor " + theirs + " (earshot's " + t.name + ") is missing");
+    if (squeezed(in->ne) != squeezed(t.ne))
+      invalid(label, "tensor " + theirs + " has shape " +
+                         runtime::shape_string(std::max(in->n_dims, 1), in->ne.data()) + ", expected " +
+                         runtime::shape_string(t.n_dims, t.ne.data()));
+    const bool matrix = is_matrix_tensor(t.name);
+    if (matrix ? !(in->type == GGML_TYPE_F32 || in->type == GGML_TYPE_F16 || in->type == GGML_TYPE_BF16 ||
+                   ggml_is_quantized(in->type))
+               : in->type != GGML_TYPE_F32)
+      throw Error(ErrorCode::kUnsupported, label + ": tensor " + theirs + " has type " + ggml_type_name(in->type) +
+                                               (matrix ? "" : " (earshot computes it in f32 only)"));
+    if (t.ne[0] % ggml_blck_size(in->type) != 0)
+      invalid(label, "tensor " + theirs + ": rows are not whole " + ggml_type_name(in->type) + " blocks");
+    t.type = in->type;
+    placements.push_back({t, in->offset});
+    used.insert(theirs);
+  }
+  for (const runtime::GgufTensor& t : f.tensors())
+    if (!used.contains(t.name) && !t.name.starts_with("diar.spk_head."))  // the unused two-input head
+      invalid(label, "unexpected tensor '" + t.name + "'");
+  runtime::ModelWeights weights =
+      runtime::ModelWeights::load(runtime::ByteSource::file(path), placements, device, label);
+  return build(std::move(hp), std::move(weights), slaney_filters(e.n_mels, e.n_fft, e.sample_rate),
+               hann_window(win_length), device, label);
+}
+
+std::string transcribe_cpp_name(const std::string& n) {
+  static const std::pair<const char*, const char*> kBlock[] = {{"norm_feed_forward1.", "norm_ff1."},
+                                                               {"feed_forward1.", "ff1."},
+                                                               {"norm_self_att.", "norm_attn."},
+                                                               {"self_attn.", "attn."},
+                                                               {"conv.pointwise_conv1.", "conv.pointwise1."},
+                                                               {"conv.depthwise_conv.", "conv.depthwise."},
+                                                               {"conv.batch_norm.", "conv.bn."},
+                                                               {"conv.pointwise_conv2.", "conv.pointwise2."},
+                                                               {"norm_feed_forward2.", "norm_ff2."},
+                                                               {"feed_forward2.", "ff2."},
+                                                               {"norm_conv.", "norm_conv."},
+                                                               {"norm_out.", "norm_out."}};
+  static const std::pair<const char*, const char*> kTransformer[] = {
+      {"attn_q.", "attn.q."}, {"attn_k.", "attn.k."},  {"attn_v.", "attn.v."}, {"attn_out.", "attn.out."},
+      {"ffn_in.", "ff.in."},  {"ffn_out.", "ff.out."}, {"norm_1.", "norm_1."}, {"norm_2.", "norm_2."}};
+  auto layer_rest = [](const std::string& s, size_t at, std::string& layer) {
+    const size_t dot = s.find('.', at);
+    layer = s.substr(at, dot - at);
+    return s.substr(dot + 1);
+  };
+  std::string layer;
+  if (n.starts_with("encoder.pre_encode.")) return "enc." + n.substr(8);
+  if (n.starts_with("encoder.layers.")) {
+    const std::string rest = layer_rest(n, 15, layer);
+    for (const auto& [ours, theirs] : kBlock)
+      if (rest.starts_with(ours)) return "enc.blocks." + layer + "." + theirs + rest.substr(std::strlen(ours));
+  }
+  if (n.starts_with("transformer.")) {
+    const std::string rest = layer_rest(n, 12, layer);
+    for (const auto& [ours, theirs] : kTransformer)
+      if (rest.starts_with(ours)) return "tf.blocks." + layer + "." + theirs + rest.substr(std::strlen(ours));
+  }
+  if (n.starts_with("sortformer.encoder_proj.")) return "diar." + n.substr(11);
+  if (n.starts_with("sortformer.hidden.")) return "diar.fc1." + n.substr(18);
+  if (n.starts_with("sortformer.speakers.")) return "diar.single_spk_head." + n.substr(20);
+  return n;
+}
+
+std::vector<float> slaney_filters(int n_mels, int n_fft, int sr) {
+  const double f_sp = 200.0 / 3, min_log_hz = 1000.0, min_log_mel = min_log_hz / f_sp, step = std::log(6.4) / 27.0;
+  auto hz_to_mel = [&](double f) { return f < min_log_hz ? f / f_sp : min_log_mel + std::log(f / min_log_hz) / step; };
+  auto mel_to_hz = [&](double m) {
+    return m < min_log_mel ? m * f_sp : min_log_hz * std::exp(step * (m - min_log_mel));
+  };
+  const double lo = hz_to_mel(0), hi = hz_to_mel(sr / 2.0);
+  std::vector<double> points(n_mels + 2);
+  for (int i = 0; i < n_mels + 2; ++i) points[i] = mel_to_hz(lo + (hi - lo) * i / (n_mels + 1));
+  const int n_bins = n_fft / 2 + 1;
+  std::vector<float> fb(static_cast<size_t>(n_mels) * n_bins);
+  for (int m = 0; m < n_mels; ++m)
+    for (int b = 0; b < n_bins; ++b) {
+      const double f = static_cast<double>(b) * sr / n_fft;
+      const double up = (f - points[m]) / (points[m + 1] - points[m]);
+      const double down = (points[m + 2] - f) / (points[m + 2] - points[m + 1]);
+      fb[static_cast<size_t>(m) * n_bins + b] =
+          static_cast<float>(std::max(0.0, std::min(up, down)) * 2.0 / (points[m + 2] - points[m]));
+    }
+  return fb;
+}
+
+std::vector<float> hann_window(int n) {
+  std::vector<float> w(n);
+  for (int i = 0; i < n; ++i) w[i] = static_cast<float>(0.5 - 0.5 * std::cos(2 * M_PI * i / (n - 1)));
+  return w;
+}
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml_backend_dev_t device) {
   return ModelLoader::load(path, device);

@@ -3,7 +3,8 @@
 // (earshot's, src/model/fastconformer, biases included), a linear projection to the
 // Transformer's width, a post-LN Transformer encoder, and a head giving each frame
 // an independent sigmoid probability per speaker, speakers in order of arrival.
-// Read from earshot's GGUF layout (architecture kGgufArchitecture; docs/sortformer-gguf.md).
+// Read from earshot's GGUF layout (architecture kGgufArchitecture; docs/sortformer-gguf.md)
+// or from transcribe.cpp's published one (stt.sortformer.* keys).
 //
 //   auto model = sortformer::Model::load("diar_streaming_sortformer_4spk-v2.gguf");
 //   auto probs = sortformer::frame_probabilities(*model, samples16k);   // offline
@@ -98,6 +99,14 @@ class Model {
 std::vector<runtime::ExpectedTensor> expected_diarizer_tensors(const Hparams& hp, ggml_type matrix_type);
 // Whether the tensor is a linear's matrix (may be f16 or quantised; the rest is f32).
 bool is_matrix_tensor(const std::string& name);
+
+// The name transcribe.cpp's Sortformer GGUF (scripts/convert-sortformer.py:
+// enc.*, tf.blocks.*, diar.*) gives one of earshot's tensors.
+std::string transcribe_cpp_name(const std::string& name);
+// NeMo's featuriser buffers when a file has none: librosa's Slaney mel filters
+// ([n_mels][n_fft/2 + 1]) and torch.hann_window(n, periodic=False).
+std::vector<float> slaney_filters(int n_mels, int n_fft, int sample_rate);
+std::vector<float> hann_window(int n);
 
 struct RunOptions {
   int threads = 1;

@@ -7,32 +7,6 @@
 #include "model/sortformer/model.h"
 
 namespace earshot::sortformer {
-namespace {
-
-// librosa's Slaney mel filters (norm 'slaney'), as NeMo builds them: [n_mels][n_fft/2 + 1].
-std::vector<float> slaney_filters(int n_mels, int n_fft, int sr) {
-  const double f_sp = 200.0 / 3, min_log_hz = 1000.0, min_log_mel = min_log_hz / f_sp, step = std::log(6.4) / 27.0;
-  auto hz_to_mel = [&](double f) { return f < min_log_hz ? f / f_sp : min_log_mel + std::log(f / min_log_hz) / step; };
-  auto mel_to_hz = [&](double m) {
-    return m < min_log_mel ? m * f_sp : min_log_hz * std::exp(step * (m - min_log_mel));
-  };
-  const double lo = hz_to_mel(0), hi = hz_to_mel(sr / 2.0);
-  std::vector<double> points(n_mels + 2);
-  for (int i = 0; i < n_mels + 2; ++i) points[i] = mel_to_hz(lo + (hi - lo) * i / (n_mels + 1));
-  const int n_bins = n_fft / 2 + 1;
-  std::vector<float> fb(static_cast<size_t>(n_mels) * n_bins);
-  for (int m = 0; m < n_mels; ++m)
-    for (int b = 0; b < n_bins; ++b) {
-      const double f = static_cast<double>(b) * sr / n_fft;
-      const double up = (f - points[m]) / (points[m + 1] - points[m]);
-      const double down = (points[m + 2] - f) / (points[m + 2] - points[m + 1]);
-      fb[static_cast<size_t>(m) * n_bins + b] =
-          static_cast<float>(std::max(0.0, std::min(up, down)) * 2.0 / (points[m + 2] - points[m]));
-    }
-  return fb;
-}
-
-}  // namespace
 
 void write_random_model(const std::filesystem::path& path, const RandomModelOptions& o) {
   Hparams hp;
@@ -131,8 +105,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelOpti
   const std::vector<float> fb = slaney_filters(e.n_mels, 512, 16000);
   const int64_t fb_ne[2] = {257, e.n_mels};
   w.add_tensor_f32("preprocessor.featurizer.fb", GGML_TYPE_F32, fb_ne, fb);
-  std::vector<float> window(400);
-  for (int i = 0; i < 400; ++i) window[i] = static_cast<float>(0.5 - 0.5 * std::cos(2 * M_PI * i / 399.0));
+  const std::vector<float> window = hann_window(400);
   const int64_t window_ne[1] = {400};
   w.add_tensor_f32("preprocessor.featurizer.window", GGML_TYPE_F32, window_ne, window);
   w.write(path);

@@ -173,6 +173,85 @@ def write_nemo(path, cfg, sd):
         add("model_weights.ckpt", buf.getvalue())
 
 
+# transcribe.cpp's layout (handy-computer/transcribe.cpp, scripts/convert-sortformer.py, as published): keys
+# stt.frontend.* and stt.sortformer.*, its own tensor names, NeMo's shapes unchanged, all f32, no featuriser.
+TC_BLOCK = (("norm_feed_forward1.", "norm_ff1."), ("feed_forward1.", "ff1."), ("norm_self_att.", "norm_attn."),
+            ("self_attn.", "attn."), ("conv.pointwise_conv1.", "conv.pointwise1."),
+            ("conv.depthwise_conv.", "conv.depthwise."), ("conv.batch_norm.", "conv.bn."),
+            ("conv.pointwise_conv2.", "conv.pointwise2."), ("norm_feed_forward2.", "norm_ff2."),
+            ("feed_forward2.", "ff2."), ("norm_conv.", "norm_conv."), ("norm_out.", "norm_out."))
+TC_TRANSFORMER = (("layer_norm_1.", "norm_1."), ("first_sub_layer.query_net.", "attn.q."),
+                  ("first_sub_layer.key_net.", "attn.k."), ("first_sub_layer.value_net.", "attn.v."),
+                  ("first_sub_layer.out_projection.", "attn.out."), ("layer_norm_2.", "norm_2."),
+                  ("second_sub_layer.dense_in.", "ff.in."), ("second_sub_layer.dense_out.", "ff.out."))
+TC_HEAD = (("sortformer_modules.encoder_proj.", "diar.encoder_proj."), ("sortformer_modules.first_hidden_to_hidden.",
+           "diar.fc1."), ("sortformer_modules.hidden_to_spks.", "diar.spk_head."),
+           ("sortformer_modules.single_hidden_to_spks.", "diar.single_spk_head."))
+
+
+def transcribe_cpp_name(name):
+    if name.startswith("encoder.pre_encode."):
+        return "enc." + name[len("encoder."):]
+    if name.startswith("encoder.layers."):
+        layer, rest = name[len("encoder.layers."):].split(".", 1)
+        for ours, theirs in TC_BLOCK:
+            if rest.startswith(ours):
+                return f"enc.blocks.{layer}.{theirs}{rest[len(ours):]}"
+    if name.startswith("transformer_encoder.layers."):
+        layer, rest = name[len("transformer_encoder.layers."):].split(".", 1)
+        for ours, theirs in TC_TRANSFORMER:
+            if rest.startswith(ours):
+                return f"tf.blocks.{layer}.{theirs}{rest[len(ours):]}"
+    for ours, theirs in TC_HEAD:
+        if name.startswith(ours):
+            return theirs + name[len(ours):]
+    return None
+
+
+def write_transcribe_cpp_gguf(path, cfg, sd):
+    sys.path.insert(0, os.path.join(ROOT, "third_party", "src", "llama.cpp", "gguf-py"))
+    import gguf
+
+    enc, tf, pre, sm = cfg["encoder"], cfg["transformer_encoder"], cfg["preprocessor"], cfg["sortformer_modules"]
+    w = gguf.GGUFWriter(str(path), "sortformer")
+    sr = int(pre["sample_rate"])
+    w.add_uint32("stt.frontend.sample_rate", sr)
+    w.add_uint32("stt.frontend.num_mels", int(pre["features"]))
+    w.add_uint32("stt.frontend.n_fft", int(pre["n_fft"]))
+    w.add_uint32("stt.frontend.hop_length", int(round(pre["window_stride"] * sr)))
+    w.add_uint32("stt.frontend.win_length", int(round(pre["window_size"] * sr)))
+    w.add_string("stt.frontend.window", pre["window"])
+    w.add_string("stt.frontend.normalize", "none")
+    w.add_float32("stt.frontend.pre_emphasis", 0.97)
+    w.add_float32("stt.frontend.dither", float(pre["dither"]))
+    w.add_bool("stt.capability.streaming", True)
+    w.add_bool("stt.capability.speaker_diarization", True)
+    u = {"max_speakers": cfg["max_num_of_spks"], "frame_hop": 160 * enc["subsampling_factor"],
+         "encoder.n_layers": enc["n_layers"], "encoder.d_model": enc["d_model"], "encoder.n_heads": enc["n_heads"],
+         "encoder.d_ff": enc["d_model"] * enc["ff_expansion_factor"], "encoder.conv_kernel": enc["conv_kernel_size"],
+         "encoder.subsampling_factor": enc["subsampling_factor"],
+         "encoder.subsampling_channels": enc["subsampling_conv_channels"], "encoder.feat_in": enc["feat_in"],
+         "encoder.pos_emb_max_len": enc["pos_emb_max_len"], "transformer.n_layers": tf["num_layers"],
+         "transformer.d_model": tf["hidden_size"], "transformer.n_heads": tf["num_attention_heads"],
+         "transformer.d_ff": tf["inner_size"], "stream.chunk_len": sm["chunk_len"],
+         "stream.spkcache_len": sm["spkcache_len"], "stream.fifo_len": sm["fifo_len"],
+         "stream.spkcache_update_period": sm["spkcache_update_period"]}
+    for k, v in u.items():
+        w.add_uint32("stt.sortformer." + k, int(v))
+    w.add_string("stt.sortformer.encoder.conv_norm_type", enc["conv_norm_type"])
+    w.add_string("stt.sortformer.transformer.activation", tf["hidden_act"])
+    w.add_bool("stt.sortformer.transformer.pre_ln", bool(tf["pre_ln"]))
+    for name, t in sd.items():
+        theirs = transcribe_cpp_name(name)
+        if theirs is None or name.endswith("num_batches_tracked"):
+            continue  # preprocessor.* and the BatchNorm counters, as its converter skips them
+        w.add_tensor(theirs, np.ascontiguousarray(t.float().numpy()))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def read_nemo(path):
     with tarfile.open(path) as tar:
         names = {os.path.basename(m.name): m for m in tar.getmembers() if m.isfile()}

@@ -313,10 +313,12 @@ def main():
         def run(mel, extra):
             mel_path, out = os.path.join(tmp, "mel.f32"), os.path.join(tmp, "probs.f32")
             mel.tofile(mel_path)
+            if os.path.exists(out):
+                os.remove(out)  # a failed run must not leave the previous run's values to compare
             r = subprocess.run([tool, "--model", gguf, "--mel", mel_path, "--out", out, "--threads", "1"] + extra,
                                capture_output=True, text=True)
             check(r.returncode == 0, f"earshot-sortformer-probs {' '.join(extra)}: {r.stderr[-400:]}")
-            return np.fromfile(out, dtype=np.float32).reshape(-1, S)
+            return np.fromfile(out, dtype=np.float32).reshape(-1, S) if os.path.exists(out) else np.zeros((0, S))
 
         # Offline: one pass over 30 s.
         mel = structured_mel(rng, 1200 if real else 3001, dims["n_mels"])
@@ -331,6 +333,15 @@ def main():
         if not real:  # at the real widths the random network's last layer hardly varies: the head cannot spread it
             check((want > 0.5).mean() > 0.1 and (want.sum(axis=1) < 0.2).mean() > 0.01,
                   "the random model's outputs are degenerate (no speech or no silence)")
+        # transcribe.cpp's published layout of the same checkpoint: the same model.
+        tc = os.path.join(tmp, "transcribe-cpp.gguf")
+        sortformer_nemo.write_transcribe_cpp_gguf(tc, cfg, sd)
+        saved, gguf = gguf, tc
+        got = run(mel, [])
+        gguf = saved
+        diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+        print(f"offline, transcribe.cpp's layout: max |p - p_ref| {diff:.2e} (tolerance {tol})")
+        check(diff <= tol, f"transcribe.cpp's layout: probabilities differ by {diff}")
         # The matrices in f16 and q8_0 (the converter's --type), within looser bounds. The random head magnifies
         # the last hidden layer's small frame-to-frame variation (calibrate_head), and with it any rounding: q8_0
         # (ggml also rounds the activations to 8 bits) measured 0.12 here, f16 6.5e-3.
