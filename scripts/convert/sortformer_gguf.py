@@ -71,6 +71,8 @@ def hparams_from_config(cfg):
     for name, key in CACHE_KEYS.items():
         v = sm.get(name, CACHE_DEFAULTS[name])
         hp[key] = float(v) if name in FLOAT_KEYS else int(v)
+    # SortformerEncLabelModel's async_streaming (default False): which speaker-cache update its streaming uses.
+    hp["cache.async_streaming"] = bool(_one_of(cfg, "async_streaming", [False, True], False))
     return hp
 
 

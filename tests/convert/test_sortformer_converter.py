@@ -62,7 +62,8 @@ def main():
         for key, want in (("embedding_length", dims["d"]), ("block_count", dims["n_layers"]), ("bias", True),
                           ("speakers", 4), ("transformer.block_count", dims["tf_layers"]),
                           ("transformer.embedding_length", dims["tf_d"]), ("cache.spkcache_len", 188),
-                          ("cache.sil_frames_per_spk", 3), ("features.normalize", "none")):
+                          ("cache.sil_frames_per_spk", 3), ("features.normalize", "none"),
+                          ("cache.async_streaming", False)):
             check(value(key) == want, f"{key} = {value(key)!r}, expected {want!r}")
         check(abs(value("cache.weak_boost_rate") - 1.5) < 1e-6, "cache.weak_boost_rate")
         tensors = {t.name: t for t in r.tensors}

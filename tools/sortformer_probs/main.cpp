@@ -30,7 +30,8 @@ namespace {
 const char* kUsage =
     "usage: earshot-sortformer-probs --model M.gguf (--mel MEL.f32 | --audio PCM.f32) --out P.f32\n"
     "           [--streaming 1] [--states S.bin] [--piece N] [--chunk N] [--left N] [--right N]\n"
-    "           [--spkcache N] [--fifo N] [--update N] [--threads N] [--cpu-kernels ggml|openblas|auto]\n"
+    "           [--spkcache N] [--fifo N] [--update N] [--async 0|1] [--threads N]\n"
+    "           [--cpu-kernels ggml|openblas|auto]\n"
     "           [--bench N]\n"
     "\n"
     "MEL.f32: [frames][n_mels] f32; PCM.f32: 16 kHz mono f32. P.f32: [frames][speakers] f32.\n"
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
                                    {"--spkcache", [&](const std::string& v) { so.spkcache_len = std::stoi(v); }},
                                    {"--fifo", [&](const std::string& v) { so.fifo_len = std::stoi(v); }},
                                    {"--update", [&](const std::string& v) { so.update_period = std::stoi(v); }},
+                                   {"--async", [&](const std::string& v) { so.async_update = std::stoi(v); }},
                                    {"--threads", [&](const std::string& v) { so.run.threads = std::stoi(v); }},
                                    {"--cpu-kernels", [&](const std::string& v) { kernels = v; }},
                                    {"--bench", [&](const std::string& v) { bench = std::stoi(v); }}});

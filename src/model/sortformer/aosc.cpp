@@ -1,7 +1,6 @@
 // AOSC, step for step as NeMo's sortformer_modules.py computes it (the published
-// sources are the specification; scores in float as torch computes them). Ties in
-// a top-k (measure zero for finite scores; -inf ties are all disabled alike) go to
-// the lower index.
+// sources are the specification; scores in float as torch computes them; top-k ties
+// resolved as torch's CPU top-k resolves them, see top_k).
 #include "model/sortformer/aosc.h"
 
 #include <algorithm>
@@ -17,15 +16,28 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Indices of the k largest values (ties: lower index first), in no particular order.
+// Indices of the k largest values, chosen among equal values as torch.topk(sorted=False)
+// on the CPU chooses them (ATen's topk loop: std::partial_sort of (value, index) pairs
+// in index order when k * 64 <= n, else std::nth_element at k - 1; the first k). NeMo
+// depends on that choice: after a compression the cache can hold one frame twice
+// (chosen for two speakers), and the copies score exactly alike in later compressions,
+// where which copy is kept sets the cache's order.
 std::vector<int> top_k(const std::vector<float>& values, int k) {
-  std::vector<int> idx(values.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  k = std::min<int>(k, static_cast<int>(idx.size()));
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
-  idx.resize(k);
-  return idx;
+  using Element = std::pair<float, int64_t>;
+  std::vector<Element> queue(values.size());
+  for (size_t i = 0; i < values.size(); ++i) queue[i] = {values[i], static_cast<int64_t>(i)};
+  k = std::min<int>(k, static_cast<int>(queue.size()));
+  if (k <= 0) return {};
+  const auto larger = [](const Element& x, const Element& y) {
+    return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
+  };
+  if (static_cast<int64_t>(k) * 64 <= static_cast<int64_t>(queue.size()))
+    std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), larger);
+  else
+    std::nth_element(queue.begin(), queue.begin() + k - 1, queue.end(), larger);
+  std::vector<int> out(k);
+  for (int i = 0; i < k; ++i) out[i] = static_cast<int>(queue[i].second);
+  return out;
 }
 
 void append_rows(std::vector<float>& to, std::span<const float> rows) { to.insert(to.end(), rows.begin(), rows.end()); }
@@ -117,6 +129,7 @@ std::vector<float> aosc_update(const AoscConfig& c, AoscState& s, std::span<cons
   const int S = c.n_speakers, d = c.d;
   const CacheParams& p = c.params;
   if (s.mean_sil_emb.empty()) s.mean_sil_emb.assign(d, 0.0f);
+  if (p.async_streaming) s.has_cache_preds = true;  // streaming_update_async's state holds them from the start
   const int n_cache = s.n_cache, n_fifo = s.n_fifo, chunk_len = n_chunk - lc - rc;
   if (chunk_len < 0 || preds.size() != static_cast<size_t>(n_cache + n_fifo + n_chunk) * S)
     throw Error(ErrorCode::kInternal, "AOSC: a step's predictions do not match the cache, FIFO and chunk");

@@ -3,8 +3,9 @@
 // FIFO overflows its oldest `update_period` frames move to the speaker cache, and
 // a cache over its length is compressed to the frames that best represent each
 // speaker (NeMo's SortformerModules.streaming_update, the synchronous one its
-// forward_streaming uses, and _compress_spkcache), plus a few frames of the mean
-// silence embedding per speaker.
+// forward_streaming uses by default, or streaming_update_async when the model's
+// async_streaming is set: CacheParams::async_streaming), and _compress_spkcache,
+// plus a few frames of the mean silence embedding per speaker.
 #pragma once
 
 #include <span>

@@ -98,6 +98,7 @@ Hparams parse(const runtime::GgufFile& f, const std::string& label) {
   c.strong_boost_rate = f.get_f32(key("cache.strong_boost_rate"));
   c.weak_boost_rate = f.get_f32(key("cache.weak_boost_rate"));
   c.min_pos_scores_rate = f.get_f32(key("cache.min_pos_scores_rate"));
+  c.async_streaming = f.find<bool>(key("cache.async_streaming")).value_or(false);
 
   check_range(label, "embedding_length", e.n_state, 2, 16384);
   check_range(label, "attention.head_count", e.n_head, 1, 256);

@@ -43,6 +43,11 @@ struct CacheParams {
   float strong_boost_rate = 0.75f;
   float weak_boost_rate = 1.5f;
   float min_pos_scores_rate = 0.5f;
+  // The model's async_streaming: NeMo's streaming_update_async (fixed-size buffers;
+  // the cache keeps the predictions its frames had when they left the FIFO) instead
+  // of streaming_update (which takes the current step's predictions of the cache's
+  // frames at its first compression). The only difference for one stream.
+  bool async_streaming = false;
 };
 
 struct Hparams {

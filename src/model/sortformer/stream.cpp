@@ -61,6 +61,7 @@ Stream::Stream(const Model& model, StreamOptions options) : model_(model), optio
   config_.params.update_period = options.update_period;
   config_.params.chunk_left_context = options.left_context;
   config_.params.chunk_right_context = options.right_context;
+  if (options.async_update >= 0) config_.params.async_streaming = options.async_update == 1;
   state_.mean_sil_emb.assign(config_.d, 0.0f);
   impl_ = std::make_unique<Impl>(model, options.run);
 }

@@ -39,6 +39,7 @@ struct StreamOptions {
   int spkcache_len = 188;
   int fifo_len = 188;
   int update_period = 144;
+  int async_update = -1;  // 1: streaming_update_async, 0: streaming_update; -1: the model's (cache.async_streaming)
   RunOptions run;
 };
 

@@ -195,13 +195,66 @@ class Sortformer:
         out_preds = torch.where(disabled[:, None], torch.tensor(0.0), preds[idx])
         return out_emb, out_preds
 
-    def streaming(self, mel, chunk_len, lc, rc, spkcache_len, fifo_len, update_period):
-        """forward_streaming: the chunks' probabilities and the state after each chunk."""
+    def update_async(self, st, chunk_emb, preds, lcf, rcf):
+        """streaming_update_async for one stream, literally: fixed-size buffers with lengths, the cache's predictions
+        stored from the start (zeros, so its 'compressed at least once' test always holds), the compression over the
+        whole padded buffer. Returns the chunk's probabilities."""
+        sm, S, d = self.sm, self.n_spk, self.d
+        cap_cache, cap_fifo = sm["spkcache_len"], sm["fifo_len"]
+        max_chunk = chunk_emb.shape[0] - lcf - rcf
+        max_pop = min(max(sm["spkcache_update_period"], max_chunk), max_chunk + cap_fifo)
+        n_cache, n_fifo = st["n_cache"], st["n_fifo"]
+        chunk_len = max_chunk
+        fifo_preds = preds[n_cache:n_cache + n_fifo]
+        chunk_preds = preds[n_cache + n_fifo + lcf:n_cache + n_fifo + lcf + chunk_len]
+        upd_cache = torch.zeros(cap_cache + max_pop, d)
+        upd_cache_preds = torch.zeros(cap_cache + max_pop, S)
+        upd_fifo = torch.zeros(cap_fifo + max_chunk, d)
+        upd_fifo_preds = torch.zeros(cap_fifo + max_chunk, S)
+        upd_cache[:n_cache] = st["spkcache"][:n_cache]
+        upd_cache_preds[:n_cache] = st["spkcache_preds"][:n_cache]
+        upd_fifo[:n_fifo] = st["fifo"][:n_fifo]
+        upd_fifo_preds[:n_fifo] = fifo_preds
+        upd_fifo[n_fifo:n_fifo + chunk_len] = chunk_emb[lcf:lcf + chunk_len]
+        upd_fifo_preds[n_fifo:n_fifo + chunk_len] = chunk_preds
+        n_fifo += chunk_len
+        if n_fifo > cap_fifo:
+            pop = max(sm["spkcache_update_period"], max_chunk - cap_fifo + st["n_fifo"])
+            pop = min(pop, n_fifo)
+            pop_emb, pop_preds = upd_fifo[:pop].clone(), upd_fifo_preds[:pop].clone()
+            is_sil = pop_preds.sum(dim=1) < sm["sil_threshold"]
+            count = int(is_sil.sum())
+            if count > 0:
+                total = st["mean_sil"] * st["n_sil"] + (pop_emb * is_sil[:, None]).sum(dim=0)
+                st["n_sil"] += count
+                st["mean_sil"] = total / max(st["n_sil"], 1)
+            upd_cache[n_cache:n_cache + pop] = pop_emb
+            if upd_cache_preds[0, 0] >= 0:  # always: probabilities are >= 0 and the buffer starts at zeros
+                upd_cache_preds[n_cache:n_cache + pop] = pop_preds
+            n_cache += pop
+            n_fifo -= pop
+            upd_fifo[:n_fifo] = upd_fifo[pop:pop + n_fifo].clone()
+            upd_fifo_preds[:n_fifo] = upd_fifo_preds[pop:pop + n_fifo].clone()
+        st["fifo"], st["fifo_preds"], st["n_fifo"] = upd_fifo[:n_fifo], upd_fifo_preds[:n_fifo], n_fifo
+        if n_cache > cap_cache:
+            st["spkcache"], st["spkcache_preds"] = self.compress(upd_cache, upd_cache_preds, st["mean_sil"])
+            st["compressions"] += 1
+            n_cache = cap_cache
+        else:
+            st["spkcache"], st["spkcache_preds"] = upd_cache[:n_cache], upd_cache_preds[:n_cache]
+        st["n_cache"] = n_cache
+        return chunk_preds
+
+    def streaming(self, mel, chunk_len, lc, rc, spkcache_len, fifo_len, update_period, async_update=False):
+        """forward_streaming: the chunks' probabilities and the state after each chunk (sortformer_modules'
+        streaming_update, or streaming_update_async when the model's async_streaming is set)."""
         sm = self.sm
         sm.update(spkcache_len=spkcache_len, fifo_len=fifo_len, spkcache_update_period=update_period)
         d, sub = self.d, self.sub
         st = dict(spkcache=torch.zeros(0, d), spkcache_preds=None, fifo=torch.zeros(0, d),
                   fifo_preds=torch.zeros(0, self.n_spk), mean_sil=torch.zeros(d), n_sil=0, compressions=0)
+        if async_update:
+            st.update(spkcache_preds=torch.zeros(0, self.n_spk), n_cache=0, n_fifo=0)
         records = []
         feat_len, stt, end = mel.shape[0], 0, 0
         while end < feat_len:
@@ -213,6 +266,13 @@ class Sortformer:
             n_cache, n_fifo = st["spkcache"].shape[0], st["fifo"].shape[0]
             preds = self.forward_infer(self.conformer(torch.cat([st["spkcache"], st["fifo"], chunk_emb])))
             lcf, rcf = round(left_off / sub), math.ceil(right_off / sub)
+            if async_update:
+                chunk_preds = self.update_async(st, chunk_emb, preds, lcf, rcf)
+                records.append(dict(preds=chunk_preds.clone(), spkcache=st["spkcache"].clone(),
+                                    spkcache_preds=st["spkcache_preds"].clone(), fifo=st["fifo"].clone(),
+                                    fifo_preds=st["fifo_preds"].clone(), mean_sil=st["mean_sil"].clone(),
+                                    n_sil=st["n_sil"], compressions=st["compressions"]))
+                continue
             n_chunk = chunk_emb.shape[0] - lcf - rcf
             # streaming_update (synchronous)
             st["fifo_preds"] = preds[n_cache:n_cache + n_fifo]
@@ -359,19 +419,23 @@ def main():
                   f"decisions at 0.5 flipped")
             check(diff <= bound, f"offline {kind} probabilities differ by {diff}")
 
-        # Streamed: WhisperLiveKit's settings over a long stream, and a small cache with a right context.
-        settings = [("wlk", 6000 if not real else 2400, dict(chunk=10, left=10, right=0, spkcache=188, fifo=188,
-                                                             update=144)),
-                    ("small-cache", 2500, dict(chunk=4, left=2, right=3, spkcache=24, fifo=8, update=6))]
+        # Streamed: WhisperLiveKit's settings over a long stream, and a small cache with a right context; each
+        # cache update as streaming_update and as streaming_update_async (the model's async_streaming).
+        wlk = dict(chunk=10, left=10, right=0, spkcache=188, fifo=188, update=144)
+        settings = [("wlk", 6000, wlk), ("wlk-async", 6000, dict(wlk, async_update=1)),
+                    ("small-cache", 2500, dict(chunk=4, left=2, right=3, spkcache=24, fifo=8, update=6)),
+                    ("small-cache-async", 2500, dict(chunk=4, left=2, right=3, spkcache=24, fifo=8, update=6,
+                                                     async_update=1))]
         if real:  # a small cache: compressions within a short stream at the real widths
             settings = [("real-small-cache", 1500, dict(chunk=6, left=4, right=2, spkcache=40, fifo=20, update=16))]
         for name, n_frames, s in settings:
             mel = structured_mel(rng, n_frames + 3, dims["n_mels"])  # + 3: a last chunk of partial frames
             records = ref.streaming(torch.from_numpy(mel), s["chunk"], s["left"], s["right"], s["spkcache"],
-                                    s["fifo"], s["update"])
+                                    s["fifo"], s["update"], bool(s.get("async_update")))
             extra = ["--streaming", "1", "--states", os.path.join(tmp, "states.bin"), "--piece", "7"]
             for k in ("chunk", "left", "right", "spkcache", "fifo", "update"):
                 extra += [f"--{k}", str(s[k])]
+            extra += ["--async", str(s.get("async_update", 0))]
             run(mel, extra)
             got = read_states(os.path.join(tmp, "states.bin"), d, S)
             check(len(got) == len(records), f"{name}: {len(got)} chunks, the reference {len(records)}")
