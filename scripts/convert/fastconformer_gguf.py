@@ -55,6 +55,15 @@ def _one_of(cfg, path, allowed, default=KeyError):
 
 def hparams_from_config(cfg):
     """The GGUF keys (without the architecture prefix) from a NeMo model config."""
+    hp = encoder_hparams(cfg)
+    decoder_hparams(cfg, hp)
+    preprocessor_hparams(cfg, hp)
+    return hp
+
+
+def encoder_hparams(cfg, allow_bias=False):
+    """The ConformerEncoder's keys. allow_bias: a layout with the linears' and convs' biases (NeMo's use_bias,
+    the Sortformer's NEST encoder); else use_bias = True is refused."""
     enc = _get(cfg, "encoder")
     target = enc.get("_target_", "")
     if target and not target.endswith("ConformerEncoder"):
@@ -101,13 +110,17 @@ def hparams_from_config(cfg):
     hp["subsampling.channels"] = int(_get(cfg, "encoder.subsampling_conv_channels"))
     hp["subsampling.causal"] = bool(_one_of(cfg, "encoder.causal_downsampling", [False, True], False))
     hp["xscaling"] = bool(_one_of(cfg, "encoder.xscaling", [False, True], True))
-    if _one_of(cfg, "encoder.use_bias", [False, True], True):
+    use_bias = bool(_one_of(cfg, "encoder.use_bias", [False, True], True))
+    if use_bias and not allow_bias:
         raise ConvertError("config encoder.use_bias = True is not supported "
-                           "(earshot's GGUF layout has no attention/FFN/conv bias tensors yet)")
-    hp["bias"] = False
+                           "(earshot's transducer layout has no attention/FFN/conv bias tensors)")
+    hp["bias"] = use_bias
     hp["subsampling.features"] = int(_get(cfg, "encoder.feat_in"))
+    return hp
 
-    # Decoder and joint.
+
+def decoder_hparams(cfg, hp):
+    """The transducer's decoder and joint keys, added to hp."""
     hp["prediction.embedding_length"] = int(_get(cfg, "decoder.prednet.pred_hidden"))
     hp["prediction.block_count"] = int(_get(cfg, "decoder.prednet.pred_rnn_layers", 1))
     joint_hidden = int(_get(cfg, "joint.jointnet.joint_hidden"))
@@ -133,6 +146,9 @@ def hparams_from_config(cfg):
         raise ConvertError(f"config joint.num_extra_outputs = {extra} differs from the {len(durations or [])} "
                            "TDT durations")
 
+
+def preprocessor_hparams(cfg, hp):
+    """The featuriser's keys (AudioToMelSpectrogramPreprocessor), added to hp."""
     # Preprocessor (AudioToMelSpectrogramPreprocessor). Dither is a training-time
     # augmentation in NeMo (off in eval), so it is not written.
     pre = "preprocessor."
@@ -267,19 +283,9 @@ def prompt_kernel_hparams(cfg, sd, hp):
     hp["prompt.slots"] = slots
 
 
-def tensors_from_state_dict(sd, hp, cfg=None):
-    """(name, float32 numpy array in GGUF's row-major shape) in the loader's order; `sd` maps names to numpy.
-    A prompt kernel (Nemotron 3.5) needs `cfg` for its language dictionary and adds its keys to hp."""
-    prompt_kernel_hparams(cfg, sd, hp)
-    sd = {k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}
-    used = set()
-
-    def take(name):
-        if name not in sd:
-            raise ConvertError(f"checkpoint tensor {name} is missing")
-        used.add(name)
-        return np.asarray(sd[name], dtype=np.float32)
-
+def encoder_tensors(take, hp):
+    """The encoder's (name, float32 array in GGUF's row-major shape): pre_encode, then each layer (with its biases
+    when hp["bias"]). take(name) returns a state-dict tensor and marks it used."""
     out = []
     c = hp["subsampling.channels"]
     out.append(("encoder.pre_encode.out.weight", take("encoder.pre_encode.out.weight")))
@@ -297,6 +303,10 @@ def tensors_from_state_dict(sd, hp, cfg=None):
              "self_attn.linear_out.weight", "self_attn.linear_pos.weight", "norm_feed_forward2.weight",
              "norm_feed_forward2.bias", "feed_forward2.linear1.weight", "feed_forward2.linear2.weight",
              "norm_out.weight", "norm_out.bias"]
+    if hp.get("bias"):
+        names += [f"feed_forward{n}.linear{k}.bias" for n in (1, 2) for k in (1, 2)]
+        names += [f"self_attn.linear_{m}.bias" for m in ("q", "k", "v", "out")]
+        names += ["conv.pointwise_conv1.bias", "conv.depthwise_conv.bias", "conv.pointwise_conv2.bias"]
     if hp["conv.norm"] == "layer_norm":
         # NeMo's ConformerConvolution keeps the attribute name batch_norm for its LayerNorm.
         names = [n for n in names if not n.endswith(("running_mean", "running_var"))]
@@ -307,6 +317,23 @@ def tensors_from_state_dict(sd, hp, cfg=None):
             if n.startswith("conv.") and a.ndim == 3:  # [out, in, k]: pointwise k = 1, depthwise in = 1
                 a = a.reshape(a.shape[0], -1)
             out.append((name, a))
+    return out
+
+
+def tensors_from_state_dict(sd, hp, cfg=None):
+    """(name, float32 numpy array in GGUF's row-major shape) in the loader's order; `sd` maps names to numpy.
+    A prompt kernel (Nemotron 3.5) needs `cfg` for its language dictionary and adds its keys to hp."""
+    prompt_kernel_hparams(cfg, sd, hp)
+    sd = {k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}
+    used = set()
+
+    def take(name):
+        if name not in sd:
+            raise ConvertError(f"checkpoint tensor {name} is missing")
+        used.add(name)
+        return np.asarray(sd[name], dtype=np.float32)
+
+    out = encoder_tensors(take, hp)
     p = hp["prediction.embedding_length"]
     out.append(("decoder.prediction.embed.weight", take("decoder.prediction.embed.weight")))
     for layer in range(hp["prediction.block_count"]):

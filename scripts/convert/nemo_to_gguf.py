@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Converts a NeMo FastConformer transducer checkpoint (.nemo: a tar holding
 model_config.yaml, model_weights.ckpt and the tokenizer) to earshot's GGUF
-(docs/fastconformer-gguf.md).
+(docs/fastconformer-gguf.md), or a Sortformer diarizer's (no tokenizer) to
+earshot's Sortformer GGUF (docs/sortformer-gguf.md).
 
   PYTHONPATH=third_party/src/llama.cpp/gguf-py \\
     python3 scripts/convert/nemo_to_gguf.py parakeet-tdt-0.6b-v3.nemo parakeet.gguf [--type f16]
@@ -20,6 +21,7 @@ import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fastconformer_gguf as fg  # noqa: E402
+import sortformer_gguf as sg  # noqa: E402
 
 
 def _member(tar, suffix):
@@ -89,6 +91,8 @@ def load_nemo(path):
         checkpoint = torch.load(io.BytesIO(tar.extractfile(ckpt_member).read()), map_location="cpu")
         sd = checkpoint.get("state_dict", checkpoint)
         state = {k: v.float().numpy() for k, v in sd.items() if hasattr(v, "numpy") and v.is_floating_point()}
+        if sg.is_sortformer(cfg):
+            return cfg, state, None
         spm = _member(tar, ".model")
         vocab = _member(tar, "vocab.txt")
         tokenizer_type = (cfg.get("tokenizer") or {}).get("type", "bpe")
@@ -107,12 +111,23 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("nemo")
     ap.add_argument("gguf")
-    ap.add_argument("--type", choices=["f32", "f16"], default="f32", help="type of the matrices (the rest is f32)")
+    ap.add_argument("--type", choices=["f32", "f16", "q8_0"], default="f32",
+                    help="type of the matrices (the rest is f32; q8_0: Sortformer only)")
     ap.add_argument("--features", choices=["auto", "checkpoint", "computed"], default="auto",
                     help="filter bank and window: the checkpoint's buffers, or computed as NeMo does")
     args = ap.parse_args(argv)
     try:
         cfg, state, pieces = load_nemo(args.nemo)
+        if pieces is None:
+            hp = sg.hparams_from_config(cfg)
+            tensors = sg.tensors_from_state_dict(state, hp)
+            fb, window, source = fg.featuriser(state, hp, args.features)
+            sg.write_gguf(args.gguf, hp, tensors, fb, window, args.type)
+            print(f"nemo_to_gguf: wrote {args.gguf} (Sortformer, {len(tensors)} tensors, filter bank and window: "
+                  f"{source})")
+            return 0
+        if args.type == "q8_0":
+            raise fg.ConvertError("--type q8_0 is for Sortformer checkpoints only")
         hp = fg.hparams_from_config(cfg)
         tensors = fg.tensors_from_state_dict(state, hp, cfg)
         fb, window, source = fg.featuriser(state, hp, args.features)

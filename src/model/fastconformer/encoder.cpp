@@ -46,9 +46,13 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_
   return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), w), b);
 }
 
+ggml_tensor* linear(ggml_context* ctx, runtime::MatMul mm, ggml_tensor* w, ggml_tensor* b, ggml_tensor* x) {
+  return b ? mm.affine(ctx, w, x, b) : mm(ctx, w, x);
+}
+
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
-                      ggml_tensor* w2, float eps, runtime::MatMul mm) {
-  ggml_tensor* h = mm(ctx, w2, ggml_silu(ctx, mm(ctx, w1, layer_norm(ctx, x, nw, nb, eps))));
+                      ggml_tensor* w2, float eps, runtime::MatMul mm, ggml_tensor* b1, ggml_tensor* b2) {
+  ggml_tensor* h = linear(ctx, mm, w2, b2, ggml_silu(ctx, linear(ctx, mm, w1, b1, layer_norm(ctx, x, nw, nb, eps))));
   return ggml_add(ctx, x, ggml_scale(ctx, h, 0.5f));
 }
 
@@ -78,7 +82,8 @@ ggml_tensor* attention_heads(ggml_context* ctx, const Hparams& hp, const Layer& 
 
 ggml_tensor* conv_glu(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* x, runtime::MatMul mm) {
   const int d = hp.n_state;
-  ggml_tensor* h = mm(ctx, l.pw1_w, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
+  ggml_tensor* h =
+      linear(ctx, mm, l.pw1_w, l.pw1_b, layer_norm(ctx, x, l.norm_conv_w, l.norm_conv_b, hp.eps));  // [2d, T]
   ggml_tensor* signal = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], 0);
   ggml_tensor* gate = ggml_view_2d(ctx, h, d, h->ne[1], h->nb[1], d * h->nb[0]);
   return ggml_mul(ctx, signal, ggml_sigmoid(ctx, gate));  // GLU
@@ -100,7 +105,8 @@ ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l
   }
   if (next_cache)
     *next_cache = ggml_cont(ctx, ggml_view_3d(ctx, h, K - 1, d, h->ne[2], h->nb[1], h->nb[2], T * h->nb[0]));
-  return ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T, sequences]
+  ggml_tensor* out = ggml_ssm_conv(ctx, h, l.dw_w);  // [d, T, sequences]
+  return l.dw_b ? ggml_add(ctx, out, l.dw_b) : out;
 }
 
 ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps,
@@ -112,7 +118,7 @@ ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml
     h = ggml_div(ctx, ggml_sub(ctx, h, l.bn_mean), std_dev);
     h = ggml_add(ctx, ggml_mul(ctx, h, l.bn_w), l.bn_b);
   }
-  return mm(ctx, l.pw2_w, ggml_silu(ctx, h));
+  return linear(ctx, mm, l.pw2_w, l.pw2_b, ggml_silu(ctx, h));
 }
 
 ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
@@ -145,21 +151,21 @@ ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml
                          ggml_tensor* mask, float bn_eps, runtime::MatMul mm) {
   const Hparams& hp = m.hparams();
   const int H = hp.n_head, dh = hp.d_head(), T = static_cast<int>(x->ne[1]);
-  x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps, mm);
+  x = half_ffn(ctx, x, l.norm_ff1_w, l.norm_ff1_b, l.ff1_w1, l.ff1_w2, hp.eps, mm, l.ff1_b1, l.ff1_b2);
   ggml_tensor* xa = layer_norm(ctx, x, l.norm_att_w, l.norm_att_b, hp.eps);
-  ggml_tensor* q = mm(ctx, l.q_w, xa);
-  ggml_tensor* k = mm(ctx, l.k_w, xa);
-  ggml_tensor* v = mm(ctx, l.v_w, xa);
+  ggml_tensor* q = linear(ctx, mm, l.q_w, l.q_b, xa);
+  ggml_tensor* k = linear(ctx, mm, l.k_w, l.k_b, xa);
+  ggml_tensor* v = linear(ctx, mm, l.v_w, l.v_b, xa);
   ggml_tensor* p = mm(ctx, l.pos_w, pos_emb);
   ggml_tensor* heads =
       mm.openblas
           ? runtime::blas_relpos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, mask, H)
           : attention_heads(ctx, hp, l, ggml_reshape_3d(ctx, q, dh, H, T), ggml_reshape_3d(ctx, k, dh, H, T),
                             ggml_reshape_3d(ctx, v, dh, H, T), ggml_reshape_3d(ctx, p, dh, H, pos_emb->ne[1]), mask);
-  x = ggml_add(ctx, x, mm(ctx, l.out_w, heads));
+  x = ggml_add(ctx, x, linear(ctx, mm, l.out_w, l.out_b, heads));
   ggml_tensor* h = depthwise_conv(ctx, hp, l, conv_glu(ctx, hp, l, x, mm), nullptr, nullptr);
   x = ggml_add(ctx, x, conv_out(ctx, hp, l, h, bn_eps, mm));
-  x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps, mm);
+  x = half_ffn(ctx, x, l.norm_ff2_w, l.norm_ff2_b, l.ff2_w1, l.ff2_w2, hp.eps, mm, l.ff2_b1, l.ff2_b2);
   return layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
 }
 

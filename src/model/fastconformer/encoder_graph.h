@@ -15,8 +15,13 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_
 
 // Half-step macaron FFN: x + 0.5 * W2 silu(W1 LN(x)), on x [d, T] (any number of
 // columns: every product is per column).
+// b1, b2: the linears' biases (null: none).
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
-                      ggml_tensor* w2, float eps, runtime::MatMul mm = {});
+                      ggml_tensor* w2, float eps, runtime::MatMul mm = {}, ggml_tensor* b1 = nullptr,
+                      ggml_tensor* b2 = nullptr);
+
+// w x (+ b when b is not null).
+ggml_tensor* linear(ggml_context* ctx, runtime::MatMul mm, ggml_tensor* w, ggml_tensor* b, ggml_tensor* x);
 
 // Relative-position attention of G sequences of one shape from their
 // projections: q [dh, H, Tq, G], k and v [dh, H, Tk, G] (the query frames are
@@ -39,6 +44,10 @@ ggml_tensor* depthwise_conv(ggml_context* ctx, const Hparams& hp, const Layer& l
 // The convolution module's second half: the norm, SiLU and pointwise_conv2.
 ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml_tensor* h, float bn_eps,
                       runtime::MatMul mm = {});
+
+// The layer's biases, where the file has them (Layer::*_b): the conv module's
+// pointwise and depthwise convs are biased inside conv_glu, depthwise_conv and
+// conv_out; the attention's linear_q/k/v/out by the callers.
 
 // The dw_striding subsampling's convolutions (causal or symmetric as the file
 // says): mel [n_mels, frames] -> [subsampled bins * channels, encoder frames].

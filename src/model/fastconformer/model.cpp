@@ -328,7 +328,7 @@ bool is_matrix_tensor(const std::string& n) {
   return n.find("dec_rnn.lstm.weight_") != std::string::npos;
 }
 
-std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_type matrix_type) {
+std::vector<runtime::ExpectedTensor> expected_encoder_tensors(const Hparams& hp, ggml_type matrix_type) {
   std::vector<runtime::ExpectedTensor> out;
   auto add = [&](std::string name, std::initializer_list<int64_t> ne, ggml_type type = GGML_TYPE_F32) {
     runtime::ExpectedTensor t;
@@ -338,7 +338,7 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
     std::copy(ne.begin(), ne.end(), t.ne.begin());
     out.push_back(std::move(t));
   };
-  const int64_t d = hp.n_state, c = hp.n_sub_channels, p = hp.n_pred_dim, ff = hp.ff_expansion * d;
+  const int64_t d = hp.n_state, c = hp.n_sub_channels, ff = hp.ff_expansion * d;
   add("encoder.pre_encode.out.weight", {hp.subsampled_bins() * c, d});
   add("encoder.pre_encode.out.bias", {d});
   for (const char* conv : {"0", "2", "3", "5", "6"}) {
@@ -377,7 +377,31 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
     add(l + "feed_forward2.linear2.weight", {ff, d});
     add(l + "norm_out.weight", {d});
     add(l + "norm_out.bias", {d});
+    if (hp.bias) {
+      for (const char* module : {"feed_forward1", "feed_forward2"}) {
+        add(l + module + ".linear1.bias", {ff});
+        add(l + module + ".linear2.bias", {d});
+      }
+      for (const char* m : {"linear_q", "linear_k", "linear_v", "linear_out"}) add(l + "self_attn." + m + ".bias", {d});
+      add(l + "conv.pointwise_conv1.bias", {2 * d});
+      add(l + "conv.depthwise_conv.bias", {d});
+      add(l + "conv.pointwise_conv2.bias", {d});
+    }
   }
+  return out;
+}
+
+std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_type matrix_type) {
+  std::vector<runtime::ExpectedTensor> out = expected_encoder_tensors(hp, matrix_type);
+  auto add = [&](std::string name, std::initializer_list<int64_t> ne, ggml_type type = GGML_TYPE_F32) {
+    runtime::ExpectedTensor t;
+    t.name = std::move(name);
+    t.type = is_matrix_tensor(t.name) ? matrix_type : type;
+    t.n_dims = static_cast<int>(ne.size());
+    std::copy(ne.begin(), ne.end(), t.ne.begin());
+    out.push_back(std::move(t));
+  };
+  const int64_t d = hp.n_state, p = hp.n_pred_dim;
   const int64_t n_out = hp.n_vocab + 1 + static_cast<int64_t>(hp.durations.size());
   add("decoder.prediction.embed.weight", {p, hp.n_vocab + 1});
   for (int i = 0; i < hp.n_pred_layers; ++i) {
@@ -409,13 +433,19 @@ bool reads_model_file(const runtime::ModelFileProbe& f) {
 }
 
 void check_supported(const Hparams& hp, const std::string& label) {
+  if (hp.bias)
+    throw Error(ErrorCode::kUnsupported,
+                label + ": linear biases (bias = true) in a transducer are not computed by this build");
+  check_encoder_supported(hp, label);
+}
+
+void check_encoder_supported(const Hparams& hp, const std::string& label) {
   auto refuse = [&](const std::string& what) {
     throw Error(ErrorCode::kUnsupported, label + ": " + what + " is not computed by this build");
   };
   if (hp.subsampling != "dw_striding") refuse("subsampling '" + hp.subsampling + "'");
   if (hp.subsampling_factor != 8) refuse("subsampling factor " + std::to_string(hp.subsampling_factor));
   if (hp.n_mels % 8 != 0) refuse("n_mels " + std::to_string(hp.n_mels) + " (not a multiple of 8)");
-  if (hp.bias) refuse("linear biases (bias = true)");
   if (hp.att_left < -1 || hp.att_right < -1)
     refuse("attention context [" + std::to_string(hp.att_left) + ", " + std::to_string(hp.att_right) + "]");
   for (int r : hp.att_right_options)
@@ -570,7 +600,27 @@ struct ModelBuilder {
     return model;
   }
 
+  static std::shared_ptr<const Model> encoder_only(Hparams hp, runtime::ModelWeights weights, ggml_backend_dev_t device,
+                                                   const std::string& label) {
+    check_encoder_supported(hp, label);
+    auto model = std::make_shared<Model>();
+    model->hparams_ = std::move(hp);
+    model->format_ = "gguf";
+    model->device_ = device;
+    model->weights_ = std::move(weights);
+    for (const runtime::ExpectedTensor& t : expected_encoder_tensors(model->hparams_, GGML_TYPE_F32))
+      if (!t.name.ends_with("num_batches_tracked") && !model->weights_.find(t.name))
+        invalid(label, "tensor " + t.name + " is missing");
+    wire_encoder(*model);
+    return model;
+  }
+
   static void wire(Model& m) {
+    wire_encoder(m);
+    wire_decoder(m);
+  }
+
+  static void wire_encoder(Model& m) {
     auto get = [&](const std::string& name) { return m.weights_.find(name); };
     const char* convs[5] = {"0", "2", "3", "5", "6"};
     for (int i = 0; i < 5; ++i) {
@@ -600,8 +650,21 @@ struct ModelBuilder {
       y.norm_ff2_w = get(l + "norm_feed_forward2.weight"), y.norm_ff2_b = get(l + "norm_feed_forward2.bias");
       y.ff2_w1 = get(l + "feed_forward2.linear1.weight"), y.ff2_w2 = get(l + "feed_forward2.linear2.weight");
       y.norm_out_w = get(l + "norm_out.weight"), y.norm_out_b = get(l + "norm_out.bias");
+      if (hp.bias) {
+        y.ff1_b1 = get(l + "feed_forward1.linear1.bias"), y.ff1_b2 = get(l + "feed_forward1.linear2.bias");
+        y.ff2_b1 = get(l + "feed_forward2.linear1.bias"), y.ff2_b2 = get(l + "feed_forward2.linear2.bias");
+        y.q_b = get(l + "self_attn.linear_q.bias"), y.k_b = get(l + "self_attn.linear_k.bias");
+        y.v_b = get(l + "self_attn.linear_v.bias"), y.out_b = get(l + "self_attn.linear_out.bias");
+        y.pw1_b = get(l + "conv.pointwise_conv1.bias"), y.dw_b = get(l + "conv.depthwise_conv.bias");
+        y.pw2_b = get(l + "conv.pointwise_conv2.bias");
+      }
       m.layers.push_back(y);
     }
+  }
+
+  static void wire_decoder(Model& m) {
+    auto get = [&](const std::string& name) { return m.weights_.find(name); };
+    const Hparams& hp = m.hparams_;
     transducer::DecoderWeights& w = m.decoder_;
     w.n_vocab = hp.n_vocab;
     w.pred_dim = hp.n_pred_dim;
@@ -636,7 +699,7 @@ namespace {
 
 // transcribe.cpp's and parakeet.cpp's Parakeet GGUFs (published_gguf.h), translated to this model.
 std::shared_ptr<const Model> load_published(const runtime::GgufFile& file, runtime::PublishedLayout layout,
-                                            const runtime::ByteSource& source, ggml_backend_dev_t device) {
+                                            const runtime::ByteSource& source, ggml_backend_dev_t device, bool amx) {
   PublishedModel m = read_published_hparams(file, layout, source);
   const size_t mels = static_cast<size_t>(std::max(1, m.hp.n_mels));
   validate(m.hp, m.filters.size() / mels, m.filters.size() % mels == 0 ? mels : 0, m.window.size(), m.pieces.size(),
@@ -653,10 +716,15 @@ std::shared_ptr<const Model> load_published(const runtime::GgufFile& file, runti
     p.file_shapes[name] = t.ne;
   }
   return ModelBuilder::build(std::move(p), runtime::ByteSource::with_appendix(source, m.appendix), device, file.label(),
-                             "gguf (" + std::string(runtime::project_name(layout)) + ")");
+                             "gguf (" + std::string(runtime::project_name(layout)) + ")", amx);
 }
 
 }  // namespace
+
+std::shared_ptr<const Model> Model::encoder_only(Hparams hp, runtime::ModelWeights weights, ggml_backend_dev_t device,
+                                                 const std::string& label) {
+  return ModelBuilder::encoder_only(std::move(hp), std::move(weights), device, label);
+}
 
 uint64_t legacy_tensors_offset(const std::filesystem::path& path) {
   return parse_legacy(runtime::ByteSource::file(path), "model file " + path.string()).tensors_offset;
@@ -670,7 +738,7 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml
     const runtime::GgufFile file = runtime::GgufFile::open(path);
     if (probe.published == runtime::PublishedLayout::kTranscribeCppParakeet ||
         probe.published == runtime::PublishedLayout::kParakeetCpp)
-      return load_published(file, probe.published, source, device);
+      return load_published(file, probe.published, source, device, amx);
     if (file.architecture() != kGgufArchitecture)
       invalid(label, "architecture '" + file.architecture() + "', expected '" + kGgufArchitecture + "'");
     Parsed p = parse_gguf(file, file.label());

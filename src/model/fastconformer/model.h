@@ -96,6 +96,10 @@ struct Layer {
   ggml_tensor *norm_conv_w, *norm_conv_b, *pw1_w, *dw_w, *bn_w, *bn_b, *bn_mean, *bn_var, *pw2_w;
   ggml_tensor *norm_ff2_w, *norm_ff2_b, *ff2_w1, *ff2_w2;
   ggml_tensor *norm_out_w, *norm_out_b;
+  // Linear and conv biases (NeMo's use_bias, hp.bias: the Sortformer's NEST
+  // encoder); null where the file has none (the transducers).
+  ggml_tensor *ff1_b1 = nullptr, *ff1_b2 = nullptr, *q_b = nullptr, *k_b = nullptr, *v_b = nullptr, *out_b = nullptr;
+  ggml_tensor *pw1_b = nullptr, *dw_b = nullptr, *pw2_b = nullptr, *ff2_b1 = nullptr, *ff2_b2 = nullptr;
 };
 
 class Model {
@@ -108,6 +112,12 @@ class Model {
   // CPU has them (runtime/amx.h; runtime::amx_wanted decides from --cpu-kernels).
   static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device = nullptr,
                                            bool amx = false);
+  // An encoder without a transducer (the Sortformer diarizer's): `weights` hold
+  // at least expected_encoder_tensors(hp) under NeMo's names (checked by the
+  // caller); other tensors stay findable through weights(). Throws
+  // Error(kUnsupported) for a flag this build does not compute.
+  static std::shared_ptr<const Model> encoder_only(Hparams hp, runtime::ModelWeights weights, ggml_backend_dev_t device,
+                                                   const std::string& label);
 
   const Hparams& hparams() const { return hparams_; }
   const std::vector<float>& mel_filters() const { return filters_; }  // [n_mels][n_fft/2 + 1]
@@ -140,6 +150,9 @@ class Model {
 // the order both writers store them. is_matrix_tensor() ones take `matrix_type`;
 // the rest are f32 (as whisper.cpp's converter writes them).
 std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_type matrix_type);
+// The encoder's part of those (pre_encode and the layers; with hp.bias their
+// linear and conv biases too).
+std::vector<runtime::ExpectedTensor> expected_encoder_tensors(const Hparams& hp, ggml_type matrix_type);
 // Whether a tensor of that name may hold a quantised or f16 type: the matrices of
 // linears, the prediction net's embedding and LSTM (whisper.cpp's converter writes
 // the rest, norms, biases and convolution kernels, as f32).
@@ -155,8 +168,11 @@ uint64_t legacy_tensors_offset(const std::filesystem::path& path);
 // (published_gguf.h; what their keys ask that earshot does not compute is refused at load).
 bool reads_model_file(const runtime::ModelFileProbe& probe);
 
-// Throws Error(kUnsupported) naming the first flag this build cannot compute.
+// Throws Error(kUnsupported) naming the first flag this build cannot compute
+// (check_supported: as a transducer, which has no biases; check_encoder_supported:
+// the offline encoder alone, biases included).
 void check_supported(const Hparams& hp, const std::string& label);
+void check_encoder_supported(const Hparams& hp, const std::string& label);
 // Throws Error(kUnsupported) when the model cannot stream (naming why), and
 // kInvalidArgument for a right context the file does not support (listing those it does).
 void check_streaming(const Hparams& hp, int right_context, const std::string& label);

@@ -1,0 +1,178 @@
+#include "model/sortformer/graph.h"
+
+#include <ggml.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+#include "model/fastconformer/encoder.h"
+#include "model/fastconformer/encoder_graph.h"
+#include "model/runtime/device.h"
+
+namespace earshot::sortformer::detail {
+namespace {
+
+constexpr int kMaxNodes = 32768;
+namespace fcd = fastconformer::detail;
+
+// NeMo's ConvSubsampling (pre_encode) without the xscaling that RelPositionalEncoding
+// applies later: mel [n_mels, frames] -> [d_enc, T]. The speaker cache and FIFO hold these.
+ggml_tensor* pre_encode(ggml_context* ctx, const Model& m, ggml_tensor* mel, runtime::MatMul mm) {
+  const fastconformer::Model& e = m.encoder();
+  return mm.affine(ctx, e.pre_out_w, fcd::build_subsampling_convs(ctx, e, mel, false), e.pre_out_b);
+}
+
+// NeMo's MultiHeadAttention (transformer_modules.py): softmax(q k^T / sqrt(dh)) v per
+// head (NeMo divides q and k by dh^(1/4) each), no mask (every frame is valid).
+ggml_tensor* self_attention(ggml_context* ctx, const Hparams& hp, const TransformerLayer& l, ggml_tensor* x,
+                            runtime::MatMul mm) {
+  const int H = hp.tf_n_head, dh = hp.tf_d_model / H, T = static_cast<int>(x->ne[1]);
+  ggml_tensor* q = mm.affine(ctx, l.q_w, x, l.q_b);
+  ggml_tensor* k = mm.affine(ctx, l.k_w, x, l.k_b);
+  ggml_tensor* v = mm.affine(ctx, l.v_w, x, l.v_b);
+  ggml_tensor* heads;
+  if (mm.openblas) {
+    heads = runtime::blas_attention(ctx, q, k, v, H);
+  } else {
+    ggml_tensor* qh = ggml_permute(ctx, ggml_reshape_3d(ctx, q, dh, H, T), 0, 2, 1, 3);  // [dh, T, H]
+    ggml_tensor* kh = ggml_permute(ctx, ggml_reshape_3d(ctx, k, dh, H, T), 0, 2, 1, 3);
+    ggml_tensor* scores = ggml_mul_mat(ctx, kh, qh);  // [Tk, Tq, H]
+    ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(static_cast<float>(dh)), 0.0f);
+    ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, dh, H, T), 1, 2, 0, 3));  // [Tk, dh, H]
+    ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                                                     // [dh, Tq, H]
+    heads = ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.tf_d_model, T);
+  }
+  return mm.affine(ctx, l.out_w, heads, l.out_b);
+}
+
+// x [d_enc, T] pre-encode embeddings -> [n_speakers, T] probabilities: xscaling,
+// the conformer layers (full attention), encoder_proj, the post-LN Transformer
+// (TransformerEncoderBlock.forward_postln), then relu -> first_hidden_to_hidden ->
+// relu -> single_hidden_to_spks -> sigmoid (SortformerModules.forward_speaker_sigmoids).
+ggml_tensor* diarize(ggml_context* ctx, const Model& m, ggml_tensor* x, ggml_tensor* pos_emb, runtime::MatMul mm) {
+  const Hparams& hp = m.hparams();
+  const fastconformer::Model& e = m.encoder();
+  if (hp.encoder.xscaling) x = ggml_scale(ctx, x, std::sqrt(static_cast<float>(hp.encoder.n_state)));
+  for (const fastconformer::Layer& l : e.layers) x = fcd::build_layer(ctx, e, l, x, pos_emb, nullptr, 1e-5f, mm);
+  if (m.proj_w) x = mm.affine(ctx, m.proj_w, x, m.proj_b);
+  for (const TransformerLayer& l : m.layers) {
+    x = fcd::layer_norm(ctx, ggml_add(ctx, x, self_attention(ctx, hp, l, x, mm)), l.ln1_w, l.ln1_b, hp.tf_eps);
+    ggml_tensor* h = mm.affine(ctx, l.ff_out_w, ggml_relu(ctx, mm.affine(ctx, l.ff_in_w, x, l.ff_in_b)), l.ff_out_b);
+    x = fcd::layer_norm(ctx, ggml_add(ctx, x, h), l.ln2_w, l.ln2_b, hp.tf_eps);
+  }
+  x = ggml_relu(ctx, mm.affine(ctx, m.head_hidden_w, ggml_relu(ctx, x), m.head_hidden_b));
+  return ggml_sigmoid(ctx, mm.affine(ctx, m.head_out_w, x, m.head_out_b));
+}
+
+void set_pos_emb(ggml_tensor* pos_emb, int T, int d) {
+  const std::vector<float> pe = fastconformer::relative_positions(T, d);
+  ggml_backend_tensor_set(pos_emb, pe.data(), 0, pe.size() * sizeof(float));
+}
+
+void check_mel(const Hparams& hp, std::span<const float> mel, int n_mel) {
+  if (n_mel < 1 || mel.size() != static_cast<size_t>(n_mel) * hp.encoder.n_mels)
+    throw Error(ErrorCode::kInvalidArgument,
+                "the diarizer takes a non-empty [frames][" + std::to_string(hp.encoder.n_mels) + "] mel; got " +
+                    std::to_string(mel.size()) + " values for " + std::to_string(n_mel) + " frames");
+}
+
+}  // namespace
+
+Runner::Runner(const Model& model, const RunOptions& options) : model_(model) {
+  if (options.backend) {
+    backend_ = options.backend;
+  } else {
+    owned_ = runtime::create_backend(model.device(), options.threads);
+    backend_ = owned_.get();
+  }
+  openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
+              runtime::CpuKernels::kOpenBlas;
+  alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
+  meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
+}
+
+Runner::~Runner() = default;
+
+FrameProbabilities Runner::offline(std::span<const float> mel, int n_mel) {
+  const Hparams& hp = model_.hparams();
+  check_mel(hp, mel, n_mel);
+  ggml_init_params params{meta_.size(), meta_.data(), true};
+  ggml_context_ptr guard{ggml_init(params)};
+  ggml_context* ctx = guard.get();
+  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the diarizer graph");
+  ggml_cgraph* graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
+  const runtime::MatMul mm{openblas_};
+  ggml_tensor* input = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_mels, n_mel);
+  ggml_set_input(input);
+  ggml_tensor* x = pre_encode(ctx, model_, input, mm);
+  const int T = static_cast<int>(x->ne[1]);
+  ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_state, 2 * T - 1);
+  ggml_set_input(pos_emb);
+  ggml_tensor* probs = diarize(ctx, model_, x, pos_emb, mm);
+  ggml_set_output(probs);
+  ggml_build_forward_expand(graph, probs);
+  if (!alloc_->alloc(graph))
+    throw Error(ErrorCode::kInternal,
+                "cannot allocate the diarizer graph for " + std::to_string(n_mel) + " mel frames");
+  ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));
+  set_pos_emb(pos_emb, T, hp.encoder.n_state);
+  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
+    throw Error(ErrorCode::kInternal, "the diarizer graph failed to compute");
+  FrameProbabilities out;
+  out.n_frames = T;
+  out.n_speakers = hp.n_speakers;
+  out.data.resize(static_cast<size_t>(T) * hp.n_speakers);
+  ggml_backend_tensor_get(probs, out.data.data(), 0, out.data.size() * sizeof(float));
+  return out;
+}
+
+StepOutput Runner::step(std::span<const float> mel, int n_mel, std::span<const float> prefix, int n_prefix) {
+  const Hparams& hp = model_.hparams();
+  const int d = hp.encoder.n_state;
+  check_mel(hp, mel, n_mel);
+  if (n_prefix < 0 || prefix.size() != static_cast<size_t>(n_prefix) * d)
+    throw Error(ErrorCode::kInternal, "a speaker cache and FIFO of " + std::to_string(prefix.size()) + " values for " +
+                                          std::to_string(n_prefix) + " frames");
+  ggml_init_params params{meta_.size(), meta_.data(), true};
+  ggml_context_ptr guard{ggml_init(params)};
+  ggml_context* ctx = guard.get();
+  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the diarizer graph");
+  ggml_cgraph* graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
+  const runtime::MatMul mm{openblas_};
+  ggml_tensor* input = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_mels, n_mel);
+  ggml_set_input(input);
+  ggml_tensor* chunk = pre_encode(ctx, model_, input, mm);
+  ggml_set_output(chunk);
+  ggml_tensor* cached = nullptr;
+  ggml_tensor* x = chunk;
+  if (n_prefix > 0) {
+    cached = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_prefix);
+    ggml_set_input(cached);
+    x = ggml_concat(ctx, cached, chunk, 1);
+  }
+  const int T = static_cast<int>(x->ne[1]);
+  ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, 2 * T - 1);
+  ggml_set_input(pos_emb);
+  ggml_tensor* probs = diarize(ctx, model_, x, pos_emb, mm);
+  ggml_set_output(probs);
+  ggml_build_forward_expand(graph, chunk);
+  ggml_build_forward_expand(graph, probs);
+  if (!alloc_->alloc(graph))
+    throw Error(ErrorCode::kInternal, "cannot allocate the diarizer step for " + std::to_string(T) + " frames");
+  ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));
+  if (cached) ggml_backend_tensor_set(cached, prefix.data(), 0, prefix.size() * sizeof(float));
+  set_pos_emb(pos_emb, T, d);
+  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
+    throw Error(ErrorCode::kInternal, "the diarizer step failed to compute");
+  StepOutput out;
+  out.n_chunk = static_cast<int>(chunk->ne[1]);
+  out.chunk_emb.resize(static_cast<size_t>(out.n_chunk) * d);
+  ggml_backend_tensor_get(chunk, out.chunk_emb.data(), 0, out.chunk_emb.size() * sizeof(float));
+  out.n_preds = T;
+  out.preds.resize(static_cast<size_t>(T) * hp.n_speakers);
+  ggml_backend_tensor_get(probs, out.preds.data(), 0, out.preds.size() * sizeof(float));
+  return out;
+}
+
+}  // namespace earshot::sortformer::detail

@@ -1,0 +1,29 @@
+// frame_probabilities: the whole recording's mel through one graph.
+#include "common/error.h"
+#include "features/nemo_mel.h"
+#include "model/sortformer/graph.h"
+#include "model/sortformer/model.h"
+
+namespace earshot::sortformer {
+
+FrameProbabilities frame_probabilities_from_mel(const Model& model, std::span<const float> mel, int n_mel_frames,
+                                                const RunOptions& options) {
+  detail::Runner runner(model, options);
+  return runner.offline(mel, n_mel_frames);
+}
+
+FrameProbabilities frame_probabilities(const Model& model, std::span<const float> samples, const RunOptions& options) {
+  const fastconformer::Hparams& e = model.hparams().encoder;
+  if (samples.empty()) throw Error(ErrorCode::kInvalidArgument, "frame_probabilities: no samples");
+  features::NemoMelConfig c;
+  c.n_fft = e.n_fft;
+  c.hop_length = e.hop_length;
+  c.n_mels = e.n_mels;
+  c.preemph = e.preemph;
+  c.log_guard = e.log_guard;
+  c.normalize_per_feature = false;
+  const features::FrameMajorMel mel = features::nemo_log_mel(samples, c, model.mel_filters(), model.window());
+  return frame_probabilities_from_mel(model, mel.data, mel.n_frames, options);
+}
+
+}  // namespace earshot::sortformer
