@@ -38,6 +38,17 @@ FP16_ACCUMULATE="${EARSHOT_GGML_FP16_ACCUMULATE:-OFF}"
 case "$FP16_ACCUMULATE" in ON | OFF) ;; *) echo "EARSHOT_GGML_FP16_ACCUMULATE must be ON or OFF, not '$FP16_ACCUMULATE'" >&2; exit 2 ;; esac
 GGML_C_FLAGS=""
 [ "$FP16_ACCUMULATE" = OFF ] && GGML_C_FLAGS="-U__AVX512FP16__"
+# On CPUs with AMX-INT8 (Sapphire Rapids and later) -march=native also builds ggml's
+# AMX kernels, and libwhisper and libparakeet (the parity oracles) then put every CPU
+# weight, f16 included, in ggml's AMX buffer, whose f16 products are other kernels
+# than earshot's: the oracles stop being comparable (same-mel logits 7e-3 apart
+# instead of 1e-5). earshot builds ggml without them (-mno-amx-*: the same code as
+# on every other x86 CPU); EARSHOT_GGML_AMX=ON keeps them (runtime/amx.h then puts
+# quantised projections there under --cpu-kernels auto; cmake/ggml works around
+# GCC 12's miscompilation of their tile configuration).
+AMX="${EARSHOT_GGML_AMX:-OFF}"
+case "$AMX" in ON | OFF) ;; *) echo "EARSHOT_GGML_AMX must be ON or OFF, not '$AMX'" >&2; exit 2 ;; esac
+[ "$AMX" = OFF ] && GGML_C_FLAGS="$GGML_C_FLAGS -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
 # name@version  sha512 integrity (as the npm registry publishes it)
 LLAMA_PKG="node-llama-cpp@3.22.1"
