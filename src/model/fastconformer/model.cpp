@@ -200,26 +200,7 @@ Parsed parse_gguf(const runtime::GgufFile& f, const std::string& label) {
   Hparams& hp = p.hp;
   auto u = [&](const char* k) { return static_cast<int>(f.get_u32(key(k))); };
   hp.n_vocab = u("vocab_size");
-  hp.n_audio_ctx = u("audio_ctx");
-  hp.n_state = u("embedding_length");
-  hp.n_head = u("attention.head_count");
-  hp.n_layer = u("block_count");
-  hp.ff_expansion = u("feed_forward_expansion");
-  hp.eps = f.get_f32(key("attention.layer_norm_epsilon"));
-  hp.n_conv_kernel = u("conv.kernel_size");
-  hp.conv_norm = [&] {
-    const std::string norm = f.get_string(key("conv.norm"));
-    if (norm == "batch_norm") return ConvNorm::kBatchNorm;
-    if (norm == "layer_norm") return ConvNorm::kLayerNorm;
-    invalid(label, "unknown " + key("conv.norm") + " '" + norm + "' (batch_norm or layer_norm)");
-  }();
-  hp.causal_conv = f.get<bool>(key("conv.causal"));
-  hp.subsampling = f.get_string(key("subsampling.kind"));
-  hp.subsampling_factor = u("subsampling.factor");
-  hp.n_sub_channels = u("subsampling.channels");
-  hp.causal_subsampling = f.get<bool>(key("subsampling.causal"));
-  hp.xscaling = f.get<bool>(key("xscaling"));
-  hp.bias = f.get<bool>(key("bias"));
+  read_encoder_keys(f, kGgufArchitecture, label, hp);
   const std::vector<int32_t> context = f.get_array<int32_t>(key("attention.context"));
   if (context.size() != 2) invalid(label, key("attention.context") + " must hold [left, right]");
   hp.att_left = context[0], hp.att_right = context[1];
@@ -245,12 +226,6 @@ Parsed parse_gguf(const runtime::GgufFile& f, const std::string& label) {
   } else if (kind != "rnnt") {
     invalid(label, "unknown " + key("decoder.kind") + " '" + kind + "' (tdt or rnnt)");
   }
-  hp.n_mels = u("features.n_mels");
-  hp.n_fft = u("features.n_fft");
-  hp.hop_length = u("features.hop_length");
-  hp.sample_rate = u("features.sample_rate");
-  hp.preemph = f.get_f32(key("features.preemphasis"));
-  hp.log_guard = f.get_f32(key("features.log_guard"));
   const std::string norm = f.get_string(key("features.normalize"));
   if (norm == "per_feature")
     hp.feature_norm = FeatureNorm::kPerFeature;
@@ -299,6 +274,37 @@ transducer::Matrix host_matrix(const ggml_tensor* t) {
 }
 
 }  // namespace
+
+void read_encoder_keys(const runtime::GgufFile& f, const std::string& arch, const std::string& label, Hparams& hp) {
+  const auto key = [&](const char* k) { return arch + "." + k; };
+  const auto u = [&](const char* k) { return static_cast<int>(std::min<uint32_t>(f.get_u32(key(k)), 1u << 30)); };
+  hp.n_audio_ctx = u("audio_ctx");
+  hp.n_state = u("embedding_length");
+  hp.n_head = u("attention.head_count");
+  hp.n_layer = u("block_count");
+  hp.ff_expansion = u("feed_forward_expansion");
+  hp.eps = f.get_f32(key("attention.layer_norm_epsilon"));
+  hp.n_conv_kernel = u("conv.kernel_size");
+  hp.conv_norm = [&] {
+    const std::string norm = f.get_string(key("conv.norm"));
+    if (norm == "batch_norm") return ConvNorm::kBatchNorm;
+    if (norm == "layer_norm") return ConvNorm::kLayerNorm;
+    invalid(label, "unknown " + key("conv.norm") + " '" + norm + "' (batch_norm or layer_norm)");
+  }();
+  hp.causal_conv = f.get<bool>(key("conv.causal"));
+  hp.subsampling = f.get_string(key("subsampling.kind"));
+  hp.subsampling_factor = u("subsampling.factor");
+  hp.n_sub_channels = u("subsampling.channels");
+  hp.causal_subsampling = f.get<bool>(key("subsampling.causal"));
+  hp.xscaling = f.get<bool>(key("xscaling"));
+  hp.bias = f.get<bool>(key("bias"));
+  hp.n_mels = u("features.n_mels");
+  hp.n_fft = u("features.n_fft");
+  hp.hop_length = u("features.hop_length");
+  hp.sample_rate = u("features.sample_rate");
+  hp.preemph = f.get_f32(key("features.preemphasis"));
+  hp.log_guard = f.get_f32(key("features.log_guard"));
+}
 
 int Hparams::encoder_frames(int n) const {
   for (int i = 0; i < 3; ++i) n = causal_subsampling ? n / 2 + 1 : (n + 1) / 2;

@@ -168,6 +168,15 @@ uint64_t legacy_tensors_offset(const std::filesystem::path& path);
 // (published_gguf.h; what their keys ask that earshot does not compute is refused at load).
 bool reads_model_file(const runtime::ModelFileProbe& probe);
 
+// The encoder's and its front end's hyper-parameters from the GGUF keys under
+// `arch.` that earshot's layouts of the transducers and of the Sortformer
+// diarizer share: sizes, convolution, subsampling, x-scaling, biases, mel
+// settings (counts above 2^30 read as 2^30, which validation refuses). The
+// attention context and the feature normalisation are each family's own.
+// Throws Error(kInvalidModel) for an unknown conv.norm, the GGUF reader's
+// errors for a missing or mistyped key.
+void read_encoder_keys(const runtime::GgufFile& f, const std::string& arch, const std::string& label, Hparams& hp);
+
 // Throws Error(kUnsupported) naming the first flag this build cannot compute
 // (check_supported: as a transducer, which has no biases; check_encoder_supported:
 // the offline encoder alone, biases included).

@@ -64,7 +64,8 @@ enum class Activation { kNone, kGelu };
 // contiguous) and b [K, J] (f32 or convertible): [I, J] f32, out[j][i] = a_i . b_j;
 // then, while each thread's block is in cache, + bias[i] (bias: I values, or null)
 // and the activation (kGelu: ggml_gelu's tanh approximation, as whisper.cpp's).
-// Only for graphs computed on the CPU backend.
+// Only for graphs computed on the CPU backend. A weight `a` on AMX (runtime/amx.h)
+// goes to mul_mat instead, then ggml_add and ggml_gelu.
 ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias = nullptr,
                           Activation act = Activation::kNone);
 
@@ -89,18 +90,18 @@ ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
 
 // A graph's large matrix products: ggml's (runtime::mul_mat: on AMX for a weight
 // loaded there), or the OpenBLAS op. Graph builders take one (default: ggml's) so one
-// builder serves every kernel. A weight on AMX stays on AMX either way: its bytes
-// are in the AMX kernels' layout, and those kernels outrun sgemm.
+// builder serves every kernel. A weight on AMX stays on AMX either way (blas_mul_mat
+// hands it to mul_mat): its bytes are in the AMX kernels' layout, and those kernels
+// outrun sgemm.
 struct MatMul {
   bool openblas = false;
   ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
-    return openblas && !in_amx_buffer(a) ? blas_mul_mat(ctx, a, b) : mul_mat(ctx, a, b);
+    return openblas ? blas_mul_mat(ctx, a, b) : mul_mat(ctx, a, b);
   }
   // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
   // block), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
   ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
-    if (openblas && !in_amx_buffer(a))
-      return blas_mul_mat(ctx, a, b, bias, gelu ? Activation::kGelu : Activation::kNone);
+    if (openblas) return blas_mul_mat(ctx, a, b, bias, gelu ? Activation::kGelu : Activation::kNone);
     ggml_tensor* out = ggml_add(ctx, mul_mat(ctx, a, b), bias);
     return gelu ? ggml_gelu(ctx, out) : out;
   }

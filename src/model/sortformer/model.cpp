@@ -34,39 +34,13 @@ Hparams parse(const runtime::GgufFile& f, const std::string& label) {
   fastconformer::Hparams& e = hp.encoder;
   auto u = [&](const char* k) { return static_cast<int>(std::min<uint32_t>(f.get_u32(key(k)), 1u << 30)); };
   e.n_vocab = 0;
-  e.n_audio_ctx = u("audio_ctx");
-  e.n_state = u("embedding_length");
-  e.n_head = u("attention.head_count");
-  e.n_layer = u("block_count");
-  e.ff_expansion = u("feed_forward_expansion");
-  e.eps = f.get_f32(key("attention.layer_norm_epsilon"));
-  e.n_conv_kernel = u("conv.kernel_size");
-  const std::string norm = f.get_string(key("conv.norm"));
-  if (norm == "batch_norm")
-    e.conv_norm = fastconformer::ConvNorm::kBatchNorm;
-  else if (norm == "layer_norm")
-    e.conv_norm = fastconformer::ConvNorm::kLayerNorm;
-  else
-    invalid(label, "unknown " + key("conv.norm") + " '" + norm + "' (batch_norm or layer_norm)");
-  e.causal_conv = f.get<bool>(key("conv.causal"));
-  e.subsampling = f.get_string(key("subsampling.kind"));
-  e.subsampling_factor = u("subsampling.factor");
-  e.n_sub_channels = u("subsampling.channels");
-  e.causal_subsampling = f.get<bool>(key("subsampling.causal"));
-  e.xscaling = f.get<bool>(key("xscaling"));
-  e.bias = f.get<bool>(key("bias"));
+  fastconformer::read_encoder_keys(f, kGgufArchitecture, label, e);
   const std::vector<int32_t> context = f.get_array<int32_t>(key("attention.context"));
   if (context.size() != 2) invalid(label, key("attention.context") + " must hold [left, right]");
   if (context[0] != -1 || context[1] != -1)
     throw Error(ErrorCode::kUnsupported, label + ": a limited encoder attention context [" +
                                              std::to_string(context[0]) + ", " + std::to_string(context[1]) +
                                              "] (Sortformer's encoder attends to the whole window)");
-  e.n_mels = u("features.n_mels");
-  e.n_fft = u("features.n_fft");
-  e.hop_length = u("features.hop_length");
-  e.sample_rate = u("features.sample_rate");
-  e.preemph = f.get_f32(key("features.preemphasis"));
-  e.log_guard = f.get_f32(key("features.log_guard"));
   const std::string fnorm = f.get_string(key("features.normalize"));
   if (fnorm != "none")
     throw Error(ErrorCode::kUnsupported,
