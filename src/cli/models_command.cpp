@@ -60,7 +60,7 @@ int run_models(const CommandArgs& argv) {
   Args args("models",
             "earshot models [--cache-dir DIR]\n\nLists the models `earshot pull` can download: Whisper, Parakeet "
             "and Qwen3-ASR (--model),\n"
-            "translation LLMs (--translation-model).");
+            "translation LLMs (--translation-model), speaker diarization (--diarization-model).");
   args.option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models");
   if (!args.parse_or_help(argv)) return 0;
   const std::filesystem::path cache =
@@ -69,6 +69,8 @@ int run_models(const CommandArgs& argv) {
   all.insert(all.end(), models::known_transducer_models().begin(), models::known_transducer_models().end());
   all.insert(all.end(), models::known_qwen3asr_models().begin(), models::known_qwen3asr_models().end());
   for (const models::ModelInfo& m : all) name_width = std::max(name_width, static_cast<int>(m.name.size()));
+  for (const models::ModelInfo& m : models::known_diarization_models())
+    name_width = std::max(name_width, static_cast<int>(m.name.size()));
   std::printf("model cache: %s\n\n%-*s %10s  %-6s %s\n", cache.string().c_str(), name_width, "NAME", "SIZE", "SHA-1",
               "STATUS");
   for (const models::ModelInfo& m : all) {
@@ -78,12 +80,16 @@ int run_models(const CommandArgs& argv) {
   std::printf("\ntranslation models (--translation-model NAME):\n");
   for (const models::LlmModelInfo& m : models::known_translation_models())
     print_row(m.name, models::cached_translation_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
+  std::printf("\ndiarization models (--diarization-model NAME):\n");
+  for (const models::ModelInfo& m : models::known_diarization_models())
+    print_row(m.name, models::cached_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
   print_cached_files(cache);
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize);\n"
       "qwen3-asr-*: a text GGUF and its mmproj, pulled together (Q8_0; no published SHA-1 known).\n"
       "transcribe.cpp/*: the GGUFs transcribe.cpp publishes, read in its layout (no published hash known).\n"
-      "`earshot pull NAME` downloads one; `--model NAME` / `--translation-model NAME` uses it from the cache.\n");
+      "`earshot pull NAME` downloads one; `--model NAME` / `--translation-model NAME` / `--diarization-model NAME`\n"
+      "uses it from the cache.\n");
   return 0;
 }
 

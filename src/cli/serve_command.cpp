@@ -239,8 +239,10 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   if (config.stream.max_pending_seconds > 0 && config.stream.max_pending_seconds < config.stream.max_step_seconds)
     throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be at least --max-step-seconds");
   // Before the ASR model loads: a bad stage option fails fast.
-  const auto chain = std::make_shared<const stages::StageChain>(stages::StageChain::load(
-      args, {.command = stages::Command::kServe, .pause_seconds = config.stream.pause_segmentation_seconds}));
+  const auto chain = std::make_shared<const stages::StageChain>(
+      stages::StageChain::load(args, {.command = stages::Command::kServe,
+                                      .pause_seconds = config.stream.pause_segmentation_seconds,
+                                      .threads = static_cast<int>(args.get_int("threads"))}));
   config.stages = chain->names();
 
   policy::AlignAttConfig serve_settings;

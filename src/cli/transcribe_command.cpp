@@ -107,7 +107,9 @@ int run_transcribe(const CommandArgs& argv) {
   format_transcript({}, format, "");  // reject a bad --format before any work
   // The CLI has no VAD pauses: segments close at punctuation and the maxima.
   const stages::StageChain chain =
-      stages::StageChain::load(args, {.command = stages::Command::kTranscribe, .pause_seconds = 5.0});
+      stages::StageChain::load(args, {.command = stages::Command::kTranscribe,
+                                      .pause_seconds = 5.0,
+                                      .threads = static_cast<int>(args.get_int("threads"))});
   // The translation's text and finals are part of every format when it runs.
   const bool translating = chain.find("translation") != nullptr;
 

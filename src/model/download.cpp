@@ -366,6 +366,8 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
     verify = [](const std::filesystem::path& part) { check_published_parakeet_header(part); };
   } else if (model.family == "qwen3asr") {
     verify = verify_gguf_llm;
+  } else if (model.family == "sortformer-gguf") {
+    verify = [](const std::filesystem::path& part) { check_sortformer_header(part); };
   } else {
     verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
   }

@@ -99,6 +99,22 @@ std::vector<ModelInfo> make_transcribe_cpp_registry() {
   return out;
 }
 
+// transcribe.cpp's Sortformer diarizer GGUFs, as its
+// docs/models/diar_streaming_sortformer_4spk-v2.1.md lists them (F32, F16, Q8_0
+// only: it withdrew the k-quants, which flip speaker-cache decisions), in
+// handy-computer/diar_streaming_sortformer_4spk-v2.1-gguf, the sizes it states.
+// No hashes published: pulls verify Content-Length and the GGUF layout.
+std::vector<ModelInfo> make_diarization_registry() {
+  constexpr uint64_t kMB = 1000 * 1000;
+  const std::string model = "diar_streaming_sortformer_4spk-v2.1";
+  const std::string repo = std::string(kTranscribeCppBaseUrl) + "/" + model + "-gguf/resolve/main";
+  return {
+      {"transcribe.cpp/" + model + "-f32", 471 * kMB, "", repo, "sortformer-gguf", model + "-F32.gguf"},
+      {"transcribe.cpp/" + model + "-f16", 237 * kMB, "", repo, "sortformer-gguf", model + "-F16.gguf"},
+      {"transcribe.cpp/" + model + "-q8_0", 139 * kMB, "", repo, "sortformer-gguf", model + "-Q8_0.gguf"},
+  };
+}
+
 // ggml-org's Qwen3-ASR-{0.6B,1.7B}-GGUF as llama.cpp converts them: Q8_0 text model
 // (arch qwen3vl) and mmproj (projector qwen3a); the file names as published
 // projects download them. No SHA-1 is known for them: pulls verify the server's
@@ -144,10 +160,16 @@ const std::vector<ModelInfo>& known_qwen3asr_models() {
   return registry;
 }
 
+const std::vector<ModelInfo>& known_diarization_models() {
+  static const std::vector<ModelInfo> registry = make_diarization_registry();
+  return registry;
+}
+
 const ModelInfo* find_model(std::string_view name) {
   if (name.starts_with("ggml-") && name.ends_with(".bin")) name = name.substr(5, name.size() - 9);
   if (name == "parakeet-tdt-0.6b-v3") name = "parakeet-tdt-0.6b-v3-f16";
-  for (const auto* list : {&known_models(), &known_transducer_models(), &known_qwen3asr_models()})
+  for (const auto* list :
+       {&known_models(), &known_transducer_models(), &known_qwen3asr_models(), &known_diarization_models()})
     for (const ModelInfo& m : *list)
       if (m.name == name || (!m.file.empty() && m.file == name)) return &m;
   return nullptr;
@@ -155,7 +177,8 @@ const ModelInfo* find_model(std::string_view name) {
 
 std::string known_model_names() {
   std::string names;
-  for (const auto* list : {&known_models(), &known_transducer_models(), &known_qwen3asr_models()})
+  for (const auto* list :
+       {&known_models(), &known_transducer_models(), &known_qwen3asr_models(), &known_diarization_models()})
     for (const ModelInfo& m : *list) names += (names.empty() ? "" : ", ") + m.name;
   return names;
 }
@@ -224,6 +247,30 @@ std::filesystem::path resolve_model(const std::string& name_or_path, const std::
     throw Error(ErrorCode::kIo, "model file " + name_or_path + " does not exist");
   throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name_or_path +
                                                "': give a path to a ggml .bin file or one of: " + known_model_names());
+}
+
+std::filesystem::path resolve_diarization_model(const std::string& name_or_path,
+                                                const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  const std::filesystem::path as_path(name_or_path);
+  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
+    if (std::filesystem::is_directory(as_path, ec))
+      throw Error(ErrorCode::kInvalidArgument, "'" + name_or_path + "' is a directory, not a GGUF file");
+    return as_path;
+  }
+  std::string names;
+  for (const ModelInfo& m : known_diarization_models()) {
+    names += (names.empty() ? "" : ", ") + m.name;
+    if (m.name != name_or_path && m.file != name_or_path) continue;
+    const std::filesystem::path cached = cached_model_path(m, cache_dir);
+    if (std::filesystem::exists(cached, ec)) return cached;
+    throw Error(ErrorCode::kIo, "'" + m.name + "' is not downloaded yet. Run `earshot pull " + m.name +
+                                    "`, or download " + model_url(m) + " by hand and place it at " + cached.string());
+  }
+  if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".gguf")
+    throw Error(ErrorCode::kIo, "no file at " + name_or_path);
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown diarization model '" + name_or_path + "': give a path to a GGUF file or one of: " + names);
 }
 
 void check_ggml_whisper_header(const std::filesystem::path& path) {
@@ -366,6 +413,16 @@ void check_published_parakeet_header(const std::filesystem::path& path) {
     throw Error(ErrorCode::kInvalidModel,
                 path.string() + ": not a published Parakeet GGUF (architecture '" + file.architecture() +
                     "', expected 'parakeet' with transcribe.cpp's stt.parakeet.* or parakeet.cpp's parakeet.* keys)");
+}
+
+void check_sortformer_header(const std::filesystem::path& path) {
+  const runtime::GgufFile file = runtime::GgufFile::open(path);
+  // "earshot-sortformer": sortformer::kGgufArchitecture (this library does not link the model).
+  if (file.architecture() != "earshot-sortformer" &&
+      runtime::published_layout(file) != runtime::PublishedLayout::kTranscribeCppSortformer)
+    throw Error(ErrorCode::kInvalidModel,
+                path.string() + ": not a Sortformer GGUF (architecture '" + file.architecture() +
+                    "', expected transcribe.cpp's stt.sortformer.* keys or earshot's layout)");
 }
 
 void check_gguf_llm_header(const std::filesystem::path& path) {

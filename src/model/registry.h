@@ -43,6 +43,10 @@ const std::vector<ModelInfo>& known_models();
 const std::vector<ModelInfo>& known_transducer_models();
 // Qwen3-ASR (0.6B, 1.7B): each a text GGUF and its mmproj, pulled together.
 const std::vector<ModelInfo>& known_qwen3asr_models();
+// Speaker diarization (--diarization-model): the streaming Sortformer GGUFs
+// transcribe.cpp publishes ("transcribe.cpp/diar_streaming_sortformer_4spk-v2.1-f16",
+// family "sortformer-gguf": model/sortformer reads them).
+const std::vector<ModelInfo>& known_diarization_models();
 // Accepts "tiny.en" as well as "ggml-tiny.en.bin", and the models of every family;
 // "parakeet-tdt-0.6b-v3" is its f16 file. Null when unknown.
 const ModelInfo* find_model(std::string_view name);
@@ -70,6 +74,11 @@ bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir);
 std::filesystem::path resolve_model(const std::string& name_or_path,
                                     const std::filesystem::path& cache_dir = default_cache_dir());
 
+// A --diarization-model argument to a file: an existing path; else a known
+// diarization model's name present in the cache. Otherwise throws as resolve_model.
+std::filesystem::path resolve_diarization_model(const std::string& name_or_path,
+                                                const std::filesystem::path& cache_dir = default_cache_dir());
+
 // Throws earshot::Error(kInvalidModel) unless `path` starts like a legacy ggml
 // Whisper file: magic, plausible hyper-parameters, and a complete mel filter bank.
 void check_ggml_whisper_header(const std::filesystem::path& path);
@@ -79,6 +88,8 @@ void check_ggml_parakeet_header(const std::filesystem::path& path);
 // Likewise for a published Parakeet GGUF: architecture "parakeet" in a layout this
 // build reads (transcribe.cpp's stt.parakeet.* or parakeet.cpp's parakeet.* keys).
 void check_published_parakeet_header(const std::filesystem::path& path);
+// Likewise for a Sortformer GGUF: transcribe.cpp's stt.sortformer.* layout or earshot's.
+void check_sortformer_header(const std::filesystem::path& path);
 
 }  // namespace earshot::models
 

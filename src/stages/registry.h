@@ -26,6 +26,7 @@ enum class Command { kServe, kTranscribe, kBench };
 struct CommandContext {
   Command command = Command::kServe;
   double pause_seconds = 5.0;  // the session's pause-segmentation length
+  int threads = 1;             // --threads: CPU threads a model pass may use
 };
 
 // What one stream asks of the stages.

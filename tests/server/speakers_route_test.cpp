@@ -20,7 +20,7 @@ class Speakers : public ServerFixture {
  protected:
   void SetUp() override {
     const std::vector<stages::StageDefinition> registry = {
-        dz::stage_definition([](const std::string&, int) -> dz::SourceFactory {
+        dz::stage_definition([](const dz::ModelRequest&) -> dz::SourceFactory {
           return [] { return std::make_unique<ScriptedActivity>(std::vector<Turn>{{0, 2, 0}, {2, 100, 1}}); };
         })};
     Args args("serve", "");

@@ -199,9 +199,9 @@ TEST(DiarizationStage, LiveStageNeverHoldsWordsAndBoundsItsQueue) {
 }
 
 // The registry entry over a scripted model.
-dz::ModelLoader scripted_loader(std::vector<Turn> turns, std::string* loaded = nullptr) {
-  return [turns, loaded](const std::string& name, int) -> dz::SourceFactory {
-    if (loaded) *loaded = name;
+dz::ModelLoader scripted_loader(std::vector<Turn> turns, dz::ModelRequest* loaded = nullptr) {
+  return [turns, loaded](const dz::ModelRequest& request) -> dz::SourceFactory {
+    if (loaded) *loaded = request;
     return [turns] { return std::make_unique<ScriptedActivity>(turns); };
   };
 }
@@ -211,11 +211,11 @@ stages::StageChain chain_of(const std::vector<std::string>& argv, stages::Comman
   Args args("test", "");
   stages::StageChain::declare(args, command, registry);
   args.parse(argv);
-  return stages::StageChain::load(args, {.command = command}, registry);
+  return stages::StageChain::load(args, {.command = command, .threads = 3}, registry);
 }
 
 TEST(DiarizationRegistration, OptionsValidationAndPerStreamChoice) {
-  std::string loaded;
+  dz::ModelRequest loaded;
   const std::vector<stages::StageDefinition> registry = {dz::stage_definition(scripted_loader({{0, 9, 0}}, &loaded))};
   Args serve("serve", "");
   stages::StageChain::declare(serve, stages::Command::kServe, registry);
@@ -231,6 +231,19 @@ TEST(DiarizationRegistration, OptionsValidationAndPerStreamChoice) {
 
   // Off without a model; options that need one say so; bad values name the option.
   EXPECT_TRUE(chain_of({}, stages::Command::kServe, registry).empty());
+  EXPECT_TRUE(chain_of({}, stages::Command::kTranscribe, registry).empty());
+  EXPECT_TRUE(chain_of({}, stages::Command::kBench, registry).empty());
+  EXPECT_NE(std::string(error_of([&] {
+                          chain_of({"--diarization-chunk-ms", "800"}, stages::Command::kTranscribe, registry);
+                        }).what())
+                .find("--diarization-chunk-ms needs --diarization-model"),
+            std::string::npos);
+  EXPECT_NE(std::string(error_of([&] {
+                          chain_of({"--diarization-model", "m.gguf", "--diarization-chunk-ms", "-1"},
+                                   stages::Command::kServe, registry);
+                        }).what())
+                .find("--diarization-chunk-ms must be 0..60000"),
+            std::string::npos);
   EXPECT_NE(std::string(error_of([&] {
                           chain_of({"--max-speakers", "2"}, stages::Command::kServe, registry);
                         }).what())
@@ -241,10 +254,15 @@ TEST(DiarizationRegistration, OptionsValidationAndPerStreamChoice) {
   });
   EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(bad.what()).find("--max-speakers must be 1..4"), std::string::npos);
-  EXPECT_TRUE(loaded.empty());  // nothing loaded before every option was valid
+  EXPECT_TRUE(loaded.model.empty());  // nothing loaded before every option was valid
 
-  const stages::StageChain chain = chain_of({"--diarization-model", "m.gguf"}, stages::Command::kServe, registry);
-  EXPECT_EQ(loaded, "m.gguf");
+  const stages::StageChain chain =
+      chain_of({"--diarization-model", "m.gguf", "--max-speakers", "2", "--diarization-chunk-ms", "1600"},
+               stages::Command::kServe, registry);
+  EXPECT_EQ(loaded.model, "m.gguf");  // what the loader is asked for
+  EXPECT_EQ(loaded.max_speakers, 2);
+  EXPECT_EQ(loaded.chunk_ms, 1600);
+  EXPECT_EQ(loaded.threads, 3);
   EXPECT_EQ(chain.names(), std::vector<std::string>{"diarization"});
   // Every stream but one whose protocol declines (Deepgram's diarize=false).
   EXPECT_EQ(chain.open({"en", {}, true}).size(), 1u);

@@ -363,7 +363,9 @@ FileSummary summarize_model_file(const std::filesystem::path& path) {
         if (ours) {
           s.family = "FastConformer transducer", s.layout = "earshot GGUF";
         } else if (probe.published == runtime::PublishedLayout::kTranscribeCppSortformer) {
-          s.family = "Sortformer diarization", s.layout = probe.description.substr(2) + ", not read by this build";
+          s.family = "Sortformer diarization", s.layout = probe.description.substr(2);
+        } else if (arch == "earshot-sortformer") {  // sortformer::kGgufArchitecture
+          s.family = "Sortformer diarization", s.layout = "earshot GGUF";
         } else if (probe.published != runtime::PublishedLayout::kNone) {
           // Another project's Parakeet layout (runtime::probe_model_file names it; published_gguf.h reads it).
           s.family = "FastConformer transducer", s.layout = probe.description.substr(2);

@@ -1,5 +1,7 @@
 #include "stages/diarization/registration.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/sample_rate.h"
 
@@ -8,7 +10,7 @@ namespace earshot::stages::diarization {
 namespace {
 
 struct Settings {
-  std::string model;
+  ModelRequest request;
   DiarizationOptions options;
   int workers = 1;
 };
@@ -17,8 +19,9 @@ class ReadSettings : public StageSettings {
  public:
   ReadSettings(Settings settings, ModelLoader load) : settings_(std::move(settings)), load_(std::move(load)) {}
   std::shared_ptr<const LoadedStage> load() const override {
-    SourceFactory sources = load_(settings_.model, 0);
-    if (!sources) throw Error(ErrorCode::kInternal, "--diarization-model " + settings_.model + ": no stream source");
+    SourceFactory sources = load_(settings_.request);
+    if (!sources)
+      throw Error(ErrorCode::kInternal, "--diarization-model " + settings_.request.model + ": no stream source");
     return std::make_shared<LoadedDiarization>(std::move(sources), settings_.options, settings_.workers);
   }
 
@@ -33,7 +36,11 @@ void declare(Args& args, Command command) {
               "speaker diarization model (a path or a name `earshot pull` knows): every word gets a speaker "
               "(Deepgram streams: with diarize=true)",
               "")
-      .option("max-speakers", "diarization: most speakers told apart (1..4)", "4");
+      .option("max-speakers", "diarization: most speakers told apart (1..4)", "4")
+      .option("diarization-chunk-ms",
+              "diarization: audio per model step, which the speaker fields wait for (shorter: sooner, but more "
+              "compute per audio second; 0: the model's default)",
+              "0");
   if (command == Command::kServe)
     args.option("diarization-workers", "diarization: streams whose model work runs at the same time", "1");
 }
@@ -41,21 +48,26 @@ void declare(Args& args, Command command) {
 std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext& context, const ModelLoader& load) {
   if (context.command == Command::kBench) return nullptr;
   Settings s;
-  s.model = args.get("diarization-model");
+  s.request.model = args.get("diarization-model");
   const long speakers = args.get_int("max-speakers");
   if (speakers < 1 || speakers > kMaxSpeakers)
     throw Error(ErrorCode::kInvalidArgument, "--max-speakers must be 1.." + std::to_string(kMaxSpeakers));
   s.options.rule.max_speakers = static_cast<int>(speakers);
+  s.request.max_speakers = s.options.rule.max_speakers;
+  const long chunk_ms = args.get_int("diarization-chunk-ms");
+  if (chunk_ms < 0 || chunk_ms > 60000)
+    throw Error(ErrorCode::kInvalidArgument, "--diarization-chunk-ms must be 0..60000 (0: the model's default)");
+  s.request.chunk_ms = static_cast<int>(chunk_ms);
+  s.request.threads = std::max(1, context.threads);
   if (context.command == Command::kServe) {
     const long workers = args.get_int("diarization-workers");
     if (workers < 1 || workers > 256) throw Error(ErrorCode::kInvalidArgument, "--diarization-workers must be 1..256");
     s.workers = static_cast<int>(workers);
   }
-  if (s.model.empty()) {
-    if (args.has("max-speakers") || args.has("diarization-workers"))
-      throw Error(ErrorCode::kInvalidArgument, std::string("--") +
-                                                   (args.has("max-speakers") ? "max-speakers" : "diarization-workers") +
-                                                   " needs --diarization-model PATH|NAME");
+  if (s.request.model.empty()) {
+    for (const char* option : {"max-speakers", "diarization-chunk-ms", "diarization-workers"})
+      if ((context.command == Command::kServe || std::string_view(option) != "diarization-workers") && args.has(option))
+        throw Error(ErrorCode::kInvalidArgument, std::string("--") + option + " needs --diarization-model PATH|NAME");
     return nullptr;
   }
   return std::make_unique<ReadSettings>(std::move(s), load);

@@ -1,6 +1,7 @@
 // Diarization on the stage registry. Its options, on serve and transcribe:
 //   --diarization-model PATH|NAME  the model (turns the stage on)
 //   --max-speakers N               1..4 (default 4)
+//   --diarization-chunk-ms MS      audio per model step: what the speaker fields wait for
 //   --diarization-workers N        serve: streams whose model work runs at once (default 1)
 // A stream is diarized unless its protocol says not (Deepgram's diarize=false,
 // its default); the model's loader comes with the registry line, so the stage
@@ -16,10 +17,17 @@
 
 namespace earshot::stages::diarization {
 
-// Loads a diarization model (a file path, or a name the model cache knows) for
-// `threads` threads and returns the factory of its per-stream sources. Throws
-// Error with a message naming the file.
-using ModelLoader = std::function<SourceFactory(const std::string& name_or_path, int threads)>;
+// What the loader is asked for.
+struct ModelRequest {
+  std::string model;  // --diarization-model: a file path, or a name the model cache knows
+  int threads = 1;    // CPU threads of one stream's model step
+  int chunk_ms = 0;   // --diarization-chunk-ms: audio per model step (0: the model's default)
+  int max_speakers = kMaxSpeakers;
+};
+
+// Loads a diarization model and returns the factory of its per-stream sources.
+// Throws Error with a message naming the option and the file.
+using ModelLoader = std::function<SourceFactory(const ModelRequest& request)>;
 
 // The registry entry, over the model `load` opens.
 StageDefinition stage_definition(ModelLoader load);

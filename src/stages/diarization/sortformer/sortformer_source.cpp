@@ -1,0 +1,71 @@
+#include "stages/diarization/sortformer/sortformer_source.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+#include "model/registry.h"
+#endif
+
+namespace earshot::stages::diarization {
+
+sortformer::StreamOptions sortformer_stream_options(const ModelRequest& request) {
+  sortformer::StreamOptions o;  // WhisperLiveKit's settings but the chunk
+  const int chunk_ms = request.chunk_ms > 0 ? request.chunk_ms : kDefaultChunkMs;
+  o.chunk_frames = std::max(1, static_cast<int>(std::lround(chunk_ms / 80.0)));
+  o.max_speakers = std::clamp(request.max_speakers, 1, kMaxSpeakers);
+  o.run.threads = std::max(1, request.threads);
+  o.run.cpu_kernels = runtime::CpuKernels::kAuto;
+  return o;
+}
+
+SortformerSource::SortformerSource(std::shared_ptr<const sortformer::Model> model,
+                                   const sortformer::StreamOptions& options)
+    : model_(std::move(model)), stream_(*model_, options) {}
+
+void SortformerSource::push(std::span<const float> samples) { stream_.push(samples); }
+
+void SortformerSource::finish() { stream_.finish(); }
+
+std::vector<ActivityFrame> SortformerSource::take_frames() {
+  std::vector<ActivityFrame> out;
+  for (const sortformer::FrameActivity& f : stream_.take_frames()) {
+    ActivityFrame a;
+    a.start = f.start;
+    a.end = f.end;
+    for (int k = 0; k < kMaxSpeakers && k < static_cast<int>(f.prob.size()); ++k) a.prob[k] = f.prob[k];
+    out.push_back(a);
+  }
+  return out;
+}
+
+ModelLoader sortformer_loader() {
+  return [](const ModelRequest& request) -> SourceFactory {
+    std::filesystem::path path;
+#ifdef EARSHOT_HAVE_MODEL_REGISTRY
+    try {
+      path = models::resolve_diarization_model(request.model);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string("--diarization-model: ") + e.what());
+    }
+#else
+    path = request.model;
+#endif
+    std::shared_ptr<const sortformer::Model> model;
+    try {
+      model = sortformer::Model::load(path);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string("--diarization-model: ") + e.what());
+    }
+    sortformer::StreamOptions options = sortformer_stream_options(request);
+    if (options.max_speakers > model->hparams().n_speakers)
+      throw Error(ErrorCode::kInvalidArgument, "--max-speakers " + std::to_string(options.max_speakers) + ": " +
+                                                   path.string() + " tells at most " +
+                                                   std::to_string(model->hparams().n_speakers) + " speakers apart");
+    { sortformer::Stream check(*model, options); }  // refuses settings the model cannot run, before any stream
+    return [model, options] { return std::make_unique<SortformerSource>(model, options); };
+  };
+}
+
+}  // namespace earshot::stages::diarization
