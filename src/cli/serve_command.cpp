@@ -244,6 +244,8 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
                                       .pause_seconds = config.stream.pause_segmentation_seconds,
                                       .threads = static_cast<int>(args.get_int("threads"))}));
   config.stages = chain->names();
+  for (const std::string& stage : config.stages)
+    std::fprintf(stderr, "earshot serve: stage %s loaded\n", stage.c_str());
 
   policy::AlignAttConfig serve_settings;
   serve_settings.beams = static_cast<int>(args.get_int("beams"));
