@@ -162,4 +162,29 @@ std::string openai_json(const std::vector<Word>& words, const std::vector<Segmen
   return j.dump();
 }
 
+std::string openai_diarized_json(const std::vector<Word>& words, const std::vector<Segment>& segments,
+                                 double duration_seconds) {
+  nlohmann::json segment_list = nlohmann::json::array();
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const int speaker = segments[i].speaker;
+    // Speakers 1..26 are A..Z; beyond (never with a 4-speaker model) their number.
+    const std::string label = speaker <= 0    ? ""
+                              : speaker <= 26 ? std::string(1, static_cast<char>('A' + speaker - 1))
+                                              : std::to_string(speaker);
+    segment_list.push_back({{"type", "transcript.text.segment"},
+                            {"id", "seg_" + std::to_string(i)},
+                            {"start", round_ms(segments[i].start)},
+                            {"end", round_ms(segments[i].end)},
+                            {"text", segments[i].text},
+                            {"speaker", label}});
+  }
+  const nlohmann::json j = {
+      {"task", "transcribe"},
+      {"duration", round_ms(duration_seconds)},
+      {"text", transcript_text(words)},
+      {"segments", std::move(segment_list)},
+      {"usage", {{"type", "duration"}, {"seconds", static_cast<int>(std::ceil(duration_seconds))}}}};
+  return j.dump();
+}
+
 }  // namespace earshot::protocol

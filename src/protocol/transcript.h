@@ -61,5 +61,11 @@ std::string transcript_json(const std::vector<Word>& words, const std::string& l
 // verbose_json has no speaker field; segments already end at speaker changes).
 std::string openai_json(const std::vector<Word>& words, const std::vector<Segment>& segments, double duration_seconds,
                         const std::string& language, bool verbose);
+// OpenAI's diarized_json (its CreateTranscriptionResponseDiarizedJson): task,
+// duration, text, usage and segments of type "transcript.text.segment" with
+// ids "seg_N" and speakers labelled as OpenAI does, "A", "B"... in order of
+// arrival; "" for a segment no speaker was found for (OpenAI's field is a string).
+std::string openai_diarized_json(const std::vector<Word>& words, const std::vector<Segment>& segments,
+                                 double duration_seconds);
 
 }  // namespace earshot::protocol

@@ -72,14 +72,15 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
     if (p.name == "response_format") response_format = trim(p.data);
   }
   if (!file) return openai_error(400, "missing multipart field 'file' (the audio to transcribe)");
-  static const char* kFormats[] = {"json", "verbose_json", "text", "srt", "vtt"};
-  if (response_format == "diarized_json")
-    return openai_error(400,
-                        "response_format 'diarized_json' is not supported: use verbose_json, whose segments carry "
-                        "\"speaker\" when the server diarizes (--diarization-model)");
+  static const char* kFormats[] = {"json", "verbose_json", "diarized_json", "text", "srt", "vtt"};
   if (std::find(std::begin(kFormats), std::end(kFormats), response_format) == std::end(kFormats))
-    return openai_error(
-        400, "unknown response_format '" + response_format + "': expected json, verbose_json, text, srt or vtt");
+    return openai_error(400, "unknown response_format '" + response_format +
+                                 "': expected json, verbose_json, diarized_json, text, srt or vtt");
+  if (response_format == "diarized_json" &&
+      std::find(config_.stages.begin(), config_.stages.end(), "diarization") == config_.stages.end())
+    return openai_error(400,
+                        "response_format 'diarized_json' needs a server that diarizes: start it with "
+                        "--diarization-model (json, verbose_json, text, srt and vtt work without)");
   if (language.empty()) language = config_.default_language.empty() ? "auto" : config_.default_language;
   if (!hooks_.make_decoder) return openai_error(415, "this server cannot decode uploaded audio files");
 
@@ -121,6 +122,8 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   } else if (response_format == "vtt") {
     r.content_type = "text/vtt; charset=utf-8";
     r.body = protocol::format_vtt(segments);
+  } else if (response_format == "diarized_json") {
+    r.body = protocol::openai_diarized_json(words, segments, duration);
   } else {
     std::string detected = language;
     for (const Word& w : words)

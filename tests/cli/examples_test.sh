@@ -45,6 +45,10 @@ grep -q '"speaker":[0-9]' "$work/diarized.json" || { cat "$work/diarized.json"; 
 curl -sS --fail-with-body -F "file=@$shared/data/jfk.wav" -F response_format=verbose_json \
   "$url/v1/audio/transcriptions" >"$work/verbose.json"
 grep -q '"speaker":[0-9]' "$work/verbose.json" || { cat "$work/verbose.json"; echo "no speakers (verbose_json)"; exit 1; }
+curl -sS --fail-with-body -F "file=@$shared/data/jfk.wav" -F response_format=diarized_json \
+  "$url/v1/audio/transcriptions" >"$work/diarized_openai.json"
+grep -q '"type":"transcript.text.segment"' "$work/diarized_openai.json" && grep -q '"speaker":"[A-D]"' \
+  "$work/diarized_openai.json" || { cat "$work/diarized_openai.json"; echo "no diarized_json speakers"; exit 1; }
 
 "$root/tests/browser/npm_ci.sh" "$root/examples/node" >"$work/npm.log" 2>&1 || { cat "$work/npm.log"; exit 1; }
 node "$root/examples/node/openai_transcribe.mjs" "$shared/data/jfk.wav" --url "$url" --format srt >"$work/sdk.srt"

@@ -101,6 +101,13 @@ async function formats(server, client, create) {
     });
   }
 
+  // diarized_json from a server that does not diarize: 400 saying what would.
+  await assert.rejects(create("diarized_json"), (e) => {
+    assert.ok(e instanceof OpenAI.BadRequestError, `expected BadRequestError, got ${e}`);
+    assert.match(e.message, /--diarization-model/);
+    return true;
+  });
+
   // A wrong token: 401 as the client's AuthenticationError.
   const intruder = new OpenAI({ apiKey: "wrong-" + TOKEN, baseURL: server.url + "/v1", maxRetries: 0 });
   await assert.rejects(

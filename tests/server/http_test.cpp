@@ -171,8 +171,11 @@ TEST_F(Http, TranscriptionRejectsBadRequests) {
   HttpResult format = transcribe("yaml");
   EXPECT_EQ(format.status, 400);
   EXPECT_EQ(json::parse(format.body)["error"]["message"],
-            "unknown response_format 'yaml': expected json, verbose_json, text, srt or vtt");
-  EXPECT_EQ(transcribe("diarized_json").status, 400);
+            "unknown response_format 'yaml': expected json, verbose_json, diarized_json, text, srt or vtt");
+  HttpResult diarized = transcribe("diarized_json");  // this server does not diarize
+  EXPECT_EQ(diarized.status, 400);
+  EXPECT_NE(json::parse(diarized.body)["error"]["message"].get<std::string>().find("--diarization-model"),
+            std::string::npos);
   HttpResult garbage = transcribe("json", "tok", std::string(5000, 'z'));
   EXPECT_EQ(garbage.status, 400);
   EXPECT_EQ(json::parse(garbage.body)["error"]["message"].get<std::string>().rfind("cannot decode 'jfk.wav': ", 0), 0u);

@@ -2,7 +2,8 @@
 // over the scripted activity source, as serve builds chains) and no other edit.
 // WhisperLiveKit's lines split at the speaker change; Deepgram's words carry
 // `speaker` (from 0) with diarize=true and none without; the OpenAI file route's
-// verbose_json segments carry it; /health and /metrics name the stage.
+// verbose_json segments carry it, and diarized_json has OpenAI's shape with
+// speakers "A", "B"; /health and /metrics name the stage.
 #include <gtest/gtest.h>
 
 #include "../stages/scripted_activity.h"
@@ -127,6 +128,28 @@ TEST_F(Speakers, FileRoutesCarrySpeakers) {
   ASSERT_EQ(verbose["segments"].size(), 2u);
   EXPECT_EQ(verbose["segments"][0]["speaker"], 1);
   EXPECT_EQ(verbose["segments"][1]["speaker"], 2);
+  // OpenAI's diarized_json (CreateTranscriptionResponseDiarizedJson).
+  std::string diarized_parts = body_parts;
+  diarized_parts.replace(diarized_parts.find("verbose_json"), 12, "diarized_json");
+  HttpResult dj = http_request(port_, "POST", "/v1/audio/transcriptions", diarized_parts,
+                               {{"Content-Type", "multipart/form-data; boundary=b"}});
+  ASSERT_EQ(dj.status, 200) << dj.body;
+  const json diarized = json::parse(dj.body);
+  EXPECT_EQ(diarized["task"], "transcribe");
+  EXPECT_EQ(diarized["text"], verbose["text"]);
+  EXPECT_EQ(diarized["duration"], verbose["duration"]);
+  EXPECT_EQ(diarized["usage"]["type"], "duration");
+  ASSERT_EQ(diarized["segments"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& s = diarized["segments"][i];
+    EXPECT_EQ(s["type"], "transcript.text.segment");
+    EXPECT_EQ(s["id"], "seg_" + std::to_string(i));
+    EXPECT_EQ(s["start"], verbose["segments"][i]["start"]);
+    EXPECT_EQ(s["end"], verbose["segments"][i]["end"]);
+    EXPECT_EQ(s["text"], verbose["segments"][i]["text"]);
+  }
+  EXPECT_EQ(diarized["segments"][0]["speaker"], "A");
+  EXPECT_EQ(diarized["segments"][1]["speaker"], "B");
   EXPECT_TRUE(wait_idle());
 }
 
