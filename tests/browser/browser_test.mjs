@@ -8,6 +8,9 @@
 // screenshots, EARSHOT_EXPECT_MODEL (a model id prefix) checks /v1/models: the same
 // test runs against each model family's generated model. EARSHOT_EXPECT_LIVE=1: text
 // must reach the page while recording, before the stop (a family that shows words live).
+// EARSHOT_SERVE_ARGS: more `earshot serve` options (space-separated), e.g. a diarization
+// model; EARSHOT_EXPECT_SPEAKERS=1: the server diarizes, and every rendered speaker
+// badge carries its speaker's colour class.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -26,6 +29,7 @@ const TIME = /^\d+:\d{2}:\d{2}(\.\d+)?$/;
 const MODES = (process.env.EARSHOT_BROWSER_MODES || "webm,pcm").split(",");
 for (const m of MODES) if (m !== "webm" && m !== "pcm") throw new Error(`EARSHOT_BROWSER_MODES: unknown mode '${m}'`);
 const TAG = process.env.EARSHOT_BROWSER_TAG || "";
+const serveArgs = (process.env.EARSHOT_SERVE_ARGS || "").split(" ").filter((a) => a !== "");
 
 const t0 = performance.now();
 const phase = (what) => console.log(`[${((performance.now() - t0) / 1000).toFixed(1)} s] ${what}`);
@@ -136,6 +140,14 @@ async function recordOnce(mode, server, context) {
       assert.equal(row.text, spoken[i].text.trim());
       if (spoken[i].detected_language) assert.ok(row.range.endsWith(" · " + spoken[i].detected_language), row.range);
     });
+    const classes = await page.$$eval("#lines .line:not(.silence) .spk", (badges) => badges.map((b) => b.className));
+    classes.forEach((c, i) => assert.equal(c, "spk s" + spoken[i].speaker, `line ${i}'s badge class`));
+    if (process.env.EARSHOT_EXPECT_SPEAKERS === "1") {
+      assert.ok(updates.some((u) => typeof u.buffer_diarization === "string" && u.buffer_diarization.trim() !== ""),
+                "committed words waited for their speakers in buffer_diarization");
+      const health = await (await fetch(server.url + "/health")).json();
+      assert.equal(health.diarization, true, `/health: ${JSON.stringify(health)}`);
+    }
     assert.equal(await page.isVisible("#placeholder"), false, "the placeholder is hidden once lines exist");
     assert.deepEqual(pageErrors, [], "no JavaScript errors on the page");
 
@@ -143,6 +155,12 @@ async function recordOnce(mode, server, context) {
     const shot = path.join(artifactDir, `browser-${TAG}${mode}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(fs.statSync(shot).size > 1000, "screenshot written");
+    // Words waiting for their speaker are shown before the provisional tail (as WhisperLiveKit's page does).
+    const buffered = await page.evaluate(() => {
+      render({ lines: [], buffer_diarization: "said and ", buffer_transcription: "not yet", status: "active_transcription" });
+      return document.getElementById("buffer").textContent;
+    });
+    assert.equal(buffered, "said and not yet");
     console.log(`${mode}: ${updates.length} updates (${liveUpdates} with text while recording), ` +
                 `${spoken.length} lines, ${sentBytes} bytes sent; ` +
                 `last line [${spoken[spoken.length - 1].start} – ${spoken[spoken.length - 1].end}]; screenshot ${shot}`);
@@ -158,8 +176,8 @@ async function recordOnce(mode, server, context) {
 phase(`starting earshot servers (${MODES.join(", ")}) and chromium`);
 const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "earshot-chromium-"));
 const starting = [
-  MODES.includes("webm") ? startServer() : Promise.resolve(null),
-  MODES.includes("pcm") ? startServer({ extraArgs: ["--pcm-input"] }) : Promise.resolve(null),
+  MODES.includes("webm") ? startServer({ extraArgs: serveArgs }) : Promise.resolve(null),
+  MODES.includes("pcm") ? startServer({ extraArgs: ["--pcm-input", ...serveArgs] }) : Promise.resolve(null),
   chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
     headless: true,
