@@ -114,6 +114,48 @@ std::vector<SpeakerSegment> read_rttm(const std::filesystem::path& path) {
   return parse_rttm(text.str(), path.string());
 }
 
+std::map<std::string, std::vector<TimeRange>> parse_uem(std::string_view text, const std::string& source) {
+  std::map<std::string, std::vector<std::pair<TimeRange, size_t>>> ranges;
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    const std::string line(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    std::istringstream in(line);
+    std::vector<std::string> fields;
+    for (std::string f; in >> f;) fields.push_back(f);
+    if (fields.empty() || fields[0][0] == '#' || fields[0][0] == ';') continue;
+    if (fields.size() < 4)
+      bad_line(source, line_no,
+               "a UEM record has 4 fields (<file> <channel> <start> <end>), this one " + std::to_string(fields.size()));
+    TimeRange r{parse_time(fields[2], "start", source, line_no), parse_time(fields[3], "end", source, line_no)};
+    if (r.end <= r.start) bad_line(source, line_no, "the range ends (" + fields[3] + ") before it starts");
+    ranges[fields[0]].push_back({r, line_no});
+  }
+  std::map<std::string, std::vector<TimeRange>> out;
+  for (auto& [file, list] : ranges) {
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i > 0 && list[i].first.start < list[i - 1].first.end)
+        bad_line(source, list[i].second,
+                 "file " + file + "'s range overlaps the one on line " + std::to_string(list[i - 1].second));
+      out[file].push_back(list[i].first);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<TimeRange>> read_uem(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "cannot open UEM file " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(ErrorCode::kIo, "cannot read UEM file " + path.string());
+  return parse_uem(text.str(), path.string());
+}
+
 std::string format_rttm(const std::vector<SpeakerSegment>& segments) {
   auto token = [](const std::string& value, const char* what) {
     if (value.empty() || std::any_of(value.begin(), value.end(), [](unsigned char c) { return std::isspace(c); }))

@@ -63,6 +63,16 @@ struct TimeRange {
   double start = 0.0, end = 0.0;
 };
 
+// Parses a UEM (the evaluated regions): `<file> <channel> <start> <end>` per
+// line, '#' and ';' lines and blank lines skipped. Ranges are kept per file
+// (the channel field is read but not kept: one channel per file). Throws
+// Error(kInvalidArgument) naming `source` and the line for a short record, a
+// time that is not a number >= 0, end <= start, or ranges of one file that
+// overlap (md-eval refuses the last two too). Unlike md-eval, file ids are
+// taken as written (md-eval strips a directory and an extension).
+std::map<std::string, std::vector<TimeRange>> parse_uem(std::string_view text, const std::string& source);
+std::map<std::string, std::vector<TimeRange>> read_uem(const std::filesystem::path& path);
+
 struct DerOptions {
   double collar = 0.0;        // seconds each side of every reference boundary; >= 0
   bool score_overlap = true;  // false: only stretches with at most one reference speaker

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -115,8 +116,9 @@ std::vector<SpeakerSegment> merge_per_speaker(std::vector<SpeakerSegment> segs) 
 // overlaps, touching same-speaker segments and now and then a zero-length
 // one; a hypothesis that follows it with shifted boundaries, relabelled and
 // confused speakers, dropped turns and false alarms.
-void random_case(std::mt19937& rng, const std::string& file, std::vector<SpeakerSegment>& ref,
-                 std::vector<SpeakerSegment>& hyp) {
+// Returns the conversation's nominal length.
+double random_case(std::mt19937& rng, const std::string& file, std::vector<SpeakerSegment>& ref,
+                   std::vector<SpeakerSegment>& hyp) {
   const int nref = 1 + static_cast<int>(rng() % 4), nhyp = 1 + static_cast<int>(rng() % 5);
   const double length = uniform(rng, 10, 60);
   std::vector<SpeakerSegment> r, h;
@@ -147,18 +149,37 @@ void random_case(std::mt19937& rng, const std::string& file, std::vector<Speaker
   ref.insert(ref.end(), r.begin(), r.end());
   h = merge_per_speaker(h);
   hyp.insert(hyp.end(), h.begin(), h.end());
+  return length;
 }
 
-void compare_with_md_eval(const std::string& flags, const DerOptions& options, unsigned seed) {
+// with_uem: each case evaluated over one or two ranges of it (md-eval's -u).
+void compare_with_md_eval(std::string flags, DerOptions options, unsigned seed, bool with_uem = false) {
   std::mt19937 rng(seed);
   std::vector<SpeakerSegment> ref, hyp;
+  std::string uem;
   constexpr int kCases = 150;
-  for (int i = 0; i < kCases; ++i) random_case(rng, "case" + std::to_string(i), ref, hyp);
+  for (int i = 0; i < kCases; ++i) {
+    const std::string file = "case" + std::to_string(i);
+    const double length = random_case(rng, file, ref, hyp);
+    const double a = uniform(rng, 0, length / 3), b = uniform(rng, 2 * length / 3, length);
+    char line[160];
+    std::snprintf(line, sizeof line, "%s 1 %.6f %.6f\n", file.c_str(), a, b);
+    uem += line;
+    if (rng() % 2) {
+      std::snprintf(line, sizeof line, "%s 1 %.6f %.6f\n", file.c_str(), b + uniform(rng, 0, 3), length + 6);
+      uem += line;
+    }
+  }
   const fs::path dir =
       fs::temp_directory_path() / ("earshot-md-eval-" + std::to_string(::getpid()) + "-" + std::to_string(seed));
   fs::create_directories(dir);
   write_rttm(dir / "ref.rttm", ref);
   write_rttm(dir / "hyp.rttm", hyp);
+  if (with_uem) {
+    std::ofstream(dir / "all.uem") << uem;
+    options.uem = read_uem(dir / "all.uem");
+    flags += " -u " + (dir / "all.uem").string();
+  }
   // Both sides read the same text: ours through read_rttm.
   const std::vector<SpeakerSegment> ref_read = read_rttm(dir / "ref.rttm"), hyp_read = read_rttm(dir / "hyp.rttm");
   const std::map<std::string, MdEval> theirs = run_md_eval(dir / "ref.rttm", dir / "hyp.rttm", flags);
@@ -197,6 +218,10 @@ TEST(DerVsMdEval, CollarQuarterSecondSingleSpeakerRegionsOnly) {
 }
 
 TEST(DerVsMdEval, NoCollarSingleSpeakerRegionsOnly) { compare_with_md_eval("-c 0 -1", options(0, false), 4); }
+
+TEST(DerVsMdEval, CollarQuarterSecondWithinUemRanges) { compare_with_md_eval("-c 0.25", options(0.25), 5, true); }
+
+TEST(DerVsMdEval, NoCollarWithinUemRanges) { compare_with_md_eval("-c 0", options(0), 6, true); }
 
 }  // namespace
 }  // namespace earshot::bench

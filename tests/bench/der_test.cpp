@@ -262,6 +262,25 @@ TEST(Rttm, BadInputNamesFileAndLine) {
             2u);
 }
 
+TEST(Uem, ParsesRangesPerFileAndNamesBadLines) {
+  const auto uem = parse_uem("# eval\nf 1 5 15\nf 1 0.5 2\ng 1 0 3\n", "x.uem");
+  ASSERT_EQ(uem.size(), 2u);
+  ASSERT_EQ(uem.at("f").size(), 2u);
+  EXPECT_EQ(uem.at("f")[0].start, 0.5);  // sorted
+  EXPECT_EQ(uem.at("f")[1].end, 15);
+  auto error = [](const std::string& text) {
+    try {
+      parse_uem(text, "x.uem");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error("f 1 5\n").find("x.uem:1: a UEM record has 4 fields"), std::string::npos);
+  EXPECT_NE(error("f 1 5 4\n").find("x.uem:1: the range ends (4) before it starts"), std::string::npos);
+  EXPECT_NE(error("f 1 0 4\nf 1 3 6\n").find("x.uem:2: file f's range overlaps the one on line 1"), std::string::npos);
+}
+
 TEST(Rttm, MissingFileIsAnIoError) {
   try {
     read_rttm("/nonexistent/earshot.rttm");
