@@ -1,7 +1,9 @@
 #include "cli/transcribe.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -171,6 +173,13 @@ std::vector<protocol::Segment> translated_cues(const Transcript& t) {
 }  // namespace
 
 std::string format_transcript(const Transcript& t, const std::string& format, const std::string& file_name) {
+  if (format == "rttm") {
+    // Speaker turns (a diarization model's), as NIST's scorers read them; the file id is the name's stem.
+    std::string id = std::filesystem::path(file_name).stem().string();
+    for (char& c : id)
+      if (std::isspace(static_cast<unsigned char>(c))) c = '_';
+    return protocol::format_rttm(protocol::segments(t.words), id.empty() ? "audio" : id);
+  }
   if (t.translated) {
     // With --translate-to every format carries the translation (per closed segment).
     if (format == "txt") return protocol::transcript_text(t.words) + "\n" + translation_text(t) + "\n";
@@ -198,7 +207,7 @@ std::string format_transcript(const Transcript& t, const std::string& format, co
   // is the session's default pause length.
   if (format == "srt") return protocol::format_srt(protocol::segments(t.words));
   if (format == "vtt") return protocol::format_vtt(protocol::segments(t.words));
-  throw Error(ErrorCode::kInvalidArgument, "unknown --format '" + format + "' (use txt, json, srt or vtt)");
+  throw Error(ErrorCode::kInvalidArgument, "unknown --format '" + format + "' (use txt, json, srt, vtt or rttm)");
 }
 
 }  // namespace earshot::cli

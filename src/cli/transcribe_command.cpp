@@ -69,7 +69,8 @@ int run_transcribe(const CommandArgs& argv) {
               "")
       .option("chunk", "seconds of audio fed per step", "0.5")
       .flag("realtime", "feed audio no faster than real time")
-      .option("format", "final transcript format: txt, json, srt or vtt", "txt")
+      .option("format",
+              "final transcript format: txt, json, srt, vtt or rttm (speaker turns, with --diarization-model)", "txt")
       .option("events", "write one JSON line per emission to this file", "")
       .option("trace",
               "alignatt: write one JSON line per policy pass to this file (docs/architecture.md: per-pass trace)", "")

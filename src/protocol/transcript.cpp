@@ -138,6 +138,18 @@ std::string transcript_json(const std::vector<Word>& words, const std::string& l
          ",\"text\":" + json_quote(transcript_text(words)) + ",\"words\":" + words_json(words) + "}\n";
 }
 
+std::string format_rttm(const std::vector<Segment>& segments, const std::string& file_id) {
+  std::string out;
+  for (const Segment& s : segments) {
+    if (s.speaker <= 0) continue;
+    char line[128];
+    std::snprintf(line, sizeof line, " 1 %.3f %.3f <NA> <NA> S%d <NA> <NA>\n", s.start, std::max(0.0, s.end - s.start),
+                  s.speaker);
+    out += "SPEAKER " + file_id + line;
+  }
+  return out;
+}
+
 std::string openai_json(const std::vector<Word>& words, const std::vector<Segment>& segments, double duration_seconds,
                         const std::string& language, bool verbose) {
   nlohmann::json j = {{"text", transcript_text(words)},

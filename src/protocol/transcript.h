@@ -48,6 +48,10 @@ std::string format_srt(const std::vector<Segment>& segments);
 // "WEBVTT\n\n" then "00:00:00.500 --> 00:00:01.250\nHello.\n\n" per segment;
 // a segment with a speaker is a voice span, "<v Speaker 1>Hello.".
 std::string format_vtt(const std::vector<Segment>& segments);
+// NIST RTTM of the segments that have a speaker: one `SPEAKER <file_id> 1 <start>
+// <duration> <NA> <NA> S<speaker> <NA> <NA>` line each (what md-eval.pl and
+// earshot-der score); segments without a speaker are left out.
+std::string format_rttm(const std::vector<Segment>& segments, const std::string& file_id);
 
 // [{"text":" Hello","start":0.500,"end":1.000},...] (times with 3 decimals), and
 // "speaker":N on a word whose speaker is known.

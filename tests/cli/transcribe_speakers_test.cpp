@@ -53,6 +53,10 @@ TEST(TranscribeSpeakers, EveryFormatShowsWhoSpoke) {
             "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n<v Speaker 1>w100 w100 w100\n\n"
             "00:00:01.500 --> 00:00:03.000\n<v Speaker 2>w100 w100 w100\n\n");
   EXPECT_NE(format_transcript(t, "srt", "a.wav").find("[S2] w100 w100 w100"), std::string::npos);
+  // Speaker turns as NIST RTTM (what earshot-der and md-eval.pl score), named by the file's stem.
+  EXPECT_EQ(format_transcript(t, "rttm", "/talks/my talk.wav"),
+            "SPEAKER my_talk 1 0.000 1.500 <NA> <NA> S1 <NA> <NA>\n"
+            "SPEAKER my_talk 1 1.500 1.500 <NA> <NA> S2 <NA> <NA>\n");
 }
 
 // The registry's own diarization line with a generated Sortformer (small
