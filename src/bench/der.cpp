@@ -51,11 +51,10 @@ std::string format_seconds(double seconds) {
   return buf;
 }
 
-}  // namespace
-
-std::vector<SpeakerSegment> parse_rttm(std::string_view text, const std::string& source) {
-  std::vector<SpeakerSegment> segments;
-  std::vector<size_t> lines;
+// Calls record(fields, line number) for each line of `text` that holds a record:
+// its whitespace-separated fields; blank lines and comments (# or ;) are skipped.
+template <typename Record>
+void for_each_record(std::string_view text, Record record) {
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -67,8 +66,28 @@ std::vector<SpeakerSegment> parse_rttm(std::string_view text, const std::string&
     std::vector<std::string> fields;
     for (std::string f; in >> f;) fields.push_back(f);
     if (fields.empty() || fields[0][0] == '#' || fields[0][0] == ';') continue;
+    record(fields, line_no);
+  }
+}
+
+// The whole of a `kind` file (RTTM, UEM), or Error(kIo) naming it.
+std::string read_text(const std::filesystem::path& path, const char* kind) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, std::string("cannot open ") + kind + " file " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(ErrorCode::kIo, std::string("cannot read ") + kind + " file " + path.string());
+  return text.str();
+}
+
+}  // namespace
+
+std::vector<SpeakerSegment> parse_rttm(std::string_view text, const std::string& source) {
+  std::vector<SpeakerSegment> segments;
+  std::vector<size_t> lines;
+  for_each_record(text, [&](const std::vector<std::string>& fields, size_t line_no) {
     const std::string type = upper(fields[0]);
-    if (type == "SPKR-INFO") continue;
+    if (type == "SPKR-INFO") return;
     if (type != "SPEAKER")
       bad_line(source, line_no, "record type '" + fields[0] + "' is not supported (only SPEAKER and SPKR-INFO)");
     if (fields.size() < 9)
@@ -84,7 +103,7 @@ std::vector<SpeakerSegment> parse_rttm(std::string_view text, const std::string&
     s.speaker = fields[7];
     segments.push_back(std::move(s));
     lines.push_back(line_no);
-  }
+  });
   // One speaker may not overlap itself (md-eval refuses such files too).
   std::vector<size_t> order(segments.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -106,34 +125,19 @@ std::vector<SpeakerSegment> parse_rttm(std::string_view text, const std::string&
 }
 
 std::vector<SpeakerSegment> read_rttm(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open RTTM file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, "cannot read RTTM file " + path.string());
-  return parse_rttm(text.str(), path.string());
+  return parse_rttm(read_text(path, "RTTM"), path.string());
 }
 
 std::map<std::string, std::vector<TimeRange>> parse_uem(std::string_view text, const std::string& source) {
   std::map<std::string, std::vector<std::pair<TimeRange, size_t>>> ranges;
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    const std::string line(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    std::istringstream in(line);
-    std::vector<std::string> fields;
-    for (std::string f; in >> f;) fields.push_back(f);
-    if (fields.empty() || fields[0][0] == '#' || fields[0][0] == ';') continue;
+  for_each_record(text, [&](const std::vector<std::string>& fields, size_t line_no) {
     if (fields.size() < 4)
       bad_line(source, line_no,
                "a UEM record has 4 fields (<file> <channel> <start> <end>), this one " + std::to_string(fields.size()));
     TimeRange r{parse_time(fields[2], "start", source, line_no), parse_time(fields[3], "end", source, line_no)};
     if (r.end <= r.start) bad_line(source, line_no, "the range ends (" + fields[3] + ") before it starts");
     ranges[fields[0]].push_back({r, line_no});
-  }
+  });
   std::map<std::string, std::vector<TimeRange>> out;
   for (auto& [file, list] : ranges) {
     std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
@@ -148,12 +152,7 @@ std::map<std::string, std::vector<TimeRange>> parse_uem(std::string_view text, c
 }
 
 std::map<std::string, std::vector<TimeRange>> read_uem(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open UEM file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, "cannot read UEM file " + path.string());
-  return parse_uem(text.str(), path.string());
+  return parse_uem(read_text(path, "UEM"), path.string());
 }
 
 std::string format_rttm(const std::vector<SpeakerSegment>& segments) {

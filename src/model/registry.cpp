@@ -134,6 +134,18 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
+// A model argument that names an existing file: that path; nullopt when nothing is
+// there (the caller tries it as a name); Error(kInvalidArgument, directory_error)
+// for a directory.
+std::optional<std::filesystem::path> existing_file(const std::string& name_or_path,
+                                                   const std::string& directory_error) {
+  std::error_code ec;
+  const std::filesystem::path path(name_or_path);
+  if (name_or_path.empty() || !std::filesystem::exists(path, ec)) return std::nullopt;
+  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorCode::kInvalidArgument, directory_error);
+  return path;
+}
+
 std::string strip_slashes(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
@@ -226,13 +238,10 @@ bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir) {
 }
 
 std::filesystem::path resolve_model(const std::string& name_or_path, const std::filesystem::path& cache_dir) {
-  std::error_code ec;
   const std::filesystem::path as_path(name_or_path);
-  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
-    if (std::filesystem::is_directory(as_path, ec))
-      throw Error(ErrorCode::kInvalidArgument, "model '" + name_or_path + "' is a directory, not a ggml model file");
-    return as_path;
-  }
+  if (const auto given =
+          existing_file(name_or_path, "model '" + name_or_path + "' is a directory, not a ggml model file"))
+    return *given;
   if (const ModelInfo* model = find_model(name_or_path)) {
     const std::filesystem::path cached = cached_model_path(*model, cache_dir);
     if (is_cached(*model, cache_dir)) return cached;
@@ -253,11 +262,8 @@ std::filesystem::path resolve_diarization_model(const std::string& name_or_path,
                                                 const std::filesystem::path& cache_dir) {
   std::error_code ec;
   const std::filesystem::path as_path(name_or_path);
-  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
-    if (std::filesystem::is_directory(as_path, ec))
-      throw Error(ErrorCode::kInvalidArgument, "'" + name_or_path + "' is a directory, not a GGUF file");
-    return as_path;
-  }
+  if (const auto given = existing_file(name_or_path, "'" + name_or_path + "' is a directory, not a GGUF file"))
+    return *given;
   std::string names;
   for (const ModelInfo& m : known_diarization_models()) {
     names += (names.empty() ? "" : ", ") + m.name;
@@ -385,12 +391,9 @@ std::filesystem::path resolve_translation_model(const std::string& name_or_path,
                                                 const std::filesystem::path& cache_dir) {
   std::error_code ec;
   const std::filesystem::path as_path(name_or_path);
-  if (!name_or_path.empty() && std::filesystem::exists(as_path, ec)) {
-    if (std::filesystem::is_directory(as_path, ec))
-      throw Error(ErrorCode::kInvalidArgument,
-                  "translation model '" + name_or_path + "' is a directory, not a GGUF file");
-    return as_path;
-  }
+  if (const auto given =
+          existing_file(name_or_path, "translation model '" + name_or_path + "' is a directory, not a GGUF file"))
+    return *given;
   if (const LlmModelInfo* model = find_translation_model(name_or_path)) {
     const std::filesystem::path cached = cached_translation_model_path(*model, cache_dir);
     if (std::filesystem::exists(cached, ec)) return cached;

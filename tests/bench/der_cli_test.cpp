@@ -8,23 +8,14 @@
 #include <fstream>
 #include <string>
 
+#include "../support/command.h"
+
 namespace {
 namespace fs = std::filesystem;
 
-struct Result {
-  int status;
-  std::string output;
-};
+using Result = earshot::testing::CommandResult;
 
-Result run(const std::string& args) {
-  const std::string command = std::string(EARSHOT_DER_BIN) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return {-1, "cannot run " + command};
-  std::string output;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  return {::pclose(pipe), output};
-}
+Result run(const std::string& args) { return earshot::testing::run_command(std::string(EARSHOT_DER_BIN) + " " + args); }
 
 TEST(DerCli, PrintsComponentsAndDer) {
   const fs::path dir = fs::temp_directory_path() / ("earshot-der-cli-" + std::to_string(::getpid()));

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/command.h"
 #include "bench/der.h"
 
 namespace earshot::bench {
@@ -43,18 +44,10 @@ std::map<std::string, MdEval> run_md_eval(const fs::path& ref, const fs::path& h
                      "install Debian's sctk package (scripts/bootstrap.sh does)";
     return {};
   }
-  const std::string command =
-      "perl " + md_eval + " -r " + ref.string() + " -s " + hyp.string() + " " + flags + " -a f 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) {
-    ADD_FAILURE() << "cannot run " << command;
-    return {};
-  }
-  std::string output;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  const int status = ::pclose(pipe);
-  EXPECT_EQ(status, 0) << command << "\n" << output;
+  const std::string command = "perl " + md_eval + " -r " + ref.string() + " -s " + hyp.string() + " " + flags + " -a f";
+  const earshot::testing::CommandResult run = earshot::testing::run_command(command);
+  EXPECT_EQ(run.status, 0) << command << "\n" << run.output;
+  const std::string& output = run.output;
   std::map<std::string, MdEval> out;
   std::istringstream lines(output);
   std::string line, file;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../support/command.h"
 #include "bench/dataset.h"
 #include "bench/normalizer.h"
 #include "bench/runner.h"
@@ -24,20 +25,8 @@ namespace earshot::bench {
 namespace {
 namespace fs = std::filesystem;
 
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result run(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Result = earshot::testing::CommandResult;
+const auto run = earshot::testing::run_command;
 
 class BenchSmoke : public ::testing::Test {
  protected:

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/command.h"
 #include "bench/normalizer.h"
 #include "bench/wer.h"
 
@@ -56,18 +57,11 @@ std::vector<ErrorCounts> sclite_counts(const std::vector<Pair>& pairs, bool char
     }
   }
   const std::string command = sclite + " -r " + (dir / "ref.trn").string() + " trn -h " + (dir / "hyp.trn").string() +
-                              " trn -i spu_id -e utf-8 -s " + (characters ? "-c " : "") + "-o pra stdout 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) {
-    ADD_FAILURE() << "cannot run " << command;
-    return {};
-  }
-  std::string output;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  const int status = ::pclose(pipe);
+                              " trn -i spu_id -e utf-8 -s " + (characters ? "-c " : "") + "-o pra stdout";
+  const earshot::testing::CommandResult run = earshot::testing::run_command(command);
   fs::remove_all(dir);
-  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(run.status, 0) << run.output;
+  const std::string& output = run.output;
   std::map<int, ErrorCounts> by_id;
   std::istringstream lines(output);
   std::string line;
