@@ -39,14 +39,17 @@ case "$FP16_ACCUMULATE" in ON | OFF) ;; *) echo "EARSHOT_GGML_FP16_ACCUMULATE mu
 GGML_C_FLAGS=""
 [ "$FP16_ACCUMULATE" = OFF ] && GGML_C_FLAGS="-U__AVX512FP16__"
 # On CPUs with AMX-INT8 (Sapphire Rapids and later) -march=native also builds ggml's
-# AMX kernels, and libwhisper and libparakeet (the parity oracles) then put every CPU
-# weight, f16 included, in ggml's AMX buffer, whose f16 products are other kernels
-# than earshot's: the oracles stop being comparable (same-mel logits 7e-3 apart
-# instead of 1e-5). earshot builds ggml without them (-mno-amx-*: the same code as
-# on every other x86 CPU); EARSHOT_GGML_AMX=ON keeps them (runtime/amx.h then puts
-# quantised projections there under --cpu-kernels auto; cmake/ggml works around
-# GCC 12's miscompilation of their tile configuration).
-AMX="${EARSHOT_GGML_AMX:-OFF}"
+# AMX kernels, and earshot uses them (runtime/amx.h puts quantised projections there
+# under --cpu-kernels auto: 1.5-1.7x a quantised streaming transducer's batched steps;
+# libllama's Q4_0/Q8_0 translation and Qwen3-ASR weights go there too). libwhisper and
+# libparakeet (the parity oracles) would put every CPU weight, f16 included, in ggml's
+# AMX buffer, whose f16 products multiply f32 activations where ggml's other kernels
+# round them to f16 (same-mel logits 7e-3 apart instead of 1e-5): the oracle processes
+# deny themselves AMX (tools/common/oracle_without_amx.h), so both sides run the same
+# kernels there. cmake/ggml works around GCC 12's miscompilation of the AMX tile
+# configuration. EARSHOT_GGML_AMX=OFF builds ggml without them (-mno-amx-*: the same
+# code as on every other x86 CPU).
+AMX="${EARSHOT_GGML_AMX:-ON}"
 case "$AMX" in ON | OFF) ;; *) echo "EARSHOT_GGML_AMX must be ON or OFF, not '$AMX'" >&2; exit 2 ;; esac
 [ "$AMX" = OFF ] && GGML_C_FLAGS="$GGML_C_FLAGS -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 

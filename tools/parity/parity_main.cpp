@@ -17,6 +17,7 @@
 #include "model/whisper/model.h"
 #include "model/whisper/session.h"
 #include "tools/common/libwhisper_context.h"
+#include "tools/common/oracle_without_amx.h"
 #include "tools/common/tool_args.h"
 
 namespace {
@@ -283,6 +284,7 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  earshot::tools::deny_amx_to_this_process();  // oracle_without_amx.h
   try {
     return run(parse_args(argc, argv));
   } catch (const std::exception& e) {

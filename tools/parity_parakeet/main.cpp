@@ -26,6 +26,7 @@
 #include "model/fastconformer/encoder.h"
 #include "model/fastconformer/model.h"
 #include "model/runtime/device.h"
+#include "tools/common/oracle_without_amx.h"
 #include "tools/common/tool_args.h"
 
 namespace fc = earshot::fastconformer;
@@ -171,6 +172,7 @@ std::vector<float> probed_encoder(const std::vector<Emitted>& plus, const std::v
 }  // namespace
 
 int main(int argc, char** argv) {
+  earshot::tools::deny_amx_to_this_process();  // oracle_without_amx.h
   try {
     std::string model, gguf, audio, probe_plus, probe_minus;
     int threads = 2;
