@@ -11,6 +11,11 @@
 // policy's own hold-back is not in it (the bench's word delays are).
 // A run is within capacity when every session's p95 lag is under the limit
 // (1 s), no audio was skipped and no session failed.
+//
+// Time comes from a bench::Clock (null: the steady clock): when the feeder
+// feeds and samples, the sessions' own clock, and every profile timer. A test
+// passes a virtual clock that moves only when the run's workers are idle or
+// waiting on it, so its lags and profile are exact, not measured.
 #pragma once
 
 #include <functional>
@@ -20,11 +25,16 @@
 #include <string>
 #include <vector>
 
+#include "bench/runner.h"
 #include "model/asr_decoder.h"
 #include "model/model_pass.h"
 #include "policy/online_processor.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
+
+namespace earshot::session {
+class Scheduler;
+}
 
 namespace earshot::bench {
 
@@ -46,17 +56,21 @@ struct ProfileCounters {
   StageTimes to_stage_times() const;
 };
 
-// Counts model passes into `counters` (engine::StreamRequest::on_pass).
+// Counts model passes into `counters` (engine::StreamRequest::on_pass; the
+// engine times them itself, on the steady clock).
 PassReport profile_passes(std::shared_ptr<ProfileCounters> counters);
+// The decorators below time on `clock` (null: the steady clock).
 // An AsrDecoder decorator that times a recomputation of each encoder pass's
 // log-mel (80 bins, as the encoder computes it, one thread) before forwarding:
 // the encoder's own mel cannot be timed from outside the model.
-std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters);
+std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters,
+                                      Clock* clock = nullptr);
 // Times every call into the processor.
 std::unique_ptr<OnlineProcessor> time_processor(std::unique_ptr<OnlineProcessor> inner,
-                                                std::shared_ptr<ProfileCounters> counters);
+                                                std::shared_ptr<ProfileCounters> counters, Clock* clock = nullptr);
 // Times the VAD's work.
-session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters);
+session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters,
+                             Clock* clock = nullptr);
 
 struct CapacityStream {
   std::unique_ptr<OnlineProcessor> processor;
@@ -70,6 +84,9 @@ struct CapacityOptions {
   double lag_limit = 1.0;
   session::StreamOptions stream;
   std::function<session::VadFactory(std::shared_ptr<ProfileCounters>)> vad;  // null: no VAD
+  // The scheduler the sessions run on (null: the run's own, of `workers`
+  // threads). A test that steps a virtual clock owns it to see when it is idle.
+  session::Scheduler* scheduler = nullptr;
 };
 
 struct SessionFigures {
@@ -99,9 +116,11 @@ struct CapacityRun {
   bool within(double lag_limit) const;
 };
 
-// Streams `audio[s]` through session s in real time (s = 0..audio.size()-1).
+// Streams `audio[s]` through session s in real time (s = 0..audio.size()-1) on
+// `clock` (null: the steady clock). The feeder's ticks are clock->sleep_until
+// calls at 0.1 s steps from the run's start.
 CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::vector<float>>& audio,
-                         const CapacityOptions& options);
+                         const CapacityOptions& options, Clock* clock = nullptr);
 
 // Resident set size of this process now (VmRSS), bytes; 0 when unknown.
 double resident_bytes();
