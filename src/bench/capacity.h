@@ -10,7 +10,8 @@
 // waiting for the model, i.e. how far the model is behind real time; the
 // policy's own hold-back is not in it (the bench's word delays are).
 // A run is within capacity when every session's p95 lag is under the limit
-// (1 s), no audio was skipped and no session failed.
+// (`earshot bench --capacity`: the chunk + 0.5 s, or --lag-limit), no audio
+// was skipped and no session failed.
 //
 // Time comes from a bench::Clock (null: the steady clock): when the feeder
 // feeds and samples, the sessions' own clock, and every profile timer. A test
@@ -81,7 +82,6 @@ using CapacityFactory = std::function<CapacityStream(int session)>;
 struct CapacityOptions {
   int workers = 2;
   double chunk_seconds = 0.5;
-  double lag_limit = 1.0;
   session::StreamOptions stream;
   std::function<session::VadFactory(std::shared_ptr<ProfileCounters>)> vad;  // null: no VAD
   // The scheduler the sessions run on (null: the run's own, of `workers`
@@ -98,13 +98,21 @@ struct SessionFigures {
   std::string error;
 };
 
+// An engine's batching of steps across streams during one run (its counts
+// after minus before; max_batch is the largest batch since the model loaded).
+struct BatchFigures {
+  long long steps = 0, graphs = 0, max_batch = 0;
+  double mean_batch() const { return graphs > 0 ? static_cast<double>(steps) / static_cast<double>(graphs) : 0; }
+};
+
 struct CapacityRun {
   int sessions = 0, workers = 0;
   std::vector<SessionFigures> per_session;
   double elapsed_seconds = 0;
   double rss_before_bytes = 0, rss_peak_bytes = 0;
-  std::optional<StageTimes> profile;  // summed over sessions
-  double audio_seconds = 0;           // all sessions
+  std::optional<StageTimes> profile;     // summed over sessions
+  std::optional<BatchFigures> batching;  // set by the caller for an engine that batches streams
+  double audio_seconds = 0;              // all sessions
 
   double max_p95_lag() const;
   double max_lag() const;            // over sessions

@@ -310,7 +310,8 @@ TEST(CapacityReport, ProfileSummaryDividesByAudioAndPasses) {
 TEST(CapacityReport, JsonAndMarkdownCarryEveryRunAndTheSearch) {
   CapacityReport report;
   report.dataset = "data \"x\"";
-  report.chunk_seconds = 0.5;
+  report.chunk_seconds = 0.25;
+  report.lag_limit = 0.75;  // the chunk + 0.5 s
   report.max_buffered_seconds = 60;
   auto session = [](double p95, double max_lag, double skipped, double processed, double drain, std::string error) {
     SessionFigures f;
@@ -334,6 +335,7 @@ TEST(CapacityReport, JsonAndMarkdownCarryEveryRunAndTheSearch) {
   times.encoder_passes = 50;
   times.decoder_calls = 150;
   fast.profile = times;
+  fast.batching = BatchFigures{30, 12, 4};
   CapacityRun slow;
   slow.sessions = 2;
   slow.workers = 2;
@@ -349,6 +351,12 @@ TEST(CapacityReport, JsonAndMarkdownCarryEveryRunAndTheSearch) {
   EXPECT_EQ(j["runs"][0]["within_lag_limit"], true);
   EXPECT_DOUBLE_EQ(j["runs"][0]["profile"]["compute_rtf"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(j["runs"][0]["profile"]["passes_per_second"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["config"]["lag_limit"].get<double>(), 0.75);
+  EXPECT_EQ(j["runs"][0]["batching"]["steps"], 30);
+  EXPECT_EQ(j["runs"][0]["batching"]["graphs"], 12);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["batching"]["mean_batch"].get<double>(), 2.5);
+  EXPECT_EQ(j["runs"][0]["batching"]["max_batch_since_load"], 4);
+  EXPECT_TRUE(j["runs"][1]["batching"].is_null());
   const nlohmann::json& s = j["runs"][1];
   EXPECT_EQ(s["within_lag_limit"], false);
   EXPECT_DOUBLE_EQ(s["p95_lag_max"].get<double>(), 3.0);
@@ -366,6 +374,8 @@ TEST(CapacityReport, JsonAndMarkdownCarryEveryRunAndTheSearch) {
   std::ostringstream md;
   write_capacity_markdown(md, report);
   const std::string text = md.str();
+  EXPECT_NE(text.find("0.25 s chunks in real time; within = every session's p95 lag under 0.75 s,"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("| alignatt | 1 | 2 x 1 | 0 | 0.70 | 0.90 | 0.0 | 1.00 | 0 | 0.0 | yes | 0.500 | 2.00 | 3.0 | "
                       "200.0 | 80% |"),
             std::string::npos)
