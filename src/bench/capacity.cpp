@@ -192,8 +192,8 @@ std::unique_ptr<OnlineProcessor> time_processor(std::unique_ptr<OnlineProcessor>
 
 session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters, Clock* clock) {
   return [inner = std::move(inner), counters = std::move(counters),
-          &clock = or_steady(clock)]() -> std::unique_ptr<session::VoiceActivityDetector> {
-    return std::make_unique<TimedVad>(inner(), counters, clock);
+          &timer = or_steady(clock)]() -> std::unique_ptr<session::VoiceActivityDetector> {
+    return std::make_unique<TimedVad>(inner(), counters, timer);
   };
 }
 
