@@ -1,11 +1,12 @@
 #include "bench/capacity.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
-#include <thread>
 
 #include "common/error.h"
 #include "features/mel.h"
@@ -15,28 +16,33 @@
 namespace earshot::bench {
 namespace {
 
-using SteadyTime = std::chrono::steady_clock::time_point;
-double seconds_since(SteadyTime start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// The clock a run or a timer uses when it was given none.
+Clock& or_steady(Clock* clock) {
+  static SteadyClock steady;  // stateless: shared by every thread
+  return clock ? *clock : steady;
 }
 
-// Adds the wall time of its scope to `sink`.
+// Adds the time of its scope on `clock` to `sink`.
 class ScopeTimer {
  public:
-  explicit ScopeTimer(double& sink) : sink_(sink), start_(std::chrono::steady_clock::now()) {}
-  ~ScopeTimer() { sink_ += seconds_since(start_); }
+  ScopeTimer(double& sink, Clock& clock) : sink_(sink), clock_(clock), start_(clock.now()) {}
+  ~ScopeTimer() { sink_ += clock_.now() - start_; }
   ScopeTimer(const ScopeTimer&) = delete;
   ScopeTimer& operator=(const ScopeTimer&) = delete;
 
  private:
   double& sink_;
-  SteadyTime start_;
+  Clock& clock_;
+  double start_;
 };
 
 class MelProbe : public AsrDecoder {
  public:
-  MelProbe(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters)
-      : inner_(std::move(inner)), counters_(std::move(counters)), filters_(features::mel_filter_bank(kMels)) {}
+  MelProbe(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters, Clock& clock)
+      : inner_(std::move(inner)),
+        counters_(std::move(counters)),
+        clock_(clock),
+        filters_(features::mel_filter_bank(kMels)) {}
   const AsrText& text() const override { return inner_->text(); }
   int n_text_ctx() const override { return inner_->n_text_ctx(); }
   int n_alignment_heads() const override { return inner_->n_alignment_heads(); }
@@ -44,7 +50,7 @@ class MelProbe : public AsrDecoder {
   int max_samples() const override { return inner_->max_samples(); }
   int encode(std::span<const float> pcm) override {
     {
-      ScopeTimer t(counters_->mel_probe);
+      ScopeTimer t(counters_->mel_probe, clock_);
       const features::Mel mel = features::log_mel_spectrogram(pcm, filters_, kMels);
       sink_ += mel.data.empty() ? 0.0f : mel.data.front();  // kept, so the work is not optimised away
     }
@@ -61,35 +67,36 @@ class MelProbe : public AsrDecoder {
   static constexpr int kMels = 80;
   std::unique_ptr<AsrDecoder> inner_;
   std::shared_ptr<ProfileCounters> counters_;
+  Clock& clock_;
   std::vector<float> filters_;
   float sink_ = 0;
 };
 
 class TimedProcessor : public OnlineProcessor {
  public:
-  TimedProcessor(std::unique_ptr<OnlineProcessor> inner, std::shared_ptr<ProfileCounters> counters)
-      : inner_(std::move(inner)), c_(std::move(counters)) {}
+  TimedProcessor(std::unique_ptr<OnlineProcessor> inner, std::shared_ptr<ProfileCounters> counters, Clock& clock)
+      : inner_(std::move(inner)), c_(std::move(counters)), clock_(clock) {}
   void insert_audio(std::span<const float> samples, double end) override {
-    ScopeTimer t(c_->processor);
+    ScopeTimer t(c_->processor, clock_);
     inner_->insert_audio(samples, end);
   }
   ProcessResult process(bool is_last) override {
-    ScopeTimer t(c_->processor);
+    ScopeTimer t(c_->processor, clock_);
     return inner_->process(is_last);
   }
   std::vector<Word> provisional() const override { return inner_->provisional(); }
   std::vector<Word> hypothesis() const override { return inner_->hypothesis(); }
   ProcessResult start_silence() override {
-    ScopeTimer t(c_->processor);
+    ScopeTimer t(c_->processor, clock_);
     return inner_->start_silence();
   }
   void end_silence(double duration, double offset) override {
-    ScopeTimer t(c_->processor);
+    ScopeTimer t(c_->processor, clock_);
     inner_->end_silence(duration, offset);
   }
   void new_speaker(int speaker) override { inner_->new_speaker(speaker); }
   ProcessResult finish() override {
-    ScopeTimer t(c_->processor);
+    ScopeTimer t(c_->processor, clock_);
     return inner_->finish();
   }
   void warmup() override { inner_->warmup(); }  // not part of the stream
@@ -98,18 +105,20 @@ class TimedProcessor : public OnlineProcessor {
  private:
   std::unique_ptr<OnlineProcessor> inner_;
   std::shared_ptr<ProfileCounters> c_;
+  Clock& clock_;
 };
 
 class TimedVad : public session::VoiceActivityDetector {
  public:
-  TimedVad(std::unique_ptr<session::VoiceActivityDetector> inner, std::shared_ptr<ProfileCounters> counters)
-      : inner_(std::move(inner)), c_(std::move(counters)) {}
+  TimedVad(std::unique_ptr<session::VoiceActivityDetector> inner, std::shared_ptr<ProfileCounters> counters,
+           Clock& clock)
+      : inner_(std::move(inner)), c_(std::move(counters)), clock_(clock) {}
   std::vector<session::VadEvent> push(std::span<const float> samples) override {
-    ScopeTimer t(c_->vad);
+    ScopeTimer t(c_->vad, clock_);
     return inner_->push(samples);
   }
   std::vector<session::VadEvent> finish() override {
-    ScopeTimer t(c_->vad);
+    ScopeTimer t(c_->vad, clock_);
     return inner_->finish();
   }
   int64_t max_event_delay_samples() const override { return inner_->max_event_delay_samples(); }
@@ -117,6 +126,7 @@ class TimedVad : public session::VoiceActivityDetector {
  private:
   std::unique_ptr<session::VoiceActivityDetector> inner_;
   std::shared_ptr<ProfileCounters> c_;
+  Clock& clock_;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -170,20 +180,21 @@ PassReport profile_passes(std::shared_ptr<ProfileCounters> counters) {
   };
 }
 
-std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters) {
-  return std::make_unique<MelProbe>(std::move(inner), std::move(counters));
+std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters,
+                                      Clock* clock) {
+  return std::make_unique<MelProbe>(std::move(inner), std::move(counters), or_steady(clock));
 }
 
 std::unique_ptr<OnlineProcessor> time_processor(std::unique_ptr<OnlineProcessor> inner,
-                                                std::shared_ptr<ProfileCounters> counters) {
-  return std::make_unique<TimedProcessor>(std::move(inner), std::move(counters));
+                                                std::shared_ptr<ProfileCounters> counters, Clock* clock) {
+  return std::make_unique<TimedProcessor>(std::move(inner), std::move(counters), or_steady(clock));
 }
 
-session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters) {
-  return
-      [inner = std::move(inner), counters = std::move(counters)]() -> std::unique_ptr<session::VoiceActivityDetector> {
-        return std::make_unique<TimedVad>(inner(), counters);
-      };
+session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters, Clock* clock) {
+  return [inner = std::move(inner), counters = std::move(counters),
+          &timer = or_steady(clock)]() -> std::unique_ptr<session::VoiceActivityDetector> {
+    return std::make_unique<TimedVad>(inner(), counters, timer);
+  };
 }
 
 double resident_bytes() {
@@ -229,12 +240,12 @@ bool CapacityRun::within(double lag_limit) const {
 }
 
 CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::vector<float>>& audio,
-                         const CapacityOptions& options) {
+                         const CapacityOptions& options, Clock* clock_in) {
   if (audio.empty()) throw Error(ErrorCode::kInvalidArgument, "capacity run without sessions");
   if (options.workers < 1) throw Error(ErrorCode::kInvalidArgument, "--workers must be >= 1");
   CapacityRun run;
   run.sessions = static_cast<int>(audio.size());
-  run.workers = options.workers;
+  Clock& time = or_steady(clock_in);
   run.rss_before_bytes = resident_bytes();
   const auto n = audio.size();
 
@@ -250,8 +261,9 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
     std::vector<double> lags;
   };
   std::vector<Live> live(n);
-  SteadyTime origin = std::chrono::steady_clock::now();
-  const auto clock = [&origin] { return seconds_since(origin); };
+  // Seconds since the feed started (before it, since the sessions were made).
+  std::atomic<double> origin = time.now();
+  const auto clock = [&origin, &time] { return time.now() - origin.load(); };
   for (size_t s = 0; s < n; ++s) {
     CapacityStream stream = factory(static_cast<int>(s));
     stream.processor->warmup();  // before the clock starts, as a server warms its model once
@@ -272,11 +284,13 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
   // Past the feed, an overloaded run drains its backlog; give up after this.
   const double give_up = longest * 3 + 120;
   {
-    session::Scheduler scheduler(options.workers);
-    origin = std::chrono::steady_clock::now();
+    std::optional<session::Scheduler> own;
+    if (!options.scheduler) own.emplace(options.workers);
+    session::Scheduler& scheduler = options.scheduler ? *options.scheduler : *own;
+    run.workers = scheduler.workers();
+    origin = time.now();
     for (int k = 1;; ++k) {
-      std::this_thread::sleep_until(origin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                 std::chrono::duration<double>(k * tick)));
+      time.sleep_until(origin.load() + k * tick);
       const double now = clock();
       bool all_done = true;
       for (size_t s = 0; s < n; ++s) {
@@ -304,7 +318,7 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
         if (st.version != l.version) {
           l.version = st.version;
           double unused = 0;
-          ScopeTimer t(l.counters ? l.counters->protocol : unused);
+          ScopeTimer t(l.counters ? l.counters->protocol : unused, time);
           const std::string update = protocol::wlk::full_update(l.projection.pull(*l.session)).dump();
           (void)update;
         }
@@ -320,7 +334,7 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
     }
     run.elapsed_seconds = clock();
     run.rss_peak_bytes = std::max(run.rss_peak_bytes, resident_bytes());
-  }  // the scheduler finishes the steps in progress
+  }  // the run's own scheduler finishes the steps in progress
   if (run.per_session.empty()) run.per_session.resize(n);
   StageTimes total;
   bool profiled = false;

@@ -10,7 +10,13 @@
 // waiting for the model, i.e. how far the model is behind real time; the
 // policy's own hold-back is not in it (the bench's word delays are).
 // A run is within capacity when every session's p95 lag is under the limit
-// (1 s), no audio was skipped and no session failed.
+// (`earshot bench --capacity`: the chunk + 0.5 s, or --lag-limit), no audio
+// was skipped and no session failed.
+//
+// Time comes from a bench::Clock (null: the steady clock): when the feeder
+// feeds and samples, the sessions' own clock, and every profile timer. A test
+// passes a virtual clock that moves only when the run's workers are idle or
+// waiting on it, so its lags and profile are exact, not measured.
 #pragma once
 
 #include <functional>
@@ -20,11 +26,16 @@
 #include <string>
 #include <vector>
 
+#include "bench/runner.h"
 #include "model/asr_decoder.h"
 #include "model/model_pass.h"
 #include "policy/online_processor.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
+
+namespace earshot::session {
+class Scheduler;
+}
 
 namespace earshot::bench {
 
@@ -46,17 +57,21 @@ struct ProfileCounters {
   StageTimes to_stage_times() const;
 };
 
-// Counts model passes into `counters` (engine::StreamRequest::on_pass).
+// Counts model passes into `counters` (engine::StreamRequest::on_pass; the
+// engine times them itself, on the steady clock).
 PassReport profile_passes(std::shared_ptr<ProfileCounters> counters);
+// The decorators below time on `clock` (null: the steady clock).
 // An AsrDecoder decorator that times a recomputation of each encoder pass's
 // log-mel (80 bins, as the encoder computes it, one thread) before forwarding:
 // the encoder's own mel cannot be timed from outside the model.
-std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters);
+std::unique_ptr<AsrDecoder> probe_mel(std::unique_ptr<AsrDecoder> inner, std::shared_ptr<ProfileCounters> counters,
+                                      Clock* clock = nullptr);
 // Times every call into the processor.
 std::unique_ptr<OnlineProcessor> time_processor(std::unique_ptr<OnlineProcessor> inner,
-                                                std::shared_ptr<ProfileCounters> counters);
+                                                std::shared_ptr<ProfileCounters> counters, Clock* clock = nullptr);
 // Times the VAD's work.
-session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters);
+session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileCounters> counters,
+                             Clock* clock = nullptr);
 
 struct CapacityStream {
   std::unique_ptr<OnlineProcessor> processor;
@@ -67,9 +82,11 @@ using CapacityFactory = std::function<CapacityStream(int session)>;
 struct CapacityOptions {
   int workers = 2;
   double chunk_seconds = 0.5;
-  double lag_limit = 1.0;
   session::StreamOptions stream;
   std::function<session::VadFactory(std::shared_ptr<ProfileCounters>)> vad;  // null: no VAD
+  // The scheduler the sessions run on (null: the run's own, of `workers`
+  // threads). A test that steps a virtual clock owns it to see when it is idle.
+  session::Scheduler* scheduler = nullptr;
 };
 
 struct SessionFigures {
@@ -81,13 +98,21 @@ struct SessionFigures {
   std::string error;
 };
 
+// An engine's batching of steps across streams during one run (its counts
+// after minus before; max_batch is the largest batch since the model loaded).
+struct BatchFigures {
+  long long steps = 0, graphs = 0, max_batch = 0;
+  double mean_batch() const { return graphs > 0 ? static_cast<double>(steps) / static_cast<double>(graphs) : 0; }
+};
+
 struct CapacityRun {
   int sessions = 0, workers = 0;
   std::vector<SessionFigures> per_session;
   double elapsed_seconds = 0;
   double rss_before_bytes = 0, rss_peak_bytes = 0;
-  std::optional<StageTimes> profile;  // summed over sessions
-  double audio_seconds = 0;           // all sessions
+  std::optional<StageTimes> profile;     // summed over sessions
+  std::optional<BatchFigures> batching;  // set by the caller for an engine that batches streams
+  double audio_seconds = 0;              // all sessions
 
   double max_p95_lag() const;
   double max_lag() const;            // over sessions
@@ -99,9 +124,11 @@ struct CapacityRun {
   bool within(double lag_limit) const;
 };
 
-// Streams `audio[s]` through session s in real time (s = 0..audio.size()-1).
+// Streams `audio[s]` through session s in real time (s = 0..audio.size()-1) on
+// `clock` (null: the steady clock). The feeder's ticks are clock->sleep_until
+// calls at 0.1 s steps from the run's start.
 CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::vector<float>>& audio,
-                         const CapacityOptions& options);
+                         const CapacityOptions& options, Clock* clock = nullptr);
 
 // Resident set size of this process now (VmRSS), bytes; 0 when unknown.
 double resident_bytes();

@@ -80,7 +80,15 @@ void write_capacity_json(std::ostream& out, const CapacityReport& report) {
         << ",\"rss_peak_bytes\":" << json_number(r.rss_peak_bytes)
         << ",\"drain_seconds_max\":" << json_number(r.max_drain_seconds())
         << ",\"elapsed_seconds\":" << json_number(r.elapsed_seconds)
-        << ",\"audio_seconds\":" << json_number(r.audio_seconds) << ",\n \"profile\":";
+        << ",\"audio_seconds\":" << json_number(r.audio_seconds) << ",\n \"batching\":";
+    if (r.batching) {
+      out << "{\"steps\":" << r.batching->steps << ",\"graphs\":" << r.batching->graphs
+          << ",\"mean_batch\":" << json_number(r.batching->mean_batch())
+          << ",\"max_batch_since_load\":" << r.batching->max_batch << "}";
+    } else {
+      out << "null";
+    }
+    out << ",\n \"profile\":";
     write_profile_json(out, r);
     out << ",\n \"per_session\":[";
     for (size_t s = 0; s < r.per_session.size(); ++s) {
@@ -105,7 +113,7 @@ void write_capacity_json(std::ostream& out, const CapacityReport& report) {
 void write_capacity_markdown(std::ostream& out, const CapacityReport& report) {
   out << "# earshot bench --capacity\n\n"
       << "Dataset `" << report.dataset << "`, " << fixed(report.chunk_seconds, 2)
-      << " s chunks in real time; within = every session's p95 lag under " << fixed(report.lag_limit, 1)
+      << " s chunks in real time; within = every session's p95 lag under " << fixed(report.lag_limit, 2)
       << " s, nothing skipped, no error; audio waiting beyond " << fixed(report.max_buffered_seconds, 0)
       << " s is skipped.\n\n"
       << "| system | sessions | workers x threads | batch | p95 lag s | max lag s | skipped s | fairness | MB/session "

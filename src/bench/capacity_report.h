@@ -39,7 +39,8 @@ struct CapacitySearch {
 
 struct CapacityReport {
   std::string dataset, command_line, started_utc;
-  double chunk_seconds = 0, lag_limit = 1.0;
+  double chunk_seconds = 0;
+  double lag_limit = 1.0;  // the p95 lag a run must stay under (earshot bench: the chunk + 0.5 s, or --lag-limit)
   double max_buffered_seconds = 0;  // audio waiting per stream beyond which the oldest is skipped
   std::vector<CapacityRow> rows;
   std::vector<CapacitySearch> searches;

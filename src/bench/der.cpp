@@ -155,29 +155,8 @@ std::map<std::string, std::vector<TimeRange>> read_uem(const std::filesystem::pa
   return parse_uem(read_text(path, "UEM"), path.string());
 }
 
-std::string format_rttm(const std::vector<SpeakerSegment>& segments) {
-  auto token = [](const std::string& value, const char* what) {
-    if (value.empty() || std::any_of(value.begin(), value.end(), [](unsigned char c) { return std::isspace(c); }))
-      throw Error(ErrorCode::kInvalidArgument,
-                  std::string("an RTTM ") + what + " must be one non-empty word, not '" + value + "'");
-    return value;
-  };
-  std::string out;
-  for (const SpeakerSegment& s : segments) {
-    if (!std::isfinite(s.start) || !std::isfinite(s.duration) || s.start < 0 || s.duration < 0)
-      throw Error(ErrorCode::kInvalidArgument, "an RTTM segment needs a start and duration >= 0 (speaker " + s.speaker +
-                                                   " at " + std::to_string(s.start) + ")");
-    // Start and end rounded to the microsecond, the duration their
-    // difference: touching segments stay touching, disjoint ones disjoint.
-    const double start = std::round(s.start * 1e6) / 1e6, end = std::round(s.end() * 1e6) / 1e6;
-    out += "SPEAKER " + token(s.file, "file name") + " " + token(s.channel, "channel") + " " + format_seconds(start) +
-           " " + format_seconds(end - start) + " <NA> <NA> " + token(s.speaker, "speaker") + " <NA> <NA>\n";
-  }
-  return out;
-}
-
 void write_rttm(const std::filesystem::path& path, const std::vector<SpeakerSegment>& segments) {
-  const std::string text = format_rttm(segments);
+  const std::string text = protocol::format_rttm(segments, protocol::kRttmMicroseconds);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();

@@ -30,20 +30,13 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/rttm.h"
+
 namespace earshot::bench {
 
-// One RTTM SPEAKER record: `SPEAKER <file> <channel> <start> <duration> <NA>
-// <NA> <speaker> <NA> <NA>`. Times in seconds.
-struct SpeakerSegment {
-  std::string file;
-  std::string channel = "1";
-  double start = 0.0;
-  double duration = 0.0;
-  std::string speaker;
-
-  double end() const { return start + duration; }
-  bool operator==(const SpeakerSegment&) const = default;
-};
+// One RTTM SPEAKER record (protocol/rttm.h): `SPEAKER <file> <channel> <start>
+// <duration> <NA> <NA> <speaker> <NA> <NA>`. Times in seconds.
+using SpeakerSegment = protocol::RttmSegment;
 
 // Parses RTTM text. Blank lines and lines starting with '#' or ';' are
 // skipped, SPKR-INFO records are ignored; every other record must be a
@@ -55,8 +48,8 @@ std::vector<SpeakerSegment> parse_rttm(std::string_view text, const std::string&
 // Reads and parses a file (kIo when it cannot be read).
 std::vector<SpeakerSegment> read_rttm(const std::filesystem::path& path);
 
-// RTTM text, one SPEAKER line per segment (times to the microsecond).
-std::string format_rttm(const std::vector<SpeakerSegment>& segments);
+// Writes an RTTM file through the one writer, protocol::format_rttm, with
+// times to the microsecond (kIo when it cannot be written).
 void write_rttm(const std::filesystem::path& path, const std::vector<SpeakerSegment>& segments);
 
 struct TimeRange {

@@ -7,6 +7,7 @@
 
 #include "common/json_text.h"
 #include "common/text.h"
+#include "protocol/rttm.h"
 
 namespace earshot::protocol {
 
@@ -139,15 +140,11 @@ std::string transcript_json(const std::vector<Word>& words, const std::string& l
 }
 
 std::string format_rttm(const std::vector<Segment>& segments, const std::string& file_id) {
-  std::string out;
-  for (const Segment& s : segments) {
-    if (s.speaker <= 0) continue;
-    char line[128];
-    std::snprintf(line, sizeof line, " 1 %.3f %.3f <NA> <NA> S%d <NA> <NA>\n", s.start, std::max(0.0, s.end - s.start),
-                  s.speaker);
-    out += "SPEAKER " + file_id + line;
-  }
-  return out;
+  std::vector<RttmSegment> turns;
+  for (const Segment& s : segments)
+    if (s.speaker > 0)
+      turns.push_back({file_id, "1", s.start, std::max(0.0, s.end - s.start), "S" + std::to_string(s.speaker)});
+  return format_rttm(turns, kRttmMilliseconds);
 }
 
 std::string openai_json(const std::vector<Word>& words, const std::vector<Segment>& segments, double duration_seconds,

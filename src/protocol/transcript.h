@@ -50,7 +50,9 @@ std::string format_srt(const std::vector<Segment>& segments);
 std::string format_vtt(const std::vector<Segment>& segments);
 // NIST RTTM of the segments that have a speaker: one `SPEAKER <file_id> 1 <start>
 // <duration> <NA> <NA> S<speaker> <NA> <NA>` line each (what md-eval.pl and
-// earshot-der score); segments without a speaker are left out.
+// earshot-der score), through the one RTTM writer (protocol/rttm.h) with times
+// to the millisecond; segments without a speaker are left out. Throws
+// Error(kInvalidArgument) for a file_id that is not one non-empty word.
 std::string format_rttm(const std::vector<Segment>& segments, const std::string& file_id);
 
 // [{"text":" Hello","start":0.500,"end":1.000},...] (times with 3 decimals), and

@@ -43,6 +43,17 @@ size_t Scheduler::queued() const {
   return ready_.size();
 }
 
+size_t Scheduler::busy() const {
+  std::lock_guard lock(mutex_);
+  return scheduled_.size();
+}
+
+bool Scheduler::wait_busy(const std::function<bool(size_t busy)>& condition,
+                          std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return stepped_.wait_until(lock, deadline, [&] { return condition(scheduled_.size()); });
+}
+
 void Scheduler::run() {
   std::unique_lock lock(mutex_);
   for (;;) {

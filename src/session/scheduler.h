@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -32,11 +33,22 @@ class Scheduler {
   // Blocks until `session` is done() or `deadline` passes (false then), without
   // polling: woken after every step and by wake_waiters().
   bool wait_done(const StreamSession& session, std::chrono::steady_clock::time_point deadline);
-  // Wakes wait_done() callers after a session failed outside the workers.
+  // Wakes wait_done() and wait_busy() callers (after a session failed outside
+  // the workers, or when what a wait_busy() condition reads besides busy() changed).
   void wake_waiters();
 
   int workers() const { return static_cast<int>(threads_.size()); }
   size_t queued() const;
+  // Sessions queued or being stepped (0: idle).
+  size_t busy() const;
+  // Blocks until `condition(busy())` holds or `deadline` passes (false then),
+  // without polling: re-checked after every step and on wake_waiters(). A test
+  // that runs sessions on a virtual clock waits with it until every worker is
+  // idle or blocked on that clock (wait_idle: until nothing is busy).
+  bool wait_busy(const std::function<bool(size_t busy)>& condition, std::chrono::steady_clock::time_point deadline);
+  bool wait_idle(std::chrono::steady_clock::time_point deadline) {
+    return wait_busy([](size_t busy) { return busy == 0; }, deadline);
+  }
 
  private:
   void run();

@@ -221,14 +221,14 @@ TEST(Rttm, ParsesSpeakerRecordsSkippingCommentsAndSpeakerInfo) {
 
 TEST(Rttm, WritesAndReadsBack) {
   const std::vector<SpeakerSegment> segs = {{"f", "1", 0.125, 3.5, "A"}, {"g", "2", 10, 0.000001, "B"}};
-  EXPECT_EQ(format_rttm(segs),
+  EXPECT_EQ(protocol::format_rttm(segs),
             "SPEAKER f 1 0.125000 3.500000 <NA> <NA> A <NA> <NA>\n"
             "SPEAKER g 2 10.000000 0.000001 <NA> <NA> B <NA> <NA>\n");
   const auto path = std::filesystem::temp_directory_path() / ("earshot-der-" + std::to_string(::getpid()) + ".rttm");
   write_rttm(path, segs);
   EXPECT_EQ(read_rttm(path), segs);
   std::filesystem::remove(path);
-  EXPECT_THROW(format_rttm({{"f", "1", 0, 1, "two words"}}), Error);
+  EXPECT_THROW(protocol::format_rttm({{"f", "1", 0, 1, "two words"}}), Error);
 }
 
 std::string error_of(const std::string& text) {

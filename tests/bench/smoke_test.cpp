@@ -246,6 +246,10 @@ TEST_F(BenchSmoke, CapacityRunWritesJsonAndMarkdown) {
   EXPECT_GT(run1["profile"]["encoder_passes"].get<long>(), 0);
   EXPECT_GT(run1["profile"]["compute_rtf"].get<double>(), 0);
   EXPECT_TRUE(j["capacity"].empty());  // fixed N: no search
+  // The lag limit is the chunk + 0.5 s: 1 s at the default 0.5 s chunk.
+  EXPECT_EQ(j["config"]["lag_limit"], 1.0);
+  EXPECT_NE(r.output.find("within 1 s"), std::string::npos) << r.output;
+  EXPECT_TRUE(run1["batching"].is_null());  // --batch-decode 0: no batching
   std::ifstream md(markdown);
   const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("| alignatt | 1 | 1 x 1 | 0 | "), std::string::npos) << text;
@@ -257,6 +261,52 @@ TEST_F(BenchSmoke, CapacityRunWritesJsonAndMarkdown) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("--max-buffered-seconds must be 0 (unbounded) or at least 10"), std::string::npos)
       << r.output;
+  r = run(base + " --sessions 1 --lag-limit 0");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--lag-limit must be > 0 seconds"), std::string::npos) << r.output;
+  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + model_.string() +
+          " --lag-limit 2");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--lag-limit goes with --capacity"), std::string::npos) << r.output;
+}
+
+// A cache-aware streaming transducer (--policy native) through the capacity
+// pipeline, two sessions batched across streams (--batch-decode 2): the runs
+// complete, the lag limit follows the chunk (0.25 + 0.5 s), and the engine's
+// batching over the run is reported.
+TEST_F(BenchSmoke, AStreamingTransducerCapacityRunReportsItsBatching) {
+  const fs::path one = dir_ / "capacity-transducer";
+  fs::create_directories(one);
+  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
+                one / "good.wav", fs::copy_options::overwrite_existing);
+  std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
+  const fs::path nemotron = dir_ / "nemotron-capacity.gguf";
+  Result r = run(std::string(EARSHOT_MAKE_PARAKEET) + " --streaming 1 --seed 3 --gguf " + nemotron.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path json = dir_ / "capacity-transducer.json";
+  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + nemotron.string() +
+          " --policy native --vad-model " + EARSHOT_SHARED_DIR +
+          "/models/silero-v6.2.0-ggml.bin --capacity --sessions 2 --workers 2 --threads 1 --batch-decode 2 "
+          "--chunk 0.25 --json " +
+          json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("within 0.75 s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("batched steps: "), std::string::npos) << r.output;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_DOUBLE_EQ(j["config"]["lag_limit"].get<double>(), 0.75);
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const nlohmann::json& run2 = j["runs"][0];
+  EXPECT_EQ(run2["system"], "native");
+  EXPECT_EQ(run2["sessions"], 2);
+  ASSERT_EQ(run2["per_session"].size(), 2u);
+  for (const auto& f : run2["per_session"]) EXPECT_EQ(f["error"], "");
+  ASSERT_TRUE(run2["batching"].is_object()) << run2.dump();
+  // Every stream step of the run went through the batcher, in at most as many graphs.
+  EXPECT_GT(run2["batching"]["steps"].get<long>(), 0);
+  EXPECT_LE(run2["batching"]["graphs"].get<long>(), run2["batching"]["steps"].get<long>());
+  EXPECT_GE(run2["batching"]["max_batch_since_load"].get<long>(), 1);
+  EXPECT_LE(run2["batching"]["max_batch_since_load"].get<long>(), 2);
 }
 
 #ifdef EARSHOT_BASELINE_BIN

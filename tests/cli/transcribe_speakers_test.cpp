@@ -135,6 +135,12 @@ TEST(TranscribeSpeakers, TheSortformerLoaderNamesWhatIsWrong) {
   const std::string bad = message({.model = not_a_model.string()});
   EXPECT_EQ(bad.rfind("--diarization-model: ", 0), 0u) << bad;
   EXPECT_NE(bad.find(not_a_model.string()), std::string::npos) << bad;
+  // More speakers than the model tells apart: the Stream's check (the only one), with the option and the file.
+  const std::filesystem::path two = dir / "sortformer-2spk.gguf";
+  sortformer::write_random_model(two, {.real = false, .seed = 5, .speakers = 2});
+  EXPECT_EQ(message({.model = two.string(), .threads = 1, .max_speakers = 3}),
+            "--max-speakers 3: " + two.string() + " tells at most 2 speakers apart");
+  EXPECT_EQ(message({.model = two.string(), .threads = 1, .max_speakers = 2}), "no error");
 }
 
 }  // namespace

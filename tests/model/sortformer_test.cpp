@@ -177,6 +177,15 @@ TEST(SortformerStream, RefusesOptionsNeMoRefuses) {
   const auto m = small_model(dir);
   EXPECT_EQ(error_of([&] { Stream(*m, {.max_speakers = 5, .run = {}}); }).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(error_of([&] { Stream(*m, {.chunk_frames = 0, .run = {}}); }).code(), ErrorCode::kInvalidArgument);
+  // The refusal names the StreamOptions field, for callers that restate it as their own option.
+  try {
+    Stream(*m, {.max_speakers = 5, .run = {}});
+    ADD_FAILURE() << "max_speakers 5 accepted";
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.field(), "max_speakers");
+    EXPECT_EQ(std::string(e.what()),
+              "diarization stream: max_speakers 5 is outside 1..4 (the model tells at most 4 speakers apart)");
+  }
   const Error e = error_of([&] { Stream(*m, {.spkcache_len = 15, .run = {}}); });
   EXPECT_NE(std::string(e.what()).find("spkcache_len 15"), std::string::npos) << e.what();
   Stream s(*m, {});

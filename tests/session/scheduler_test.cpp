@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
+#include "../support/wait.h"
 #include "fakes.h"
 #include "protocol/wlk/projection.h"
 
@@ -121,6 +124,45 @@ TEST(Scheduler, NotifyWithoutWorkQueuesNothing) {
   scheduler.notify(s);
   EXPECT_EQ(scheduler.queued(), 0u);
   EXPECT_FALSE(s->has_work());
+}
+
+// busy() counts sessions queued or being stepped; wait_busy() wakes on every
+// step and on wake_waiters(), wait_idle() when nothing is busy.
+TEST(Scheduler, BusyCountsSessionsQueuedOrSteppedAndWaitIdleSeesTheEnd) {
+  earshot::testing::Gate gate;
+  earshot::testing::Counter entered;
+  FakeProcessor::Hooks hooks;
+  hooks.on_process = [&] {
+    entered.add();
+    EXPECT_TRUE(gate.wait());
+  };
+  auto a = std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(hooks), nullptr, StreamOptions{});
+  auto b = std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(), nullptr, StreamOptions{});
+  Scheduler scheduler(1);
+  EXPECT_EQ(scheduler.busy(), 0u);
+  a->push_audio(tone(0.5, 0.1f));
+  a->end_of_stream();
+  b->push_audio(tone(0.5, 0.1f));
+  b->end_of_stream();
+  scheduler.notify(a);
+  ASSERT_TRUE(entered.wait_for_at_least(1)) << "a's step never started";
+  scheduler.notify(b);
+  EXPECT_EQ(scheduler.busy(), 2u);  // a running (held at the gate), b queued
+  EXPECT_EQ(scheduler.queued(), 1u);
+  // A condition on something besides busy() is re-checked on wake_waiters().
+  std::atomic<bool> flag = false;
+  std::thread waker([&] {
+    flag = true;
+    scheduler.wake_waiters();
+  });
+  const auto guard = std::chrono::steady_clock::now() + earshot::testing::kHangGuard;
+  EXPECT_TRUE(scheduler.wait_busy([&](size_t busy) { return busy == 2 && flag.load(); }, guard));
+  waker.join();
+  gate.open();
+  EXPECT_TRUE(scheduler.wait_idle(guard)) << "the sessions never finished";
+  EXPECT_EQ(scheduler.busy(), 0u);
+  EXPECT_TRUE(a->done());
+  EXPECT_TRUE(b->done());
 }
 
 }  // namespace

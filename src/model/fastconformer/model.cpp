@@ -277,7 +277,7 @@ transducer::Matrix host_matrix(const ggml_tensor* t) {
 
 void read_encoder_keys(const runtime::GgufFile& f, const std::string& arch, const std::string& label, Hparams& hp) {
   const auto key = [&](const char* k) { return arch + "." + k; };
-  const auto u = [&](const char* k) { return static_cast<int>(std::min<uint32_t>(f.get_u32(key(k)), 1u << 30)); };
+  const auto u = [&](const char* k) { return f.get_count(key(k)); };
   hp.n_audio_ctx = u("audio_ctx");
   hp.n_state = u("embedding_length");
   hp.n_head = u("attention.head_count");

@@ -40,7 +40,7 @@ class Keys {
       : f_(f), project_(runtime::project_name(layout)), prefix_(std::move(prefix)) {}
   const GgufFile& file() const { return f_; }
   std::string key(std::string_view k) const { return prefix_ + std::string(k); }
-  int u(std::string_view k) const { return static_cast<int>(std::min<uint32_t>(f_.get_u32(key(k)), 1u << 30)); }
+  int u(std::string_view k) const { return f_.get_count(key(k)); }
   template <typename T>
   std::optional<T> find(std::string_view k) const {
     return f_.find<T>(key(k));

@@ -110,6 +110,14 @@ class GgufFile {
 
   std::string get_string(std::string_view key) const { return get<std::string>(key); }
   uint32_t get_u32(std::string_view key) const { return get<uint32_t>(key); }
+  // A u32 count or size (layers, heads, dimensions, frames) as an int, clamped
+  // to kMaxCount so that a corrupt value neither wraps negative nor overflows
+  // the products the caller's range checks compute; the errors are get_u32's.
+  static constexpr int kMaxCount = 1 << 30;
+  int get_count(std::string_view key) const {
+    const uint32_t value = get_u32(key);
+    return value > static_cast<uint32_t>(kMaxCount) ? kMaxCount : static_cast<int>(value);
+  }
   float get_f32(std::string_view key) const { return get<float>(key); }
   std::optional<std::string> find_string(std::string_view key) const { return find<std::string>(key); }
   std::optional<uint32_t> find_u32(std::string_view key) const { return find<uint32_t>(key); }

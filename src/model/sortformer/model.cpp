@@ -32,7 +32,7 @@ void check_range(const std::string& label, const std::string& name, int64_t valu
 Hparams parse(const runtime::GgufFile& f, const std::string& label) {
   Hparams hp;
   fastconformer::Hparams& e = hp.encoder;
-  auto u = [&](const char* k) { return static_cast<int>(std::min<uint32_t>(f.get_u32(key(k)), 1u << 30)); };
+  auto u = [&](const char* k) { return f.get_count(key(k)); };
   e.n_vocab = 0;
   fastconformer::read_encoder_keys(f, kGgufArchitecture, label, e);
   const std::vector<int32_t> context = f.get_array<int32_t>(key("attention.context"));
@@ -247,7 +247,7 @@ std::shared_ptr<const Model> ModelLoader::load_transcribe_cpp(const runtime::Ggu
                                                               const std::filesystem::path& path,
                                                               ggml_backend_dev_t device) {
   const std::string label = f.label();
-  auto u = [&](const std::string& k) { return static_cast<int>(std::min<uint32_t>(f.get_u32(k), 1u << 30)); };
+  auto u = [&](const std::string& k) { return f.get_count(k); };
   const std::string s = "stt.sortformer.", fe = "stt.frontend.";
   Hparams hp;
   fastconformer::Hparams& e = hp.encoder;

@@ -24,6 +24,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelOpti
   hp.tf_n_layer = o.real ? 18 : 2;
   hp.tf_n_head = o.real ? 8 : 4;
   hp.tf_d_ff = o.real ? 768 : 64;
+  hp.n_speakers = o.speakers;
 
   runtime::GgufWriter w;
   w.set_architecture(kGgufArchitecture);
@@ -55,7 +56,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelOpti
   f32("features.preemphasis", 0.97f);
   f32("features.log_guard", 5.960464477539063e-08f);
   w.set(key("features.normalize"), "none");
-  u32("speakers", 4);
+  u32("speakers", hp.n_speakers);
   u32("transformer.embedding_length", hp.tf_d_model);
   u32("transformer.block_count", hp.tf_n_layer);
   u32("transformer.head_count", hp.tf_n_head);

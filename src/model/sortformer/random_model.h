@@ -15,6 +15,7 @@ namespace earshot::sortformer {
 struct RandomModelOptions {
   bool real = false;  // false: n_mels 32, d 64 (2 layers), Transformer 32 (2 layers)
   unsigned seed = 1;
+  int speakers = 4;  // the speakers the model tells apart (1..4)
   ggml_type matrix_type = GGML_TYPE_F32;
 };
 

@@ -27,6 +27,10 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, "diarization stream: " + what);
 }
 
+void require_option(bool ok, const char* field, const std::string& what) {
+  if (!ok) throw OptionError(field, "diarization stream: " + what);
+}
+
 features::NemoMelConfig mel_config(const fastconformer::Hparams& e) {
   features::NemoMelConfig c;
   c.n_fft = e.n_fft;
@@ -43,15 +47,17 @@ features::NemoMelConfig mel_config(const fastconformer::Hparams& e) {
 Stream::Stream(const Model& model, StreamOptions options) : model_(model), options_(options) {
   const Hparams& hp = model.hparams();
   const int S = hp.n_speakers, sil = hp.cache.sil_frames_per_spk;
-  require(options.max_speakers >= 1 && options.max_speakers <= S,
-          "max_speakers " + std::to_string(options.max_speakers) + " is outside 1.." + std::to_string(S));
-  require(options.chunk_frames >= 1, "chunk_frames must be at least 1");
-  require(options.update_period >= 1, "update_period must be at least 1");
-  require(options.left_context >= 0 && options.right_context >= 0, "the left and right contexts must be >= 0");
-  require(options.fifo_len >= 0, "fifo_len must be >= 0");
-  require(options.spkcache_len >= (1 + sil) * S, "spkcache_len " + std::to_string(options.spkcache_len) +
-                                                     " is below (1 + " + std::to_string(sil) + " silence frames) x " +
-                                                     std::to_string(S) + " speakers");
+  require_option(options.max_speakers >= 1 && options.max_speakers <= S, "max_speakers",
+                 "max_speakers " + std::to_string(options.max_speakers) + " is outside 1.." + std::to_string(S) +
+                     " (the model tells at most " + std::to_string(S) + " speakers apart)");
+  require_option(options.chunk_frames >= 1, "chunk_frames", "chunk_frames must be at least 1");
+  require_option(options.update_period >= 1, "update_period", "update_period must be at least 1");
+  require_option(options.left_context >= 0 && options.right_context >= 0, "left_context",
+                 "the left and right contexts must be >= 0");
+  require_option(options.fifo_len >= 0, "fifo_len", "fifo_len must be >= 0");
+  require_option(options.spkcache_len >= (1 + sil) * S, "spkcache_len",
+                 "spkcache_len " + std::to_string(options.spkcache_len) + " is below (1 + " + std::to_string(sil) +
+                     " silence frames) x " + std::to_string(S) + " speakers");
   config_.n_speakers = S;
   config_.d = hp.encoder.n_state;
   config_.params = hp.cache;

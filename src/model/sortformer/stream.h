@@ -17,8 +17,11 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "model/sortformer/aosc.h"
 #include "model/sortformer/model.h"
 
@@ -52,11 +55,26 @@ struct ChunkInfo {
   const AoscState* state = nullptr;  // after the chunk's update
 };
 
+// What Stream's constructor throws for an option it refuses: kInvalidArgument,
+// with the StreamOptions field ("max_speakers", "chunk_frames"...) so that a
+// caller can restate it as its own option (the diarization stage's loader says
+// "--max-speakers 3: FILE tells at most 2 speakers apart").
+class OptionError : public Error {
+ public:
+  OptionError(std::string field, const std::string& message)
+      : Error(ErrorCode::kInvalidArgument, message), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
 class Stream {
  public:
-  // Throws Error(kInvalidArgument) for options NeMo would refuse (naming the
-  // option and the bound: spkcache_len >= (1 + sil frames per speaker) x speakers,
-  // chunk_frames and update_period >= 1, contexts and fifo_len >= 0, max_speakers 1..speakers).
+  // Throws OptionError for options NeMo would refuse (naming the option and the
+  // bound: spkcache_len >= (1 + sil frames per speaker) x speakers, chunk_frames
+  // and update_period >= 1, contexts and fifo_len >= 0, max_speakers 1..the
+  // model's speakers). The one check of max_speakers against the model.
   Stream(const Model& model, StreamOptions options = {});
   ~Stream();
   Stream(const Stream&) = delete;

@@ -99,6 +99,9 @@ TEST(GgufRoundTrip, EveryMetadataType) {
   EXPECT_EQ(file.get_string("k.string"), "héllo wörld");
   EXPECT_EQ(file.get_string("k.empty_string"), "");
   EXPECT_EQ(file.get_u32("k.replaced"), 2u);
+  // A count: the u32 as an int, clamped so a corrupt one cannot wrap negative.
+  EXPECT_EQ(file.get_count("k.replaced"), 2);
+  EXPECT_EQ(file.get_count("k.u32"), GgufFile::kMaxCount);
   EXPECT_EQ(file.get_array<uint8_t>("a.u8"), u8s);
   EXPECT_EQ(file.get_array<int32_t>("a.i32"), i32s);
   EXPECT_EQ(file.get_array<uint32_t>("a.u32"), u32s);
@@ -353,6 +356,10 @@ TEST_F(CorruptGguf, MissingAndMistypedKeysNameKeyFileAndArchitecture) {
   const std::string where = "model file " + (dir_ / "good.gguf").string() + " (architecture 'toy'): ";
   EXPECT_EQ(error_message([&] { file.get_u32("toy.context_length"); }, ErrorCode::kInvalidModel),
             where + "required key 'toy.context_length' is missing");
+  EXPECT_EQ(error_message([&] { file.get_count("toy.context_length"); }, ErrorCode::kInvalidModel),
+            where + "required key 'toy.context_length' is missing");
+  EXPECT_EQ(error_message([&] { file.get_count("general.name"); }, ErrorCode::kInvalidModel),
+            where + "key 'general.name' is a string, expected a u32");
   EXPECT_EQ(error_message([&] { file.get<int32_t>("toy.block_count"); }, ErrorCode::kInvalidModel),
             where + "key 'toy.block_count' is a u32, expected an i32");
   EXPECT_EQ(error_message([&] { file.find_string("toy.embedding_length"); }, ErrorCode::kInvalidModel),

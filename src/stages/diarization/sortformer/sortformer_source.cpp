@@ -58,12 +58,16 @@ ModelLoader sortformer_loader() {
     } catch (const Error& e) {
       throw Error(e.code(), std::string("--diarization-model: ") + e.what());
     }
-    sortformer::StreamOptions options = sortformer_stream_options(request);
-    if (options.max_speakers > model->hparams().n_speakers)
-      throw Error(ErrorCode::kInvalidArgument, "--max-speakers " + std::to_string(options.max_speakers) + ": " +
-                                                   path.string() + " tells at most " +
-                                                   std::to_string(model->hparams().n_speakers) + " speakers apart");
-    { sortformer::Stream check(*model, options); }  // refuses settings the model cannot run, before any stream
+    const sortformer::StreamOptions options = sortformer_stream_options(request);
+    try {
+      sortformer::Stream check(*model, options);  // refuses settings the model cannot run, before any stream
+    } catch (const sortformer::OptionError& e) {
+      // The Stream's check, restated with the option and the file the user gave.
+      if (e.field() == "max_speakers")
+        throw Error(e.code(), "--max-speakers " + std::to_string(options.max_speakers) + ": " + path.string() +
+                                  " tells at most " + std::to_string(model->hparams().n_speakers) + " speakers apart");
+      throw Error(e.code(), "--diarization-model " + path.string() + ": " + e.what());
+    }
     return [model, options] { return std::make_unique<SortformerSource>(model, options); };
   };
 }
