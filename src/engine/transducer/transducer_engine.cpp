@@ -1,4 +1,4 @@
-#include "engine/transducer_engine.h"
+#include "engine/transducer/transducer_engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -180,7 +180,7 @@ class TransducerProcessor : public TransducerWords {
       : TransducerWords(std::move(model), request),
         backend_(runtime::create_backend(model_->device(), spec.runtime.threads)),
         encoder_(model_, backend_.get(), offline_encoder_options(spec)),
-        window_samples_(static_cast<size_t>(spec.transducer.window_seconds * kSampleRate)) {}
+        window_samples_(static_cast<size_t>(spec.options<TransducerOptions>().window_seconds * kSampleRate)) {}
 
   void insert_audio(std::span<const float> samples, double stream_end_time) override {
     if (samples_.empty()) buffer_start_ = stream_end_time - static_cast<double>(samples.size()) / kSampleRate;
@@ -334,22 +334,23 @@ class StreamingTransducerProcessor : public TransducerWords {
 
 TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), spec_(spec) {
-  if (!(spec.transducer.window_seconds >= 1 && spec.transducer.window_seconds <= 120))
+  const TransducerOptions own = spec.options<TransducerOptions>();
+  const int lookahead_ms = own.lookahead_ms;
+  if (!(own.window_seconds >= 1 && own.window_seconds <= 120))
     throw Error(ErrorCode::kInvalidArgument, "the transducer window must be 1 to 120 s");
   const fastconformer::Hparams& hp = model_->hparams();
   const int frame_ms = 1000 * hp.hop_length * hp.subsampling_factor / hp.sample_rate;
   if (hp.streaming()) {
     right_context_ = hp.att_right;
-    if (spec.transducer.lookahead_ms != 0) {
-      if (spec.transducer.lookahead_ms % frame_ms != 0)
-        throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms " + std::to_string(spec.transducer.lookahead_ms) +
+    if (lookahead_ms != 0) {
+      if (lookahead_ms % frame_ms != 0)
+        throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms " + std::to_string(lookahead_ms) +
                                                      " is not a whole number of " + std::to_string(frame_ms) +
                                                      " ms encoder frames");
-      right_context_ = spec.transducer.lookahead_ms / frame_ms - 1;
+      right_context_ = lookahead_ms / frame_ms - 1;
     }
-    fastconformer::check_streaming(hp, right_context_,
-                                   "--lookahead-ms " + std::to_string(spec.transducer.lookahead_ms));
-    const int batch = spec.transducer.batch_streams;
+    fastconformer::check_streaming(hp, right_context_, "--lookahead-ms " + std::to_string(lookahead_ms));
+    const int batch = spec.runtime.batch_streams;
     if (batch != 0 && (batch < 2 || batch > kMaxBatchStreams))
       throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
                                                    std::to_string(kMaxBatchStreams) + " streams per graph, got " +
@@ -358,7 +359,7 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
       batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads,
                                                                    spec.runtime.cpu_kernels);
     }
-  } else if (spec.transducer.lookahead_ms != 0) {
+  } else if (lookahead_ms != 0) {
     throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms applies to cache-aware streaming transducers; " +
                                                  spec.path.filename().string() + " is an offline model");
   }
@@ -395,7 +396,7 @@ std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamReque
   if (policy == "native") return std::make_unique<TransducerProcessor>(model_, spec_, request);
   policy::commit::RevisingConfig config = spec_.policies.rolling;
   config.language = request.language;
-  config.max_segment_sec = spec_.transducer.window_seconds;
+  config.max_segment_sec = spec_.options<TransducerOptions>().window_seconds;
   return std::make_unique<policy::commit::RevisingProcessor>(
       std::make_unique<TransducerWindowDecoder>(model_, spec_, request), std::move(config));
 }
