@@ -13,7 +13,9 @@
 // the file's): its words are append-only and come a chunk after their audio.
 // With RuntimeOptions::batch_streams, the streams' chunks that are ready at
 // the same moment run as one graph (fastconformer::StreamingBatcher), each
-// stream's words as alone.
+// stream's words as alone. The engine only wires: the model's streams
+// (model/fastconformer/transducer_streams.h) to the policies over the
+// model-neutral transducer interface (policy/transducer/, policy/commit/).
 #pragma once
 
 #include <memory>
