@@ -34,11 +34,11 @@
 #include "bench/trace_io.h"
 #include "bench/translation.h"
 #include "cli/commands.h"
-#include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "engine/model_options.h"
 #include "session/silero_vad.h"
 #include "session/stream_session.h"
 #include "stages/registry.h"
@@ -137,7 +137,7 @@ struct BenchSettings {
   int threads = 4;
   std::string language;
   bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
-  engine::ModelSpec model;  // runtime, encoder input, beams and the other AlignAtt settings; path per model
+  engine::ModelSpec model;  // runtime, each family's options, beams and the other AlignAtt settings; path per model
   bool baseline_no_fallback = false;
   bool on_cpu = false;  // --device resolved to the CPU: the baseline stays there too
   // --workload reference: each utterance's words with estimated times (else empty).
@@ -473,7 +473,7 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
               "skipped s", "fairness", "MB/session", "drain s", within_header.c_str());
   auto once = [&](int n) {
     const std::optional<engine::BatchCounts> before = engine.batch_counts();
-    bench::CapacityRow row{name, s.threads, s.model.whisper.batch_decode,
+    bench::CapacityRow row{name, s.threads, s.model.runtime.batch_streams,
                            run_capacity_once(engine, policy, s, c, audio, n)};
     if (before) {
       const engine::BatchCounts after = engine.batch_counts().value_or(*before);
@@ -516,7 +516,7 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
   }
   std::printf(
       "%s: capacity %d real-time session(s) with p95 lag under %s s (%d workers, %d threads each, batch-decode %d)\n",
-      name.c_str(), good, seconds_text(report.lag_limit).c_str(), c.workers, s.threads, s.model.whisper.batch_decode);
+      name.c_str(), good, seconds_text(report.lag_limit).c_str(), c.workers, s.threads, s.model.runtime.batch_streams);
   report.searches.push_back({name, good, false});
 }
 
@@ -528,9 +528,7 @@ int run_bench(const CommandArgs& argv) {
             "[--baseline whispercpp-stream] [--realtime|--as-fast-as-possible] [options]");
   args.option("dataset", "folder of audio files with same-name .txt references, or a manifest (AUDIO<TAB>TEXT)")
       .option("model", "model file(s), comma-separated (or names known to `earshot pull`)")
-      .option("policy",
-              "earshot policies to measure, comma-separated (Whisper: alignatt, localagreement; Qwen3-ASR: alignatt, "
-              "rolling; Parakeet: rolling, native; Nemotron streaming: native; none)",
+      .option("policy", "earshot policies to measure, comma-separated (" + engine::policy_lists() + "; none)",
               "alignatt")
       .option("baseline", "baselines, comma-separated: whispercpp-stream, or none", "none")
       .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
@@ -541,7 +539,6 @@ int run_bench(const CommandArgs& argv) {
               "1")
       .option("language", "language code, or auto", "en")
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
-      .option("encoder-input", "full (30 s window, like whisper.cpp) or audio (only the audio present)", "full")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
       .option("workload",
               "model (the model's own tokens) or reference (real graphs, reference tokens; docs/benchmarks.md)",
@@ -560,8 +557,7 @@ int run_bench(const CommandArgs& argv) {
       .option("markdown", "write a Markdown summary to this file")
       .option("plot", "write an SVG plot of the delay distributions to this file");
   declare_alignatt_options(args);
-  declare_model_options(args);
-  declare_batch_decode_option(args);
+  engine::declare_model_options(args, CommandKind::kBench);
   stages::StageChain::declare(args, stages::Command::kBench);
   if (!args.parse_or_help(argv, {.required = {"dataset", "model"}})) return 0;
   if (args.get_flag("realtime") && args.get_flag("as-fast-as-possible"))
@@ -606,30 +602,20 @@ int run_bench(const CommandArgs& argv) {
   }
   s.sessions = capacity_mode ? 1 : static_cast<int>(args.get_int("sessions"));
   if (s.sessions < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be >= 1");
-  s.threads = read_threads(args);
+  s.threads = engine::read_threads(args);
   s.language = args.get("language");
   s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
-  const std::string encoder_input = args.get("encoder-input");
-  if (encoder_input != "full" && encoder_input != "audio")
-    throw Error(ErrorCode::kInvalidArgument, "--encoder-input must be full or audio");
-  s.model.whisper.encoder_input =
-      encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
+  s.model = engine::read_model_spec(args, CommandKind::kBench);  // a bad --device fails before any work
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
-  s.model.runtime = read_runtime_options(args);  // a bad --device fails before any work
-  s.model.qwen3asr = read_qwen3asr_options(args);
-  s.model.transducer = read_transducer_options(args);
-  s.model.whisper.batch_decode = read_batch_decode(args);
-  s.model.transducer.batch_streams = s.model.whisper.batch_decode;
   s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 
   std::vector<std::string> policies, baselines;
   for (const std::string& p : split_list(args.get("policy"))) {
-    // Which policies exist depends on the model's family (Whisper: alignatt, localagreement;
-    // Qwen3-ASR: alignatt, rolling; Parakeet: rolling, native; Nemotron streaming: native): each engine checks
-    // the names before its runs.
+    // Which policies exist depends on the model's family (engine::policy_lists()): each
+    // engine checks the names before its runs.
     if (p != "none") policies.push_back(p);
   }
   for (const std::string& b : split_list(args.get("baseline"))) {
@@ -721,9 +707,9 @@ int run_bench(const CommandArgs& argv) {
       engine::ModelSpec spec = s.model;
       spec.path = model_file;
       // Side by side (--model whisper.bin,nemotron.gguf --policy alignatt,native): each
-      // model runs the listed policies it has, and --lookahead-ms goes to the
-      // transducers of the list only. One model alone keeps both strict.
-      if (models.size() > 1 && engine::family_of(model_file) != "transducer") spec.transducer.lookahead_ms = 0;
+      // model runs the listed policies it has, and a family's options (--lookahead-ms)
+      // go to the models of that family only. One model alone keeps both strict.
+      if (models.size() > 1) spec.keep_only_family(engine::family_of(model_file));
       const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
       std::vector<std::string> own = policies;
       if (models.size() > 1) {
@@ -741,21 +727,9 @@ int run_bench(const CommandArgs& argv) {
         SystemResult r = run_in_process(
             p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s,
             translation ? &*translation : nullptr);
-        if (engine->capabilities().family == "qwen3asr") {  // Whisper's encoder input, attention and beams do not apply
-          r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) +
-                     " threads, libllama + libmtmd, mel frames " + (s.model.qwen3asr.hf_mel_frames ? "hf" : "mtmd") +
-                     ", greedy, workload " + workload;
-        } else {
-          r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads, encoder input " +
-                     encoder_input +
-                     (runtime::resolve_cpu_kernels(s.model.runtime.cpu_kernels, s.model.runtime.device.empty()) ==
-                              runtime::CpuKernels::kOpenBlas
-                          ? ", OpenBLAS encoder"
-                      : s.model.runtime.flash_attention ? ", flash attention"
-                                                        : ", explicit-softmax attention") +
-                     (p == "alignatt" ? ", beams " + std::to_string(s.model.policies.alignatt.beams) : "") +
-                     ", workload " + workload;
-        }
+        const std::string how = engine::describe(engine->capabilities().family, spec, p);
+        r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads" +
+                   (how.empty() ? "" : ", " + how) + ", workload " + workload;
         report.systems.push_back(std::move(r));
       }
     }

@@ -10,12 +10,12 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
-#include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/serve.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "engine/model_options.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/download.h"
 #include "model/registry.h"
@@ -130,18 +130,16 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   args.option("host", "address to listen on (0.0.0.0 exposes the server to the network)", "127.0.0.1")
       .option("port", "TCP port", "8000")
       .option("model", "model name (pulled into the cache when absent) or a model file path", "base.en")
-      .option(
-          "policy",
-          "streaming policy of every stream: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR), "
-          "rolling or native (Parakeet), native (Nemotron streaming) (what the model offers; default its first)",
-          "")
+      .option("policy",
+              "streaming policy of every stream: " + engine::policy_choices() +
+                  " (what the model offers; default its first)",
+              "")
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
       .option("beams", "beam search width (1 = greedy)", "1");
   declare_alignatt_options(args);
-  declare_model_options(args);
-  declare_batch_decode_option(args);
+  engine::declare_model_options(args, CommandKind::kServe);
   stages::StageChain::declare(args, stages::Command::kServe);
   args.option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
       .option("ssl-keyfile", "TLS private key (PEM)", "")
@@ -252,12 +250,7 @@ std::optional<ServeSetup> prepare_serve(const CommandArgs& argv) {
   serve_settings.long_silence = config.stream.pause_segmentation_seconds;
   serve_settings.language = config.default_language;
   const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(serve_settings));
-  engine::ModelSpec spec;
-  spec.runtime = read_runtime_options(args);
-  spec.qwen3asr = read_qwen3asr_options(args);
-  spec.transducer = read_transducer_options(args);
-  spec.whisper.batch_decode = read_batch_decode(args);
-  spec.transducer.batch_streams = spec.whisper.batch_decode;
+  engine::ModelSpec spec = engine::read_model_spec(args, CommandKind::kServe);
   spec.policies.alignatt = policy_config;
   spec.policies.localagreement.long_silence = config.stream.pause_segmentation_seconds;
 

@@ -8,12 +8,12 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
-#include "cli/model_options.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "engine/model_options.h"
 #include "stages/registry.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
@@ -63,9 +63,7 @@ int run_transcribe(const CommandArgs& argv) {
   Args args("transcribe", "earshot transcribe FILE... [options]");
   args.option("model", "model file (or a name known to `earshot pull`)", "")
       .option("language", "language code, or auto to detect", "auto")
-      .option("policy",
-              "streaming policy: alignatt or localagreement (Whisper), alignatt or rolling (Qwen3-ASR), rolling or "
-              "native (Parakeet), native (Nemotron streaming) (what the model offers; default its first)",
+      .option("policy", "streaming policy: " + engine::policy_choices() + " (what the model offers; default its first)",
               "")
       .option("chunk", "seconds of audio fed per step", "0.5")
       .flag("realtime", "feed audio no faster than real time")
@@ -79,17 +77,14 @@ int run_transcribe(const CommandArgs& argv) {
       .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
       .option("output", "write the transcript here instead of stdout", "");
   declare_alignatt_options(args);
-  declare_model_options(args);
+  engine::declare_model_options(args, CommandKind::kTranscribe);
   stages::StageChain::declare(args, stages::Command::kTranscribe);
   if (!args.parse_or_help(argv, {.required = {"model"}, .positional = true})) return 0;
   if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
   TranscribeOptions options;
   options.chunk_seconds = args.get_double("chunk");
   options.realtime = args.get_flag("realtime");
-  engine::ModelSpec spec;
-  spec.runtime = read_runtime_options(args);
-  spec.qwen3asr = read_qwen3asr_options(args);
-  spec.transducer = read_transducer_options(args);
+  engine::ModelSpec spec = engine::read_model_spec(args, CommandKind::kTranscribe);
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");

@@ -16,6 +16,11 @@ namespace earshot {
 // waiting, so more threads than cores only slows a pass down).
 std::string default_thread_count();
 
+// The commands that load a model and run streams. The registries (model families
+// in engine/families.h, stages in stages/registry.h) declare their options on the
+// commands they serve.
+enum class CommandKind { kServe, kTranscribe, kBench };
+
 // What a command needs of its command line beyond the options it declares.
 struct ArgsRules {
   std::vector<std::string> required;  // options that must be given a non-empty value

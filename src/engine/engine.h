@@ -3,8 +3,8 @@
 // immutable once loaded and shared by every thread; open_stream() returns the
 // per-stream state (an OnlineProcessor) that one stream owns. serve, transcribe,
 // bench and the tests get their processors only through here, so a new family
-// (a transducer, Qwen3-ASR) is an addition: a loader registered in
-// engine/families.h and an Engine subclass.
+// (a transducer, Qwen3-ASR) is an addition: a folder engine/NAME/ with an Engine
+// subclass and its registration (engine/families.h), one line in families.cpp.
 #pragma once
 
 #include <cstdint>

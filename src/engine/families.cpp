@@ -4,13 +4,17 @@
 #include <mutex>
 
 #include "common/error.h"
-#include "engine/qwen3asr_engine.h"
-#include "engine/transducer_engine.h"
-#include "engine/whisper_engine.h"
+#include "engine/qwen3asr/registration.h"
+#include "engine/transducer/registration.h"
+#include "engine/whisper/registration.h"
 
 namespace earshot::engine {
 
 namespace {
+
+// The built-in families, one line each, in the order files are tried and options
+// and policies are listed.
+std::vector<Family> builtin_families() { return {whisper_family(), qwen3asr_family(), transducer_family()}; }
 
 struct Registry {
   std::mutex mutex;
@@ -23,40 +27,17 @@ Registry& registry() {
   return r;
 }
 
-// --lookahead-ms is a cache-aware streaming transducer's chunk; a family
-// without one refuses it rather than ignore what the user asked for.
-void refuse_lookahead(const ModelSpec& spec, const char* what) {
-  if (spec.transducer.lookahead_ms == 0) return;
-  throw Error(ErrorCode::kInvalidArgument,
-              "--lookahead-ms " + std::to_string(spec.transducer.lookahead_ms) +
-                  " applies to cache-aware streaming transducers only (family transducer: Nemotron streaming "
-                  "files); model file " +
-                  spec.path.string() + " is " + what + ", which has no lookahead: leave --lookahead-ms out");
-}
-
 // The built-in families, added once before the first lookup (tests may add theirs before or after).
 void add_builtins_locked(Registry& r) {
   if (r.builtins) return;
   r.builtins = true;
-  r.families.insert(r.families.begin(),
-                    {Family{"whisper", [](const ModelFile& f) { return f.kind == ModelFileKind::kGgmlWhisper; },
-                            [](const ModelSpec& spec) {
-                              refuse_lookahead(spec, "a Whisper model (family whisper)");
-                              return load_whisper_engine(spec);
-                            }},
-                     Family{"transducer", fastconformer::reads_model_file,
-                            [](const ModelSpec& spec) { return load_transducer_engine(spec); }},
-                     // Qwen3-ASR's text model; an mmproj given as --model is taken too so the
-                     // loader can say which flag it belongs to.
-                     Family{"qwen3asr",
-                            [](const ModelFile& f) {
-                              return f.kind == ModelFileKind::kGguf &&
-                                     (f.architecture == "qwen3vl" || f.architecture == "clip");
-                            },
-                            [](const ModelSpec& spec) {
-                              refuse_lookahead(spec, "a Qwen3-ASR model (family qwen3asr)");
-                              return load_qwen3asr_engine(spec);
-                            }}});
+  std::vector<Family> all = builtin_families();
+  for (Family& f : r.families) all.push_back(std::move(f));
+  r.families = std::move(all);
+}
+
+std::string file_is(const Family& f) {
+  return (f.display_name.empty() ? "a model" : "a " + f.display_name + " model") + " (family " + f.name + ")";
 }
 
 }  // namespace
@@ -75,20 +56,21 @@ void register_family(Family family) {
 }
 
 std::vector<std::string> family_names() {
+  std::vector<std::string> names;
+  for (const Family& f : families()) names.push_back(f.name);
+  return names;
+}
+
+std::vector<Family> families() {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   add_builtins_locked(r);
-  std::vector<std::string> names;
-  for (const Family& f : r.families) names.push_back(f.name);
-  return names;
+  return r.families;
 }
 
 std::string family_of(const std::filesystem::path& path) {
   const ModelFile file = probe_model_file(path);
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  add_builtins_locked(r);
-  for (const Family& f : r.families)
+  for (const Family& f : families())
     if (f.accepts(file)) return f.name;
   return "";
 }
@@ -97,25 +79,30 @@ std::shared_ptr<const Engine> load(const ModelSpec& spec) {
   // The runtime options every family shares, checked once, before any file is read.
   if (spec.runtime.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   const ModelFile file = probe_model_file(spec.path);
-  std::function<std::shared_ptr<const Engine>(const ModelSpec&)> loader;
-  std::string names;
-  {
-    Registry& r = registry();
-    std::lock_guard lock(r.mutex);
-    add_builtins_locked(r);
-    for (const Family& f : r.families) {
-      names += (names.empty() ? "" : ", ") + f.name;
-      if (!loader && f.accepts(file)) loader = f.load;
-    }
-  }
-  if (!loader) {
+  const std::vector<Family> all = families();
+  const auto family = std::find_if(all.begin(), all.end(), [&](const Family& f) { return f.accepts(file); });
+  if (family == all.end()) {
+    std::string names;
+    for (const Family& f : all) names += (names.empty() ? "" : ", ") + f.name;
     throw Error(ErrorCode::kUnsupported,
                 "model file " + spec.path.string() + " is " + file.description +
                     ", which no model family of this build reads (families: " + names +
                     "; Whisper and Parakeet models are whisper.cpp's ggml .bin files, Qwen3-ASR a qwen3vl GGUF + "
                     "its mmproj)");
   }
-  return loader(spec);
+  // Another family's settings this one cannot honour are refused, not ignored.
+  for (const Family& other : all) {
+    if (other.name == family->name || !other.foreign_request) continue;
+    if (const std::string problem = other.foreign_request(spec, file_is(*family)); !problem.empty())
+      throw Error(ErrorCode::kInvalidArgument, problem);
+  }
+  return family->load(spec);
+}
+
+std::string describe(const std::string& family, const ModelSpec& spec, const std::string& policy) {
+  for (const Family& f : families())
+    if (f.name == family && f.describe) return f.describe(spec, policy);
+  return "";
 }
 
 }  // namespace earshot::engine

@@ -19,8 +19,8 @@
 
 namespace earshot::stages {
 
-// The commands that run stages; a stage declares its options on those it serves.
-enum class Command { kServe, kTranscribe, kBench };
+// The commands that run stages (common/command_line.h); a stage declares its options on those it serves.
+using Command = CommandKind;
 
 // What the command passes every stage's settings besides its own options.
 struct CommandContext {

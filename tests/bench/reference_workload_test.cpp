@@ -13,6 +13,7 @@
 #include "audio/audio.h"
 #include "bench/runner.h"
 #include "bench/wer.h"
+#include "engine/whisper/options.h"
 #include "vad/vad.h"
 
 namespace earshot::bench {
@@ -69,7 +70,7 @@ TEST_P(ReferenceStreamTest, ReproducesTheReferenceCommittingNoWordBeforeItsTime)
 
   engine::ModelSpec spec;
   spec.runtime.threads = 1;
-  spec.whisper.encoder_input = GetParam().input;
+  spec.options<engine::WhisperOptions>().encoder_input = GetParam().input;
   const auto engine =
       engine::testing::load_random_engine(whisper::testing::pipeline_spec(/*seed=*/11), "bench-reference", spec);
   std::vector<PassLog> passes;

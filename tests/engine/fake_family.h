@@ -109,8 +109,11 @@ class TicksEngine : public Engine {
 };
 
 inline void register_ticks_family() {
-  register_family(Family{"ticks", [](const ModelFile& f) { return f.architecture == kTicksArchitecture; },
-                         [](const ModelSpec&) { return std::make_shared<const TicksEngine>(); }});
+  Family ticks;
+  ticks.name = "ticks";
+  ticks.accepts = [](const ModelFile& f) { return f.architecture == kTicksArchitecture; };
+  ticks.load = [](const ModelSpec&) { return std::make_shared<const TicksEngine>(); };
+  register_family(std::move(ticks));
 }
 
 // A GGUF file with just the architecture key (and `extra` keys when given).

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "engine/transducer/options.h"
 #include "engine_test_util.h"
 #include "fake_family.h"
 
@@ -82,7 +83,7 @@ TEST(EngineLoad, WhisperAndQwen3AsrRefuseALookaheadNamingTheFamilyThatTakesIt) {
                                      std::pair{"qwen.gguf", "a Qwen3-ASR model (family qwen3asr)"}}) {
     ModelSpec spec;
     spec.path = dir / file;
-    spec.transducer.lookahead_ms = 560;
+    spec.options<TransducerOptions>().lookahead_ms = 560;
     ErrorCode code{};
     const std::string message = error_of([&] { load(spec); }, &code);
     EXPECT_EQ(code, ErrorCode::kInvalidArgument) << message;
@@ -183,15 +184,15 @@ TEST(WhisperEngine, BatchedDecodeStreamsCommitWhatUnbatchedOnesDoAndBadSizesAreR
   ModelSpec spec;
   spec.runtime.threads = 1;
   for (int bad : {1, -2, 65}) {
-    spec.whisper.batch_decode = bad;
+    spec.runtime.batch_streams = bad;
     EXPECT_NE(
         error_of([&] { load_random_engine(model, "batch-bad", spec); }).find("--batch-decode must be 0 (off) or 2..64"),
         std::string::npos)
         << bad;
   }
-  spec.whisper.batch_decode = 0;
+  spec.runtime.batch_streams = 0;
   const auto alone = load_random_engine(model, "batch-off", spec);
-  spec.whisper.batch_decode = 4;
+  spec.runtime.batch_streams = 4;
   const auto batched = load_random_engine(model, "batch-on", spec);
   constexpr int kStreams = 3;
   std::vector<std::vector<std::string>> expected(kStreams), got(kStreams);

@@ -2,7 +2,7 @@
 // the text GGUF is recognised, its mmproj found beside it or named, a missing
 // one refused with the flag to pass, and both policies (alignatt, rolling)
 // stream audio to committed words.
-#include "engine/qwen3asr_engine.h"
+#include "engine/qwen3asr/qwen3asr_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -88,7 +88,7 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
     EXPECT_NE(std::string(e.what()).find("--mmproj"), std::string::npos) << e.what();
   }
-  spec.qwen3asr.mmproj = pair.mmproj;  // named explicitly it loads
+  spec.options<Qwen3AsrOptions>().mmproj = pair.mmproj;  // named explicitly it loads
   EXPECT_EQ(load(spec)->capabilities().family, "qwen3asr");
 }
 
@@ -137,7 +137,7 @@ TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
   const fs::path heads = dir / "heads.json";
   { std::ofstream(heads) << R"({"alignment_heads_compact": [[3, 1], [2, 0], [3, 3]], "other": 1})"; }
   ModelSpec spec = spec_of(pair.text);
-  spec.qwen3asr.alignment_heads = heads;
+  spec.options<Qwen3AsrOptions>().alignment_heads = heads;
   EXPECT_NO_THROW(load(spec));
   std::ofstream(heads) << R"({"alignment_heads_compact": [[9, 0]]})";
   EXPECT_THROW(load(spec), Error);  // layer 9 of a 4-layer model

@@ -2,7 +2,7 @@
 // both file formats, its capabilities say native timestamps and no commit
 // policy, and its stream commits append-only words with frame times, the same
 // words however the audio arrives, equal to decoding the encoder output directly.
-#include "engine/transducer_engine.h"
+#include "engine/transducer/transducer_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -155,14 +155,14 @@ TEST(TransducerEngine, RollingPassesShowWordsLiveWithFrameTimes) {
 TEST(TransducerEngine, ShortWindowsStayAppendOnlyAndInOrder) {
   TempDir dir("transducer-engine");
   ModelSpec spec = offline_model_spec(dir);
-  spec.transducer.window_seconds = 3;
+  spec.options<TransducerOptions>().window_seconds = 3;
   for (const std::string policy : {"native", "rolling"}) {  // rolling: segments of at most 3 s
     const std::vector<Word> words = stream(*load(spec), jfk(), 4000, policy);
     ASSERT_GE(words.size(), 3u) << policy;
     for (size_t i = 1; i < words.size(); ++i) EXPECT_GE(words[i].start, words[i - 1].start) << policy;
     EXPECT_LE(words.back().end, 11.0 + 0.08) << policy;
   }
-  spec.transducer.window_seconds = 0.5;
+  spec.options<TransducerOptions>().window_seconds = 0.5;
   EXPECT_THROW(load(spec), Error);
 }
 
@@ -214,7 +214,7 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
   mc.normalize_per_feature = false;
   const features::FrameMajorMel mel = features::nemo_log_mel(pcm, mc, model->mel_filters(), model->window());
   for (int lookahead_ms : {80, 560}) {
-    spec.transducer.lookahead_ms = lookahead_ms;
+    spec.options<TransducerOptions>().lookahead_ms = lookahead_ms;
     const std::shared_ptr<const Engine> engine = load(spec);
     EXPECT_EQ(engine->capabilities().languages, std::vector<std::string>{"en"});
     // Offline: the chunked_limited encoder over the whole file, then greedy RNN-T.
@@ -249,15 +249,15 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
     }
   }
   // Lookaheads the file does not have, and any lookahead on an offline model, are refused at load.
-  spec.transducer.lookahead_ms = 240;
+  spec.options<TransducerOptions>().lookahead_ms = 240;
   EXPECT_THROW(load(spec), Error);
-  spec.transducer.lookahead_ms = 100;
+  spec.options<TransducerOptions>().lookahead_ms = 100;
   EXPECT_THROW(load(spec), Error);
   fastconformer::RandomModelOptions parakeet;
   parakeet.n_layer = 1;
   fastconformer::write_gguf(dir / "parakeet.gguf", fastconformer::random_model(parakeet));
   spec.path = dir / "parakeet.gguf";
-  spec.transducer.lookahead_ms = 160;
+  spec.options<TransducerOptions>().lookahead_ms = 160;
   EXPECT_THROW(load(spec), Error);
 }
 
@@ -267,10 +267,10 @@ TEST(TransducerEngine, StreamsOnThreadsShareOneBatcherAndGetTheirLoneWords) {
   // are exactly its lone ones, whatever batches the threads happen to form.
   TempDir dir("transducer-engine");
   ModelSpec spec = streaming_model_spec(dir, "nemotron-small.gguf");
-  spec.transducer.lookahead_ms = 160;
+  spec.options<TransducerOptions>().lookahead_ms = 160;
   const std::shared_ptr<const Engine> lone = load(spec);
   EXPECT_FALSE(lone->batch_counts());
-  spec.transducer.batch_streams = 4;
+  spec.runtime.batch_streams = 4;
   const std::shared_ptr<const Engine> batched = load(spec);
   const std::vector<float> jfk_pcm = jfk();
   constexpr int kStreams = 6;
@@ -308,7 +308,7 @@ TEST(TransducerEngine, StreamsOnThreadsShareOneBatcherAndGetTheirLoneWords) {
   EXPECT_LE(counts->max_batch, 4);
   // A batch of one, or past the largest, is refused at load.
   for (int bad : {1, kMaxBatchStreams + 1}) {
-    spec.transducer.batch_streams = bad;
+    spec.runtime.batch_streams = bad;
     EXPECT_THROW(load(spec), Error) << bad;
   }
 }
@@ -316,7 +316,7 @@ TEST(TransducerEngine, StreamsOnThreadsShareOneBatcherAndGetTheirLoneWords) {
 TEST(TransducerEngine, PromptModelTakesTheLanguageSlotAndReadsItsTags) {
   TempDir dir("transducer-engine");
   ModelSpec spec = streaming_model_spec(dir, "nemotron35-small.gguf", /*prompt=*/true);
-  spec.transducer.lookahead_ms = 560;
+  spec.options<TransducerOptions>().lookahead_ms = 560;
   const std::shared_ptr<const Engine> engine = load(spec);
   const Capabilities& caps = engine->capabilities();
   EXPECT_TRUE(caps.multilingual);

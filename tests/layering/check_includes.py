@@ -5,7 +5,11 @@ Data flows one way (docs/architecture.md): audio -> features -> model -> policy
 -> engine -> events -> stages -> session -> protocol -> server/cli. Each part
 has a rank; a file may include its own part and parts of a lower rank only.
 A part not listed here is an error too, so a new folder gets a place on purpose.
-And no part above model/ but engine/ and cli/ names a model family.
+And a model family is named only in its own folders and the family registry:
+engine/NAME/ (its Engine, settings and registration) is included only from
+itself and engine/families.cpp, and the family's model folders (model/whisper/;
+model/fastconformer/ and model/transducer/; model/qwen3asr/) from above model/
+only from engine/NAME/.
 """
 import pathlib
 import re
@@ -30,11 +34,37 @@ RANKS = {
 # Parts of one rank (audio and features, model and vad, server and bench) must not
 # include each other either: the check below is >=, not >.
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.MULTILINE)
-# Model families are reached through the engine boundary only: above model/, just
-# engine/ (which wires them) and cli/ (which fills their options) name one.
-FAMILIES = ("whisper", "fastconformer", "transducer", "qwen3asr")
-FAMILY_INCLUDE = re.compile(r'^\s*#\s*include\s+"model/(' + "|".join(FAMILIES) + r')/', re.MULTILINE)
-MAY_NAME_A_FAMILY = ("model", "engine", "cli")
+# Model families: the folders that are each family's, above and below the engine
+# boundary. Below it (model/) families may share code (the quantiser, Sortformer's
+# FastConformer encoder); above it only the family's own engine folder names them.
+FAMILIES = {
+    "whisper": ("model/whisper", "engine/whisper"),
+    "transducer": ("model/fastconformer", "model/transducer", "engine/transducer"),
+    "qwen3asr": ("model/qwen3asr", "engine/qwen3asr"),
+}
+# The one file besides a family's own that names it: the registry's line.
+REGISTRY = "engine/families.cpp"
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+/[a-z_0-9]+)/', re.MULTILINE)
+
+
+def family_problems(rel: str, part: str, text: str) -> list:
+    """Includes of a family's folders from outside them (and the registry)."""
+    problems = []
+    for folder in LOCAL_INCLUDE.findall(text):
+        for family, folders in FAMILIES.items():
+            if folder not in folders:
+                continue
+            own = [f for f in folders if rel.startswith(f + "/")]
+            engine_folder = folders[-1]
+            if own or (folder == engine_folder and rel == REGISTRY):
+                continue
+            if folder.startswith("model/") and part == "model":
+                continue  # below the engine boundary families may share code
+            if folder.startswith("model/") and rel.startswith(engine_folder + "/"):
+                continue
+            problems.append(f"{rel}: includes {folder}/ (family {family}: only {', '.join(folders)}"
+                            + (f" and {REGISTRY}" if folder == engine_folder else "") + " name it)")
+    return problems
 
 
 def main(src: pathlib.Path) -> int:
@@ -47,9 +77,7 @@ def main(src: pathlib.Path) -> int:
             problems.append(f"{path}: part '{part}' has no rank in {__file__}")
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        if part not in MAY_NAME_A_FAMILY:
-            for family in FAMILY_INCLUDE.findall(text):
-                problems.append(f"{path}: {part} includes model/{family}/ (families are behind engine/)")
+        problems.extend(f"{src}/{p}" for p in family_problems(path.relative_to(src).as_posix(), part, text))
         for included in INCLUDE.findall(text):
             if included == part or included not in RANKS:
                 continue
@@ -61,5 +89,28 @@ def main(src: pathlib.Path) -> int:
     return 1 if problems else 0
 
 
+def self_test() -> int:
+    """The family rule catches each way of naming a family from outside, and allows its own."""
+    cases = {
+        "cli/a.cpp": ('#include "engine/whisper/options.h"', 1),
+        "engine/model_spec.h": ('#include "engine/transducer/options.h"', 1),
+        "engine/transducer/registration.cpp": ('#include "model/qwen3asr/model.h"', 1),
+        "stages/x/y.cpp": ('#include "model/fastconformer/model.h"', 1),
+        "engine/families.cpp": ('#include "engine/qwen3asr/registration.h"', 0),
+        "engine/transducer/a.cpp": ('#include "model/transducer/decoder.h"', 0),
+        "model/sortformer/a.cpp": ('#include "model/fastconformer/model.h"', 0),
+    }
+    failures = 0
+    for rel, (line, want) in cases.items():
+        got = len(family_problems(rel, rel.split("/")[0], line + "\n"))
+        if got != want:
+            print(f"self-test: {rel} with {line}: {got} problem(s), want {want}")
+            failures += 1
+    print(f"{len(cases) - failures}/{len(cases)} family-rule cases as expected")
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--self-test":
+        sys.exit(self_test())
     sys.exit(main(pathlib.Path(sys.argv[1])))

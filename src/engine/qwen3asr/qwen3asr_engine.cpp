@@ -1,4 +1,4 @@
-#include "engine/qwen3asr_engine.h"
+#include "engine/qwen3asr/qwen3asr_engine.h"
 
 #include <algorithm>
 
@@ -20,7 +20,7 @@ constexpr const char* kCodes[] = {"zh", "en", "yue", "ar", "de", "fr", "es", "pt
 }  // namespace
 
 Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, const ModelSpec& spec)
-    : model_(std::move(model)), options_(spec.qwen3asr), policies_(spec.policies) {
+    : model_(std::move(model)), options_(spec.options<Qwen3AsrOptions>()), policies_(spec.policies) {
   policies_.prompted_alignatt.validate();
   policies_.rolling.validate();
   options_.rolling.validate();
@@ -66,15 +66,16 @@ std::filesystem::path find_mmproj(const std::filesystem::path& model, const std:
 }
 
 std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
+  const Qwen3AsrOptions own = spec.options<Qwen3AsrOptions>();
   qwen3asr::ModelOptions options;
   options.n_threads = spec.runtime.threads;
-  options.mel_frames = spec.qwen3asr.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
+  options.mel_frames = own.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
   // A bad heads file fails before the pair is read (seconds for the real models).
-  if (!spec.qwen3asr.alignment_heads.empty()) {
-    qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(spec.qwen3asr.alignment_heads, 20), spec.path);
+  if (!own.alignment_heads.empty()) {
+    qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(own.alignment_heads, 20), spec.path);
   }
-  return std::make_shared<Qwen3AsrEngine>(
-      qwen3asr::Model::load(spec.path, find_mmproj(spec.path, spec.qwen3asr.mmproj), options), spec);
+  return std::make_shared<Qwen3AsrEngine>(qwen3asr::Model::load(spec.path, find_mmproj(spec.path, own.mmproj), options),
+                                          spec);
 }
 
 }  // namespace earshot::engine

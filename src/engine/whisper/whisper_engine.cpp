@@ -1,6 +1,7 @@
-#include "engine/whisper_engine.h"
+#include "engine/whisper/whisper_engine.h"
 
 #include "common/error.h"
+#include "engine/whisper/options.h"
 #include "model/runtime/device.h"
 #include "model/timed_decoder.h"
 #include "model/whisper/batch_decoder.h"
@@ -15,9 +16,9 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
   session_options_.n_threads = spec.runtime.threads;
   session_options_.flash_attention = spec.runtime.flash_attention;
   session_options_.cpu_kernels = spec.runtime.cpu_kernels;
-  session_options_.encoder_input = spec.whisper.encoder_input;
+  session_options_.encoder_input = spec.options<WhisperOptions>().encoder_input;
   session_options_.text = text_;
-  const int batch = spec.whisper.batch_decode;
+  const int batch = spec.runtime.batch_streams;
   if (batch != 0 && (batch < 2 || batch > kMaxBatchDecode)) {
     throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." + std::to_string(kMaxBatchDecode) +
                                                  " streams per decoder graph, got " + std::to_string(batch));
@@ -69,7 +70,7 @@ std::optional<BatchCounts> WhisperEngine::batch_counts() const {
 
 std::shared_ptr<const Engine> load_whisper_engine(const ModelSpec& spec) {
   whisper::LoadOptions load;
-  load.alignment_heads = spec.whisper.alignment_heads;
+  load.alignment_heads = spec.options<WhisperOptions>().alignment_heads;
   load.backend = spec.runtime.device;
   load.amx = runtime::amx_wanted(spec.runtime.cpu_kernels, runtime::resolve_device(spec.runtime.device));
   return std::make_shared<WhisperEngine>(whisper::Model::load(spec.path, load), spec);

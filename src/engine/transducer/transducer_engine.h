@@ -11,15 +11,18 @@
 // (Nemotron streaming; policy native only) encodes chunks of (right context + 1)
 // x 80 ms as their audio arrives (--lookahead-ms picks the right context among
 // the file's): its words are append-only and come a chunk after their audio.
-// With TransducerOptions::batch_streams, the streams' chunks that are ready at
+// With RuntimeOptions::batch_streams, the streams' chunks that are ready at
 // the same moment run as one graph (fastconformer::StreamingBatcher), each
-// stream's words as alone.
+// stream's words as alone. The engine only wires: the model's streams
+// (model/fastconformer/transducer_streams.h) to the policies over the
+// model-neutral transducer interface (policy/transducer/, policy/commit/).
 #pragma once
 
 #include <memory>
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
+#include "engine/transducer/options.h"
 #include "model/fastconformer/model.h"
 #include "model/fastconformer/streaming_batch.h"
 
@@ -44,7 +47,7 @@ class TransducerEngine : public Engine {
   std::shared_ptr<fastconformer::StreamingBatcher> batcher_;  // --batch-decode with a streaming model
 };
 
-// Loads spec.path as a FastConformer transducer (engine/families.cpp registers this).
+// Loads spec.path as a FastConformer transducer (engine/transducer/registration.cpp registers this).
 std::shared_ptr<const Engine> load_transducer_engine(const ModelSpec& spec);
 
 }  // namespace earshot::engine

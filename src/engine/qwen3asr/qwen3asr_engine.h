@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
+#include "engine/qwen3asr/options.h"
 #include "model/qwen3asr/model.h"
 
 namespace earshot::engine {
@@ -30,7 +31,7 @@ class Qwen3AsrEngine : public Engine {
 // The mmproj for `model`: `given` when set, else PREFIX-mmproj.gguf or mmproj-NAME.gguf beside it; "" when none.
 std::filesystem::path find_mmproj(const std::filesystem::path& model, const std::filesystem::path& given);
 
-// Loads spec.path + its mmproj (engine/families.cpp registers this).
+// Loads spec.path + its mmproj (engine/qwen3asr/registration.cpp registers this).
 std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec);
 
 }  // namespace earshot::engine

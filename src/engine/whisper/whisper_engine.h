@@ -9,6 +9,7 @@
 #include "engine/model_spec.h"
 #include "model/whisper/asr_text.h"
 #include "model/whisper/model.h"
+#include "model/whisper/session.h"
 
 namespace earshot::engine {
 
@@ -34,7 +35,7 @@ class WhisperEngine : public Engine {
   Capabilities capabilities_;
 };
 
-// Loads spec.path as a Whisper model (engine/families.cpp registers this).
+// Loads spec.path as a Whisper model (engine/whisper/registration.cpp registers this).
 std::shared_ptr<const Engine> load_whisper_engine(const ModelSpec& spec);
 
 }  // namespace earshot::engine

@@ -1,0 +1,109 @@
+#include "engine/model_options.h"
+
+#include <ggml-backend.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/families.h"
+#include "model/runtime/device.h"
+#include "model/runtime/openblas_ops.h"
+
+namespace earshot::engine {
+
+namespace {
+
+bool serves_many_streams(CommandKind command) {
+  return command == CommandKind::kServe || command == CommandKind::kBench;
+}
+
+bool read_flash_attention(const Args& args) {
+  const std::string value = args.get("flash-attention");
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw Error(ErrorCode::kInvalidArgument, "--flash-attention must be on or off, not '" + value + "'");
+}
+
+// The ggml device name for --device ("" = the CPU).
+std::string read_device(const Args& args) {
+  ggml_backend_dev_t device = runtime::resolve_device(args.get("device"), "--device");
+  return runtime::is_cpu(device) ? "" : ggml_backend_dev_name(device);
+}
+
+int read_batch_decode(const Args& args) {
+  const long n = args.get_int("batch-decode");
+  if (n < 0 || n > 1000000) throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2..64");
+  return static_cast<int>(n);
+}
+
+// "a, b or c"
+std::string either(const std::vector<std::string>& items, const std::string& last) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
+  return out;
+}
+
+}  // namespace
+
+void declare_model_options(Args& args, CommandKind command) {
+  args.option("device",
+              "where the model runs: auto (the first GPU this build has, else the CPU), cpu, or a device "
+              "from `earshot version` (e.g. CUDA0)",
+              "auto");
+  args.option("flash-attention",
+              "fused attention in the encoder: on (about 40% faster on the CPU) or off (whisper.cpp's explicit "
+              "softmax, bit-identical to libwhisper with flash attention off)",
+              "on");
+  args.option("cpu-kernels",
+              "the encoders' matrix products on the CPU: auto (a quantised model's on ggml's AMX kernels where the "
+              "CPU has AMX, the rest on OpenBLAS where Debian's libopenblas0 loads, else ggml), openblas (sgemm in "
+              "f32, about twice ggml's rate; --flash-attention then unused) or ggml (ggml's own kernels, as "
+              "libwhisper)",
+              "auto");
+  for (const Family& f : families())
+    if (f.declare_options) f.declare_options(args, command);
+  if (serves_many_streams(command)) {
+    args.option("batch-decode",
+                "Whisper: run the decoder steps of up to N streams that wait at the same time as one graph (weights "
+                "read once per step; results equal unbatched ones to rounding, bit for bit in a build without "
+                "ggml's llamafile kernels); at most --workers wait at once. A cache-aware streaming transducer: the "
+                "same for the chunks of up to N streams (bit for bit likewise). "
+                "0 = off",
+                "0");
+  }
+}
+
+ModelSpec read_model_spec(const Args& args, CommandKind command) {
+  ModelSpec spec;
+  spec.runtime.device = read_device(args);
+  spec.runtime.flash_attention = read_flash_attention(args);
+  spec.runtime.cpu_kernels = runtime::parse_cpu_kernels(args.get("cpu-kernels"), "--cpu-kernels");
+  spec.runtime.threads = read_threads(args);
+  if (serves_many_streams(command)) spec.runtime.batch_streams = read_batch_decode(args);
+  for (const Family& f : families())
+    if (f.read_options) f.read_options(args, command, spec);
+  return spec;
+}
+
+int read_threads(const Args& args) {
+  const long threads = args.get_int("threads");
+  if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
+  return static_cast<int>(threads);
+}
+
+std::string policy_choices() {
+  std::vector<std::string> parts;
+  for (const Family& f : families())
+    for (const PolicyOffer& o : f.offers) parts.push_back(either(o.policies, " or ") + " (" + o.models + ")");
+  return either(parts, ", ");
+}
+
+std::string policy_lists() {
+  std::string out;
+  for (const Family& f : families())
+    for (const PolicyOffer& o : f.offers) out += (out.empty() ? "" : "; ") + o.models + ": " + either(o.policies, ", ");
+  return out;
+}
+
+}  // namespace earshot::engine

@@ -1,0 +1,20 @@
+// The Qwen3-ASR family's own settings (ModelSpec::options<Qwen3AsrOptions>()):
+// a text GGUF (--model) and its audio encoder (--mmproj).
+#pragma once
+
+#include <filesystem>
+
+#include "policy/commit/rolling_decoder.h"
+
+namespace earshot::engine {
+
+struct Qwen3AsrOptions {
+  static constexpr const char* kFamily = "qwen3asr";
+  std::filesystem::path mmproj;           // "" = found next to the model (PREFIX-mmproj.gguf, mmproj-NAME.gguf)
+  std::filesystem::path alignment_heads;  // a file with alignment_heads_compact; "" = the last quarter of layers
+  int n_ctx = 1024;                       // decoder context per stream (prompt, 15 s of audio, context, output)
+  bool hf_mel_frames = false;             // --qwen3-mel-frames hf: n/160 mel frames (HF) instead of mtmd's n/160 + 1
+  policy::commit::RollingConfig rolling;  // the rolling policy's prefix: previous pass minus its last tokens
+};
+
+}  // namespace earshot::engine

@@ -1,0 +1,77 @@
+#include "engine/qwen3asr/registration.h"
+
+#include "common/error.h"
+#include "engine/qwen3asr/options.h"
+#include "engine/qwen3asr/qwen3asr_engine.h"
+
+namespace earshot::engine {
+
+namespace {
+
+void declare(Args& args, CommandKind /*command*/) {
+  args.option("mmproj",
+              "Qwen3-ASR's audio encoder (the mmproj GGUF) for a --model of arch qwen3vl; default: "
+              "PREFIX-mmproj.gguf or mmproj-NAME.gguf beside the model",
+              "");
+  args.option("alignment-heads-file",
+              "Qwen3-ASR: a JSON file with alignment_heads_compact ([[layer, head], ...], top 20 used); default: "
+              "every head of the last quarter of the layers",
+              "");
+  args.option("qwen3-mel-frames",
+              "Qwen3-ASR: mel frames of n samples, hence audio tokens: mtmd (n/160 + 1, as libmtmd and llama.cpp "
+              "count them) or hf (n/160, as Hugging Face's WhisperFeatureExtractor and openai/whisper do)",
+              "mtmd");
+  args.option("rolling-unfixed-tokens",
+              "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
+              "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
+              "5");
+  args.option("rolling-unfixed-passes",
+              "Qwen3-ASR --policy rolling: passes of each segment decoded without a prefix (Qwen3-ASR's "
+              "unfixed_chunk_num)",
+              "2");
+}
+
+void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
+  Qwen3AsrOptions& options = spec.options<Qwen3AsrOptions>();
+  options.mmproj = args.get("mmproj");
+  options.alignment_heads = args.get("alignment-heads-file");
+  const std::string mel_frames = args.get("qwen3-mel-frames");
+  if (mel_frames != "mtmd" && mel_frames != "hf")
+    throw Error(ErrorCode::kInvalidArgument, "--qwen3-mel-frames must be mtmd or hf, not '" + mel_frames + "'");
+  options.hf_mel_frames = mel_frames == "hf";
+  options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
+  options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
+  try {
+    options.rolling.validate();
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("--rolling-unfixed-tokens/--rolling-unfixed-passes: ") + e.what());
+  }
+}
+
+// Whisper's encoder input, attention and beams do not apply.
+std::string how_it_runs(const ModelSpec& spec, const std::string& /*policy*/) {
+  return std::string("libllama + libmtmd, mel frames ") +
+         (spec.options<Qwen3AsrOptions>().hf_mel_frames ? "hf" : "mtmd") + ", greedy";
+}
+
+}  // namespace
+
+Family qwen3asr_family() {
+  Family f;
+  f.name = "qwen3asr";
+  f.display_name = "Qwen3-ASR";
+  // Qwen3-ASR's text model; an mmproj given as --model is taken too so the
+  // loader can say which flag it belongs to.
+  f.accepts = [](const ModelFile& file) {
+    return file.kind == ModelFileKind::kGguf && (file.architecture == "qwen3vl" || file.architecture == "clip");
+  };
+  f.load = load_qwen3asr_engine;
+  f.offers = {{"Qwen3-ASR", {"alignatt", "rolling"}}};
+  f.declare_options = declare;
+  f.read_options = read;
+  f.describe = how_it_runs;
+  return f;
+}
+
+}  // namespace earshot::engine

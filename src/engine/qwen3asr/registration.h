@@ -1,0 +1,12 @@
+// The Qwen3-ASR family on the family registry (engine/families.cpp): a qwen3vl
+// GGUF and its mmproj, its options (--mmproj, --alignment-heads-file,
+// --qwen3-mel-frames, --rolling-unfixed-*), the loader.
+#pragma once
+
+#include "engine/families.h"
+
+namespace earshot::engine {
+
+Family qwen3asr_family();
+
+}  // namespace earshot::engine

@@ -1,0 +1,16 @@
+// The transducer family's own settings (ModelSpec::options<TransducerOptions>()).
+#pragma once
+
+namespace earshot::engine {
+
+struct TransducerOptions {
+  static constexpr const char* kFamily = "transducer";
+  double window_seconds = 20;  // audio an offline transducer encodes at once (1 to 120 s)
+  // A cache-aware streaming model's chunk, (right context + 1) x 80 ms: 80, 160,
+  // 560, 1120 for Nemotron streaming, validated against the file; 0 = the file's
+  // default. A non-streaming model refuses any other value than 0, and so does
+  // every other family (Family::foreign_request).
+  int lookahead_ms = 0;
+};
+
+}  // namespace earshot::engine

@@ -1,0 +1,100 @@
+#include "engine/transducer/transducer_engine.h"
+
+#include "common/error.h"
+#include "model/fastconformer/transducer_streams.h"
+#include "model/runtime/device.h"
+#include "policy/commit/revising_processor.h"
+#include "policy/transducer/native_processors.h"
+
+namespace earshot::engine {
+
+TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec)
+    : model_(std::move(model)), spec_(spec) {
+  const TransducerOptions own = spec.options<TransducerOptions>();
+  const int lookahead_ms = own.lookahead_ms;
+  if (!(own.window_seconds >= 1 && own.window_seconds <= 120))
+    throw Error(ErrorCode::kInvalidArgument, "the transducer window must be 1 to 120 s");
+  const fastconformer::Hparams& hp = model_->hparams();
+  const int frame_ms = 1000 * hp.hop_length * hp.subsampling_factor / hp.sample_rate;
+  if (hp.streaming()) {
+    right_context_ = hp.att_right;
+    if (lookahead_ms != 0) {
+      if (lookahead_ms % frame_ms != 0)
+        throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms " + std::to_string(lookahead_ms) +
+                                                     " is not a whole number of " + std::to_string(frame_ms) +
+                                                     " ms encoder frames");
+      right_context_ = lookahead_ms / frame_ms - 1;
+    }
+    fastconformer::check_streaming(hp, right_context_, "--lookahead-ms " + std::to_string(lookahead_ms));
+    const int batch = spec.runtime.batch_streams;
+    if (batch != 0 && (batch < 2 || batch > kMaxBatchStreams))
+      throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
+                                                   std::to_string(kMaxBatchStreams) + " streams per graph, got " +
+                                                   std::to_string(batch));
+    if (batch > 0) {
+      batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads,
+                                                                   spec.runtime.cpu_kernels);
+    }
+  } else if (lookahead_ms != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms applies to cache-aware streaming transducers; " +
+                                                 spec.path.filename().string() + " is an offline model");
+  }
+  capabilities_.family = "transducer";
+  capabilities_.model_name = spec.path.stem().string();
+  if (capabilities_.model_name.starts_with("ggml-")) capabilities_.model_name.erase(0, 5);
+  // Parakeet-TDT v3 transcribes 25 European languages without being told which:
+  // a code only labels the words.
+  capabilities_.multilingual = true;
+  capabilities_.languages = {"bg", "hr", "cs", "da", "nl", "en", "et", "fi", "fr", "de", "el", "hu", "it",
+                             "lv", "lt", "mt", "pl", "pt", "ro", "sk", "sl", "es", "sv", "ru", "uk"};
+  if (hp.n_prompts > 0) {
+    // Nemotron 3.5: the languages of its prompt dictionary, each locale and its bare code.
+    capabilities_.multilingual = true;
+    capabilities_.languages = fastconformer::prompt_languages(hp);
+  } else if (right_context_ >= 0) {
+    // nemotron-speech-streaming-en: English only.
+    capabilities_.multilingual = false;
+    capabilities_.languages = {"en"};
+  }
+  capabilities_.native_timestamps = true;
+  capabilities_.needs_commit_policy = false;
+  capabilities_.frames_per_second = static_cast<double>(hp.sample_rate) / (hp.hop_length * hp.subsampling_factor);
+  // An offline model: rolling passes show words while the audio arrives (the
+  // default, for live streams); native decodes each window once, when it is full.
+  capabilities_.policies =
+      right_context_ >= 0 ? std::vector<std::string>{"native"} : std::vector<std::string>{"rolling", "native"};
+}
+
+std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamRequest& request) const {
+  const std::string policy = resolve_policy(request.policy);
+  const int threads = spec_.runtime.threads;
+  if (right_context_ >= 0) {
+    return policy::streaming_transducer_processor(
+        fastconformer::open_streaming_stream(model_, threads, right_context_, batcher_, request.language),
+        request.language);
+  }
+  const double window_seconds = spec_.options<TransducerOptions>().window_seconds;
+  auto offline = [&] {
+    return fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels, request.language);
+  };
+  if (policy == "native") return policy::native_transducer_processor(offline(), window_seconds, request.language);
+  policy::commit::RevisingConfig config = spec_.policies.rolling;
+  config.language = request.language;
+  config.max_segment_sec = window_seconds;
+  return std::make_unique<policy::commit::RevisingProcessor>(
+      policy::transducer_window_decoder(offline(), request.language), std::move(config));
+}
+
+std::optional<BatchCounts> TransducerEngine::batch_counts() const {
+  if (!batcher_) return std::nullopt;
+  const fastconformer::StreamingBatcher::Counts c = batcher_->counts();
+  return BatchCounts{c.steps, c.graphs, c.max_batch};
+}
+
+std::shared_ptr<const Engine> load_transducer_engine(const ModelSpec& spec) {
+  ggml_backend_dev_t device = runtime::resolve_device(spec.runtime.device);
+  return std::make_shared<TransducerEngine>(
+      fastconformer::Model::load(spec.path, device, runtime::amx_wanted(spec.runtime.cpu_kernels, device)), spec);
+}
+
+}  // namespace earshot::engine

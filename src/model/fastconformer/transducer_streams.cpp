@@ -1,0 +1,161 @@
+#include "model/fastconformer/transducer_streams.h"
+
+#include "common/sample_rate.h"
+#include "features/nemo_mel.h"
+#include "features/nemo_mel_stream.h"
+#include "model/fastconformer/encoder.h"
+#include "model/fastconformer/streaming_encoder.h"
+#include "model/runtime/device.h"
+#include "model/transducer/decoder.h"
+
+namespace earshot::fastconformer {
+namespace {
+
+// SentencePiece pieces: "▁" starts a word; Nemotron 3.5's "<de-DE>" tags a language.
+class Pieces : public TokenPieces {
+ public:
+  explicit Pieces(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
+  std::string text(int token, bool first_in_text) const override {
+    return transducer::piece_text(model_->pieces().at(token), first_in_text);
+  }
+  bool starts_word(int token) const override { return transducer::piece_starts_word(model_->pieces().at(token)); }
+  std::string language_tag(int token) const override { return transducer::language_tag(model_->pieces().at(token)); }
+
+ private:
+  std::shared_ptr<const Model> model_;
+};
+
+// What both kinds of stream share: the features' settings, the decoder and its
+// state, the prompt slot, the pieces.
+class StreamBase {
+ public:
+  StreamBase(std::shared_ptr<const Model> model, const std::string& language)
+      : model_(std::move(model)),
+        pieces_(model_),
+        decoder_(&model_->decoder_weights()),
+        state_(decoder_.initial_state()) {
+    const Hparams& hp = model_->hparams();
+    // A prompt model is told the language through its one-hot (auto: the auto slot).
+    if (hp.n_prompts > 0) prompt_slot_ = prompt_slot(hp, language);
+    mel_.n_fft = hp.n_fft, mel_.hop_length = hp.hop_length, mel_.n_mels = hp.n_mels;
+    mel_.preemph = hp.preemph, mel_.log_guard = hp.log_guard;
+    mel_.normalize_per_feature = hp.feature_norm == FeatureNorm::kPerFeature;
+    frame_seconds_ = static_cast<double>(hp.hop_length * hp.subsampling_factor) / kSampleRate;
+  }
+
+ protected:
+  // Greedy decoding of encoder frames (the prompt kernel first, for a prompt model) from `state`.
+  std::vector<TokenEmission> greedy(const EncoderOutput& enc, transducer::DecoderState& state) const {
+    std::vector<TokenEmission> out;
+    if (enc.n_frames == 0) return out;
+    const std::vector<float> joint_input =
+        prompt_slot_ >= 0 ? decoder_.apply_prompt(enc.data, enc.n_frames, prompt_slot_) : std::vector<float>{};
+    std::vector<transducer::Emission> emissions;
+    decoder_.greedy(decoder_.project_encoder(prompt_slot_ >= 0 ? joint_input : enc.data, enc.n_frames), enc.n_frames,
+                    state, emissions, enc.first_frame);
+    out.reserve(emissions.size());
+    for (const transducer::Emission& e : emissions) out.push_back({e.token, e.frame, e.duration, e.token_log_prob});
+    return out;
+  }
+
+  std::shared_ptr<const Model> model_;
+  Pieces pieces_;
+  transducer::Decoder decoder_;
+  transducer::DecoderState state_;
+  features::NemoMelConfig mel_;
+  int prompt_slot_ = -1;  // a prompt model's one-hot slot; -1: no prompt kernel
+  double frame_seconds_ = 0.08;
+};
+
+class OfflineStream : public OfflineTransducer, StreamBase {
+ public:
+  OfflineStream(std::shared_ptr<const Model> model, int threads, runtime::CpuKernels cpu_kernels,
+                const std::string& language)
+      : StreamBase(std::move(model), language),
+        backend_(runtime::create_backend(model_->device(), threads)),
+        encoder_(model_, backend_.get(), [&] {
+          EncoderOptions options;
+          options.cpu_kernels = cpu_kernels;
+          return options;
+        }()) {}
+
+  const TokenPieces& pieces() const override { return pieces_; }
+  double frame_seconds() const override { return frame_seconds_; }
+  void reset_state() override { state_ = decoder_.initial_state(); }
+  void warmup() override { encode(std::vector<float>(kSampleRate, 0.0f)); }
+
+  std::vector<TokenEmission> decode(std::span<const float> audio, bool keep_state) override {
+    if (audio.empty()) return {};
+    transducer::DecoderState state = state_;
+    std::vector<TokenEmission> out = greedy(encode(audio), state);
+    if (keep_state) state_ = std::move(state);
+    return out;
+  }
+
+ private:
+  // NeMo's features (normalised over this audio when the model says so), then the encoder.
+  EncoderOutput encode(std::span<const float> audio) {
+    const features::FrameMajorMel mel = features::nemo_log_mel(audio, mel_, model_->mel_filters(), model_->window());
+    return encoder_.encode(mel.data, mel.n_frames);
+  }
+
+  ggml_backend_ptr backend_;
+  Encoder encoder_;
+};
+
+class StreamingStream : public StreamingTransducer, StreamBase {
+ public:
+  StreamingStream(std::shared_ptr<const Model> model, int threads, int right_context,
+                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language)
+      : StreamBase(std::move(model), language),
+        backend_(batcher ? nullptr : runtime::create_backend(model_->device(), threads)),
+        batcher_(std::move(batcher)),
+        encoder_(model_, backend_.get(), {.right_context = right_context}, batcher_),
+        mel_stream_(mel_, model_->mel_filters(), model_->window()) {}
+
+  const TokenPieces& pieces() const override { return pieces_; }
+  double frame_seconds() const override { return frame_seconds_; }
+  void reset_state() override { state_ = decoder_.initial_state(); }
+  void warmup() override {
+    // A throwaway encoder: this stream's caches stay untouched.
+    StreamingEncoder encoder(model_, backend_.get(), {.right_context = encoder_.right_context()}, batcher_);
+    features::NemoMelStream mel(mel_, model_->mel_filters(), model_->window());
+    const std::vector<float> silence(kSampleRate, 0.0f);
+    const features::FrameMajorMel m = mel.push(silence);
+    encoder.push(m.data, m.n_frames);
+  }
+
+  std::vector<TokenEmission> push(std::span<const float> samples) override {
+    const features::FrameMajorMel mel = mel_stream_.push(samples);
+    return greedy(encoder_.push(mel.data, mel.n_frames), state_);
+  }
+  std::vector<TokenEmission> finish() override {
+    const features::FrameMajorMel rest = mel_stream_.finish();
+    std::vector<TokenEmission> out = greedy(encoder_.push(rest.data, rest.n_frames), state_);
+    const std::vector<TokenEmission> last = greedy(encoder_.finish(), state_);
+    out.insert(out.end(), last.begin(), last.end());
+    return out;
+  }
+  int frames_done() const override { return encoder_.frames_done(); }
+
+ private:
+  ggml_backend_ptr backend_;  // null with a batcher (its executor computes)
+  std::shared_ptr<StreamingBatcher> batcher_;
+  StreamingEncoder encoder_;
+  features::NemoMelStream mel_stream_;
+};
+
+}  // namespace
+
+std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Model> model, int threads,
+                                                       runtime::CpuKernels cpu_kernels, const std::string& language) {
+  return std::make_unique<OfflineStream>(std::move(model), threads, cpu_kernels, language);
+}
+
+std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
+                                                           int right_context, std::shared_ptr<StreamingBatcher> batcher,
+                                                           const std::string& language) {
+  return std::make_unique<StreamingStream>(std::move(model), threads, right_context, std::move(batcher), language);
+}
+
+}  // namespace earshot::fastconformer

@@ -1,0 +1,29 @@
+// A FastConformer transducer behind the model-neutral transducer interface
+// (model/transducer_stream.h): one stream's features, encoder and greedy
+// decoder (the prompt kernel first, for a prompt model), for an offline model
+// (whole stretches of audio) or a cache-aware streaming one (chunks).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/fastconformer/model.h"
+#include "model/fastconformer/streaming_batch.h"
+#include "model/runtime/openblas_ops.h"
+#include "model/transducer_stream.h"
+
+namespace earshot::fastconformer {
+
+// The offline stream: NeMo's features normalised over each stretch (as the model
+// expects), the offline encoder on its own backend of `threads` CPU threads.
+// `language`: a prompt model's slot (auto: its auto slot); else unused.
+std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Model> model, int threads,
+                                                       runtime::CpuKernels cpu_kernels, const std::string& language);
+
+// The streaming stream: the streaming mel and encoder with `right_context`
+// frames; its chunks through `batcher` when given, else on its own backend.
+std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
+                                                           int right_context, std::shared_ptr<StreamingBatcher> batcher,
+                                                           const std::string& language);
+
+}  // namespace earshot::fastconformer

@@ -1,0 +1,72 @@
+// What the transducer policies (policy/transducer/) need from a transducer ASR
+// model (FastConformer-TDT/RNN-T...), for one stream, in model-neutral terms:
+// audio in, non-blank tokens out with their encoder frames and durations, the
+// vocabulary's word structure, and the prediction network's state carried from
+// call to call. The transducer family implements it
+// (model/fastconformer/transducer_streams.h); the model behind it is shared and
+// immutable, a stream object is used by one thread at a time.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace earshot {
+
+// One non-blank token of greedy decoding.
+struct TokenEmission {
+  int token = 0;
+  int frame = 0;       // encoder frame it was emitted at, from the start of what was decoded
+  int duration = 0;    // frames it spans (TDT: the predicted duration; RNN-T: 1)
+  float log_prob = 0;  // log-softmax over the pieces and blank
+};
+
+// The vocabulary as words are built from it.
+class TokenPieces {
+ public:
+  virtual ~TokenPieces() = default;
+  // The token's text: a word start's marker becomes a space, except at the start
+  // of a text (first_in_text); "" for control pieces and language tags.
+  virtual std::string text(int token, bool first_in_text) const = 0;
+  // Whether the token starts a word (and so completes the one before).
+  virtual bool starts_word(int token) const = 0;
+  // A language tag token's locale ("de-DE", "auto"); "" for any other token.
+  virtual std::string language_tag(int token) const = 0;
+};
+
+class TransducerStream {
+ public:
+  virtual ~TransducerStream() = default;
+  virtual const TokenPieces& pieces() const = 0;
+  virtual double frame_seconds() const = 0;  // one encoder frame
+  // The prediction network's state afresh (a long pause).
+  virtual void reset_state() = 0;
+  // One pass over a second of silence, leaving the stream's state as it is.
+  virtual void warmup() = 0;
+};
+
+// An offline model (Parakeet-TDT): a stretch of audio encoded at once.
+class OfflineTransducer : public TransducerStream {
+ public:
+  // Encodes `audio` (16 kHz; its features normalised over it, as the model
+  // expects) and decodes it greedily from the prediction network's state; frames
+  // count from its first sample. keep_state: the state then stays where the
+  // decoding ended, else as before the call. Empty audio: nothing, no pass.
+  virtual std::vector<TokenEmission> decode(std::span<const float> audio, bool keep_state) = 0;
+};
+
+// A cache-aware streaming model (Nemotron streaming): audio encoded in chunks as
+// it arrives. A segment (audio from one push after finish() to the next finish())
+// is one encoder stream: frames count from its first sample.
+class StreamingTransducer : public TransducerStream {
+ public:
+  // The segment's next audio: the tokens of every chunk now complete.
+  virtual std::vector<TokenEmission> push(std::span<const float> samples) = 0;
+  // The segment ends: the tokens of the rest of its audio. The prediction
+  // network's state carries into the next segment.
+  virtual std::vector<TokenEmission> finish() = 0;
+  // Encoder frames of the current segment decoded so far.
+  virtual int frames_done() const = 0;
+};
+
+}  // namespace earshot

@@ -1,0 +1,31 @@
+// A transducer's tokens become words with frame times: a token that starts a
+// word completes the one before, any other continues it; a language tag sets
+// the language instead. What every transducer policy shares.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/transducer_stream.h"
+#include "policy/online_processor.h"
+
+namespace earshot::policy {
+
+struct WordAssembler {
+  const TokenPieces* pieces = nullptr;
+  double frame_seconds = 0.08;
+  std::string language;
+  int speaker = -1;
+  bool stream_has_words = false;  // the very first word of a stream has no leading space
+  Word pending;                   // the word in progress
+
+  // A stream's assembler: its pieces and frame length, the request's language ("auto": none yet).
+  static WordAssembler for_stream(const TransducerStream& stream, const std::string& language);
+
+  // Emissions of frames whose frame 0 is at time_origin; completed words go to `out`.
+  void add(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& out);
+  // The word in progress, if any, to `out`.
+  void flush(std::vector<Word>& out);
+};
+
+}  // namespace earshot::policy
