@@ -151,7 +151,7 @@ stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 build_ggml() {
   local stamp="$INSTALL/.ggml-ok"
   stamp_ok "$stamp" "$GGML_RECIPE" && return 0
-  rm -rf "$INSTALL" "$TP/build/ggml$FLAVOR" "$TP/build/whisper$FLAVOR"
+  rm -rf "$INSTALL" "$TP/build/ggml$FLAVOR" "$TP/build/whisper$FLAVOR" "$TP/build/llama$FLAVOR"
   log "building ggml 0.25.1 (from llama.cpp v0.5.0, CUDA $CUDA) into ${INSTALL#$ROOT/} (a few minutes)"
   # shellcheck disable=SC2046  # word splitting of the argument list is intended
   cmake -S "$ROOT/cmake/ggml" -B "$TP/build/ggml$FLAVOR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
