@@ -43,6 +43,24 @@ class BenchSmoke : public ::testing::Test {
     ASSERT_EQ(r.status, 0) << r.output;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
+  // A dataset folder dir_/NAME of one LibriVox clip and its reference.
+  static fs::path one_clip_dataset(const std::string& name) {
+    const fs::path one = dir_ / name;
+    fs::create_directories(one);
+    fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
+                  one / "good.wav", fs::copy_options::overwrite_existing);
+    std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
+    return one;
+  }
+  // A small cache-aware streaming transducer (Nemotron layout), generated once for the suite.
+  static fs::path streaming_transducer() {
+    const fs::path nemotron = dir_ / "nemotron-small.gguf";
+    if (!fs::exists(nemotron)) {
+      const Result r = run(std::string(EARSHOT_MAKE_PARAKEET) + " --streaming 1 --seed 3 --gguf " + nemotron.string());
+      EXPECT_EQ(r.status, 0) << r.output;
+    }
+    return nemotron;
+  }
   static fs::path dir_, model_;
 };
 fs::path BenchSmoke::dir_, BenchSmoke::model_;
@@ -185,18 +203,13 @@ TEST_F(BenchSmoke, BadDatasetsGetClearMessages) {
 // Whisper + AlignAtt and a streaming transducer side by side on the same audio:
 // each model runs the listed policies it has, --lookahead-ms reaches the transducer only.
 TEST_F(BenchSmoke, WhisperAndAStreamingTransducerSideBySide) {
-  const fs::path one = dir_ / "one";
-  fs::create_directories(one);
-  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
-                one / "good.wav", fs::copy_options::overwrite_existing);
-  std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
-  const fs::path nemotron = dir_ / "nemotron-small.gguf";
-  Result r = run(std::string(EARSHOT_MAKE_PARAKEET) + " --streaming 1 --seed 3 --gguf " + nemotron.string());
-  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path one = one_clip_dataset("one");
+  const fs::path nemotron = streaming_transducer();
+  ASSERT_TRUE(fs::exists(nemotron));
   const fs::path json = dir_ / "side.json";
-  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + model_.string() + "," +
-          nemotron.string() + " --policy alignatt,native --lookahead-ms 560 --threads 1 --chunk 0.5 --json " +
-          json.string());
+  Result r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + model_.string() + "," +
+                 nemotron.string() + " --policy alignatt,native --lookahead-ms 560 --threads 1 --chunk 0.5 --json " +
+                 json.string());
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream in(json);
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -218,11 +231,7 @@ TEST_F(BenchSmoke, WhisperAndAStreamingTransducerSideBySide) {
 // --capacity keeps what it measured: --json has every run with its sessions and
 // profile, --markdown a row per run; options it cannot honour are refused.
 TEST_F(BenchSmoke, CapacityRunWritesJsonAndMarkdown) {
-  const fs::path one = dir_ / "capacity";
-  fs::create_directories(one);
-  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
-                one / "good.wav", fs::copy_options::overwrite_existing);
-  std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
+  const fs::path one = one_clip_dataset("capacity");
   const std::string base = std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " +
                            model_.string() + " --workload reference --vad-model " + EARSHOT_SHARED_DIR +
                            "/models/silero-v6.2.0-ggml.bin --capacity --workers 1 --threads 1 --encoder-input audio";
@@ -275,20 +284,15 @@ TEST_F(BenchSmoke, CapacityRunWritesJsonAndMarkdown) {
 // complete, the lag limit follows the chunk (0.25 + 0.5 s), and the engine's
 // batching over the run is reported.
 TEST_F(BenchSmoke, AStreamingTransducerCapacityRunReportsItsBatching) {
-  const fs::path one = dir_ / "capacity-transducer";
-  fs::create_directories(one);
-  fs::copy_file(std::string(EARSHOT_SHARED_DIR) + "/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav",
-                one / "good.wav", fs::copy_options::overwrite_existing);
-  std::ofstream(one / "good.txt") << "he was not an ill disposed young man";
-  const fs::path nemotron = dir_ / "nemotron-capacity.gguf";
-  Result r = run(std::string(EARSHOT_MAKE_PARAKEET) + " --streaming 1 --seed 3 --gguf " + nemotron.string());
-  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path one = one_clip_dataset("capacity-transducer");
+  const fs::path nemotron = streaming_transducer();
+  ASSERT_TRUE(fs::exists(nemotron));
   const fs::path json = dir_ / "capacity-transducer.json";
-  r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + nemotron.string() +
-          " --policy native --vad-model " + EARSHOT_SHARED_DIR +
-          "/models/silero-v6.2.0-ggml.bin --capacity --sessions 2 --workers 2 --threads 1 --batch-decode 2 "
-          "--chunk 0.25 --json " +
-          json.string());
+  Result r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + nemotron.string() +
+                 " --policy native --vad-model " + EARSHOT_SHARED_DIR +
+                 "/models/silero-v6.2.0-ggml.bin --capacity --sessions 2 --workers 2 --threads 1 --batch-decode 2 "
+                 "--chunk 0.25 --json " +
+                 json.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("within 0.75 s"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("batched steps: "), std::string::npos) << r.output;
