@@ -240,6 +240,68 @@ TEST(TranslationStage, SessionsShareTheModelWithTheirOwnState) {
   }
 }
 
+// A re-draft's stage on a pool: what the cached draft already covers of the
+// newly committed source (the tail it drafted) is committed and posted before
+// the re-draft's model call (TranslationOptions::release_first); off, the
+// commit comes only with the call's result. Deterministic: the second draft's
+// decode waits at a gate, and the test looks at what was posted once it is
+// there.
+TEST(TranslationStage, AReDraftFirstReleasesWhatTheLastDraftCovered) {
+  for (const bool release_first : {true, false}) {
+    SCOPED_TRACE(release_first ? "release first" : "after the call");
+    auto model = std::make_shared<FakeModel>(word_for_word(2));
+    std::mutex gate_mutex;
+    std::condition_variable gate_cv;
+    bool hold = false, open = false;
+    int waiting = 0;
+    model->on_decode = [&] {
+      std::unique_lock lock(gate_mutex);
+      if (!hold) return;
+      ++waiting;
+      gate_cv.notify_all();
+      gate_cv.wait(lock, [&] { return open; });
+    };
+    TranslationOptions o = options();
+    o.release_first = release_first;
+    TranslationService service(model, registry(), 1, o);
+    auto stage = service.make_stage("en", o);
+    Collected posted;
+    stage->attach([&](std::vector<events::Event> e) { posted.add(std::move(e)); });
+    auto ignore = [](events::Event) {};
+    auto committed = [&] {
+      std::lock_guard lock(posted.mutex);
+      std::string text;
+      for (const auto& e : posted.events)
+        if (const auto* c = std::get_if<events::TranslationCommitted>(&e)) text += c->text;
+      return text;
+    };
+    // The first draft: "the meeting" committed, " starts at" its tail.
+    stage->consume(events::WordsCommitted{{word("the", 0, 0.2), word(" meeting", 0.2, 0.5)}}, ignore);
+    stage->consume(events::ProvisionalChanged{{word(" starts", 0.5, 0.8), word(" at", 0.8, 1.0)}}, ignore);
+    service.wait_idle();
+    ASSERT_EQ(committed(), "THE MEETING");
+    // The tail and one more word committed: a re-draft, held in the model.
+    {
+      std::lock_guard lock(gate_mutex);
+      hold = true;
+    }
+    stage->consume(events::WordsCommitted{{word(" starts", 0.5, 0.8), word(" at", 0.8, 1.0), word(" nine", 1.0, 1.3)}},
+                   ignore);
+    {
+      std::unique_lock lock(gate_mutex);
+      ASSERT_TRUE(gate_cv.wait_for(lock, std::chrono::seconds(30), [&] { return waiting > 0; }));
+    }
+    EXPECT_EQ(committed(), release_first ? "THE MEETING STARTS AT" : "THE MEETING");
+    {
+      std::lock_guard lock(gate_mutex);
+      open = true;
+    }
+    gate_cv.notify_all();
+    service.wait_idle();
+    EXPECT_EQ(committed(), "THE MEETING STARTS AT NINE");
+  }
+}
+
 TEST(TranslationStage, InASessionTheLogEndsAfterTheLastFinal) {
   auto model = std::make_shared<FakeModel>(word_for_word(2));
   TranslationService service(model, registry(), 1, options());

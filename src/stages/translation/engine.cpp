@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "common/error.h"
@@ -296,7 +297,51 @@ int TranslationEngine::frontier_for(const std::string& committed) const {
   return k;
 }
 
-EngineUpdate TranslationEngine::update(const std::string& committed_source, const std::string& tail) {
+int TranslationEngine::frontier_within(const std::string& committed) const {
+  if (!draft_) return -1;
+  const size_t common = static_cast<size_t>(
+      std::mismatch(draft_->source.begin(), draft_->source.end(), committed.begin(), committed.end()).first -
+      draft_->source.begin());
+  const size_t limit = draft_->source_offset + common;
+  int k = 0;
+  while (k < static_cast<int>(draft_->source_ends.size()) && draft_->source_ends[static_cast<size_t>(k)] <= limit) ++k;
+  return k;
+}
+
+EngineUpdate TranslationEngine::commit_from_draft(int frontier, bool called_model) {
+  EngineUpdate out;
+  out.called_model = called_model;
+  Draft& d = *draft_;
+  int accepted = accepted_prefix(d.rows, d.accepted, std::max(0, frontier), options_.commit);
+  accepted = std::min(accepted, static_cast<int>(d.target.size()));
+  // Commit whole characters only: a token ending inside one waits for the next.
+  while (accepted > d.accepted) {
+    std::string bytes = bytes_of(committed_tokens_) +
+                        bytes_of(std::vector<llm::Token>(d.target.begin() + d.accepted, d.target.begin() + accepted));
+    if (complete_utf8_prefix(bytes) == bytes.size()) break;
+    --accepted;
+  }
+  if (accepted > d.accepted) {
+    if (!called_model) ++stats_.releases;
+    committed_tokens_.insert(committed_tokens_.end(), d.target.begin() + d.accepted, d.target.begin() + accepted);
+    d.accepted = accepted;
+  }
+  const std::string all = bytes_of(committed_tokens_);
+  const size_t complete = complete_utf8_prefix(all);
+  if (complete > committed_bytes_sent_) {
+    out.committed = all.substr(committed_bytes_sent_, complete - committed_bytes_sent_);
+    committed_bytes_sent_ = complete;
+  }
+  std::string rest = bytes_of(d.target, static_cast<size_t>(d.accepted));
+  rest.resize(complete_utf8_prefix(rest));
+  out.draft = rest;
+  out.draft_changed = rest != last_draft_;
+  last_draft_ = rest;
+  return out;
+}
+
+EngineUpdate TranslationEngine::update(const std::string& committed_source, const std::string& tail,
+                                       const std::function<void(const EngineUpdate&)>& early) {
   EngineUpdate out;
   if (!simultaneous()) return out;
   std::string t = tail;
@@ -313,38 +358,14 @@ EngineUpdate TranslationEngine::update(const std::string& committed_source, cons
     const int now = static_cast<int>(model_.tokenize(source, false).size());
     need = now - static_cast<int>(draft_->source_ends.size()) >= options_.redraft_source_tokens;
   }
-  if (need) {
-    make_draft(source);
-    out.called_model = true;
+  if (need && early && draft_) {
+    // What the cached draft covers of the newly committed source goes out now,
+    // not after the call (the new draft continues it: committed target is forced).
+    EngineUpdate released = commit_from_draft(frontier_within(committed_source), false);
+    if (!released.committed.empty() || released.draft_changed) early(released);
   }
-  Draft& d = *draft_;
-  const int frontier = std::max(0, frontier_for(committed_source));
-  int accepted = accepted_prefix(d.rows, d.accepted, frontier, options_.commit);
-  accepted = std::min(accepted, static_cast<int>(d.target.size()));
-  // Commit whole characters only: a token ending inside one waits for the next.
-  while (accepted > d.accepted) {
-    std::string bytes = bytes_of(committed_tokens_) +
-                        bytes_of(std::vector<llm::Token>(d.target.begin() + d.accepted, d.target.begin() + accepted));
-    if (complete_utf8_prefix(bytes) == bytes.size()) break;
-    --accepted;
-  }
-  if (accepted > d.accepted) {
-    if (!out.called_model) ++stats_.releases;
-    committed_tokens_.insert(committed_tokens_.end(), d.target.begin() + d.accepted, d.target.begin() + accepted);
-    d.accepted = accepted;
-  }
-  const std::string all = bytes_of(committed_tokens_);
-  const size_t complete = complete_utf8_prefix(all);
-  if (complete > committed_bytes_sent_) {
-    out.committed = all.substr(committed_bytes_sent_, complete - committed_bytes_sent_);
-    committed_bytes_sent_ = complete;
-  }
-  std::string rest = bytes_of(d.target, static_cast<size_t>(d.accepted));
-  rest.resize(complete_utf8_prefix(rest));
-  out.draft = rest;
-  out.draft_changed = rest != last_draft_;
-  last_draft_ = rest;
-  return out;
+  if (need) make_draft(source);
+  return commit_from_draft(frontier_for(committed_source), need);
 }
 
 std::string TranslationEngine::translate(const std::string& source) {

@@ -8,6 +8,7 @@
 // the LlmModel / LlmSession interface; one engine per stream, the model shared.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -93,7 +94,16 @@ class TranslationEngine {
 
   // The open segment's committed source and the ASR tail now. Without heads
   // nothing is drafted (the final comes from translate()).
-  EngineUpdate update(const std::string& committed_source, const std::string& tail);
+  // With `early`, an update that re-drafts first commits what the cached
+  // draft already allows for `committed_source` and hands that to `early`
+  // before the model call: the draft's tokens that attend only to source it
+  // shares with `committed_source` (their common prefix, so a committed source
+  // that went past the drafted one still releases what the draft covered).
+  // Target the old draft covered (its tail, now committed) then goes out at
+  // once; the new draft continues from it (committed target is forced).
+  // Without `early`, commits come from the new draft only (seed 003's order).
+  EngineUpdate update(const std::string& committed_source, const std::string& tail,
+                      const std::function<void(const EngineUpdate&)>& early = {});
   // A full-quality translation of a whole source (a closed segment's final):
   // its own greedy pass over the complete source, no capture.
   std::string translate(const std::string& source);
@@ -109,6 +119,9 @@ class TranslationEngine {
   // straddles its end (byte-split characters included). -1 without a draft or
   // when `committed` is not a prefix of the drafted source.
   int frontier_for(const std::string& committed) const;
+  // Accessible source tokens of the cached draft for `committed` when it need
+  // not be a prefix: tokens wholly inside the common prefix. -1 without a draft.
+  int frontier_within(const std::string& committed) const;
 
  private:
   struct Draft;
@@ -125,6 +138,9 @@ class TranslationEngine {
   // The target tokens of the open segment's draft beyond the committed ones.
   std::span<const llm::Token> draft_rest() const;
   void make_draft(const std::string& source);
+  // Commits the cached draft's tokens the policy accepts with `frontier`
+  // accessible source tokens; the update to send.
+  EngineUpdate commit_from_draft(int frontier, bool called_model);
   bool is_stop(llm::Token token) const;
   // Truncates tokens at a placeholder sequence or (fallback) placeholder text.
   void cut_placeholders(Generation& g) const;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <variant>
@@ -160,8 +161,10 @@ struct Worker {
     }
   }
 
-  // Runs one job; returns the events it produced.
-  std::vector<events::Event> run(const Job& job) {
+  // Runs one job; returns the events it produced. `early` (optional) takes the
+  // events that may go out before the job's model call ends.
+  using Early = std::function<void(std::vector<events::Event>)>;
+  std::vector<events::Event> run(const Job& job, const Early& early = {}) {
     std::vector<events::Event> out;
     if (job.kind == Job::Kind::kEnd) {
       out.push_back(events::EndOfStream{});
@@ -169,7 +172,7 @@ struct Worker {
     }
     // The engine's own count of model calls, attributed to the job's kind.
     const EngineStats before = engine ? engine->stats() : EngineStats{};
-    run_model_job(job, out);
+    run_model_job(job, out, early);
     if (engine) {
       const EngineStats after = engine->stats();
       (job.kind == Job::Kind::kDraft ? counters->draft_calls : counters->final_calls) +=
@@ -185,14 +188,23 @@ struct Worker {
   }
 
   // A draft or final job; failures are warned about, never thrown.
-  void run_model_job(const Job& job, std::vector<events::Event>& out) {
+  void run_model_job(const Job& job, std::vector<events::Event>& out, const Early& early) {
     try {
       ensure_engine(job.language);
       if (job.kind == Job::Kind::kDraft) {
         if (job.segment != engine_segment || !engine->simultaneous()) return;
-        EngineUpdate u = engine->update(job.committed, job.tail);
-        if (!u.committed.empty()) out.push_back(events::TranslationCommitted{job.segment, job.start, u.committed});
-        if (u.draft_changed) out.push_back(events::TranslationDraftChanged{job.segment, job.start, u.draft});
+        auto add = [&](const EngineUpdate& u, std::vector<events::Event>& to) {
+          if (!u.committed.empty()) to.push_back(events::TranslationCommitted{job.segment, job.start, u.committed});
+          if (u.draft_changed) to.push_back(events::TranslationDraftChanged{job.segment, job.start, u.draft});
+        };
+        std::function<void(const EngineUpdate&)> released;
+        if (options.release_first && early)
+          released = [&](const EngineUpdate& r) {
+            std::vector<events::Event> now;
+            add(r, now);
+            early(std::move(now));
+          };
+        add(engine->update(job.committed, job.tail, released), out);
       } else {
         std::string text = engine->translate(job.committed);
         engine->reset();
@@ -297,7 +309,9 @@ class TranslationStage : public Stage {
       w.queue.pop_front();
       w.executing = true;
       lock.unlock();
-      std::vector<events::Event> out = w.run(job);
+      std::vector<events::Event> out = w.run(job, [&w](std::vector<events::Event> early) {
+        if (w.post) w.post(std::move(early));
+      });
       if (!out.empty() && w.post) w.post(std::move(out));  // the destructor waits for executing to clear
       lock.lock();
       w.executing = false;

@@ -37,6 +37,12 @@ struct TranslationOptions {
   double draft_tokens_per_source = 2.0;  // EngineOptions: a draft's budget fitted to its source (0: off)
   int draft_token_slack = 6;
   bool verify_drafts = true;  // EngineOptions: re-drafts and finals verify the last draft in one batch
+  // A draft job that re-drafts first sends what the cached draft already
+  // commits for the newly committed source (TranslationEngine::update's
+  // `early`), rather than after the model call. Stages on a pool only (a
+  // synchronous stage's events all go out together anyway). Off: commits come
+  // from the new draft only, after its call (seed 003's order).
+  bool release_first = true;
   int context_tokens = 4096;
   int threads = 0;
 };
