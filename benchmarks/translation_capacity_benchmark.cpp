@@ -7,7 +7,13 @@
 // apart at p90, or a stream not drained).
 //   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
 //       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
-//       [--verify on|off] [--fit-budget on|off] [--batch N]
+//       [--verify on|off] [--fit-budget on|off] [--release-first on|off] [--batch N]
+//       [--workload model|reference]
+// --workload reference runs every real graph but takes the reference
+// translation's tokens and alignment (bench/translation_reference.h: the
+// source copied token for token), so re-drafts repeat the last draft and stop
+// at the source's length as a real translator's do, and each source word's
+// committed-target delay (its translation's commit after its own) is measured.
 // --verify off --fit-budget off is the engine before re-drafts verified the last
 // draft and drafts' budgets followed their source (every call up to
 // --max-new-tokens, every token stepped). Each run also prints the tokens per
@@ -39,6 +45,7 @@
 #include <vector>
 
 #include "bench/translation_capacity.h"
+#include "bench/translation_reference.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "model/llm/batched_llama.h"
@@ -118,6 +125,24 @@ StepRate step_rate(const llm::LlmModel& model, int n, int steps, const llm::Batc
 }
 
 // N sessions with and without cross-session batching.
+// The model the engine sees: with --workload reference, the reference
+// translation's choices over the real graphs (bench/translation_reference.h).
+std::shared_ptr<const llm::LlmModel> as_workload(std::shared_ptr<const llm::LlmModel> model, bool reference,
+                                                 const bench::TranslationCapacityOptions& co) {
+  if (!reference) return model;
+  bench::TranslationReferenceOptions r =
+      bench::translation_reference_prompt(*model, co.source_language, co.target_language);
+  return bench::reference_translation_model(std::move(model), std::move(r));
+}
+
+// "p50/p90 s" of a distribution, or "n/a" without samples.
+std::string median_p90(const bench::Distribution& d) {
+  if (d.count == 0) return "n/a";
+  char text[40];
+  std::snprintf(text, sizeof text, "%.2f/%.2f s", d.median, d.p90);
+  return text;
+}
+
 void compare_batching(const std::shared_ptr<const llm::LlamaModel>& model,
                       const stages::translation::CalibrationRegistry& registry,
                       const stages::translation::TranslationOptions& to, int workers, int n,
@@ -147,7 +172,8 @@ void compare_batching(const std::shared_ptr<const llm::LlamaModel>& model,
           model, llm::LlamaBatchOptions{.max_sessions = n, .context_tokens = to.context_tokens, .threads = 0});
       used = batcher;
     }
-    stages::translation::TranslationService service(used, registry, workers, to);
+    stages::translation::TranslationService service(as_workload(used, co.target_copies_source, co), registry, workers,
+                                                    to);
     service.set_warning_sink([](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
     const bench::TranslationCapacityRun r = bench::run_translation_capacity(service, n, co);
     const stages::translation::TranslationCounts& c = r.counts;
@@ -160,12 +186,13 @@ void compare_batching(const std::shared_ptr<const llm::LlamaModel>& model,
                 c.generated / wall, (c.prompt_decoded + c.proposed + c.stepped) / wall, gap, r.final_lag.median,
                 r.final_lag.p90, r.final_lag.max, r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
     std::printf(
-        "%-9s calls %ld drafts + %ld finals (%ld drafts skipped); tokens per call: prompt %.1f, verified %.1f, "
-        "stepped %.1f\n",
+        "%-9s calls %ld drafts + %ld finals (%ld drafts skipped); tokens per call: prompt %.1f, verified %.1f "
+        "(%.1f accepted), stepped %.1f; committed target after committed source p50/p90 %s\n",
         "", r.draft_calls, r.final_calls, r.skipped_drafts,
         c.prompt_decoded / std::max(1.0, static_cast<double>(c.calls())),
         c.proposed / std::max(1.0, static_cast<double>(c.calls())),
-        c.stepped / std::max(1.0, static_cast<double>(c.calls())));
+        c.accepted / std::max(1.0, static_cast<double>(c.calls())),
+        c.stepped / std::max(1.0, static_cast<double>(c.calls())), median_p90(r.commit_delay).c_str());
     if (batcher) {
       const llm::BatchedLlamaModel::Counts b = batcher->counts();
       std::string sizes;
@@ -194,7 +221,15 @@ int run(int argc, char** argv) {
       .option("attention", "attention route: softmax or qk", "softmax")
       .option("verify", "re-drafts and finals verify the last draft in one batch: on or off", "on")
       .option("fit-budget", "a draft's token budget fitted to its source (else --max-new-tokens): on or off", "on")
-      .option("batch", "N > 0: run N sessions unbatched, then batched across sessions, and compare", "0");
+      .option("batch", "N > 0: run N sessions unbatched, then batched across sessions, and compare", "0")
+      .option("release-first",
+              "a re-draft first sends what the last draft already commits (TranslationOptions::release_first): on "
+              "or off",
+              "on")
+      .option("workload",
+              "model (the random model's own greedy tokens) or reference (real graphs, the reference translation's "
+              "tokens and alignment: bench/translation_reference.h)",
+              "model");
   if (!args.parse_or_help(std::vector<std::string>(argv + 1, argv + argc))) return 0;
   const std::string type = args.get("type");
   if (type != "f16" && type != "q8_0" && type != "q4_0")
@@ -234,37 +269,46 @@ int run(int argc, char** argv) {
   to.max_new_tokens = static_cast<int>(args.get_int("max-new-tokens"));
   to.verify_drafts = on_off(args.get("verify"), "--verify");
   if (!on_off(args.get("fit-budget"), "--fit-budget")) to.draft_tokens_per_source = 0;
+  to.release_first = on_off(args.get("release-first"), "--release-first");
   to.context_tokens = 1024;
   const int workers = static_cast<int>(args.get_int("workers"));
   bench::TranslationCapacityOptions co;
   co.stream_seconds = args.get_double("seconds");
+  const std::string workload = args.get("workload");
+  if (workload != "model" && workload != "reference")
+    throw Error(ErrorCode::kInvalidArgument, "--workload: model or reference");
+  co.target_copies_source = workload == "reference";
   if (batch > 0) {
     std::printf(
         "%s, %d layers, %ld thread(s), %s attention, at most %d new tokens per call, verification %s, %.0f s "
-        "streams\n",
+        "streams, --workload %s\n",
         type.c_str(), layers, args.get_int("threads"), args.get("attention").c_str(), to.max_new_tokens,
-        args.get("verify").c_str(), co.stream_seconds);
+        args.get("verify").c_str(), co.stream_seconds, workload.c_str());
     compare_batching(model, registry, to, std::max(workers, static_cast<int>(batch)), static_cast<int>(batch), co);
     return 0;
   }
-  stages::translation::TranslationService service(model, std::move(registry), workers, to);
+  stages::translation::TranslationService service(as_workload(model, co.target_copies_source, co), std::move(registry),
+                                                  workers, to);
   service.set_warning_sink([](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
 
   std::printf(
       "%s, %d layers, %d worker(s) x %ld thread(s), %s attention, at most %d new tokens per call (budget fitted to "
-      "the source: %s), verification %s, %.0f s streams\n",
+      "the source: %s), verification %s, %.0f s streams, --workload %s\n",
       type.c_str(), layers, workers, args.get_int("threads"), args.get("attention").c_str(), to.max_new_tokens,
-      args.get("fit-budget").c_str(), args.get("verify").c_str(), co.stream_seconds);
-  std::printf("%8s %10s %10s %8s %8s %22s %18s %9s\n", "sessions", "drafts/min", "finals/min", "skipped", "finals",
-              "final lag med/p90/max", "draft gap p50/p90", "sustained");
+      args.get("fit-budget").c_str(), args.get("verify").c_str(), co.stream_seconds, workload.c_str());
+  std::printf("%8s %10s %10s %8s %8s %22s %18s %9s %22s\n", "sessions", "drafts/min", "finals/min", "skipped", "finals",
+              "final lag med/p90/max", "draft gap p50/p90", "sustained", "commit delay p50/p90");
   int best = 0;
   for (int n = 1; n <= args.get_int("max-sessions"); n *= 2) {
     const bench::TranslationCapacityRun r = bench::run_translation_capacity(service, n, co);
     const double minutes = r.audio_seconds / 60.0;
-    std::printf("%8d %10.1f %10.1f %8ld %8ld %8.2f/%5.2f/%6.2f s %10.2f/%5.2f s %9s\n", n, r.draft_calls / minutes,
+    std::printf("%8d %10.1f %10.1f %8ld %8ld %8.2f/%5.2f/%6.2f s %10.2f/%5.2f s %9s %22s\n", n, r.draft_calls / minutes,
                 r.final_calls / minutes, r.skipped_drafts, r.finals_arrived, r.final_lag.median, r.final_lag.p90,
                 r.final_lag.max, r.draft_interval.median, r.draft_interval.p90,
-                r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"));
+                r.sustained ? "yes" : (r.drained ? "no" : "no (drain)"), median_p90(r.commit_delay).c_str());
+    if (r.off_reference_segments > 0)
+      std::printf("%8s %ld segment(s) committed a target off the reference (not measured)\n", "",
+                  r.off_reference_segments);
     // Per model call: prompt tokens decoded / reused from the KV cache, the last
     // draft's tokens verified in the prompt's batch / accepted, target tokens
     // generated / stepped (one model evaluation each).

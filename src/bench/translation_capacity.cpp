@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -29,10 +30,69 @@ struct Stream {
   double offset = 0;  // start, seconds after the run's start
   size_t committed = 0;
   std::vector<Word> last_tail;
+  std::vector<double> committed_at;  // per word: the run time of the feed that committed it (-1: not yet)
   // Filled from pool threads (post), under the run's mutex.
   bool ended = false;
   double last_draft = -1;
+  // Committed-target coverage (target_copies_source), per segment by its first word.
+  struct Coverage {
+    std::string target;  // committed target text so far, leading spaces dropped
+    std::size_t covered = 0;
+    bool off_reference = false;
+  };
+  std::map<std::size_t, Coverage> coverage;
 };
+
+std::string without_leading_spaces(std::string s) {
+  s.erase(0, s.find_first_not_of(' '));
+  return s;
+}
+
+// The segment's source through word `last` as the stage writes it (words
+// joined, the first one's leading space dropped).
+std::string segment_source(const std::vector<Word>& words, std::size_t first, std::size_t last) {
+  std::string s;
+  for (std::size_t i = first; i <= last; ++i) s += words[i].text;
+  return without_leading_spaces(s);
+}
+
+// The first word of the segment that starts at `start`, or words.size().
+std::size_t first_word_at(const std::vector<Word>& words, double start) {
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if (std::abs(words[i].start - start) < 1e-9) return i;
+  return words.size();
+}
+
+// Words of the segment from `first` newly covered by its committed target, or
+// with `final_end` >= 0 by its final (every word up to that end); their delays
+// go to `delays`.
+void cover(Stream& s, std::size_t first, Stream::Coverage& c, double final_end, double now,
+           std::vector<double>& delays) {
+  const bool whole = final_end >= 0;
+  std::size_t end = s.words.size();
+  if (whole) {
+    end = first;
+    while (end < s.words.size() && s.words[end].end <= final_end + 1e-9) ++end;
+  }
+  while (first + c.covered < end) {
+    const std::size_t w = first + c.covered;
+    if (!whole) {
+      if (c.off_reference) return;
+      const std::string want = segment_source(s.words, first, w);
+      if (c.target.size() < want.size()) {
+        if (!want.starts_with(c.target)) c.off_reference = true;
+        return;
+      }
+      if (!c.target.starts_with(want)) {
+        c.off_reference = true;
+        return;
+      }
+    }
+    const double at = s.committed_at[w];
+    delays.push_back(at < 0 ? 0.0 : std::max(0.0, now - at));
+    ++c.covered;
+  }
+}
 
 }  // namespace
 
@@ -63,7 +123,7 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
 
   std::mutex mutex;
   std::condition_variable changed;
-  std::vector<double> final_lags, draft_intervals;
+  std::vector<double> final_lags, draft_intervals, commit_delays;
   SteadyClock steady;
   if (clock == nullptr) clock = &steady;
   const double t0 = clock->now();
@@ -73,6 +133,7 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
   for (int i = 0; i < sessions; ++i) {
     Stream& s = streams[static_cast<size_t>(i)];
     s.words = scripted_source(o);
+    s.committed_at.assign(s.words.size(), -1.0);
     s.offset = o.emission_seconds * i / sessions;
     s.stage = service.make_stage(o.source_language, options);
     s.stage->attach([&, i](std::vector<events::Event> events) {
@@ -83,6 +144,20 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
         if (const auto* f = std::get_if<events::SegmentTranslated>(&e)) {
           final_lags.push_back(now - (st.offset + f->end));
           ++run.finals_arrived;
+          if (o.target_copies_source) {
+            const std::size_t first = first_word_at(st.words, f->start);
+            if (first < st.words.size()) cover(st, first, st.coverage[first], f->end, now, commit_delays);
+          }
+        } else if (const auto* c = std::get_if<events::TranslationCommitted>(&e);
+                   c != nullptr && o.target_copies_source) {
+          const std::size_t first = first_word_at(st.words, c->start);
+          if (first < st.words.size()) {
+            Stream::Coverage& cov = st.coverage[first];
+            cov.target = without_leading_spaces(cov.target + c->text);
+            cover(st, first, cov, -1.0, now, commit_delays);
+          }
+          if (st.last_draft >= 0 && now > st.last_draft) draft_intervals.push_back(now - st.last_draft);
+          st.last_draft = now;
         } else if (std::holds_alternative<events::TranslationDraftChanged>(e) ||
                    std::holds_alternative<events::TranslationCommitted>(e)) {
           if (st.last_draft >= 0 && now > st.last_draft) draft_intervals.push_back(now - st.last_draft);
@@ -118,6 +193,11 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
     while (spoken < s.words.size() && s.words[spoken].end <= audio) ++spoken;
     const bool last = d.emission == emissions;
     const size_t commit_to = last ? s.words.size() : spoken - std::min(spoken, static_cast<size_t>(o.tail_words));
+    if (s.committed < commit_to) {
+      const double now = seconds_since_start();
+      std::lock_guard lock(mutex);
+      for (std::size_t w = s.committed; w < commit_to; ++w) s.committed_at[w] = now;
+    }
     for (; s.committed < commit_to; ++s.committed) committed.words.push_back(s.words[s.committed]);
     if (!committed.words.empty()) s.stage->consume(committed, ignore);
     if (last) {
@@ -157,6 +237,9 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
     std::lock_guard lock(mutex);
     run.final_lag = make_distribution(final_lags);
     run.draft_interval = make_distribution(draft_intervals);
+    run.commit_delay = make_distribution(commit_delays);
+    for (const Stream& s : streams)
+      for (const auto& [first, c] : s.coverage) run.off_reference_segments += c.off_reference ? 1 : 0;
   }
   // A stream's end is posted after its last final (finals are never skipped),
   // so a drained run has every final.

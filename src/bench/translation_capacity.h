@@ -39,6 +39,10 @@ struct TranslationCapacityOptions {
   double drain_limit = 120;         // seconds after the last feed to wait for the finals
   std::string source_language = "en";
   std::string target_language = "zh";
+  // The model translates by copying its source (bench/translation_reference.h):
+  // the committed target then says which source words it covers, and each
+  // word's committed-target delay is measured (else it is not).
+  bool target_copies_source = false;
 };
 
 struct TranslationCapacityRun {
@@ -50,7 +54,14 @@ struct TranslationCapacityRun {
   long finals_arrived = 0;                        // one per closed segment
   Distribution final_lag;
   Distribution draft_interval;  // seconds between a stream's successive draft events (its update rate)
-  bool drained = true;          // every stream ended within drain_limit
+  // With target_copies_source: per source word, its committed translation's
+  // arrival (a TranslationCommitted, else the segment's final) minus the
+  // feed that committed the word (0 when the translation came first: the
+  // commit rule may run one token ahead of the committed source). The delay
+  // WhisperLiveKit's simultaneous-translation presets state.
+  Distribution commit_delay;
+  long off_reference_segments = 0;  // segments whose committed target was not a prefix of their source
+  bool drained = true;              // every stream ended within drain_limit
   bool sustained = false;
 };
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/translation_reference.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
 #include "stages/translation/engine.h"
@@ -250,6 +251,50 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(RandomModels, Verification, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return case_name(info.param); });
+
+}  // namespace
+}  // namespace earshot::stages::translation
+
+namespace earshot::stages::translation {
+namespace {
+
+// The benchmarks' reference workload (bench/translation_reference.h) on a real
+// libllama model and its real tokenizer: the engine's prompt is found, the
+// committed target is always a prefix of its source and each final is its
+// source, copied; over English words every re-draft's proposal (the last
+// draft's rest) is accepted. (Where a longer source tokenizes its end
+// differently, as "服" then "服务" may, the old draft's token is rightly not.)
+TEST(ReferenceWorkload, OnLibllamaEveryReDraftRepeatsTheLastOneAndTheFinalCopiesTheSource) {
+  const auto model = load({"hunyuan-dense", GGML_TYPE_Q4_0, 3});
+  const auto reference =
+      bench::reference_translation_model(model, bench::translation_reference_prompt(*model, "en", "zh"));
+  EngineOptions o;
+  o.source_language = "en";
+  o.target_language = "zh";
+  o.heads = {{0, 1}, {1, 2}, {1, 3}};
+  o.commit.mode = CommitMode::kArgmax;
+  o.redraft_source_tokens = 1;
+  o.context_tokens = 512;
+  TranslationEngine engine(*reference, o);
+  for (const std::string& segment : {kSegments[0], kSegments[2]}) {
+    const std::vector<std::string> pieces = pieces_of(segment);
+    std::string committed_target;
+    for (size_t n = 1; n <= pieces.size(); ++n) {
+      std::string committed, tail;
+      for (size_t i = 0; i < n; ++i) (i + 2 < n ? committed : tail) += pieces[i];
+      if (committed.empty()) continue;
+      committed_target += engine.update(committed, tail).committed;
+      EXPECT_TRUE((committed + tail).starts_with(committed_target)) << committed_target;
+    }
+    EXPECT_EQ(engine.translate(segment), segment);
+    engine.reset();
+    if (segment == kSegments[0]) {
+      const EngineStats s = engine.stats();
+      EXPECT_GT(s.proposed, 0);
+      EXPECT_EQ(s.accepted, s.proposed);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace earshot::stages::translation
