@@ -7,7 +7,7 @@
 // apart at p90, or a stream not drained).
 //   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
 //       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
-//       [--verify on|off] [--fit-budget on|off] [--release-first on|off] [--batch N]
+//       [--verify on|off] [--fit-budget on|off] [--release-first on|off] [--redraft-tokens 3] [--batch N]
 //       [--workload model|reference]
 // --workload reference runs every real graph but takes the reference
 // translation's tokens and alignment (bench/translation_reference.h: the
@@ -226,6 +226,7 @@ int run(int argc, char** argv) {
               "a re-draft first sends what the last draft already commits (TranslationOptions::release_first): on "
               "or off",
               "on")
+      .option("redraft-tokens", "new source tokens before a re-draft (TranslationOptions::redraft_source_tokens)", "3")
       .option("workload",
               "model (the random model's own greedy tokens) or reference (real graphs, the reference translation's "
               "tokens and alignment: bench/translation_reference.h)",
@@ -270,6 +271,8 @@ int run(int argc, char** argv) {
   to.verify_drafts = on_off(args.get("verify"), "--verify");
   if (!on_off(args.get("fit-budget"), "--fit-budget")) to.draft_tokens_per_source = 0;
   to.release_first = on_off(args.get("release-first"), "--release-first");
+  to.redraft_source_tokens = static_cast<int>(args.get_int("redraft-tokens"));
+  if (to.redraft_source_tokens < 1) throw Error(ErrorCode::kInvalidArgument, "--redraft-tokens: at least 1");
   to.context_tokens = 1024;
   const int workers = static_cast<int>(args.get_int("workers"));
   bench::TranslationCapacityOptions co;
