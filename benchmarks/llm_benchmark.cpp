@@ -9,6 +9,9 @@
 // EARSHOT_BENCH_LLM_THREADS=N changes the thread count; EARSHOT_BENCH_LLM_DIR=DIR
 // keeps the models in DIR and reuses them on the next run. BM_LlmVerify: a
 // re-draft's verification batch (speculative) against the steps it replaces.
+// BM_LlmDraft also prints the prompt's GFLOP/s against OpenBLAS's sgemm at its
+// shapes, and a step's weight reads against a streaming read, both measured on
+// the same threads in the same run (prompt_vs_sgemm, step_vs_read).
 #include <benchmark/benchmark.h>
 #include <llama.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@
 #include "common/error.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
+#include "tools/common/machine_limits.h"
 
 namespace {
 
@@ -37,6 +41,13 @@ constexpr int kGreedySteps = 16;
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v != nullptr ? std::atoi(v) : fallback;
+}
+
+RandomLlmSpec bench_spec() {
+  RandomLlmSpec spec =
+      RandomLlmSpec::hy_mt2_1_8b(std::filesystem::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf");
+  spec.n_layer = env_int("EARSHOT_BENCH_LLM_LAYERS", spec.n_layer);
+  return spec;
 }
 
 struct Models {
@@ -60,9 +71,7 @@ Models& models() {
                   ? std::filesystem::path(named)
                   : std::filesystem::temp_directory_path() / ("earshot-bench-llm-" + std::to_string(::getpid()));
     std::filesystem::create_directories(out.dir);
-    RandomLlmSpec spec =
-        RandomLlmSpec::hy_mt2_1_8b(std::filesystem::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf");
-    spec.n_layer = env_int("EARSHOT_BENCH_LLM_LAYERS", spec.n_layer);
+    RandomLlmSpec spec = bench_spec();
     if (!std::filesystem::exists(out.dir / "f16.gguf")) write_random_llm(spec, out.dir / "f16.gguf");
     for (const auto& [name, ftype] : {std::pair{"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0}, {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}}) {
       llama_model_quantize_params q = llama_model_quantize_default_params();
@@ -77,6 +86,43 @@ Models& models() {
     return out;
   }();
   return m;
+}
+
+// Weights a token's pass multiplies (every layer's projections and feed-forward;
+// the output layer apart: a prompt computes its logits for the last token only).
+double layer_weights(const RandomLlmSpec& s) {
+  const double d = s.n_embd, q = static_cast<double>(s.n_head) * s.head_dim,
+               kv = static_cast<double>(s.n_head_kv) * s.head_dim;
+  return s.n_layer * (d * q + 2 * d * kv + q * d + 3 * d * s.n_ff);
+}
+
+// The machine's limits on the same threads, measured once in this run
+// (tools/common/machine_limits.h): OpenBLAS's sgemm at a prompt's product shapes
+// (FLOP-weighted: attention's and the feed-forward's), and a streaming read.
+struct MachineLimits {
+  double sgemm_gflops = 0;
+  double read_gbs = 0;
+};
+const MachineLimits& machine_limits() {
+  static const MachineLimits limits = [] {
+    const RandomLlmSpec s = bench_spec();
+    const int threads = env_int("EARSHOT_BENCH_LLM_THREADS", 2);
+    const int64_t d = s.n_embd, q = static_cast<int64_t>(s.n_head) * s.head_dim, ff = s.n_ff;
+    double flop = 0, seconds = 0;
+    for (const earshot::tools::GemmShape g : {earshot::tools::GemmShape{kPromptTokens, q, d},
+                                              {kPromptTokens, d, q},
+                                              {kPromptTokens, ff, d},
+                                              {kPromptTokens, d, ff}}) {
+      const double times = g.n == ff ? 2 : 1;  // gate and up
+      flop += times * g.flop();
+      seconds += times * g.flop() / (1e9 * earshot::tools::openblas_sgemm_gflops(g, threads, 5));
+    }
+    MachineLimits m;
+    m.sgemm_gflops = flop / seconds / 1e9;
+    m.read_gbs = earshot::tools::read_bandwidth_gbs(size_t{1} << 30, threads, 3);
+    return m;
+  }();
+  return limits;
 }
 
 std::shared_ptr<const LlamaModel> model(const std::string& type) {
@@ -119,6 +165,19 @@ void BM_LlmDraft(benchmark::State& state, std::string type, bool capture) {
   state.counters["step_ms"] = 1e3 * steps_s / (n * kGreedySteps);
   state.counters["gen_tok_per_s"] = n * kGreedySteps / steps_s;
   state.counters["prompt_tok_per_s"] = n * kPromptTokens / prompt_s;
+  // Against the machine: the prompt's products (2 FLOP per weight and token) over
+  // OpenBLAS's sgemm rate at its shapes; a step's weight reads (the file: every
+  // weight, the tied output layer included) over a streaming read's bandwidth.
+  const MachineLimits& limits = machine_limits();
+  const double prompt_gflops = 2.0 * layer_weights(bench_spec()) * kPromptTokens * n / prompt_s / 1e9;
+  const double step_gbs = static_cast<double>(std::filesystem::file_size(models().dir / (type + ".gguf"))) /
+                          (steps_s / (n * kGreedySteps)) / 1e9;
+  state.counters["prompt_gflops"] = prompt_gflops;
+  state.counters["sgemm_gflops"] = limits.sgemm_gflops;
+  state.counters["prompt_vs_sgemm"] = prompt_gflops / limits.sgemm_gflops;
+  state.counters["step_gbs"] = step_gbs;
+  state.counters["read_gbs"] = limits.read_gbs;
+  state.counters["step_vs_read"] = step_gbs / limits.read_gbs;
 }
 
 // A re-draft's verification: the last prompt token and kGreedySteps proposed
@@ -195,3 +254,14 @@ void register_all() {
 const int registered = (register_all(), 0);
 
 }  // namespace
+
+// Its own main: OpenBLAS must load with its best kernels for the sgemm limit
+// (use_openblas_best_kernels re-executes the program when it would not).
+int main(int argc, char** argv) {
+  earshot::tools::use_openblas_best_kernels(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
