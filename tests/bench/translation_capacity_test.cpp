@@ -12,6 +12,7 @@
 
 #include "../stages/fake_llm.h"
 #include "../support/wait.h"
+#include "stepped_clock.h"
 
 namespace earshot::bench {
 namespace {
@@ -32,22 +33,7 @@ std::shared_ptr<tr::TranslationService> service(std::shared_ptr<earshot::testing
   return std::make_shared<tr::TranslationService>(std::move(model), std::move(registry), 1, o);
 }
 
-// The run's clock, stepped: sleep_until(t) reads t at once. Settled, it first
-// waits until the service has no job left, so every event of what was fed
-// arrives at the time it was fed (a model infinitely fast).
-class SteppedClock : public Clock {
- public:
-  explicit SteppedClock(const tr::TranslationService* settle = nullptr) : settle_(settle) {}
-  double now() override { return now_.load(); }
-  void sleep_until(double t) override {
-    if (settle_) settle_->wait_idle();
-    now_ = std::max(now_.load(), t);
-  }
-
- private:
-  const tr::TranslationService* settle_;
-  std::atomic<double> now_{0};
-};
+using earshot::testing::SteppedClock;
 
 TranslationCapacityOptions short_streams() {
   TranslationCapacityOptions o;

@@ -7,11 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-
 #include "../stages/fake_llm.h"
 #include "bench/translation_capacity.h"
 #include "stages/translation/engine.h"
+#include "stepped_clock.h"
 
 namespace earshot::bench {
 namespace {
@@ -77,22 +76,6 @@ TEST(ReferenceTranslation, AModelWithoutAnEndOfGenerationTokenIsRefused) {
   EXPECT_THROW(reference_translation_model(fake(), o), Error);
 }
 
-// The capacity run's stepped clock (translation_capacity_test.cpp): settled, a
-// feed's jobs are all done before time moves on.
-class SettledClock : public Clock {
- public:
-  explicit SettledClock(const tr::TranslationService& settle) : settle_(settle) {}
-  double now() override { return now_.load(); }
-  void sleep_until(double t) override {
-    settle_.wait_idle();
-    now_ = std::max(now_.load(), t);
-  }
-
- private:
-  const tr::TranslationService& settle_;
-  std::atomic<double> now_{0};
-};
-
 TEST(ReferenceTranslation, TheCapacityRunMeasuresEverySourceWordsCommittedTarget) {
   auto model = fake();
   tr::CalibrationRegistry registry;
@@ -110,7 +93,7 @@ TEST(ReferenceTranslation, TheCapacityRunMeasuresEverySourceWordsCommittedTarget
   co.sentence_words = 5;
   co.drain_limit = 20;
   co.target_copies_source = true;
-  SettledClock clock(service);
+  earshot::testing::SteppedClock clock(&service);
   const TranslationCapacityRun run = run_translation_capacity(service, 2, co, &clock);
   EXPECT_TRUE(run.drained);
   EXPECT_EQ(run.off_reference_segments, 0);
