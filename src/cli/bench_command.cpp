@@ -33,6 +33,7 @@
 #include "bench/runner.h"
 #include "bench/trace_io.h"
 #include "bench/translation.h"
+#include "bench/translation_reference.h"
 #include "cli/commands.h"
 #include "cli/policy_options.h"
 #include "common/command_line.h"
@@ -541,7 +542,8 @@ int run_bench(const CommandArgs& argv) {
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
       .option("workload",
-              "model (the model's own tokens) or reference (real graphs, reference tokens; docs/benchmarks.md)",
+              "model (the model's own tokens) or reference (real graphs, reference tokens; with --translate-to "
+              "the translation LLM's too, which copies its source; docs/benchmarks.md)",
               "model")
       .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
       .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")
@@ -696,7 +698,18 @@ int run_bench(const CommandArgs& argv) {
     if (setup->default_target.empty())
       throw Error(ErrorCode::kInvalidArgument, "--translation-model needs --translate-to LANG in bench");
     if (capacity_mode) throw Error(ErrorCode::kInvalidArgument, "--translate-to is not measured with --capacity");
-    translation = TranslationBench{setup->service, setup->default_target,
+    std::shared_ptr<stages::translation::TranslationService> service = setup->service;
+    if (workload == "reference") {
+      // The translation LLM's real graphs with the reference translation's
+      // choices (bench/translation_reference.h), as the ASR's.
+      const stages::translation::TranslationService& loaded_service = *setup->service;
+      service = std::make_shared<stages::translation::TranslationService>(
+          bench::reference_translation_model(
+              loaded_service.shared_model(),
+              bench::translation_reference_prompt(loaded_service.model(), s.language, setup->default_target)),
+          loaded_service.registry(), 1, loaded_service.defaults());
+    }
+    translation = TranslationBench{service, setup->default_target,
                                    bench::load_reference_translations(config.utterances, setup->default_target)};
     s.stream.keep_tails = true;
   }

@@ -82,6 +82,8 @@ class TranslationService {
   void set_input_observer(std::function<void(const events::Event&)> observer) { observer_ = std::move(observer); }
   const TranslationOptions& defaults() const { return defaults_; }
   const llm::LlmModel& model() const { return *model_; }
+  std::shared_ptr<const llm::LlmModel> shared_model() const { return model_; }
+  const CalibrationRegistry& registry() const { return *registry_; }
   // Where warnings go (simultaneous mode off for lack of a calibration...); stderr by default.
   void set_warning_sink(std::function<void(const std::string&)> sink) { warn_ = std::move(sink); }
   // Since the service was made; safe to read while stages run.
