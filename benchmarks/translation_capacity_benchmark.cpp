@@ -7,7 +7,7 @@
 // apart at p90, or a stream not drained).
 //   build/release/benchmarks/earshot_bench_tcap [--type q4_0] [--layers 32] [--workers 1]
 //       [--threads 2] [--seconds 30] [--max-sessions 16] [--max-new-tokens 32] [--attention softmax|qk]
-//       [--verify on|off] [--fit-budget on|off] [--release-first on|off] [--redraft-tokens 3] [--batch N]
+//       [--verify on|off] [--fit-budget on|off] [--release-first on|off] [--redraft-tokens 2] [--batch N]
 //       [--workload model|reference]
 // --workload reference runs every real graph but takes the reference
 // translation's tokens and alignment (bench/translation_reference.h: the
@@ -226,7 +226,7 @@ int run(int argc, char** argv) {
               "a re-draft first sends what the last draft already commits (TranslationOptions::release_first): on "
               "or off",
               "on")
-      .option("redraft-tokens", "new source tokens before a re-draft (TranslationOptions::redraft_source_tokens)", "3")
+      .option("redraft-tokens", "new source tokens before a re-draft (TranslationOptions::redraft_source_tokens)", "2")
       .option("workload",
               "model (the random model's own greedy tokens) or reference (real graphs, the reference translation's "
               "tokens and alignment: bench/translation_reference.h)",

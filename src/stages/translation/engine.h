@@ -27,7 +27,7 @@ struct EngineOptions {
   CommitOptions commit;
   // A new draft while the cached one still holds the committed source waits for
   // this many new source tokens (MT-call hysteresis, in the model's own tokens).
-  int redraft_source_tokens = 3;
+  int redraft_source_tokens = 2;
   int max_new_tokens = 256;  // per call, also bounded by the context
   // A draft's token budget fitted to the source still untranslated: at most
   // draft_tokens_per_source x (source tokens) + draft_token_slack target tokens

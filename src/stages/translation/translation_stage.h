@@ -32,7 +32,7 @@ struct TranslationOptions {
   double soft_max_seconds = 4.0;   // punctuation closes a segment once it has run this long
   double hard_max_seconds = 20.0;  // a segment this long closes at the next committed word
   double pause_seconds = 5.0;      // a finished pause at least this long closes (the session's threshold)
-  int redraft_source_tokens = 3;
+  int redraft_source_tokens = 2;
   int max_new_tokens = 256;
   double draft_tokens_per_source = 2.0;  // EngineOptions: a draft's budget fitted to its source (0: off)
   int draft_token_slack = 6;
