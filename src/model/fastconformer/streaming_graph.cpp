@@ -1,6 +1,7 @@
 // The streaming step's graph, for one stream or several batched: the subsampling
 // convs, each stream's attention over its own cache and each stream's depthwise
-// conv run per stream; every weight-bound product (the subsampling's output
+// conv run per stream (streams of one shape batched over ggml's fourth axis,
+// each computed as alone); every weight-bound product (the subsampling's output
 // linear, the FFNs, the attention projections, the pointwise convs) runs once
 // over all streams' new rows. ggml's products give each column the value it has
 // alone, so a stream's frames equal its lone step's, and so do the cached keys
@@ -58,28 +59,25 @@ ggml_tensor* head_view(ggml_context* ctx, ggml_tensor* x, int dh, int H, int col
   return ggml_view_4d(ctx, x, dh, H, n, G, dh * ggml_element_size(x), x->nb[1], n * x->nb[1], col * x->nb[1]);
 }
 
-ggml_tensor* column_view(ggml_context* ctx, ggml_tensor* x, int col, int n) {
-  return ggml_view_2d(ctx, x, x->ne[0], n, x->nb[1], col * x->nb[1]);
-}
-
 // One stream's part of the graph.
 struct Part {
   int a = 0, n_win = 0, drop = 0, n_q = 0, n_cached = 0, n_k = 0, n_pos = 0;
   int col = 0, cache_col = 0, pos_col = 0;  // its first column in the batched rows, caches, positions
   int group = 0, in_group = 0;              // its group and its place in it
-  ggml_tensor* mel = nullptr;
-  ggml_tensor* sub = nullptr;  // its subsampled frames, before the output linear
+  bool f16 = false;                         // its subsampling's im2col
   ggml_tensor* mask = nullptr;
   std::vector<float> mask_values;
 };
 
-// Streams whose step has the same shape (frames, cached frames, no mask: every
-// stream in the steady state of one lookahead) share their attention's and
-// depthwise conv's ops, batched over ggml's fourth axis, each slice computed as
-// alone; their rows are consecutive.
+// Streams whose step has the same shape (mel window, frames, cached frames, no
+// mask: every stream in the steady state of one lookahead) share their
+// subsampling's, attention's and depthwise conv's ops, batched over ggml's
+// fourth axis, each slice computed as alone; their rows are consecutive.
 struct Group {
   std::vector<int> members;
-  int n_q = 0, n_cached = 0;
+  int n_win = 0, drop = 0, n_q = 0, n_cached = 0;
+  bool f16 = false;
+  ggml_tensor* mel = nullptr;                    // [n_mels, n_win, 1, members]
   std::vector<ggml_tensor*> conv_in, conv_next;  // per layer: [kernel - 1, d, members]
 };
 
@@ -182,14 +180,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     if (p.pos_col < 0 || p.pos_col + p.n_pos > table.layers[0]->ne[1])
       throw Error(ErrorCode::kInternal, "a streaming step of " + std::to_string(p.n_q) + " frames over " +
                                             std::to_string(p.n_cached) + " cached ones is past the position table");
-    p.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, p.n_win, 1, 1);
-    ggml_set_input(p.mel);
-    ggml_tensor* x = build_subsampling_convs(ctx, m, p.mel, st.f16_subsampling);
-    if (x->ne[1] != p.drop + p.n_q)
-      throw Error(ErrorCode::kInternal, "the streaming subsampling gave " + std::to_string(x->ne[1]) +
-                                            " frames for a window of " + std::to_string(p.n_win) + ", expected " +
-                                            std::to_string(p.drop + p.n_q));
-    p.sub = column_view(ctx, x, p.drop, p.n_q);
+    p.f16 = st.f16_subsampling;
     // Several chunks in one pass: each query sees its own chunk and the
     // left / (right + 1) chunks before it, the offline chunked_limited mask.
     const int chunk = st.right + 1, left_chunks = hp.att_left / chunk;
@@ -204,26 +195,43 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
         }
       }
     }
-    auto same = [&](const Group& g) { return !p.mask && g.n_q == p.n_q && g.n_cached == p.n_cached; };
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const Group& g) { return same(g) && !parts[g.members.front()].mask; });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{{}, p.n_q, p.n_cached, {}, {}});
+    auto same = [&](const Group& g) {
+      return !p.mask && !parts[g.members.front()].mask && g.n_win == p.n_win && g.drop == p.drop && g.n_q == p.n_q &&
+             g.n_cached == p.n_cached && g.f16 == p.f16;
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end())
+      it = groups.insert(groups.end(), Group{{}, p.n_win, p.drop, p.n_q, p.n_cached, p.f16, nullptr, {}, {}});
     p.group = static_cast<int>(it - groups.begin()), p.in_group = static_cast<int>(it->members.size());
     it->members.push_back(s);
   }
   // The rows, caches and subsampled frames group by group.
   std::vector<ggml_tensor*> sub;
-  for (const Group& g : groups) {
+  for (Group& g : groups) {
     for (int s : g.members) {
       Part& p = parts[s];
       p.col = n_rows, p.cache_col = n_cached_all;
       n_rows += p.n_q, n_cached_all += p.n_cached;
-      sub.push_back(p.sub);
     }
+    const int G = static_cast<int>(g.members.size());
+    g.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, g.n_win, 1, G);
+    ggml_set_input(g.mel);
   }
   // The products on OpenBLAS when the step has rows enough (a batch of streams);
   // a few rows are bound by reading the weights, where ggml's kernels do as well.
   const runtime::MatMul mm{openblas_ && n_rows >= kOpenBlasMinRows};
+  for (const Group& g : groups) {
+    const int G = static_cast<int>(g.members.size());
+    ggml_tensor* x = build_subsampling_convs(ctx, m, g.mel, g.f16, mm);  // [bins * channels, frames * G]
+    const int frames = static_cast<int>(x->ne[1]) / G;
+    if (frames != g.drop + g.n_q)
+      throw Error(ErrorCode::kInternal, "the streaming subsampling gave " + std::to_string(frames) +
+                                            " frames for a window of " + std::to_string(g.n_win) + ", expected " +
+                                            std::to_string(g.drop + g.n_q));
+    // Each stream's frames from its drop-th on.
+    x = ggml_view_3d(ctx, x, x->ne[0], g.n_q, G, x->nb[1], frames * x->nb[1], g.drop * x->nb[1]);
+    sub.push_back(ggml_cont_2d(ctx, x, x->ne[0], static_cast<int64_t>(g.n_q) * G));
+  }
   ggml_tensor* x = subsampling_out(ctx, m, concat_columns(ctx, sub), mm);
 
   std::vector<ggml_tensor*> k_old(hp.n_layer, nullptr), v_old(hp.n_layer, nullptr);
@@ -291,8 +299,9 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;
     const Part& p = parts[s];
-    ggml_backend_tensor_set(p.mel, st.mel.data() + static_cast<size_t>(p.a - st.mel_base) * hp.n_mels, 0,
-                            static_cast<size_t>(p.n_win) * hp.n_mels * sizeof(float));
+    const size_t mel_bytes = static_cast<size_t>(p.n_win) * hp.n_mels * sizeof(float);
+    ggml_backend_tensor_set(groups[p.group].mel, st.mel.data() + static_cast<size_t>(p.a - st.mel_base) * hp.n_mels,
+                            p.in_group * mel_bytes, mel_bytes);
     if (p.mask) ggml_backend_tensor_set(p.mask, p.mask_values.data(), 0, p.mask_values.size() * sizeof(float));
     for (int il = 0; il < hp.n_layer; ++il) {
       if (p.n_cached > 0) {
