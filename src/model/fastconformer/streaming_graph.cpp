@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "common/error.h"
 #include "model/fastconformer/encoder_graph.h"
@@ -62,7 +63,7 @@ ggml_tensor* head_view(ggml_context* ctx, ggml_tensor* x, int dh, int H, int col
 // One stream's part of the graph.
 struct Part {
   int a = 0, n_win = 0, drop = 0, n_q = 0, n_cached = 0, n_k = 0, n_pos = 0;
-  int col = 0, cache_col = 0, pos_col = 0;  // its first column in the batched rows, caches, positions
+  int col = 0, cache_col = 0, pos_col = 0;  // its first column in the batched rows, keys and values, positions
   int group = 0, in_group = 0;              // its group and its place in it
   bool f16 = false;                         // its subsampling's im2col
   ggml_tensor* mask = nullptr;
@@ -160,7 +161,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   // Per stream: its mel window and subsampling, its columns among the batched rows.
   std::vector<Part> parts(B);
   std::vector<Group> groups;
-  int n_rows = 0, n_cached_all = 0;
+  int n_rows = 0, n_cached_all = 0, n_keys_all = 0;
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;
     Part& p = parts[s];
@@ -210,8 +211,8 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   for (Group& g : groups) {
     for (int s : g.members) {
       Part& p = parts[s];
-      p.col = n_rows, p.cache_col = n_cached_all;
-      n_rows += p.n_q, n_cached_all += p.n_cached;
+      p.col = n_rows, p.cache_col = n_keys_all;
+      n_rows += p.n_q, n_cached_all += p.n_cached, n_keys_all += p.n_k;
     }
     const int G = static_cast<int>(g.members.size());
     g.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, g.n_win, 1, G);
@@ -234,7 +235,10 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   }
   ggml_tensor* x = subsampling_out(ctx, m, concat_columns(ctx, sub), mm);
 
-  std::vector<ggml_tensor*> k_old(hp.n_layer, nullptr), v_old(hp.n_layer, nullptr);
+  // Per layer, every stream's keys (values) of its step, [d, n_k] side by side:
+  // the cache set from the host, the new frames' copied in by the graph before
+  // the attention reads them (an input never freed or reused: also an output).
+  std::vector<ggml_tensor*> k_all(hp.n_layer, nullptr), v_all(hp.n_layer, nullptr);
   std::vector<ggml_tensor*> k_rows(hp.n_layer), v_rows(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m.layers[il];
@@ -250,10 +254,11 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     }
     k_rows[il] = k_new, v_rows[il] = v_new;
     if (n_cached_all > 0) {
-      k_old[il] = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_cached_all);
-      v_old[il] = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_cached_all);
-      ggml_set_input(k_old[il]);
-      ggml_set_input(v_old[il]);
+      for (ggml_tensor** t : {&k_all[il], &v_all[il]}) {
+        *t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_keys_all);
+        ggml_set_input(*t);
+        ggml_set_output(*t);
+      }
     }
     ggml_tensor* pos = table.layers[il];
     std::vector<ggml_tensor*> heads;
@@ -263,8 +268,15 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       ggml_tensor* k = head_view(ctx, k_new, dh, H, p.col, p.n_q, G);
       ggml_tensor* v = head_view(ctx, v_new, dh, H, p.col, p.n_q, G);
       if (p.n_cached > 0) {
-        k = ggml_concat(ctx, head_view(ctx, k_old[il], dh, H, p.cache_col, p.n_cached, G), k, 2);
-        v = ggml_concat(ctx, head_view(ctx, v_old[il], dh, H, p.cache_col, p.n_cached, G), v, 2);
+        // Each stream's new keys and values after its cached ones (row copies).
+        auto append = [&](ggml_tensor* all, ggml_tensor* rows) {
+          ggml_tensor* to = ggml_view_4d(ctx, all, dh, H, p.n_q, G, dh * ggml_element_size(all), all->nb[1],
+                                         p.n_k * all->nb[1], (p.cache_col + p.n_cached) * all->nb[1]);
+          ggml_build_forward_expand(graph, ggml_cpy(ctx, rows, to));
+          return head_view(ctx, all, dh, H, p.cache_col, p.n_k, G);
+        };
+        k = append(k_all[il], k);
+        v = append(v_all[il], v);
       }
       heads.push_back(attention_heads(ctx, hp, l, head_view(ctx, q, dh, H, p.col, p.n_q, G), k, v,
                                       head_view(ctx, pos, dh, H, p.pos_col, p.n_pos), p.mask));
@@ -306,8 +318,8 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     for (int il = 0; il < hp.n_layer; ++il) {
       if (p.n_cached > 0) {
         const size_t offset = static_cast<size_t>(p.cache_col) * d * sizeof(float);
-        ggml_backend_tensor_set(k_old[il], st.keys[il].data(), offset, st.keys[il].size() * sizeof(float));
-        ggml_backend_tensor_set(v_old[il], st.values[il].data(), offset, st.values[il].size() * sizeof(float));
+        ggml_backend_tensor_set(k_all[il], st.keys[il].data(), offset, st.keys[il].size() * sizeof(float));
+        ggml_backend_tensor_set(v_all[il], st.values[il].data(), offset, st.values[il].size() * sizeof(float));
       }
       const size_t offset = static_cast<size_t>(p.in_group) * st.conv_cache[il].size() * sizeof(float);
       ggml_backend_tensor_set(groups[p.group].conv_in[il], st.conv_cache[il].data(), offset,
@@ -317,26 +329,30 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
     throw Error(ErrorCode::kInternal, "the streaming encoder graph failed to compute");
 
-  // Read everything back before any stream moves on: a throw leaves them all as they were.
-  std::vector<std::vector<float>> keys(hp.n_layer), values(hp.n_layer);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    keys[il].resize(static_cast<size_t>(n_rows) * d);
-    values[il].resize(keys[il].size());
-    ggml_backend_tensor_get(k_rows[il], keys[il].data(), 0, keys[il].size() * sizeof(float));
-    ggml_backend_tensor_get(v_rows[il], values[il].data(), 0, values[il].size() * sizeof(float));
-  }
+  // The next attention caches, the last cache_frames keys and values of each
+  // stream's cache and step, read straight from the graph's tensors (the cache
+  // and the new frames side by side; the new frames alone without a cache).
+  // The room first: past it nothing throws, and a throw leaves every stream as it was.
   std::vector<float> y(static_cast<size_t>(n_rows) * d);
+  for (int s = 0; s < B; ++s) {
+    StreamState& st = *steps[s].state;
+    const size_t keep = static_cast<size_t>(std::min(st.cache_frames, parts[s].n_k)) * d;
+    for (int il = 0; il < hp.n_layer; ++il) st.keys[il].reserve(keep), st.values[il].reserve(keep);
+  }
   ggml_backend_tensor_get(x, y.data(), 0, y.size() * sizeof(float));
   for (int s = 0; s < B; ++s) {
     StreamState& st = *steps[s].state;
     const Part& p = parts[s];
     const int keep = std::min(st.cache_frames, p.n_k);
     for (int il = 0; il < hp.n_layer; ++il) {
-      // The next attention cache: the last cache_frames keys and values of the cache and this step.
-      for (auto [cache, rows] : {std::pair{&st.keys[il], &keys[il]}, std::pair{&st.values[il], &values[il]}}) {
-        cache->insert(cache->end(), rows->begin() + static_cast<std::ptrdiff_t>(p.col) * d,
-                      rows->begin() + static_cast<std::ptrdiff_t>(p.col + p.n_q) * d);
-        cache->erase(cache->begin(), cache->begin() + static_cast<std::ptrdiff_t>(p.n_k - keep) * d);
+      for (auto [cache, all, rows] :
+           {std::tuple{&st.keys[il], k_all[il], k_rows[il]}, std::tuple{&st.values[il], v_all[il], v_rows[il]}}) {
+        cache->resize(static_cast<size_t>(keep) * d);
+        const size_t bytes = cache->size() * sizeof(float), frame = static_cast<size_t>(d) * sizeof(float);
+        if (p.n_cached > 0)
+          ggml_backend_tensor_get(all, cache->data(), (p.cache_col + p.n_k - keep) * frame, bytes);
+        else
+          ggml_backend_tensor_get(rows, cache->data(), (p.col + p.n_q - keep) * frame, bytes);
       }
       const size_t offset = static_cast<size_t>(p.in_group) * st.conv_cache[il].size() * sizeof(float);
       ggml_backend_tensor_get(groups[p.group].conv_next[il], st.conv_cache[il].data(), offset,
