@@ -237,7 +237,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
 
   // Per layer, every stream's keys (values) of its step, [d, n_k] side by side:
   // the cache set from the host, the new frames' copied in by the graph before
-  // the attention reads them (an input never freed or reused: also an output).
+  // the attention reads them; in keys_, not the compute buffer.
   std::vector<ggml_tensor*> k_all(hp.n_layer, nullptr), v_all(hp.n_layer, nullptr);
   std::vector<ggml_tensor*> k_rows(hp.n_layer), v_rows(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
@@ -254,11 +254,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     }
     k_rows[il] = k_new, v_rows[il] = v_new;
     if (n_cached_all > 0) {
-      for (ggml_tensor** t : {&k_all[il], &v_all[il]}) {
-        *t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_keys_all);
-        ggml_set_input(*t);
-        ggml_set_output(*t);
-      }
+      for (ggml_tensor** t : {&k_all[il], &v_all[il]}) *t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_keys_all);
     }
     ggml_tensor* pos = table.layers[il];
     std::vector<ggml_tensor*> heads;
@@ -304,6 +300,27 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   }
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
+  if (n_cached_all > 0) {
+    ggml_backend_buffer_type_t type = ggml_backend_get_default_buffer_type(backend_);
+    const size_t align = ggml_backend_buft_get_alignment(type);
+    size_t bytes = 0;
+    for (int il = 0; il < hp.n_layer; ++il) bytes += 2 * GGML_PAD(ggml_nbytes(k_all[il]), align);
+    if (!keys_ || ggml_backend_buffer_get_size(keys_.get()) < bytes) {
+      keys_.reset();
+      keys_.reset(ggml_backend_buft_alloc_buffer(type, bytes + bytes / 2));
+      if (!keys_)
+        throw Error(ErrorCode::kInternal, "cannot allocate " + std::to_string((bytes + bytes / 2) >> 20) +
+                                              " MB for a streaming step's keys and values");
+    }
+    char* at = static_cast<char*>(ggml_backend_buffer_get_base(keys_.get()));
+    for (int il = 0; il < hp.n_layer; ++il) {
+      for (ggml_tensor* t : {k_all[il], v_all[il]}) {
+        if (ggml_backend_tensor_alloc(keys_.get(), t, at) != GGML_STATUS_SUCCESS)
+          throw Error(ErrorCode::kInternal, "cannot place a streaming step's keys and values");
+        at += GGML_PAD(ggml_nbytes(t), align);
+      }
+    }
+  }
   // A plan of its own unless the last step had exactly this make-up (streams,
   // positions): runtime::GraphAllocator.
   if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
