@@ -53,7 +53,8 @@ ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml
 // says): mel [n_mels, frames, 1, N] (N sequences of as many frames) ->
 // [subsampled bins * channels, encoder frames * N], sequence-major, each
 // sequence's values those it has alone. f16: ggml_conv_2d's f16 im2col
-// (libparakeet's), else f32 throughout, the full convs' products on mm.
+// (libparakeet's), else f32 throughout (channels first in memory), the
+// first and pointwise convs' products on mm.
 ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16,
                                      runtime::MatMul mm = {});
 // The subsampling's output linear and xscaling: [bins * channels, T] -> [d, T].
