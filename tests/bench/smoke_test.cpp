@@ -313,6 +313,42 @@ TEST_F(BenchSmoke, AStreamingTransducerCapacityRunReportsItsBatching) {
   EXPECT_LE(run2["batching"]["max_batch_since_load"].get<long>(), 2);
 }
 
+// --profile with a transducer: its engine reports its model passes (encoder
+// steps or stretches, greedy decoding), so the encoder has its own share of the
+// compute instead of all of it showing as policy: the streaming model batched
+// across two sessions, and an offline one (native: a pass per window).
+TEST_F(BenchSmoke, ATransducerCapacityProfileShowsItsEncoderAndDecoder) {
+  const fs::path one = one_clip_dataset("capacity-transducer-profile");
+  const fs::path nemotron = streaming_transducer();
+  const fs::path parakeet = dir_ / "parakeet-small.gguf";
+  Result r = run(std::string(EARSHOT_MAKE_PARAKEET) + " --seed 3 --gguf " + parakeet.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string vad = std::string(" --vad-model ") + EARSHOT_SHARED_DIR + "/models/silero-v6.2.0-ggml.bin";
+  const struct {
+    fs::path model;
+    std::string options;
+  } cases[] = {{nemotron, " --sessions 2 --batch-decode 2 --chunk 0.25"}, {parakeet, " --sessions 1 --chunk 0.5"}};
+  for (const auto& c : cases) {
+    const fs::path json = dir_ / ("profile-" + c.model.stem().string() + ".json");
+    r = run(std::string(EARSHOT_BIN) + " bench --dataset " + one.string() + " --model " + c.model.string() +
+            " --policy native" + vad + " --capacity --workers 2 --threads 1 --profile" + c.options + " --json " +
+            json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream in(json);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["runs"].size(), 1u) << c.model;
+    for (const auto& f : j["runs"][0]["per_session"]) EXPECT_EQ(f["error"], "") << c.model;
+    const nlohmann::json& p = j["runs"][0]["profile"];
+    ASSERT_TRUE(p.is_object()) << c.model;
+    EXPECT_GT(p["encoder_passes"].get<long>(), 0) << c.model;
+    EXPECT_GT(p["decoder_calls"].get<long>(), 0) << c.model;
+    EXPECT_GT(p["ms_per_audio_second"]["encoder"].get<double>(), 0) << c.model;
+    EXPECT_GT(p["ms_per_audio_second"]["decoder"].get<double>(), 0) << c.model;
+    EXPECT_GT(p["encoder_share"].get<double>(), 0) << c.model;
+    EXPECT_LT(p["encoder_share"].get<double>(), 1) << c.model;
+  }
+}
+
 #ifdef EARSHOT_BASELINE_BIN
 // The stream.cpp schedule: a decode every 3 s of new audio, a finished line
 // (commit) every second step, the rest committed by finish().

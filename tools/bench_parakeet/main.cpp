@@ -49,7 +49,7 @@ namespace {
 const char* kUsage =
     "usage: earshot-bench-parakeet [--model R.bin] [--streaming-model S.gguf] [--seconds 10,30] [--threads 2]\n"
     "                              [--reps 3] [--stream-seconds 10] [--cores N] [--batch 1,2,4,8,16]\n"
-    "                              [--lookaheads 80,160,560,1120]\n"
+    "                              [--lookaheads 80,160,560,1120] [--kernels ggml,openblas,auto]\n"
     "\n"
     "--model: a legacy Parakeet .bin (earshot-make-parakeet --dims real --type f16 --bin R.bin): the\n"
     "offline encoder, ours vs libparakeet, on --seconds of noise each (best of --reps, alternated),\n"
@@ -61,7 +61,8 @@ const char* kUsage =
     "in one run) and each --lookaheads (default: the file's), B streams of --stream-seconds fed in\n"
     "lockstep, their ready chunks stepped as one graph at --threads: compute per audio second per\n"
     "stream, the real-time streams those threads hold at that batch (1 / it), and the GB/s of\n"
-    "encoder weights read (weight bytes x graphs / wall).\n";
+    "encoder weights read (weight bytes x graphs / wall). --kernels: only these of the kernels (default:\n"
+    "each this machine has; auto: a quantised file's products on AMX).\n";
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -284,7 +285,7 @@ BatchRun stream_batch(const std::shared_ptr<const fc::Model>& model, fc::Streami
 }
 
 void batched(const std::string& path, double seconds, int threads, const std::vector<int>& batches,
-             const std::vector<int>& lookaheads) {
+             const std::vector<int>& lookaheads, const std::vector<earshot::runtime::CpuKernels>& only) {
   const auto model = fc::Model::load(path);
   const fc::Hparams& hp = model->hparams();
   if (!hp.streaming()) throw Error(ErrorCode::kInvalidArgument, path + " is not a cache-aware streaming model");
@@ -308,6 +309,9 @@ void batched(const std::string& path, double seconds, int threads, const std::ve
     amx_model = fc::Model::load(path, nullptr, true);
     if (amx_model->weights().n_amx() > 0) kernels.push_back(earshot::runtime::CpuKernels::kAuto);
   }
+  if (!only.empty())
+    std::erase_if(kernels,
+                  [&](earshot::runtime::CpuKernels k) { return std::find(only.begin(), only.end(), k) == only.end(); });
   for (earshot::runtime::CpuKernels k : kernels) {
     const auto& m = k == earshot::runtime::CpuKernels::kAuto ? amx_model : model;
     fc::StreamingBatchExecutor executor(m, threads, k);
@@ -347,6 +351,7 @@ int main(int argc, char** argv) {
     double stream_seconds = 10;
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::vector<int> batches, lookaheads;
+    std::vector<earshot::runtime::CpuKernels> only_kernels;
     earshot::tools::parse_options(argc, argv, kUsage,
                                   {{"--model", [&](const std::string& v) { model_path = v; }},
                                    {"--streaming-model", [&](const std::string& v) { streaming_path = v; }},
@@ -356,7 +361,11 @@ int main(int argc, char** argv) {
                                    {"--stream-seconds", [&](const std::string& v) { stream_seconds = std::stod(v); }},
                                    {"--cores", [&](const std::string& v) { cores = std::stoi(v); }},
                                    {"--batch", [&](const std::string& v) { batches = parse_list(v); }},
-                                   {"--lookaheads", [&](const std::string& v) { lookaheads = parse_list(v); }}});
+                                   {"--lookaheads", [&](const std::string& v) { lookaheads = parse_list(v); }},
+                                   {"--kernels", [&](const std::string& v) {
+                                      for (const std::string& k : split_paths(v))
+                                        only_kernels.push_back(earshot::runtime::parse_cpu_kernels(k, "--kernels"));
+                                    }}});
     if (model_path.empty() && streaming_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
     if (threads < 1 || reps < 1 || cores < 1 || !(stream_seconds > 0))
       throw Error(ErrorCode::kInvalidArgument, "--threads, --reps, --cores and --stream-seconds must be positive");
@@ -370,7 +379,7 @@ int main(int argc, char** argv) {
       if (batches.empty())
         streaming(path, stream_seconds, threads, cores);
       else
-        batched(path, stream_seconds, threads, batches, lookaheads);
+        batched(path, stream_seconds, threads, batches, lookaheads, only_kernels);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -70,12 +70,14 @@ std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamReque
   const int threads = spec_.runtime.threads;
   if (right_context_ >= 0) {
     return policy::streaming_transducer_processor(
-        fastconformer::open_streaming_stream(model_, threads, right_context_, batcher_, request.language),
+        fastconformer::open_streaming_stream(model_, threads, right_context_, batcher_, request.language,
+                                             request.on_pass),
         request.language);
   }
   const double window_seconds = spec_.options<TransducerOptions>().window_seconds;
   auto offline = [&] {
-    return fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels, request.language);
+    return fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels, request.language,
+                                              request.on_pass);
   };
   if (policy == "native") return policy::native_transducer_processor(offline(), window_seconds, request.language);
   policy::commit::RevisingConfig config = spec_.policies.rolling;

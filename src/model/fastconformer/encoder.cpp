@@ -14,28 +14,84 @@ namespace {
 
 constexpr int kMaxNodes = 16384;
 
-// ggml_conv_2d with the im2col in f16 (as ggml_conv_2d does) or in f32:
-// kernel [KW, KH, IC, OC], input [W, H, IC] -> [OW, OH, OC].
-ggml_tensor* conv_2d(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, int stride, int pad, bool f16) {
-  if (f16) return ggml_conv_2d(ctx, w, x, stride, stride, pad, pad, 1, 1);
-  ggml_tensor* im2col = ggml_im2col(ctx, w, x, stride, stride, pad, pad, 1, 1, true, GGML_TYPE_F32);
-  ggml_tensor* out =
-      ggml_mul_mat(ctx, ggml_reshape_2d(ctx, im2col, im2col->ne[0], im2col->ne[3] * im2col->ne[2] * im2col->ne[1]),
-                   ggml_reshape_2d(ctx, w, w->ne[0] * w->ne[1] * w->ne[2], w->ne[3]));
-  out = ggml_reshape_4d(ctx, out, im2col->ne[1], im2col->ne[2], im2col->ne[3], w->ne[3]);
-  return ggml_cont(ctx, ggml_permute(ctx, out, 0, 1, 3, 2));
+// A stride-2 3x3 conv of the f16 subsampling (ggml_conv_2d, its im2col in f16 as
+// libparakeet's), NeMo's CausalConv2D (pad 2 | 1 on both axes) or a symmetric one
+// (pad 1): [freq, time, channels, N]. The causal one runs as the convs' own
+// padding of 2 on both sides, which skip (depthwise) or zero (im2col) the taps
+// outside the input: its outputs are the causal conv's, read from the same
+// inputs, plus one more at the end of an axis of odd length, left out by a view
+// (no padded copy of the input).
+ggml_tensor* subsampling_conv(ggml_context* ctx, const Hparams& hp, ggml_tensor* w, ggml_tensor* x, bool depthwise) {
+  const int pad = hp.causal_subsampling ? 2 : 1;
+  ggml_tensor* y = depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, pad, pad, 1, 1)
+                             : ggml_conv_2d(ctx, w, x, 2, 2, pad, pad, 1, 1);
+  if (!hp.causal_subsampling) return y;
+  const int64_t ow = x->ne[0] / 2 + 1, oh = x->ne[1] / 2 + 1;  // (n + 2 + 1 - 3) / 2 + 1
+  if (y->ne[0] == ow && y->ne[1] == oh) return y;
+  return ggml_view_4d(ctx, y, ow, oh, y->ne[2], y->ne[3], y->nb[1], y->nb[2], y->nb[3], 0);
 }
 
-// A stride-2 3x3 conv of the subsampling, NeMo's CausalConv2D (pad 2 | 1 on both
-// axes) or a symmetric one (pad 1): [freq, time, channels].
-ggml_tensor* subsampling_conv(ggml_context* ctx, const Hparams& hp, ggml_tensor* w, ggml_tensor* x, bool depthwise,
-                              bool f16) {
-  int pad = 1;
-  if (hp.causal_subsampling) {
-    x = ggml_pad_ext(ctx, x, 2, 1, 2, 1, 0, 0, 0, 0);
-    pad = 0;
+// x [C, W, H, N] (a view: the causal convs' extra outputs left out) + b [1, 1, C].
+ggml_tensor* add_channels_first(ggml_context* ctx, ggml_tensor* x, ggml_tensor* b) {
+  return ggml_add(ctx, x, ggml_reshape_1d(ctx, b, ggml_nelements(b)));
+}
+
+// The causal convs' outputs of an input of w x h (the first of each axis's
+// outputs, as subsampling_conv), of y [C, OW, OH, N].
+ggml_tensor* causal_outputs(ggml_context* ctx, const Hparams& hp, ggml_tensor* y, int64_t w, int64_t h) {
+  if (!hp.causal_subsampling) return y;
+  const int64_t ow = w / 2 + 1, oh = h / 2 + 1;
+  if (y->ne[1] == ow && y->ne[2] == oh) return y;
+  return ggml_view_4d(ctx, y, y->ne[0], ow, oh, y->ne[3], y->nb[1], y->nb[2], y->nb[3], 0);
+}
+
+ggml_tensor* f32_weight(ggml_context* ctx, ggml_tensor* w) {
+  return w->type == GGML_TYPE_F32 ? w : ggml_cast(ctx, w, GGML_TYPE_F32);
+}
+
+// The subsampling in f32 with the channels first in memory ([channels, freq,
+// time, N]): the first conv is one product of its kernel and the mel's im2col,
+// the depthwise convs run on ggml's channels-contiguous kernel (SIMD over the
+// channels; the freq-first one is scalar) and the pointwise convs are plain
+// products, without an im2col; the products on mm. The same sums as freq-first
+// up to rounding (the depthwise taps in the same order, with fused multiply-adds;
+// the products with the kernel as their first operand): measured at most 0.07 on
+// the 0.6B q8_0 encoder's output (its values up to 8), where the activations' q8
+// rounding carries such differences through 24 layers. -> [freq * channels,
+// time * N], as build_subsampling_convs.
+ggml_tensor* subsampling_channels_first(ggml_context* ctx, const Model& m, ggml_tensor* mel, runtime::MatMul mm) {
+  const Hparams& hp = m.hparams();
+  const int pad = hp.causal_subsampling ? 2 : 1;
+  // Conv 3x3/2 + ReLU: [KW * KH, OW, OH, N] columns times the kernel [KW * KH, C].
+  ggml_tensor* w0 = m.pre_conv_w[0];
+  ggml_tensor* cols = ggml_im2col(ctx, w0, mel, 2, 2, pad, pad, 1, 1, true, GGML_TYPE_F32);
+  ggml_tensor* x = mm(ctx, f32_weight(ctx, ggml_reshape_2d(ctx, w0, w0->ne[0] * w0->ne[1] * w0->ne[2], w0->ne[3])),
+                      ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2] * cols->ne[3]));
+  x = ggml_reshape_4d(ctx, x, x->ne[0], cols->ne[1], cols->ne[2], cols->ne[3]);
+  x = ggml_relu(ctx, add_channels_first(ctx, causal_outputs(ctx, hp, x, mel->ne[0], mel->ne[1]), m.pre_conv_b[0]));
+  for (int stage = 0; stage < 2; ++stage) {
+    const int dw = 1 + 2 * stage, pw = 2 + 2 * stage;
+    const int64_t C = x->ne[0], W = x->ne[1], H = x->ne[2];
+    // The depthwise kernel [KW, KH, 1, C] as ggml's channels-contiguous conv reads it: [C, KW, KH] in memory.
+    ggml_tensor* k = m.pre_conv_w[dw];
+    ggml_tensor* kc = ggml_cont(ctx, ggml_permute(ctx, f32_weight(ctx, k), 1, 2, 3, 0));  // [C, KW, KH, 1]
+    kc = ggml_permute(ctx, ggml_view_4d(ctx, kc, C, k->ne[0], k->ne[1], 1, kc->nb[1], kc->nb[2], kc->nb[0], 0), 3, 0, 1,
+                      2);  // [KW, KH, 1, C], channels contiguous
+    // x [C, W, H, N] seen as [W, H, C, N] with contiguous channels; the conv's output likewise.
+    ggml_tensor* y = ggml_conv_2d_dw_direct(ctx, kc, ggml_permute(ctx, x, 2, 0, 1, 3), 2, 2, pad, pad, 1, 1);
+    y = ggml_permute(ctx, y, 1, 2, 0, 3);  // [C, OW, OH, N]
+    x = add_channels_first(ctx, causal_outputs(ctx, hp, y, W, H), m.pre_conv_b[dw]);
+    // Pointwise 1x1: the kernel [1, 1, C, C'] as a [C, C'] matrix.
+    ggml_tensor* wp = m.pre_conv_w[pw];
+    ggml_tensor* p = mm(ctx, f32_weight(ctx, ggml_reshape_2d(ctx, wp, wp->ne[2], wp->ne[3])),
+                        ggml_reshape_2d(ctx, x, x->ne[0], x->ne[1] * x->ne[2] * x->ne[3]));
+    x = ggml_relu(ctx, add_channels_first(ctx, ggml_reshape_4d(ctx, p, p->ne[0], x->ne[1], x->ne[2], x->ne[3]),
+                                          m.pre_conv_b[pw]));
   }
-  return depthwise ? ggml_conv_2d_dw_direct(ctx, w, x, 2, 2, pad, pad, 1, 1) : conv_2d(ctx, w, x, 2, pad, f16);
+  // [C, freq, time, N] -> [freq * C, time * N] (NeMo flattens channels-major; the N
+  // sequences' frames one after the other).
+  x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3));
+  return ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2] * x->ne[3]);
 }
 
 }  // namespace
@@ -121,19 +177,22 @@ ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml
   return linear(ctx, mm, l.pw2_w, l.pw2_b, ggml_silu(ctx, h));
 }
 
-ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16) {
+ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16,
+                                     runtime::MatMul mm) {
   const Hparams& hp = m.hparams();
+  if (!f16) return subsampling_channels_first(ctx, m, mel, mm);
   // Conv 3x3/2 + ReLU, then twice (depthwise 3x3/2, pointwise 1x1, ReLU).
   ggml_tensor* x =
-      ggml_relu(ctx, ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[0], mel, false, f16), m.pre_conv_b[0]));
+      ggml_relu(ctx, ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[0], mel, false), m.pre_conv_b[0]));
   for (int stage = 0; stage < 2; ++stage) {
     const int dw = 1 + 2 * stage, pw = 2 + 2 * stage;
-    x = ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[dw], x, true, f16), m.pre_conv_b[dw]);
-    x = ggml_relu(ctx, ggml_add(ctx, conv_2d(ctx, m.pre_conv_w[pw], x, 1, 0, f16), m.pre_conv_b[pw]));
+    x = ggml_add(ctx, subsampling_conv(ctx, hp, m.pre_conv_w[dw], x, true), m.pre_conv_b[dw]);
+    x = ggml_relu(ctx, ggml_add(ctx, ggml_conv_2d(ctx, m.pre_conv_w[pw], x, 1, 1, 0, 0, 1, 1), m.pre_conv_b[pw]));
   }
-  // [freq, time, channels] -> [freq * channels, time] (NeMo flattens channels-major).
+  // [freq, time, channels, N] -> [freq * channels, time * N] (NeMo flattens
+  // channels-major; the N sequences' frames one after the other).
   x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
-  return ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2]);
+  return ggml_reshape_2d(ctx, x, x->ne[0] * x->ne[1], x->ne[2] * x->ne[3]);
 }
 
 ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x, runtime::MatMul mm) {
@@ -144,7 +203,7 @@ ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x, 
 }
 
 ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16, runtime::MatMul mm) {
-  return subsampling_out(ctx, m, build_subsampling_convs(ctx, m, mel, f16), mm);
+  return subsampling_out(ctx, m, build_subsampling_convs(ctx, m, mel, f16), mm);  // the convs on ggml's kernels
 }
 
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,

@@ -50,9 +50,13 @@ ggml_tensor* conv_out(ggml_context* ctx, const Hparams& hp, const Layer& l, ggml
 // conv_out; the attention's linear_q/k/v/out by the callers.
 
 // The dw_striding subsampling's convolutions (causal or symmetric as the file
-// says): mel [n_mels, frames] -> [subsampled bins * channels, encoder frames].
-// f16: ggml_conv_2d's f16 im2col (libparakeet's), else f32 throughout.
-ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16);
+// says): mel [n_mels, frames, 1, N] (N sequences of as many frames) ->
+// [subsampled bins * channels, encoder frames * N], sequence-major, each
+// sequence's values those it has alone. f16: ggml_conv_2d's f16 im2col
+// (libparakeet's), else f32 throughout (channels first in memory), the
+// first and pointwise convs' products on mm.
+ggml_tensor* build_subsampling_convs(ggml_context* ctx, const Model& m, ggml_tensor* mel, bool f16,
+                                     runtime::MatMul mm = {});
 // The subsampling's output linear and xscaling: [bins * channels, T] -> [d, T].
 ggml_tensor* subsampling_out(ggml_context* ctx, const Model& m, ggml_tensor* x, runtime::MatMul mm = {});
 // Both: mel [n_mels, frames] -> [d, encoder frames].

@@ -97,6 +97,11 @@ class StepGraph {
   ggml_backend_t backend_;
   bool openblas_ = false;
   std::unique_ptr<runtime::GraphAllocator> alloc_;
+  // Every layer's keys and values of a step, outside the compute buffer: kept
+  // across steps and grown by half again when short, so that caches growing step
+  // by step (a stream's first seconds, a batch gaining streams) do not reallocate
+  // and fault in fresh pages at every step.
+  ggml_backend_buffer_ptr keys_;
   std::vector<uint8_t> meta_;
   const Model* positions_model_ = nullptr;
   std::shared_ptr<const PositionTable> positions_;

@@ -1,6 +1,7 @@
 // The streaming step's graph, for one stream or several batched: the subsampling
 // convs, each stream's attention over its own cache and each stream's depthwise
-// conv run per stream; every weight-bound product (the subsampling's output
+// conv run per stream (streams of one shape batched over ggml's fourth axis,
+// each computed as alone); every weight-bound product (the subsampling's output
 // linear, the FFNs, the attention projections, the pointwise convs) runs once
 // over all streams' new rows. ggml's products give each column the value it has
 // alone, so a stream's frames equal its lone step's, and so do the cached keys
@@ -14,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "common/error.h"
 #include "model/fastconformer/encoder_graph.h"
@@ -58,28 +60,25 @@ ggml_tensor* head_view(ggml_context* ctx, ggml_tensor* x, int dh, int H, int col
   return ggml_view_4d(ctx, x, dh, H, n, G, dh * ggml_element_size(x), x->nb[1], n * x->nb[1], col * x->nb[1]);
 }
 
-ggml_tensor* column_view(ggml_context* ctx, ggml_tensor* x, int col, int n) {
-  return ggml_view_2d(ctx, x, x->ne[0], n, x->nb[1], col * x->nb[1]);
-}
-
 // One stream's part of the graph.
 struct Part {
   int a = 0, n_win = 0, drop = 0, n_q = 0, n_cached = 0, n_k = 0, n_pos = 0;
-  int col = 0, cache_col = 0, pos_col = 0;  // its first column in the batched rows, caches, positions
+  int col = 0, cache_col = 0, pos_col = 0;  // its first column in the batched rows, keys and values, positions
   int group = 0, in_group = 0;              // its group and its place in it
-  ggml_tensor* mel = nullptr;
-  ggml_tensor* sub = nullptr;  // its subsampled frames, before the output linear
+  bool f16 = false;                         // its subsampling's im2col
   ggml_tensor* mask = nullptr;
   std::vector<float> mask_values;
 };
 
-// Streams whose step has the same shape (frames, cached frames, no mask: every
-// stream in the steady state of one lookahead) share their attention's and
-// depthwise conv's ops, batched over ggml's fourth axis, each slice computed as
-// alone; their rows are consecutive.
+// Streams whose step has the same shape (mel window, frames, cached frames, no
+// mask: every stream in the steady state of one lookahead) share their
+// subsampling's, attention's and depthwise conv's ops, batched over ggml's
+// fourth axis, each slice computed as alone; their rows are consecutive.
 struct Group {
   std::vector<int> members;
-  int n_q = 0, n_cached = 0;
+  int n_win = 0, drop = 0, n_q = 0, n_cached = 0;
+  bool f16 = false;
+  ggml_tensor* mel = nullptr;                    // [n_mels, n_win, 1, members]
   std::vector<ggml_tensor*> conv_in, conv_next;  // per layer: [kernel - 1, d, members]
 };
 
@@ -162,7 +161,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   // Per stream: its mel window and subsampling, its columns among the batched rows.
   std::vector<Part> parts(B);
   std::vector<Group> groups;
-  int n_rows = 0, n_cached_all = 0;
+  int n_rows = 0, n_cached_all = 0, n_keys_all = 0;
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;
     Part& p = parts[s];
@@ -182,14 +181,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     if (p.pos_col < 0 || p.pos_col + p.n_pos > table.layers[0]->ne[1])
       throw Error(ErrorCode::kInternal, "a streaming step of " + std::to_string(p.n_q) + " frames over " +
                                             std::to_string(p.n_cached) + " cached ones is past the position table");
-    p.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, p.n_win, 1, 1);
-    ggml_set_input(p.mel);
-    ggml_tensor* x = build_subsampling_convs(ctx, m, p.mel, st.f16_subsampling);
-    if (x->ne[1] != p.drop + p.n_q)
-      throw Error(ErrorCode::kInternal, "the streaming subsampling gave " + std::to_string(x->ne[1]) +
-                                            " frames for a window of " + std::to_string(p.n_win) + ", expected " +
-                                            std::to_string(p.drop + p.n_q));
-    p.sub = column_view(ctx, x, p.drop, p.n_q);
+    p.f16 = st.f16_subsampling;
     // Several chunks in one pass: each query sees its own chunk and the
     // left / (right + 1) chunks before it, the offline chunked_limited mask.
     const int chunk = st.right + 1, left_chunks = hp.att_left / chunk;
@@ -204,29 +196,49 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
         }
       }
     }
-    auto same = [&](const Group& g) { return !p.mask && g.n_q == p.n_q && g.n_cached == p.n_cached; };
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const Group& g) { return same(g) && !parts[g.members.front()].mask; });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{{}, p.n_q, p.n_cached, {}, {}});
+    auto same = [&](const Group& g) {
+      return !p.mask && !parts[g.members.front()].mask && g.n_win == p.n_win && g.drop == p.drop && g.n_q == p.n_q &&
+             g.n_cached == p.n_cached && g.f16 == p.f16;
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end())
+      it = groups.insert(groups.end(), Group{{}, p.n_win, p.drop, p.n_q, p.n_cached, p.f16, nullptr, {}, {}});
     p.group = static_cast<int>(it - groups.begin()), p.in_group = static_cast<int>(it->members.size());
     it->members.push_back(s);
   }
   // The rows, caches and subsampled frames group by group.
   std::vector<ggml_tensor*> sub;
-  for (const Group& g : groups) {
+  for (Group& g : groups) {
     for (int s : g.members) {
       Part& p = parts[s];
-      p.col = n_rows, p.cache_col = n_cached_all;
-      n_rows += p.n_q, n_cached_all += p.n_cached;
-      sub.push_back(p.sub);
+      p.col = n_rows, p.cache_col = n_keys_all;
+      n_rows += p.n_q, n_cached_all += p.n_cached, n_keys_all += p.n_k;
     }
+    const int G = static_cast<int>(g.members.size());
+    g.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, g.n_win, 1, G);
+    ggml_set_input(g.mel);
   }
   // The products on OpenBLAS when the step has rows enough (a batch of streams);
   // a few rows are bound by reading the weights, where ggml's kernels do as well.
   const runtime::MatMul mm{openblas_ && n_rows >= kOpenBlasMinRows};
+  for (const Group& g : groups) {
+    const int G = static_cast<int>(g.members.size());
+    ggml_tensor* x = build_subsampling_convs(ctx, m, g.mel, g.f16, mm);  // [bins * channels, frames * G]
+    const int frames = static_cast<int>(x->ne[1]) / G;
+    if (frames != g.drop + g.n_q)
+      throw Error(ErrorCode::kInternal, "the streaming subsampling gave " + std::to_string(frames) +
+                                            " frames for a window of " + std::to_string(g.n_win) + ", expected " +
+                                            std::to_string(g.drop + g.n_q));
+    // Each stream's frames from its drop-th on.
+    x = ggml_view_3d(ctx, x, x->ne[0], g.n_q, G, x->nb[1], frames * x->nb[1], g.drop * x->nb[1]);
+    sub.push_back(ggml_cont_2d(ctx, x, x->ne[0], static_cast<int64_t>(g.n_q) * G));
+  }
   ggml_tensor* x = subsampling_out(ctx, m, concat_columns(ctx, sub), mm);
 
-  std::vector<ggml_tensor*> k_old(hp.n_layer, nullptr), v_old(hp.n_layer, nullptr);
+  // Per layer, every stream's keys (values) of its step, [d, n_k] side by side:
+  // the cache set from the host, the new frames' copied in by the graph before
+  // the attention reads them; in keys_, not the compute buffer.
+  std::vector<ggml_tensor*> k_all(hp.n_layer, nullptr), v_all(hp.n_layer, nullptr);
   std::vector<ggml_tensor*> k_rows(hp.n_layer), v_rows(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m.layers[il];
@@ -242,10 +254,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     }
     k_rows[il] = k_new, v_rows[il] = v_new;
     if (n_cached_all > 0) {
-      k_old[il] = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_cached_all);
-      v_old[il] = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_cached_all);
-      ggml_set_input(k_old[il]);
-      ggml_set_input(v_old[il]);
+      for (ggml_tensor** t : {&k_all[il], &v_all[il]}) *t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, d, n_keys_all);
     }
     ggml_tensor* pos = table.layers[il];
     std::vector<ggml_tensor*> heads;
@@ -255,8 +264,15 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
       ggml_tensor* k = head_view(ctx, k_new, dh, H, p.col, p.n_q, G);
       ggml_tensor* v = head_view(ctx, v_new, dh, H, p.col, p.n_q, G);
       if (p.n_cached > 0) {
-        k = ggml_concat(ctx, head_view(ctx, k_old[il], dh, H, p.cache_col, p.n_cached, G), k, 2);
-        v = ggml_concat(ctx, head_view(ctx, v_old[il], dh, H, p.cache_col, p.n_cached, G), v, 2);
+        // Each stream's new keys and values after its cached ones (row copies).
+        auto append = [&](ggml_tensor* all, ggml_tensor* rows) {
+          ggml_tensor* to = ggml_view_4d(ctx, all, dh, H, p.n_q, G, dh * ggml_element_size(all), all->nb[1],
+                                         p.n_k * all->nb[1], (p.cache_col + p.n_cached) * all->nb[1]);
+          ggml_build_forward_expand(graph, ggml_cpy(ctx, rows, to));
+          return head_view(ctx, all, dh, H, p.cache_col, p.n_k, G);
+        };
+        k = append(k_all[il], k);
+        v = append(v_all[il], v);
       }
       heads.push_back(attention_heads(ctx, hp, l, head_view(ctx, q, dh, H, p.col, p.n_q, G), k, v,
                                       head_view(ctx, pos, dh, H, p.pos_col, p.n_pos), p.mask));
@@ -284,6 +300,27 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   }
   ggml_set_output(x);
   ggml_build_forward_expand(graph, x);
+  if (n_cached_all > 0) {
+    ggml_backend_buffer_type_t type = ggml_backend_get_default_buffer_type(backend_);
+    const size_t align = ggml_backend_buft_get_alignment(type);
+    size_t bytes = 0;
+    for (int il = 0; il < hp.n_layer; ++il) bytes += 2 * GGML_PAD(ggml_nbytes(k_all[il]), align);
+    if (!keys_ || ggml_backend_buffer_get_size(keys_.get()) < bytes) {
+      keys_.reset();
+      keys_.reset(ggml_backend_buft_alloc_buffer(type, bytes + bytes / 2));
+      if (!keys_)
+        throw Error(ErrorCode::kInternal, "cannot allocate " + std::to_string((bytes + bytes / 2) >> 20) +
+                                              " MB for a streaming step's keys and values");
+    }
+    char* at = static_cast<char*>(ggml_backend_buffer_get_base(keys_.get()));
+    for (int il = 0; il < hp.n_layer; ++il) {
+      for (ggml_tensor* t : {k_all[il], v_all[il]}) {
+        if (ggml_backend_tensor_alloc(keys_.get(), t, at) != GGML_STATUS_SUCCESS)
+          throw Error(ErrorCode::kInternal, "cannot place a streaming step's keys and values");
+        at += GGML_PAD(ggml_nbytes(t), align);
+      }
+    }
+  }
   // A plan of its own unless the last step had exactly this make-up (streams,
   // positions): runtime::GraphAllocator.
   if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
@@ -291,14 +328,15 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;
     const Part& p = parts[s];
-    ggml_backend_tensor_set(p.mel, st.mel.data() + static_cast<size_t>(p.a - st.mel_base) * hp.n_mels, 0,
-                            static_cast<size_t>(p.n_win) * hp.n_mels * sizeof(float));
+    const size_t mel_bytes = static_cast<size_t>(p.n_win) * hp.n_mels * sizeof(float);
+    ggml_backend_tensor_set(groups[p.group].mel, st.mel.data() + static_cast<size_t>(p.a - st.mel_base) * hp.n_mels,
+                            p.in_group * mel_bytes, mel_bytes);
     if (p.mask) ggml_backend_tensor_set(p.mask, p.mask_values.data(), 0, p.mask_values.size() * sizeof(float));
     for (int il = 0; il < hp.n_layer; ++il) {
       if (p.n_cached > 0) {
         const size_t offset = static_cast<size_t>(p.cache_col) * d * sizeof(float);
-        ggml_backend_tensor_set(k_old[il], st.keys[il].data(), offset, st.keys[il].size() * sizeof(float));
-        ggml_backend_tensor_set(v_old[il], st.values[il].data(), offset, st.values[il].size() * sizeof(float));
+        ggml_backend_tensor_set(k_all[il], st.keys[il].data(), offset, st.keys[il].size() * sizeof(float));
+        ggml_backend_tensor_set(v_all[il], st.values[il].data(), offset, st.values[il].size() * sizeof(float));
       }
       const size_t offset = static_cast<size_t>(p.in_group) * st.conv_cache[il].size() * sizeof(float);
       ggml_backend_tensor_set(groups[p.group].conv_in[il], st.conv_cache[il].data(), offset,
@@ -308,26 +346,30 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
     throw Error(ErrorCode::kInternal, "the streaming encoder graph failed to compute");
 
-  // Read everything back before any stream moves on: a throw leaves them all as they were.
-  std::vector<std::vector<float>> keys(hp.n_layer), values(hp.n_layer);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    keys[il].resize(static_cast<size_t>(n_rows) * d);
-    values[il].resize(keys[il].size());
-    ggml_backend_tensor_get(k_rows[il], keys[il].data(), 0, keys[il].size() * sizeof(float));
-    ggml_backend_tensor_get(v_rows[il], values[il].data(), 0, values[il].size() * sizeof(float));
-  }
+  // The next attention caches, the last cache_frames keys and values of each
+  // stream's cache and step, read straight from the graph's tensors (the cache
+  // and the new frames side by side; the new frames alone without a cache).
+  // The room first: past it nothing throws, and a throw leaves every stream as it was.
   std::vector<float> y(static_cast<size_t>(n_rows) * d);
+  for (int s = 0; s < B; ++s) {
+    StreamState& st = *steps[s].state;
+    const size_t keep = static_cast<size_t>(std::min(st.cache_frames, parts[s].n_k)) * d;
+    for (int il = 0; il < hp.n_layer; ++il) st.keys[il].reserve(keep), st.values[il].reserve(keep);
+  }
   ggml_backend_tensor_get(x, y.data(), 0, y.size() * sizeof(float));
   for (int s = 0; s < B; ++s) {
     StreamState& st = *steps[s].state;
     const Part& p = parts[s];
     const int keep = std::min(st.cache_frames, p.n_k);
     for (int il = 0; il < hp.n_layer; ++il) {
-      // The next attention cache: the last cache_frames keys and values of the cache and this step.
-      for (auto [cache, rows] : {std::pair{&st.keys[il], &keys[il]}, std::pair{&st.values[il], &values[il]}}) {
-        cache->insert(cache->end(), rows->begin() + static_cast<std::ptrdiff_t>(p.col) * d,
-                      rows->begin() + static_cast<std::ptrdiff_t>(p.col + p.n_q) * d);
-        cache->erase(cache->begin(), cache->begin() + static_cast<std::ptrdiff_t>(p.n_k - keep) * d);
+      for (auto [cache, all, rows] :
+           {std::tuple{&st.keys[il], k_all[il], k_rows[il]}, std::tuple{&st.values[il], v_all[il], v_rows[il]}}) {
+        cache->resize(static_cast<size_t>(keep) * d);
+        const size_t bytes = cache->size() * sizeof(float), frame = static_cast<size_t>(d) * sizeof(float);
+        if (p.n_cached > 0)
+          ggml_backend_tensor_get(all, cache->data(), (p.cache_col + p.n_k - keep) * frame, bytes);
+        else
+          ggml_backend_tensor_get(rows, cache->data(), (p.col + p.n_q - keep) * frame, bytes);
       }
       const size_t offset = static_cast<size_t>(p.in_group) * st.conv_cache[il].size() * sizeof(float);
       ggml_backend_tensor_get(groups[p.group].conv_next[il], st.conv_cache[il].data(), offset,

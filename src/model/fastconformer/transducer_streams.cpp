@@ -1,5 +1,7 @@
 #include "model/fastconformer/transducer_streams.h"
 
+#include <chrono>
+
 #include "common/sample_rate.h"
 #include "features/nemo_mel.h"
 #include "features/nemo_mel_stream.h"
@@ -25,12 +27,33 @@ class Pieces : public TokenPieces {
   std::shared_ptr<const Model> model_;
 };
 
+// Times a model pass for a PassReport (null: nothing): reported when it ends,
+// also by a throw, unless dropped (a call that ran no pass).
+class PassTimer {
+ public:
+  PassTimer(const PassReport& report, ModelPass pass)
+      : report_(report), pass_(pass), start_(std::chrono::steady_clock::now()) {}
+  ~PassTimer() {
+    if (report_ && !dropped_) report_(pass_, std::chrono::steady_clock::now() - start_);
+  }
+  PassTimer(const PassTimer&) = delete;
+  PassTimer& operator=(const PassTimer&) = delete;
+  void drop() { dropped_ = true; }
+
+ private:
+  const PassReport& report_;
+  ModelPass pass_;
+  std::chrono::steady_clock::time_point start_;
+  bool dropped_ = false;
+};
+
 // What both kinds of stream share: the features' settings, the decoder and its
-// state, the prompt slot, the pieces.
+// state, the prompt slot, the pieces, the pass report.
 class StreamBase {
  public:
-  StreamBase(std::shared_ptr<const Model> model, const std::string& language)
-      : model_(std::move(model)),
+  StreamBase(std::shared_ptr<const Model> model, const std::string& language, PassReport on_pass)
+      : on_pass_(std::move(on_pass)),
+        model_(std::move(model)),
         pieces_(model_),
         decoder_(&model_->decoder_weights()),
         state_(decoder_.initial_state()) {
@@ -48,6 +71,7 @@ class StreamBase {
   std::vector<TokenEmission> greedy(const EncoderOutput& enc, transducer::DecoderState& state) const {
     std::vector<TokenEmission> out;
     if (enc.n_frames == 0) return out;
+    PassTimer timer(on_pass_, ModelPass::kDecoder);
     const std::vector<float> joint_input =
         prompt_slot_ >= 0 ? decoder_.apply_prompt(enc.data, enc.n_frames, prompt_slot_) : std::vector<float>{};
     std::vector<transducer::Emission> emissions;
@@ -58,6 +82,7 @@ class StreamBase {
     return out;
   }
 
+  PassReport on_pass_;
   std::shared_ptr<const Model> model_;
   Pieces pieces_;
   transducer::Decoder decoder_;
@@ -70,8 +95,8 @@ class StreamBase {
 class OfflineStream : public OfflineTransducer, StreamBase {
  public:
   OfflineStream(std::shared_ptr<const Model> model, int threads, runtime::CpuKernels cpu_kernels,
-                const std::string& language)
-      : StreamBase(std::move(model), language),
+                const std::string& language, PassReport on_pass)
+      : StreamBase(std::move(model), language, std::move(on_pass)),
         backend_(runtime::create_backend(model_->device(), threads)),
         encoder_(model_, backend_.get(), [&] {
           EncoderOptions options;
@@ -95,6 +120,7 @@ class OfflineStream : public OfflineTransducer, StreamBase {
  private:
   // NeMo's features (normalised over this audio when the model says so), then the encoder.
   EncoderOutput encode(std::span<const float> audio) {
+    PassTimer timer(on_pass_, ModelPass::kEncoder);
     const features::FrameMajorMel mel = features::nemo_log_mel(audio, mel_, model_->mel_filters(), model_->window());
     return encoder_.encode(mel.data, mel.n_frames);
   }
@@ -106,8 +132,8 @@ class OfflineStream : public OfflineTransducer, StreamBase {
 class StreamingStream : public StreamingTransducer, StreamBase {
  public:
   StreamingStream(std::shared_ptr<const Model> model, int threads, int right_context,
-                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language)
-      : StreamBase(std::move(model), language),
+                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language, PassReport on_pass)
+      : StreamBase(std::move(model), language, std::move(on_pass)),
         backend_(batcher ? nullptr : runtime::create_backend(model_->device(), threads)),
         batcher_(std::move(batcher)),
         encoder_(model_, backend_.get(), {.right_context = right_context}, batcher_),
@@ -127,18 +153,27 @@ class StreamingStream : public StreamingTransducer, StreamBase {
 
   std::vector<TokenEmission> push(std::span<const float> samples) override {
     const features::FrameMajorMel mel = mel_stream_.push(samples);
-    return greedy(encoder_.push(mel.data, mel.n_frames), state_);
+    return greedy(encode([&] { return encoder_.push(mel.data, mel.n_frames); }), state_);
   }
   std::vector<TokenEmission> finish() override {
     const features::FrameMajorMel rest = mel_stream_.finish();
-    std::vector<TokenEmission> out = greedy(encoder_.push(rest.data, rest.n_frames), state_);
-    const std::vector<TokenEmission> last = greedy(encoder_.finish(), state_);
+    std::vector<TokenEmission> out = greedy(encode([&] { return encoder_.push(rest.data, rest.n_frames); }), state_);
+    const std::vector<TokenEmission> last = greedy(encode([&] { return encoder_.finish(); }), state_);
     out.insert(out.end(), last.begin(), last.end());
     return out;
   }
   int frames_done() const override { return encoder_.frames_done(); }
 
  private:
+  // An encoder call, reported as a pass when it ran a step (gave frames).
+  template <typename Call>
+  EncoderOutput encode(Call call) {
+    PassTimer timer(on_pass_, ModelPass::kEncoder);
+    EncoderOutput out = call();
+    if (out.n_frames == 0) timer.drop();
+    return out;
+  }
+
   ggml_backend_ptr backend_;  // null with a batcher (its executor computes)
   std::shared_ptr<StreamingBatcher> batcher_;
   StreamingEncoder encoder_;
@@ -148,14 +183,16 @@ class StreamingStream : public StreamingTransducer, StreamBase {
 }  // namespace
 
 std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Model> model, int threads,
-                                                       runtime::CpuKernels cpu_kernels, const std::string& language) {
-  return std::make_unique<OfflineStream>(std::move(model), threads, cpu_kernels, language);
+                                                       runtime::CpuKernels cpu_kernels, const std::string& language,
+                                                       PassReport on_pass) {
+  return std::make_unique<OfflineStream>(std::move(model), threads, cpu_kernels, language, std::move(on_pass));
 }
 
 std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
                                                            int right_context, std::shared_ptr<StreamingBatcher> batcher,
-                                                           const std::string& language) {
-  return std::make_unique<StreamingStream>(std::move(model), threads, right_context, std::move(batcher), language);
+                                                           const std::string& language, PassReport on_pass) {
+  return std::make_unique<StreamingStream>(std::move(model), threads, right_context, std::move(batcher), language,
+                                           std::move(on_pass));
 }
 
 }  // namespace earshot::fastconformer

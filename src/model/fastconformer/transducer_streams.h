@@ -9,6 +9,7 @@
 
 #include "model/fastconformer/model.h"
 #include "model/fastconformer/streaming_batch.h"
+#include "model/model_pass.h"
 #include "model/runtime/openblas_ops.h"
 #include "model/transducer_stream.h"
 
@@ -17,13 +18,19 @@ namespace earshot::fastconformer {
 // The offline stream: NeMo's features normalised over each stretch (as the model
 // expects), the offline encoder on its own backend of `threads` CPU threads.
 // `language`: a prompt model's slot (auto: its auto slot); else unused.
+// on_pass (optional) gets every pass's wall time: kEncoder, a stretch's features
+// and encoder (or a streaming chunk's encoder step, its wait for the batch
+// included); kDecoder, the greedy decoding of those frames (prompt kernel,
+// encoder projection, prediction and joint networks).
 std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Model> model, int threads,
-                                                       runtime::CpuKernels cpu_kernels, const std::string& language);
+                                                       runtime::CpuKernels cpu_kernels, const std::string& language,
+                                                       PassReport on_pass = {});
 
 // The streaming stream: the streaming mel and encoder with `right_context`
 // frames; its chunks through `batcher` when given, else on its own backend.
+// on_pass as above, for each push that ran at least one encoder step.
 std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
                                                            int right_context, std::shared_ptr<StreamingBatcher> batcher,
-                                                           const std::string& language);
+                                                           const std::string& language, PassReport on_pass = {});
 
 }  // namespace earshot::fastconformer
