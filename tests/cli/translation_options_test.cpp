@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "../model/error_of.h"
 #include "model/llm/batched_llama.h"
@@ -59,6 +60,20 @@ TEST(TranslationOptions, TranslationBatchWrapsTheModelInABatchContext) {
   });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(e.what()).find("--translation-batch"), std::string::npos) << e.what();
+}
+
+// The pool's workers share the cores: each call gets its share of the
+// backend's default (the cores, at most 4), at least one thread.
+TEST(TranslationOptions, WorkersShareTheCores) {
+  EXPECT_EQ(translation_threads(1, 2), 2);
+  EXPECT_EQ(translation_threads(2, 2), 1);
+  EXPECT_EQ(translation_threads(3, 2), 1);
+  EXPECT_EQ(translation_threads(2, 16), 2);
+  EXPECT_EQ(translation_threads(1, 0), 1);
+  const auto two = read({"--translation-model", tiny_llm().string(), "--translation-workers", "2"});
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(dynamic_cast<const llm::LlamaModel&>(two->service->model()).options().threads,
+            translation_threads(2, std::thread::hardware_concurrency()));
 }
 
 TEST(TranslationOptions, TheAttentionRouteReachesTheModel) {

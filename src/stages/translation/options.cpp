@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "common/error.h"
 #include "model/llm/batched_llama.h"
@@ -98,12 +99,19 @@ std::optional<TranslationSettings> parse_translation_options(const Args& args, c
   return s;
 }
 
+int translation_threads(int workers, unsigned cores) {
+  const int all = static_cast<int>(std::clamp(cores, 1u, 4u));  // libllama backend's default for one call
+  return std::max(1, all / std::max(1, workers));
+}
+
 TranslationSetup load_translation(const TranslationSettings& s) {
   tr::CalibrationRegistry registry = tr::CalibrationRegistry::builtin();
   if (!s.calibration_file.empty()) registry.load_file(s.calibration_file);
   TranslationSetup setup;
   if (!s.record_file.empty()) setup.recorder = std::make_shared<tr::InputRecorder>(s.record_file);
-  std::shared_ptr<const llm::LlmModel> model = load_translation_model(s.model, 0, s.route);
+  // Unbatched, the pool's workers run their calls at the same time: they share the cores.
+  const int threads = s.batch > 0 ? 0 : translation_threads(s.workers, std::thread::hardware_concurrency());
+  std::shared_ptr<const llm::LlmModel> model = load_translation_model(s.model, threads, s.route);
   if (s.batch > 0) {
     // Slots of the model's shared batch context; sessions beyond N run on their own.
     auto loaded = std::dynamic_pointer_cast<const llm::LlamaModel>(model);

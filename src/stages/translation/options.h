@@ -42,6 +42,12 @@ struct TranslationSettings {
 // language without a model is an error).
 std::optional<TranslationSettings> parse_translation_options(const Args& args, const std::string& target_flag,
                                                              double pause_seconds);
+// Threads of one translation model call: the backend's default for a lone call
+// (the cores, at most 4) divided among `workers` calls that run at the same
+// time, at least 1 (2 workers on 2 cores: one thread each). With
+// --translation-batch the batch context keeps the default.
+int translation_threads(int workers, unsigned cores);
+
 // Loads the model and the calibrations of validated settings.
 TranslationSetup load_translation(const TranslationSettings& settings);
 
