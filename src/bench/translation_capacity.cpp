@@ -148,18 +148,17 @@ TranslationCapacityRun run_translation_capacity(const tr::TranslationService& se
             const std::size_t first = first_word_at(st.words, f->start);
             if (first < st.words.size()) cover(st, first, st.coverage[first], f->end, now, commit_delays);
           }
-        } else if (const auto* c = std::get_if<events::TranslationCommitted>(&e);
-                   c != nullptr && o.target_copies_source) {
-          const std::size_t first = first_word_at(st.words, c->start);
-          if (first < st.words.size()) {
-            Stream::Coverage& cov = st.coverage[first];
-            cov.target = without_leading_spaces(cov.target + c->text);
-            cover(st, first, cov, -1.0, now, commit_delays);
-          }
-          if (st.last_draft >= 0 && now > st.last_draft) draft_intervals.push_back(now - st.last_draft);
-          st.last_draft = now;
         } else if (std::holds_alternative<events::TranslationDraftChanged>(e) ||
                    std::holds_alternative<events::TranslationCommitted>(e)) {
+          const auto* c = std::get_if<events::TranslationCommitted>(&e);
+          if (c != nullptr && o.target_copies_source) {
+            const std::size_t first = first_word_at(st.words, c->start);
+            if (first < st.words.size()) {
+              Stream::Coverage& cov = st.coverage[first];
+              cov.target = without_leading_spaces(cov.target + c->text);
+              cover(st, first, cov, -1.0, now, commit_delays);
+            }
+          }
           if (st.last_draft >= 0 && now > st.last_draft) draft_intervals.push_back(now - st.last_draft);
           st.last_draft = now;
         } else if (std::holds_alternative<events::EndOfStream>(e)) {

@@ -289,23 +289,22 @@ void TranslationEngine::make_draft(const std::string& source) {
   draft_ = std::move(d);
 }
 
-int TranslationEngine::frontier_for(const std::string& committed) const {
-  if (!draft_ || !draft_->source.starts_with(committed)) return -1;
-  const size_t limit = draft_->source_offset + committed.size();
+int TranslationEngine::source_tokens_within(size_t bytes) const {
+  const size_t limit = draft_->source_offset + bytes;
   int k = 0;
   while (k < static_cast<int>(draft_->source_ends.size()) && draft_->source_ends[static_cast<size_t>(k)] <= limit) ++k;
   return k;
 }
 
+int TranslationEngine::frontier_for(const std::string& committed) const {
+  if (!draft_ || !draft_->source.starts_with(committed)) return -1;
+  return source_tokens_within(committed.size());
+}
+
 int TranslationEngine::frontier_within(const std::string& committed) const {
   if (!draft_) return -1;
-  const size_t common = static_cast<size_t>(
-      std::mismatch(draft_->source.begin(), draft_->source.end(), committed.begin(), committed.end()).first -
-      draft_->source.begin());
-  const size_t limit = draft_->source_offset + common;
-  int k = 0;
-  while (k < static_cast<int>(draft_->source_ends.size()) && draft_->source_ends[static_cast<size_t>(k)] <= limit) ++k;
-  return k;
+  const auto common = std::mismatch(draft_->source.begin(), draft_->source.end(), committed.begin(), committed.end());
+  return source_tokens_within(static_cast<size_t>(common.first - draft_->source.begin()));
 }
 
 EngineUpdate TranslationEngine::commit_from_draft(int frontier, bool called_model) {

@@ -119,12 +119,15 @@ class TranslationEngine {
   // straddles its end (byte-split characters included). -1 without a draft or
   // when `committed` is not a prefix of the drafted source.
   int frontier_for(const std::string& committed) const;
-  // Accessible source tokens of the cached draft for `committed` when it need
-  // not be a prefix: tokens wholly inside the common prefix. -1 without a draft.
-  int frontier_within(const std::string& committed) const;
 
  private:
   struct Draft;
+  // Accessible source tokens of the cached draft for `committed` when it need
+  // not be a prefix: tokens wholly inside the common prefix. -1 without a draft.
+  int frontier_within(const std::string& committed) const;
+  // The cached draft's source tokens wholly inside its first `bytes` bytes (the
+  // tokenizer's prefix space aside): both frontiers' count.
+  int source_tokens_within(size_t bytes) const;
   struct Generation {
     std::vector<llm::Token> tokens;
     std::vector<TokenAttention> rows;
