@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "bench/transducer_reference.h"
 #include "common/error.h"
 #include "common/sample_rate.h"
 #include "vad/vad.h"
@@ -251,6 +252,10 @@ ReferenceStream open_reference_stream(const engine::Engine& engine, engine::Stre
   const PartialWord partial = policy == "alignatt" ? PartialWord::kHoldAtBorder : PartialWord::kEndOfText;
   auto fed = std::make_shared<FedAudio>();
   ReferenceStream out;
+  // A streaming transducer is steered instead (transducer_reference.h).
+  auto clock = std::make_shared<SegmentClock>();
+  auto steer = std::make_shared<TransducerReference>(words, clock);
+  request.steer_transducer = steer;
   // The caller's own wrapper (a profiler) stays next to the model, under this one.
   auto inner_wrap = std::move(request.wrap_decoder);
   request.wrap_decoder = [&](std::unique_ptr<AsrDecoder> decoder) -> std::unique_ptr<AsrDecoder> {
@@ -260,10 +265,17 @@ ReferenceStream open_reference_stream(const engine::Engine& engine, engine::Stre
     return d;
   };
   std::unique_ptr<OnlineProcessor> processor = engine.open_stream(request);
-  if (!out.decoder)
-    throw Error(ErrorCode::kUnsupported, "--workload reference needs a model family with an attention decoder (" +
-                                             engine.capabilities().family + " has none)");
-  out.processor = std::make_unique<FedAudioProcessor>(std::move(processor), fed);
+  if (out.decoder) {
+    out.processor = std::make_unique<FedAudioProcessor>(std::move(processor), fed);
+  } else if (steer->bound()) {
+    out.transducer = steer.get();
+    out.processor = std::make_unique<SegmentClockProcessor>(std::move(processor), clock);
+  } else {
+    throw Error(ErrorCode::kUnsupported,
+                "--workload reference needs a model with an attention decoder or a "
+                "cache-aware streaming transducer (" +
+                    engine.capabilities().family + " " + engine.capabilities().model_name + " is neither)");
+  }
   return out;
 }
 

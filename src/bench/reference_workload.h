@@ -158,15 +158,20 @@ class FedAudioProcessor : public OnlineProcessor {
   std::shared_ptr<FedAudio> fed_;
 };
 
+class TransducerReference;
+
 struct ReferenceStream {
   std::unique_ptr<OnlineProcessor> processor;
   const ReferenceDecoder* decoder = nullptr;  // owned by the processor
+  // A streaming transducer's steer instead (transducer_reference.h), owned by the processor.
+  const TransducerReference* transducer = nullptr;
 };
 
 // A stream of `engine` whose decoder is a ReferenceDecoder over `words` (the
 // policy's hold-back mode chosen from request.policy; a wrap_decoder the
-// request has wraps the model's decoder first). Throws kUnsupported
-// for a family without an attention decoder.
+// request has wraps the model's decoder first), or, for a cache-aware
+// streaming transducer, whose greedy choices a TransducerReference makes.
+// Throws kUnsupported for any other model (an offline transducer, Qwen3-ASR).
 ReferenceStream open_reference_stream(const engine::Engine& engine, engine::StreamRequest request,
                                       std::vector<TimedWord> words);
 

@@ -17,6 +17,7 @@
 #include "common/sample_rate.h"
 #include "model/asr_decoder.h"
 #include "model/model_pass.h"
+#include "model/transducer_stream.h"
 #include "policy/online_processor.h"
 
 namespace earshot::engine {
@@ -45,6 +46,10 @@ struct StreamRequest {
   // the stream's decoder (already timed by on_pass) before the policy gets it. A
   // family without an AsrDecoder never calls it (the caller can tell).
   std::function<std::unique_ptr<AsrDecoder>(std::unique_ptr<AsrDecoder>)> wrap_decoder;
+  // Optional, for measurement tools only: a streaming transducer's greedy choices
+  // (model/transducer_stream.h); bound when the stream opens. A family or model
+  // without a streaming transducer never binds it (the caller can tell).
+  std::shared_ptr<TransducerSteer> steer_transducer;
 };
 
 // Steps that ran batched across streams (a batching engine's, since load).

@@ -34,6 +34,27 @@ class TokenPieces {
   virtual std::string language_tag(int token) const = 0;
 };
 
+// For measurement tools only (the bench's reference workload, bench/
+// transducer_reference.h); no product code path installs one. It chooses each
+// greedy step's output in place of the joint's argmax: the joint still runs, so
+// the compute is the model's, but what it emits (and, for TDT, how far it
+// skips) is the steer's. Used by one stream, on the thread that decodes it.
+class TransducerSteer {
+ public:
+  struct Choice {
+    int token = 0;           // a piece, or blank (= n_vocab)
+    int duration_index = 0;  // into durations (TDT); ignored for RNN-T
+  };
+  virtual ~TransducerSteer() = default;
+  // When the stream opens: its vocabulary (pieces 0..n_vocab-1, blank = n_vocab),
+  // the TDT durations in frames (empty: RNN-T), the per-frame symbol bound and
+  // the encoder frame's length.
+  virtual void bind(const TokenPieces& pieces, int n_vocab, const std::vector<int>& durations, int max_symbols,
+                    double frame_seconds) = 0;
+  // A greedy step at encoder frame `frame` of the segment (as TokenEmission::frame).
+  virtual Choice choose(int frame) = 0;
+};
+
 class TransducerStream {
  public:
   virtual ~TransducerStream() = default;

@@ -71,7 +71,7 @@ std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamReque
   if (right_context_ >= 0) {
     return policy::streaming_transducer_processor(
         fastconformer::open_streaming_stream(model_, threads, right_context_, batcher_, request.language,
-                                             request.on_pass),
+                                             request.on_pass, request.steer_transducer),
         request.language);
   }
   const double window_seconds = spec_.options<TransducerOptions>().window_seconds;

@@ -76,7 +76,7 @@ class StreamBase {
         prompt_slot_ >= 0 ? decoder_.apply_prompt(enc.data, enc.n_frames, prompt_slot_) : std::vector<float>{};
     std::vector<transducer::Emission> emissions;
     decoder_.greedy(decoder_.project_encoder(prompt_slot_ >= 0 ? joint_input : enc.data, enc.n_frames), enc.n_frames,
-                    state, emissions, enc.first_frame);
+                    state, emissions, enc.first_frame, steer_.get());
     out.reserve(emissions.size());
     for (const transducer::Emission& e : emissions) out.push_back({e.token, e.frame, e.duration, e.token_log_prob});
     return out;
@@ -90,6 +90,7 @@ class StreamBase {
   features::NemoMelConfig mel_;
   int prompt_slot_ = -1;  // a prompt model's one-hot slot; -1: no prompt kernel
   double frame_seconds_ = 0.08;
+  std::shared_ptr<TransducerSteer> steer_;  // measurement only (bench's reference workload)
 };
 
 class OfflineStream : public OfflineTransducer, StreamBase {
@@ -132,12 +133,19 @@ class OfflineStream : public OfflineTransducer, StreamBase {
 class StreamingStream : public StreamingTransducer, StreamBase {
  public:
   StreamingStream(std::shared_ptr<const Model> model, int threads, int right_context,
-                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language, PassReport on_pass)
+                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language, PassReport on_pass,
+                  std::shared_ptr<TransducerSteer> steer)
       : StreamBase(std::move(model), language, std::move(on_pass)),
         backend_(batcher ? nullptr : runtime::create_backend(model_->device(), threads)),
         batcher_(std::move(batcher)),
         encoder_(model_, backend_.get(), {.right_context = right_context}, batcher_),
-        mel_stream_(mel_, model_->mel_filters(), model_->window()) {}
+        mel_stream_(mel_, model_->mel_filters(), model_->window()) {
+    if (steer) {
+      const transducer::DecoderWeights& w = decoder_.weights();
+      steer->bind(pieces_, w.n_vocab, w.durations, w.max_symbols, frame_seconds_);
+      steer_ = std::move(steer);
+    }
+  }
 
   const TokenPieces& pieces() const override { return pieces_; }
   double frame_seconds() const override { return frame_seconds_; }
@@ -190,9 +198,10 @@ std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Mod
 
 std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
                                                            int right_context, std::shared_ptr<StreamingBatcher> batcher,
-                                                           const std::string& language, PassReport on_pass) {
+                                                           const std::string& language, PassReport on_pass,
+                                                           std::shared_ptr<TransducerSteer> steer) {
   return std::make_unique<StreamingStream>(std::move(model), threads, right_context, std::move(batcher), language,
-                                           std::move(on_pass));
+                                           std::move(on_pass), std::move(steer));
 }
 
 }  // namespace earshot::fastconformer

@@ -28,9 +28,11 @@ std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Mod
 
 // The streaming stream: the streaming mel and encoder with `right_context`
 // frames; its chunks through `batcher` when given, else on its own backend.
-// on_pass as above, for each push that ran at least one encoder step.
+// on_pass as above, for each push that ran at least one encoder step. steer
+// (measurement only): bound now, then chooses every greedy step's output.
 std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
                                                            int right_context, std::shared_ptr<StreamingBatcher> batcher,
-                                                           const std::string& language, PassReport on_pass = {});
+                                                           const std::string& language, PassReport on_pass = {},
+                                                           std::shared_ptr<TransducerSteer> steer = {});
 
 }  // namespace earshot::fastconformer

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/error.h"
+
 namespace earshot::transducer {
 namespace {
 
@@ -110,7 +112,7 @@ void Decoder::log_softmax(std::vector<float>& v) {
 }
 
 GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, DecoderState& state,
-                            std::vector<Emission>& out, int frame_offset) const {
+                            std::vector<Emission>& out, int frame_offset, TransducerSteer* steer) const {
   const int n_joint = w_->joint_enc.rows;
   const int n_tokens = w_->n_vocab + 1;  // pieces and blank
   const bool tdt = !w_->durations.empty();
@@ -120,12 +122,19 @@ GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, Decod
   while (t < n_frames) {
     joint(enc_proj.subspan(static_cast<size_t>(t) * n_joint, n_joint), state, logits);
     ++stats.steps;
-    const int token = argmax(logits.data(), n_tokens);
-    int duration_index = -1, duration = 1;
-    if (tdt) {
-      duration_index = argmax(logits.data() + n_tokens, static_cast<int>(w_->durations.size()));
-      duration = w_->durations[duration_index];
+    int token = 0, duration_index = -1, duration = 1;
+    if (steer) {
+      const TransducerSteer::Choice c = steer->choose(frame_offset + t);
+      token = c.token;
+      if (tdt) duration_index = c.duration_index;
+    } else {
+      token = argmax(logits.data(), n_tokens);
+      if (tdt) duration_index = argmax(logits.data() + n_tokens, static_cast<int>(w_->durations.size()));
     }
+    if (token < 0 || token >= n_tokens ||
+        (tdt && (duration_index < 0 || duration_index >= static_cast<int>(w_->durations.size()))))
+      throw Error(ErrorCode::kInternal, "transducer steer chose an output the model does not have");
+    if (tdt) duration = w_->durations[duration_index];
     if (token == w_->blank()) {
       // A blank always moves on: a zero duration on blank would loop forever.
       t += tdt ? std::max(duration, 1) : 1;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "model/transducer_stream.h"
+
 namespace earshot::transducer {
 
 // Row-major [rows][cols] float matrix.
@@ -101,8 +103,9 @@ class Decoder {
 
   // Greedy decoding over projected frames [n_frames][joint], continuing from
   // state; appends emissions with frame numbers offset by frame_offset.
+  // steer (optional, measurement only): takes each step's choice in place of the argmax.
   GreedyStats greedy(std::span<const float> enc_proj, int n_frames, DecoderState& state, std::vector<Emission>& out,
-                     int frame_offset = 0) const;
+                     int frame_offset = 0, TransducerSteer* steer = nullptr) const;
 
   const DecoderWeights& weights() const { return *w_; }
 
