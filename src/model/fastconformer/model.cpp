@@ -5,6 +5,8 @@
 // the runtime's shared ModelWeights, and copy the decoder's weights to the host.
 #include "model/fastconformer/model.h"
 
+#include <ggml-cpu.h>
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -264,12 +266,19 @@ std::vector<float> host_floats(const ggml_tensor* t) {
   return out;
 }
 
-transducer::Matrix host_matrix(const ggml_tensor* t) {
+// A decoder matrix: host floats, and the stored blocks for ggml's dot products
+// (multiplied: true; an embedding's rows are only looked up).
+transducer::Matrix host_matrix(const ggml_tensor* t, bool multiplied = true) {
   transducer::Matrix m;
   m.cols = static_cast<int>(t->ne[0]);
   m.rows = static_cast<int>(ggml_nelements(t) / t->ne[0]);
   m.data = host_floats(t);
   m.f16_input = t->type == GGML_TYPE_F16;
+  if (multiplied && t->type != GGML_TYPE_F32 && ggml_get_type_traits_cpu(t->type)->vec_dot) {
+    m.type = t->type;
+    m.blocks.resize(ggml_nbytes(t));
+    ggml_backend_tensor_get(t, m.blocks.data(), 0, m.blocks.size());
+  }
   return m;
 }
 
@@ -676,7 +685,7 @@ struct ModelBuilder {
     w.pred_dim = hp.n_pred_dim;
     w.durations = hp.durations;
     w.max_symbols = hp.n_max_symbols;
-    w.embed = host_matrix(get("decoder.prediction.embed.weight"));
+    w.embed = host_matrix(get("decoder.prediction.embed.weight"), /*multiplied=*/false);
     for (int i = 0; i < hp.n_pred_layers; ++i) {
       const std::string l = "decoder.prediction.dec_rnn.lstm.";
       transducer::LstmLayer layer;

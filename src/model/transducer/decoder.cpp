@@ -1,5 +1,6 @@
 #include "model/transducer/decoder.h"
 
+#include <ggml-cpu.h>
 #include <ggml.h>
 
 #include <algorithm>
@@ -11,18 +12,39 @@
 namespace earshot::transducer {
 namespace {
 
+// y = m x (+ bias) with ggml's CPU dot products: over the stored blocks with x
+// converted to their dot-product type, else over the f32 rows (x rounded to f16
+// first for a matrix the file stored as f16).
 void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
-  std::vector<float> rounded;
+  static const bool cpu_ready = [] {
+    ggml_cpu_init();
+    return true;
+  }();
+  (void)cpu_ready;
+  thread_local std::vector<float> rounded;
+  thread_local std::vector<uint8_t> converted;
   const float* x = x_in;
-  if (m.f16_input) {
+  const void* rows = m.data.data();
+  size_t row_bytes = static_cast<size_t>(m.cols) * sizeof(float);
+  const ggml_type_traits_cpu* dot = ggml_get_type_traits_cpu(GGML_TYPE_F32);
+  const void* vec = x;
+  if (!m.blocks.empty()) {
+    dot = ggml_get_type_traits_cpu(m.type);
+    rows = m.blocks.data();
+    row_bytes = ggml_row_size(m.type, m.cols);
+    converted.resize(ggml_row_size(dot->vec_dot_type, m.cols));
+    ggml_get_type_traits_cpu(dot->vec_dot_type)->from_float(x_in, converted.data(), m.cols);
+    vec = converted.data();
+  } else if (m.f16_input) {
     rounded.resize(m.cols);
     for (int c = 0; c < m.cols; ++c) rounded[c] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x_in[c]));
-    x = rounded.data();
+    vec = rounded.data();
   }
+  (void)x;
+  const auto* base = static_cast<const uint8_t*>(rows);
   for (int r = 0; r < m.rows; ++r) {
-    const float* w = m.row(r);
     float sum = 0;
-    for (int c = 0; c < m.cols; ++c) sum += w[c] * x[c];
+    dot->vec_dot(m.cols, &sum, 0, base + static_cast<size_t>(r) * row_bytes, 0, vec, 0, 1);
     y[r] = sum + (bias ? bias[r] : 0.0f);
   }
 }

@@ -5,6 +5,8 @@
 // Model-neutral: any encoder whose output frames are n_enc wide feeds it.
 #pragma once
 
+#include <ggml.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,6 +24,13 @@ struct Matrix {
   // The file stored it as f16: ggml multiplies such a matrix by an f16-rounded
   // vector, and so does the decoder (the same products as ggml's, to the bit).
   bool f16_input = false;
+  // The rows as the file stored them (f16 or a quantised type; empty: data is
+  // multiplied), multiplied by ggml's own CPU dot product with the vector
+  // converted to that type's dot-product type, as ggml's matrix product does it
+  // for one column: a quarter (Q8_0) or half (F16) of f32's memory per step,
+  // in the CPU's widest vectors.
+  ggml_type type = GGML_TYPE_F32;
+  std::vector<uint8_t> blocks;
   const float* row(int r) const { return data.data() + static_cast<size_t>(r) * cols; }
 };
 
