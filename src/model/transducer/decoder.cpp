@@ -23,11 +23,10 @@ void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
   (void)cpu_ready;
   thread_local std::vector<float> rounded;
   thread_local std::vector<uint8_t> converted;
-  const float* x = x_in;
   const void* rows = m.data.data();
   size_t row_bytes = static_cast<size_t>(m.cols) * sizeof(float);
   const ggml_type_traits_cpu* dot = ggml_get_type_traits_cpu(GGML_TYPE_F32);
-  const void* vec = x;
+  const void* vec = x_in;
   if (!m.blocks.empty()) {
     dot = ggml_get_type_traits_cpu(m.type);
     rows = m.blocks.data();
@@ -40,7 +39,6 @@ void matvec(const Matrix& m, const float* x_in, const float* bias, float* y) {
     for (int c = 0; c < m.cols; ++c) rounded[c] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x_in[c]));
     vec = rounded.data();
   }
-  (void)x;
   const auto* base = static_cast<const uint8_t*>(rows);
   for (int r = 0; r < m.rows; ++r) {
     float sum = 0;
