@@ -542,8 +542,9 @@ int run_bench(const CommandArgs& argv) {
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
       .option("workload",
-              "model (the model's own tokens) or reference (real graphs, reference tokens; with --translate-to "
-              "the translation LLM's too, which copies its source; docs/benchmarks.md)",
+              "model (the model's own tokens) or reference (real graphs, reference tokens: Whisper's decoder or a "
+              "streaming transducer's greedy choices; with --translate-to the translation LLM's too, which copies "
+              "its source; docs/benchmarks.md)",
               "model")
       .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
       .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")

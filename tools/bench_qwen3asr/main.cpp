@@ -4,13 +4,20 @@
 // at each buffered length, the prompt prefill around those audio tokens, one
 // decode step after it, and one whole AlignAtt pass (seed 002's policy: encode,
 // prefill, steps until the border, the end or the token budget). Medians of N
-// repetitions, milliseconds.
+// repetitions, milliseconds. Beside the encoder's and the prefill's times, their
+// rate against the machine: the FLOPs of their matrix products (counted from the
+// files' tensor shapes; the encoder's conv stem as the im2col products ggml runs)
+// over the wall time, and OpenBLAS's sgemm rate at the same shapes on the same
+// threads, measured in this run (tools/common/machine_limits.h).
+#include <gguf.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -21,6 +28,7 @@
 #include "model/qwen3asr/prompted_decoder.h"
 #include "model/timed_prompted_decoder.h"
 #include "policy/alignatt/prompted_alignatt.h"
+#include "tools/common/machine_limits.h"
 #include "tools/common/tool_args.h"
 
 namespace {
@@ -39,7 +47,9 @@ const char* kUsage =
     "alignment heads' attention rows, as AlignAtt's steps do), and one AlignAtt pass over the\n"
     "buffer (encode + prefill + steps until the policy stops; its step count is printed: with\n"
     "random weights it depends on where the attention happens to peak). Each time is wall / process\n"
-    "CPU milliseconds (the step: the median over all S x N steps). --mmproj defaults to\n"
+    "CPU milliseconds (the step: the median over all S x N steps). The encoder's and the prefill's\n"
+    "GFLOP/s (their matrix products, counted from the files' shapes) are printed beside OpenBLAS's\n"
+    "sgemm at the same shapes and threads, measured in the same run. --mmproj defaults to\n"
     "PREFIX-mmproj.gguf. --threads defaults to 2.\n";
 
 struct Args {
@@ -93,6 +103,99 @@ std::vector<float> audio(double seconds) {
   return pcm;
 }
 
+struct Tensor {
+  std::string name;
+  int64_t ne[4] = {1, 1, 1, 1};
+};
+
+// The tensors' names and shapes of a GGUF file (no data read).
+std::vector<Tensor> tensor_shapes(const std::string& path) {
+  ggml_context* meta = nullptr;
+  gguf_context* g = gguf_init_from_file(path.c_str(), {/*no_alloc=*/true, &meta});
+  if (!g) throw earshot::Error(earshot::ErrorCode::kIo, path + ": not a readable GGUF file");
+  std::vector<Tensor> out;
+  for (ggml_tensor* t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t)) {
+    Tensor x;
+    x.name = ggml_get_name(t);
+    for (int i = 0; i < 4; ++i) x.ne[i] = t->ne[i];
+    out.push_back(x);
+  }
+  gguf_free(g);
+  ggml_free(meta);
+  return out;
+}
+
+// The matrix products of a pass, and their rate against OpenBLAS's sgemm at the same shapes.
+class Products {
+ public:
+  explicit Products(int threads) : threads_(threads) {}
+  void add(earshot::tools::GemmShape g, double times = 1) {
+    if (g.m > 0 && g.n > 0 && g.k > 0) shapes_.emplace_back(g, times);
+  }
+  double flop() const {
+    double f = 0;
+    for (const auto& [g, times] : shapes_) f += times * g.flop();
+    return f;
+  }
+  // OpenBLAS's rate over these shapes, FLOP-weighted (each shape measured once per run).
+  double sgemm_gflops() {
+    double seconds = 0;
+    for (const auto& [g, times] : shapes_) {
+      const auto key = std::make_tuple(g.m, g.n, g.k);
+      if (!rates_.count(key)) rates_[key] = earshot::tools::openblas_sgemm_gflops(g, threads_, 3);
+      seconds += times * g.flop() / (1e9 * rates_[key]);
+    }
+    return flop() / seconds / 1e9;
+  }
+  void clear() { shapes_.clear(); }
+
+ private:
+  int threads_;
+  std::vector<std::pair<earshot::tools::GemmShape, double>> shapes_;
+  static inline std::map<std::tuple<int64_t, int64_t, int64_t>, double> rates_;
+};
+
+bool two_d(const Tensor& t) { return t.ne[1] > 1 && t.ne[2] == 1 && t.ne[3] == 1; }
+
+// A prompt's prefill: every layer's 2-D weights times `tokens` rows (the output
+// layer apart: the logits of the last token only; attention over ~100 cells omitted).
+void prefill_products(const std::vector<Tensor>& text, int64_t tokens, Products& p) {
+  for (const Tensor& t : text)
+    if (t.name.starts_with("blk.") && two_d(t)) p.add({tokens, t.ne[1], t.ne[0]});
+}
+
+// The audio encoder over `frames` mel frames, as libmtmd's qwen3a graph runs it:
+// 100-frame chunks through three stride-2 3x3 conv2d (im2col products: positions x
+// C_out x 9 C_in), 13 tokens a chunk through conv_out, the blocks (full attention
+// over all tokens: two n x n x d products a layer) and the projector.
+void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Products& p) {
+  const int64_t chunks = (frames + 99) / 100;
+  int64_t w = 100, h = 0, n_layer = 0, d = 0;
+  const Tensor* conv_out = nullptr;
+  for (const Tensor& t : mmproj) {
+    if (t.name == "a.conv_out.weight") conv_out = &t;
+    if (t.name.starts_with("a.blk.") && t.name.ends_with(".attn_q.weight")) ++n_layer, d = t.ne[0];
+  }
+  if (!conv_out) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "mmproj: no a.conv_out.weight");
+  std::vector<const Tensor*> convs;
+  for (int i = 1; i <= 3; ++i)
+    for (const Tensor& t : mmproj)
+      if (t.name == "a.conv2d." + std::to_string(i) + ".weight") convs.push_back(&t);
+  if (convs.size() != 3) throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "mmproj: not three a.conv2d");
+  // The mel bins: conv_out takes C_out x the bins left after three halvings.
+  h = conv_out->ne[0] / convs[2]->ne[3] * 8;
+  for (const Tensor* c : convs) {
+    w = (w + 1) / 2, h = (h + 1) / 2;
+    p.add({w * h * chunks, c->ne[3], c->ne[0] * c->ne[1] * c->ne[2]});
+  }
+  const int64_t tokens = w * chunks;
+  for (const Tensor& t : mmproj)
+    if ((t.name.starts_with("a.blk.") || t.name.starts_with("a.conv_out") || t.name.starts_with("mm.a.")) && two_d(t))
+      p.add({tokens, t.ne[1], t.ne[0]});
+  p.add({tokens, tokens, d}, static_cast<double>(n_layer));
+  p.add({tokens, d, tokens}, static_cast<double>(n_layer));
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   earshot::tools::parse_options(argc, argv, kUsage,
@@ -126,9 +229,12 @@ Args parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each row as it is measured (runs take minutes at 0.6B)
+  earshot::tools::use_openblas_best_kernels(argv);  // before OpenBLAS's own choice stands
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);         // each row as it is measured (runs take minutes at 0.6B)
   try {
     const Args a = parse(argc, argv);
+    const std::vector<Tensor> text_tensors = tensor_shapes(a.model), mmproj_tensors = tensor_shapes(a.mmproj);
+    Products work(a.threads);
     q::ModelOptions options;
     options.n_threads = a.threads;
     const auto model = q::Model::load(a.model, a.mmproj, options);
@@ -156,12 +262,21 @@ int main(int argc, char** argv) {
         session.encode(pcm);
         t.add(m);
       }
-      std::printf("encoder, one 800-frame window (8 s, %d audio tokens): %s\n", session.n_audio_tokens(),
-                  t.str().c_str());
+      encoder_products(mmproj_tensors, 800, work);
+      const double gflops = work.flop() / (median(t.wall) * 1e-3) / 1e9, sgemm = work.sgemm_gflops();
+      std::printf(
+          "encoder, one 800-frame window (8 s, %d audio tokens): %s; %.1f GFLOP, %.1f GFLOP/s = %.2f x OpenBLAS "
+          "sgemm at its shapes (%.1f GFLOP/s; %s)\n",
+          session.n_audio_tokens(), t.str().c_str(), work.flop() / 1e9, gflops, gflops / sgemm, sgemm,
+          earshot::tools::openblas_description().c_str());
+      work.clear();
     }
 
-    std::printf("each time: wall / process CPU ms\n%7s %6s %7s %20s %6s %20s %18s %20s %10s\n", "audio s", "tokens",
-                "windows", "encoder", "prompt", "prefill", "step", "alignatt pass", "steps/pass");
+    std::printf(
+        "each time: wall / process CPU ms; enc/pre GF/s: GFLOP/s of the encoder / prefill, x sgemm: that over "
+        "OpenBLAS's sgemm at the same shapes\n%7s %6s %7s %20s %9s %7s %6s %20s %9s %7s %18s %20s %10s\n",
+        "audio s", "tokens", "windows", "encoder", "enc GF/s", "x sgemm", "prompt", "prefill", "pre GF/s", "x sgemm",
+        "step", "alignatt pass", "steps/pass");
     for (double seconds : a.seconds) {
       const std::vector<float> pcm = audio(seconds);
       Times enc, pre, step, pass;
@@ -199,9 +314,17 @@ int main(int argc, char** argv) {
         pass.add(m);
         pass_steps.push_back(decoder_calls - 1);  // the prefill is one of them
       }
-      const int windows = static_cast<int>((static_cast<int64_t>(pcm.size() / 160 + 1) + 799) / 800);
-      std::printf("%7.1f %6d %7d %20s %6d %20s %18s %20s %10.1f\n", seconds, session.n_audio_tokens(), windows,
-                  enc.str().c_str(), prompt, pre.str().c_str(), step.str().c_str(), pass.str().c_str(),
+      const int64_t mel_frames = static_cast<int64_t>(pcm.size() / 160 + 1);
+      const int windows = static_cast<int>((mel_frames + 799) / 800);
+      encoder_products(mmproj_tensors, mel_frames, work);
+      const double enc_gflops = work.flop() / (median(enc.wall) * 1e-3) / 1e9, enc_sgemm = work.sgemm_gflops();
+      work.clear();
+      prefill_products(text_tensors, prompt, work);
+      const double pre_gflops = work.flop() / (median(pre.wall) * 1e-3) / 1e9, pre_sgemm = work.sgemm_gflops();
+      work.clear();
+      std::printf("%7.1f %6d %7d %20s %9.1f %7.2f %6d %20s %9.1f %7.2f %18s %20s %10.1f\n", seconds,
+                  session.n_audio_tokens(), windows, enc.str().c_str(), enc_gflops, enc_gflops / enc_sgemm, prompt,
+                  pre.str().c_str(), pre_gflops, pre_gflops / pre_sgemm, step.str().c_str(), pass.str().c_str(),
                   median(pass_steps));
     }
     return 0;
