@@ -27,10 +27,6 @@ struct Capabilities {
   std::string model_name;  // what /health and /v1/models call it ("whisper-tiny.en")
   bool multilingual = false;
   std::vector<std::string> languages;  // codes the model takes ("en", ...)
-  bool translate_task = false;         // can translate speech to English itself
-  bool native_timestamps = false;      // words come with the model's own times (transducers)
-  bool needs_commit_policy = true;     // the hypothesis is revised: a policy decides what is final
-  int sample_rate = kSampleRate;
   double frames_per_second = 50;
   std::vector<std::string> policies;  // streaming policies it runs; the first is the default
 };

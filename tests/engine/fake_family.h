@@ -90,8 +90,6 @@ class TicksEngine : public Engine {
     capabilities_.model_name = "ticks-test";
     capabilities_.multilingual = true;
     capabilities_.languages = {"en", "de"};
-    capabilities_.native_timestamps = true;
-    capabilities_.needs_commit_policy = false;
     capabilities_.frames_per_second = 12.5;
     capabilities_.policies = {"native"};
   }

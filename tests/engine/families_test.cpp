@@ -105,7 +105,6 @@ TEST(EngineLoad, AFamilyRegisteredByATestLoadsFromItsArchitecture) {
   spec.path = dir / "ticks.gguf";
   const std::shared_ptr<const Engine> engine = load(spec);
   EXPECT_EQ(engine->capabilities().family, "ticks");
-  EXPECT_FALSE(engine->capabilities().needs_commit_policy);
   EXPECT_DOUBLE_EQ(engine->capabilities().frames_per_second, 12.5);
   const auto names = family_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "whisper"), names.end());
@@ -137,7 +136,6 @@ TEST(WhisperEngine, CapabilitiesLanguagesAndPoliciesOfAnEnglishModel) {
   EXPECT_FALSE(c.multilingual);
   EXPECT_EQ(c.languages, std::vector<std::string>{"en"});
   EXPECT_EQ(c.policies, (std::vector<std::string>{"alignatt", "localagreement"}));
-  EXPECT_TRUE(c.needs_commit_policy);
   EXPECT_DOUBLE_EQ(c.frames_per_second, 50);
   EXPECT_EQ(engine->language_problem("auto"), "");
   EXPECT_EQ(engine->language_problem("en"), "");

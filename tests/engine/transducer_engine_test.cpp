@@ -64,8 +64,6 @@ TEST(TransducerEngine, LoadsBothFormatsAndStreamsNativeWords) {
   const Capabilities& caps = engine->capabilities();
   EXPECT_EQ(caps.family, "transducer");
   EXPECT_EQ(caps.model_name, "parakeet-small");
-  EXPECT_TRUE(caps.native_timestamps);
-  EXPECT_FALSE(caps.needs_commit_policy);
   EXPECT_DOUBLE_EQ(caps.frames_per_second, 12.5);
   EXPECT_EQ(engine->language_problem("de"), "");
   EXPECT_THROW(engine->resolve_policy("alignatt"), Error);

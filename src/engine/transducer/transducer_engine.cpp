@@ -56,8 +56,6 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
     capabilities_.multilingual = false;
     capabilities_.languages = {"en"};
   }
-  capabilities_.native_timestamps = true;
-  capabilities_.needs_commit_policy = false;
   capabilities_.frames_per_second = static_cast<double>(hp.sample_rate) / (hp.hop_length * hp.subsampling_factor);
   // An offline model: rolling passes show words while the audio arrives (the
   // default, for live streams); native decodes each window once, when it is full.

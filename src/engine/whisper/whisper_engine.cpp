@@ -40,7 +40,6 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
   } else {
     capabilities_.languages = {"en"};
   }
-  capabilities_.translate_task = capabilities_.multilingual;
   capabilities_.frames_per_second = 50;
   capabilities_.policies = {"alignatt", "localagreement"};
 }
