@@ -53,7 +53,7 @@ class BenchDiarizationCli : public ::testing::Test {
   // The options bench and transcribe share.
   static std::string models() {
     return " --model " + (dir_ / "asr.bin").string() + " --diarization-model " + (dir_ / "sf.gguf").string() +
-           " --diarization-chunk-ms 1600 --threads 2 --language en --chunk 0.5";
+           " --diarization-chunk-ms 1600 --threads 1 --language en --chunk 0.5";
   }
   static fs::path dir_;
 };
