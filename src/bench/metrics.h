@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/diarization_metrics.h"
 #include "bench/normalizer.h"
 #include "bench/runner.h"
 #include "bench/wer.h"
@@ -108,6 +109,7 @@ struct SystemResult {
   long future_timestamps = 0;
   long failed_streams = 0;
   std::optional<TranslationSummary> translation;
+  std::optional<DiarizationSummary> diarization;  // bench --diarization-model (diarization_metrics.h)
 
   double rtf_wall() const { return audio_seconds > 0 ? compute_wall_seconds / audio_seconds : 0; }
   std::optional<double> rtf_cpu() const;

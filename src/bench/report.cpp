@@ -162,6 +162,8 @@ void write_table(std::ostream& out, const BenchReport& report) {
       out << "  MT calls          " << calls << "\n";
     }
   }
+  for (const SystemResult& s : report.systems)
+    if (s.diarization) write_diarization_table(out, s.name, *s.diarization);
 }
 
 void write_json(std::ostream& out, const BenchReport& report) {
@@ -218,6 +220,7 @@ void write_json(std::ostream& out, const BenchReport& report) {
           << ",\"drafts_per_minute\":" << json_opt(t.calls_per_minute(t.draft_calls))
           << ",\"finals_per_minute\":" << json_opt(t.calls_per_minute(t.final_calls)) << "}}";
     }
+    if (s.diarization) out << ",\n \"diarization\":" << diarization_json(*s.diarization);
     out << ",\n \"sessions\":[";
     for (size_t i = 0; i < s.sessions.size(); ++i) {
       const SessionResult& r = s.sessions[i];
@@ -287,6 +290,8 @@ void write_markdown(std::ostream& out, const BenchReport& report) {
     out << "\nSkipped:\n";
     for (const std::string& p : c.dataset_problems) out << "- " << p << "\n";
   }
+  for (const SystemResult& s : report.systems)
+    if (s.diarization) write_diarization_markdown(out, s.name, *s.diarization);
   for (const SystemResult& s : report.systems)
     if (s.failed_streams) out << "\n" << s.name << ": " << s.failed_streams << " stream(s) failed (see JSON)\n";
 }

@@ -34,6 +34,7 @@
 #include "bench/trace_io.h"
 #include "bench/translation.h"
 #include "bench/translation_reference.h"
+#include "cli/bench_diarization.h"
 #include "cli/commands.h"
 #include "cli/policy_options.h"
 #include "common/command_line.h"
@@ -196,7 +197,8 @@ bench::TranslationSummary run_translation(const bench::SystemRun& run, const Tra
 
 SystemResult run_in_process(const std::string& name, const bench::FileProcessorFactory& factory,
                             const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
-                            const BenchSettings& s, const TranslationBench* translation = nullptr) {
+                            const BenchSettings& s, const TranslationBench* translation = nullptr,
+                            const DiarizationBench* diarization = nullptr) {
   ProgressLine progress(name);
   const bool own_peak = reset_peak_rss();
   const double cpu0 = cpu_seconds_self();
@@ -218,6 +220,7 @@ SystemResult run_in_process(const std::string& name, const bench::FileProcessorF
                 std::to_string(static_cast<int>(r.audio_seconds)) + " s of audio in " +
                 std::to_string(static_cast<int>(run.elapsed_wall)) + " s");
   if (translation) r.translation = run_translation(run, *translation, s, name);
+  if (diarization) r.diarization = run_diarization(run, audio, utts, *diarization, name);
   return r;
 }
 
@@ -246,7 +249,8 @@ fs::path find_baseline_binary(const std::string& given) {
 // audio, same runner, traces read back; CPU time and peak RSS from wait4().
 SystemResult run_baseline(const std::string& name, const fs::path& binary, const fs::path& model,
                           const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
-                          const BenchSettings& s, const TranslationBench* translation = nullptr) {
+                          const BenchSettings& s, const TranslationBench* translation = nullptr,
+                          const DiarizationBench* diarization = nullptr) {
   const fs::path dir = fs::temp_directory_path() / ("earshot-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path audio_file = dir / "audio.f32", trace_file = dir / "run.trace", log_file = dir / "baseline.log";
@@ -336,6 +340,7 @@ SystemResult run_baseline(const std::string& name, const fs::path& binary, const
   // earshot's policies; the child's trace file carries no provisional tails,
   // so the stage drafts over committed source only.
   if (translation) r.translation = run_translation(run, *translation, s, name);
+  if (diarization) r.diarization = run_diarization(run, audio, utts, *diarization, name);
   return r;
 }
 
@@ -691,9 +696,16 @@ int run_bench(const CommandArgs& argv) {
     throw Error(ErrorCode::kInvalidArgument, "dataset " + config.dataset + ": no readable audio file left");
 
   std::optional<TranslationBench> translation;
-  // The stages bench measures: the translation (chrF and its calls against the references).
+  // The stages bench measures: the translation (chrF and its calls against the references), the
+  // diarization (DER against AUDIO.rttm truths, and its compute).
   const stages::StageChain chain =
-      stages::StageChain::load(args, {.command = stages::Command::kBench, .pause_seconds = 5.0});
+      stages::StageChain::load(args, {.command = stages::Command::kBench, .pause_seconds = 5.0, .threads = s.threads});
+  const std::optional<DiarizationBench> diarization =
+      diarization_bench(chain, args, config.utterances, s.language, s.threads);
+  if (diarization && capacity_mode)
+    throw Error(ErrorCode::kInvalidArgument,
+                "--diarization-model is not measured with --capacity (bench without --capacity reports the "
+                "stage's DER and compute per audio second)");
   if (const auto* loaded = dynamic_cast<const stages::translation::LoadedTranslation*>(chain.find("translation"))) {
     const stages::translation::TranslationSetup* setup = &loaded->setup();
     if (setup->default_target.empty())
@@ -740,7 +752,7 @@ int run_bench(const CommandArgs& argv) {
         }
         SystemResult r = run_in_process(
             p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s,
-            translation ? &*translation : nullptr);
+            translation ? &*translation : nullptr, diarization ? &*diarization : nullptr);
         const std::string how = engine::describe(engine->capabilities().family, spec, p);
         r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads" +
                    (how.empty() ? "" : ", " + how) + ", workload " + workload;
@@ -749,7 +761,7 @@ int run_bench(const CommandArgs& argv) {
     }
     for (const std::string& b : baselines) {
       SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s,
-                                    translation ? &*translation : nullptr);
+                                    translation ? &*translation : nullptr, diarization ? &*diarization : nullptr);
       r.detail = "libwhisper, model " + model_file.string() +
                  ", step 3 s, length 10 s, keep 0.2 s, greedy, flash attention" +
                  (s.baseline_no_fallback ? ", no temperature fallback" : ", temperature fallback");

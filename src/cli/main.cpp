@@ -55,7 +55,7 @@ constexpr Command kCommands[] = {
     {"quantize", "quantise a Whisper or Parakeet model file (q8_0, q5_0, q4_0, k-quants ...)",
      earshot::cli::run_quantize, "docs/usage.md#earshot-quantize, docs/models.md"},
     {"bench", "measure WER, word delays and speed of policies and baselines", earshot::cli::run_bench,
-     "docs/usage.md#earshot-bench, docs/benchmarks.md"},
+     "docs/usage.md#earshot-bench, docs/benchmarks.md, docs/diarization.md"},
     {"replay-translation", "replay a recorded translation input stream (A/B of --commit-mode)",
      earshot::cli::run_replay_translation, "docs/usage.md#earshot-replay-translation, docs/translation.md"},
     {"calibrate-translation", "rank a translation model's alignment heads on sentence pairs (writes a calibration)",

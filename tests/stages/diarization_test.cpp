@@ -227,7 +227,10 @@ TEST(DiarizationRegistration, OptionsValidationAndPerStreamChoice) {
   EXPECT_EQ(transcribe.help().find("--diarization-workers"), std::string::npos);
   Args bench("bench", "");
   stages::StageChain::declare(bench, stages::Command::kBench, registry);
-  EXPECT_EQ(bench.help().find("--diarization-model"), std::string::npos);
+  // bench diarizes its streams and scores them (bench/diarization.h); it has no live workers.
+  EXPECT_NE(bench.help().find("--diarization-model"), std::string::npos);
+  EXPECT_NE(bench.help().find("--diarization-chunk-ms"), std::string::npos);
+  EXPECT_EQ(bench.help().find("--diarization-workers"), std::string::npos);
 
   // Off without a model; options that need one say so; bad values name the option.
   EXPECT_TRUE(chain_of({}, stages::Command::kServe, registry).empty());
@@ -271,6 +274,9 @@ TEST(DiarizationRegistration, OptionsValidationAndPerStreamChoice) {
   bool has_queue_gauge = false;
   for (const stages::Metric& m : chain.metrics()) has_queue_gauge |= m.name == "earshot_diarization_queued_seconds";
   EXPECT_TRUE(has_queue_gauge);
+  // bench loads it too (its files' streams: no live pool).
+  EXPECT_EQ(chain_of({"--diarization-model", "m.gguf"}, stages::Command::kBench, registry).names(),
+            std::vector<std::string>{"diarization"});
 }
 
 TEST(DiarizationRegistration, ALiveSessionNamesEverySpeaker) {

@@ -31,10 +31,12 @@ class ReadSettings : public StageSettings {
 };
 
 void declare(Args& args, Command command) {
-  if (command == Command::kBench) return;  // no speaker figures in bench yet
   args.option("diarization-model",
-              "speaker diarization model (a path or a name `earshot pull` knows): every word gets a speaker "
-              "(Deepgram streams: with diarize=true)",
+              command == Command::kBench
+                  ? "speaker diarization model (a path or a name `earshot pull` knows): every stream's words get "
+                    "speakers, scored against AUDIO.rttm truths (DER), with the stage's compute"
+                  : "speaker diarization model (a path or a name `earshot pull` knows): every word gets a speaker "
+                    "(Deepgram streams: with diarize=true)",
               "")
       .option("max-speakers", "diarization: most speakers told apart (1..4)", "4")
       .option("diarization-chunk-ms",
@@ -46,7 +48,6 @@ void declare(Args& args, Command command) {
 }
 
 std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext& context, const ModelLoader& load) {
-  if (context.command == Command::kBench) return nullptr;
   Settings s;
   s.request.model = args.get("diarization-model");
   const long speakers = args.get_int("max-speakers");

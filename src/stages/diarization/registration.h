@@ -1,4 +1,5 @@
-// Diarization on the stage registry. Its options, on serve and transcribe:
+// Diarization on the stage registry. Its options, on serve, transcribe and
+// bench (which scores the speakers against RTTM truths, bench/diarization.h):
 //   --diarization-model PATH|NAME  the model (turns the stage on)
 //   --max-speakers N               1..4 (default 4)
 //   --diarization-chunk-ms MS      audio per model step: what the speaker fields wait for

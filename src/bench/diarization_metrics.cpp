@@ -1,0 +1,203 @@
+#include "bench/diarization_metrics.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "bench/metrics.h"
+#include "common/error.h"
+#include "common/json_text.h"
+#include "protocol/rttm.h"
+
+namespace earshot::bench {
+namespace fs = std::filesystem;
+namespace {
+
+std::string format(const char* pattern, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, pattern, v);
+  return buf;
+}
+// A percentage of scored speaker time, "-" when there is none (NaN).
+std::string percent_cell(double v) { return std::isfinite(v) ? format("%.2f", v) : "-"; }
+
+void add(DerScore& total, const DerScore& s) {
+  total.evaluated_time += s.evaluated_time;
+  total.scored_time += s.scored_time;
+  total.scored_speech += s.scored_speech;
+  total.missed_speech += s.missed_speech;
+  total.falarm_speech += s.falarm_speech;
+  total.scored_speaker += s.scored_speaker;
+  total.missed_speaker += s.missed_speaker;
+  total.falarm_speaker += s.falarm_speaker;
+  total.speaker_error += s.speaker_error;
+}
+
+std::string der_json(const DerScore& s, double collar) {
+  std::ostringstream o;
+  o << "{\"collar\":" << json_number(collar) << ",\"overlap\":\"scored\""
+    << ",\"evaluated_seconds\":" << json_number(s.evaluated_time)
+    << ",\"scored_seconds\":" << json_number(s.scored_time)
+    << ",\"scored_speaker_seconds\":" << json_number(s.scored_speaker)
+    << ",\"missed_seconds\":" << json_number(s.missed_speaker)
+    << ",\"false_alarm_seconds\":" << json_number(s.falarm_speaker)
+    << ",\"confusion_seconds\":" << json_number(s.speaker_error)
+    << ",\"missed_percent\":" << json_number(s.missed_percent())
+    << ",\"false_alarm_percent\":" << json_number(s.falarm_percent())
+    << ",\"confusion_percent\":" << json_number(s.speaker_error_percent())
+    << ",\"der_percent\":" << json_number(s.der_percent()) << ",\"mapping\":[";
+  bool first = true;
+  for (const auto& [where, pairs] : s.mapping)
+    for (const auto& [reference, hypothesis] : pairs) {
+      o << (first ? "" : ",") << "[" << json_quote(reference) << "," << json_quote(hypothesis) << "]";
+      first = false;
+    }
+  o << "]}";
+  return o.str();
+}
+
+// "collar 0.25: missed 1.20% ..." rows of the table.
+std::string der_row(const std::string& what, double collar, const DerScore& s) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "  %-16s %6.2f %8s %12s %10s %7s %9.2f\n", what.c_str(), collar,
+                percent_cell(s.missed_percent()).c_str(), percent_cell(s.falarm_percent()).c_str(),
+                percent_cell(s.speaker_error_percent()).c_str(), percent_cell(s.der_percent()).c_str(),
+                s.scored_speaker);
+  return buf;
+}
+
+std::string compute_text(const DiarizationSummary& d) {
+  std::string out = "compute RTF wall " + format("%.3f", d.rtf_wall());
+  if (const std::optional<double> cpu = d.rtf_cpu()) out += ", cpu " + format("%.3f", *cpu);
+  return out;
+}
+
+}  // namespace
+
+fs::path speaker_truth_path(const Utterance& utterance) {
+  fs::path path = utterance.audio_path;
+  path.replace_extension(".rttm");
+  return path;
+}
+
+std::vector<std::optional<SpeakerTruth>> load_speaker_truths(const std::vector<Utterance>& utterances) {
+  std::vector<std::optional<SpeakerTruth>> out;
+  for (const Utterance& u : utterances) {
+    const fs::path path = speaker_truth_path(u);
+    if (!fs::is_regular_file(path)) {
+      out.emplace_back();
+      continue;
+    }
+    SpeakerTruth truth{path.string(), read_rttm(path)};
+    std::set<std::pair<std::string, std::string>> ids;
+    for (const SpeakerSegment& s : truth.segments) ids.insert({s.file, s.channel});
+    if (ids.size() > 1)
+      throw Error(ErrorCode::kInvalidArgument,
+                  truth.path + ": the RTTM truth of " + u.audio_path + " holds " + std::to_string(ids.size()) +
+                      " file ids or channels; a clip's truth (AUDIO.rttm next to it) describes that clip alone");
+    out.push_back(std::move(truth));
+  }
+  return out;
+}
+
+DiarizationSummary summarize_diarization(std::string detail, std::vector<DiarizedClip> clips,
+                                         std::optional<double> cpu_seconds) {
+  DiarizationSummary d;
+  d.detail = std::move(detail);
+  d.cpu_seconds = cpu_seconds;
+  for (const DiarizedClip& c : clips) {
+    d.audio_seconds += c.audio_seconds;
+    d.compute_seconds += c.compute_seconds;
+    if (!c.der || !c.der_no_collar) continue;
+    ++d.scored_clips;
+    if (!d.der) d.der.emplace(), d.der_no_collar.emplace();
+    add(*d.der, *c.der);
+    add(*d.der_no_collar, *c.der_no_collar);
+  }
+  d.clips = std::move(clips);
+  return d;
+}
+
+void write_diarization_table(std::ostream& out, const std::string& system, const DiarizationSummary& d) {
+  out << "diarization " << system << " (" << d.detail << "): " << d.clips.size() << " stream(s), "
+      << format("%.1f", d.audio_seconds) << " s of audio, " << compute_text(d) << "\n";
+  char header[160];
+  std::snprintf(header, sizeof header, "  %-16s %6s %8s %12s %10s %7s %9s\n", "clip", "collar", "missed%",
+                "false alarm%", "confusion%", "DER%", "scored s");
+  out << header;
+  for (const DiarizedClip& c : d.clips) {
+    const std::string name = c.session ? c.id + " #" + std::to_string(c.session) : c.id;
+    if (!c.der) {
+      out << "  " << name << ": no RTTM truth (no " << c.id << ".rttm next to its audio): compute only, RTF wall "
+          << format("%.3f", c.audio_seconds > 0 ? c.compute_seconds / c.audio_seconds : 0.0) << ", " << c.speakers
+          << " speaker(s) in " << c.turns.size() << " turn(s)\n";
+      continue;
+    }
+    out << der_row(name, kDiarizationCollar, *c.der) << der_row(name, 0.0, *c.der_no_collar);
+  }
+  if (d.der) {
+    const std::string total = "total (" + std::to_string(d.scored_clips) + ")";
+    out << der_row(total, kDiarizationCollar, *d.der) << der_row(total, 0.0, *d.der_no_collar);
+  } else {
+    out << "  no clip has an RTTM truth (AUDIO.rttm next to the audio): no DER\n";
+  }
+  out << "  DER = missed + false alarm + confusion over scored speaker time (md-eval.pl's; overlap scored)\n";
+}
+
+std::string diarization_json(const DiarizationSummary& d) {
+  std::ostringstream o;
+  o << "{\"detail\":" << json_quote(d.detail) << ",\"audio_seconds\":" << json_number(d.audio_seconds)
+    << ",\"compute_wall_seconds\":" << json_number(d.compute_seconds)
+    << ",\"cpu_seconds\":" << (d.cpu_seconds ? json_number(*d.cpu_seconds) : "null")
+    << ",\"rtf_wall\":" << json_number(d.rtf_wall())
+    << ",\"rtf_cpu\":" << (d.rtf_cpu() ? json_number(*d.rtf_cpu()) : "null") << ",\"scored_clips\":" << d.scored_clips
+    << ",\n  \"der\":" << (d.der ? der_json(*d.der, kDiarizationCollar) : "null")
+    << ",\n  \"der_no_collar\":" << (d.der_no_collar ? der_json(*d.der_no_collar, 0.0) : "null") << ",\n  \"clips\":[";
+  for (size_t i = 0; i < d.clips.size(); ++i) {
+    const DiarizedClip& c = d.clips[i];
+    o << (i ? "," : "") << "\n   {\"id\":" << json_quote(c.id) << ",\"file\":" << c.file << ",\"session\":" << c.session
+      << ",\"audio_seconds\":" << json_number(c.audio_seconds)
+      << ",\"compute_wall_seconds\":" << json_number(c.compute_seconds)
+      << ",\"rtf_wall\":" << json_number(c.audio_seconds > 0 ? c.compute_seconds / c.audio_seconds : 0.0)
+      << ",\"words\":" << c.words << ",\"unknown_words\":" << c.unknown_words << ",\"speakers\":" << c.speakers
+      << ",\"truth\":" << (c.truth.empty() ? "null" : json_quote(c.truth))
+      << ",\"note\":" << (c.der ? "null" : json_quote("no RTTM truth: compute only"))
+      << ",\"der\":" << (c.der ? der_json(*c.der, kDiarizationCollar) : "null")
+      << ",\"der_no_collar\":" << (c.der_no_collar ? der_json(*c.der_no_collar, 0.0) : "null")
+      << ",\"turns_rttm\":" << json_quote(protocol::format_rttm(c.turns, protocol::kRttmMilliseconds)) << "}";
+  }
+  o << "]}";
+  return o.str();
+}
+
+void write_diarization_markdown(std::ostream& out, const std::string& system, const DiarizationSummary& d) {
+  out << "\n### Diarization: " << system << "\n\n- " << d.detail << "\n- " << d.clips.size() << " stream(s), "
+      << format("%.1f", d.audio_seconds) << " s of audio; " << compute_text(d)
+      << " (the stage's own, apart from the ASR's)\n\n"
+      << "| clip | collar | missed % | false alarm % | confusion % | DER % | scored speaker s |\n"
+      << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  auto row = [&](const std::string& name, double collar, const DerScore& s) {
+    out << "| " << name << " | " << format("%.2f", collar) << " | " << percent_cell(s.missed_percent()) << " | "
+        << percent_cell(s.falarm_percent()) << " | " << percent_cell(s.speaker_error_percent()) << " | "
+        << percent_cell(s.der_percent()) << " | " << format("%.2f", s.scored_speaker) << " |\n";
+  };
+  for (const DiarizedClip& c : d.clips) {
+    const std::string name = c.session ? c.id + " #" + std::to_string(c.session) : c.id;
+    if (!c.der) {
+      out << "| " << name << " | no RTTM truth: compute only | | | | | |\n";
+      continue;
+    }
+    row(name, kDiarizationCollar, *c.der);
+    row(name, 0.0, *c.der_no_collar);
+  }
+  if (d.der) {
+    row("**total**", kDiarizationCollar, *d.der);
+    row("**total**", 0.0, *d.der_no_collar);
+  }
+  out << "\nDER = (missed + false alarm + confusion) / scored speaker time, as md-eval.pl, overlap scored; the "
+         "truth of a clip is AUDIO.rttm next to it.\n";
+}
+
+}  // namespace earshot::bench
