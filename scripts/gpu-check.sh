@@ -4,7 +4,8 @@
 # on the CPU; earshot-bench-model --device at tiny.en, base.en, large-v3-turbo and
 # large-v3 dimensions), then the product on it: `earshot transcribe` with each
 # policy and beam search, and `earshot serve --pcm-input` with a streaming client
-# (scripts/ws-pcm-client.py). Needs a CUDA build (EARSHOT_CUDA=ON
+# (scripts/ws-pcm-client.py); with PARTS="transducer", batched live streams of a
+# cache-aware streaming transducer. Needs a CUDA build (EARSHOT_CUDA=ON
 # scripts/build.sh release) and a machine with the GPU.
 #   scripts/gpu-check.sh [LOG_DIR]
 # Environment: DEVICE (default CUDA0), BIN (folder holding earshot, earshot-parity,
@@ -117,6 +118,23 @@ if [[ " $PARTS " == *" product "* ]]; then
   kill "$server"
   wait "$server" 2>/dev/null
   cat "$LOG_DIR/serve.log"
+fi
+
+# Live cache-aware transducer streams on the GPU, batched (PARTS="transducer"):
+# a random streaming model at the real 0.6B dimensions, the reference workload
+# (src/bench/transducer_reference.h), 1 and 16 sessions at 160 and 560 ms with
+# their chunks batched up to 16 a step.
+if [[ " $PARTS " == *" transducer "* ]]; then
+  make_parakeet="${BIN:-$ROOT/build/release-cuda/tools/make_parakeet}/earshot-make-parakeet"
+  [ -f "$MODELS/s35.gguf" ] || "$make_parakeet" --dims real --streaming 1 --prompt 1 --type f16 --seed 7 \
+    --gguf "$MODELS/s35.gguf" >"$LOG_DIR/make-s35.log" 2>&1 ||
+    { echo "gpu-check: generating s35.gguf failed:"; cat "$LOG_DIR/make-s35.log"; exit 2; }
+  for lookahead in 160 560; do
+    check "transducer-capacity-$lookahead" "$earshot" bench --dataset "$SHARED/data/librivox" \
+      --model "$MODELS/s35.gguf" --device "$DEVICE" --policy native --lookahead-ms "$lookahead" \
+      --workload reference --vad-model "$SHARED/models/silero-v6.2.0-ggml.bin" --capacity --sessions 1,16 \
+      --workers 16 --batch-decode 16 --profile
+  done
 fi
 
 echo "== summary ($DEVICE; logs in $LOG_DIR)"
