@@ -274,7 +274,11 @@ transducer::Matrix host_matrix(const ggml_tensor* t, bool multiplied = true) {
   m.rows = static_cast<int>(ggml_nelements(t) / t->ne[0]);
   m.data = host_floats(t);
   m.f16_input = t->type == GGML_TYPE_F16;
-  if (multiplied && t->type != GGML_TYPE_F32 && ggml_get_type_traits_cpu(t->type)->vec_dot) {
+  // Types whose CPU dot product (and the vector's conversion to its type) ggml
+  // has; any other stays on the dequantised rows.
+  const ggml_type_traits_cpu* cpu = ggml_get_type_traits_cpu(t->type);
+  if (multiplied && t->type != GGML_TYPE_F32 && cpu->vec_dot && cpu->vec_dot_type != GGML_TYPE_F32 &&
+      ggml_get_type_traits_cpu(cpu->vec_dot_type)->from_float) {
     m.type = t->type;
     m.blocks.resize(ggml_nbytes(t));
     ggml_backend_tensor_get(t, m.blocks.data(), 0, m.blocks.size());
