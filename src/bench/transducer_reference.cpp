@@ -92,12 +92,13 @@ TransducerReference::TransducerReference(std::vector<TimedWord> words, std::shar
     : words_(std::move(words)), clock_(std::move(clock)) {}
 
 void TransducerReference::bind(const TokenPieces& pieces, int n_vocab, const std::vector<int>& durations,
-                               int /*max_symbols*/, double frame_seconds) {
+                               double frame_seconds) {
   if (bound_) throw Error(ErrorCode::kInternal, "a transducer reference steers one stream");
   bound_ = true;
   const Spelling spelling(pieces, n_vocab);
   blank_ = n_vocab;
   durations_ = durations;
+  if (!durations_.empty()) largest_duration_ = *std::max_element(durations_.begin(), durations_.end());
   frame_seconds_ = frame_seconds;
   for (const TimedWord& word : words_) {
     int missing = 0;
@@ -126,26 +127,22 @@ long long TransducerReference::frame_of(double t) const {
 }
 
 int TransducerReference::duration_index_at_most(long long frames) const {
+  // The largest duration that fits; none fits: the smallest.
   int best = -1;
-  for (int i = 0; i < static_cast<int>(durations_.size()); ++i) {
-    const bool fits = durations_[i] <= frames;
-    if (best < 0) {
-      best = i;
-      continue;
-    }
-    const bool best_fits = durations_[best] <= frames;
-    if (fits && (!best_fits || durations_[i] > durations_[best])) best = i;
-    if (!fits && !best_fits && durations_[i] < durations_[best]) best = i;
-  }
-  return std::max(best, 0);
+  for (int i = 0; i < static_cast<int>(durations_.size()); ++i)
+    if (durations_[i] <= frames && (best < 0 || durations_[i] > durations_[best])) best = i;
+  if (best >= 0) return best;
+  return static_cast<int>(std::min_element(durations_.begin(), durations_.end()) - durations_.begin());
 }
 
 TransducerSteer::Choice TransducerReference::choose(int frame) {
   ++steps_;
   const bool tdt = !durations_.empty();
-  const long long largest = tdt ? *std::max_element(durations_.begin(), durations_.end()) : 1;
   // The frame of the next piece due (far away when none is left).
-  auto next_due = [&] { return cursor_ < tokens_.size() ? frame_of(token_time_[cursor_]) : frame + largest; };
+  auto next_due = [&] {
+    return cursor_ < tokens_.size() ? frame_of(token_time_[cursor_])
+                                    : frame + static_cast<long long>(largest_duration_);
+  };
   if (cursor_ < tokens_.size() && frame_of(token_time_[cursor_]) <= frame) {
     const int token = tokens_[cursor_++];
     return {token, tdt ? duration_index_at_most(std::max(0LL, next_due() - frame)) : 0};

@@ -55,8 +55,7 @@ class TransducerReference : public TransducerSteer {
  public:
   TransducerReference(std::vector<TimedWord> words, std::shared_ptr<const SegmentClock> clock);
 
-  void bind(const TokenPieces& pieces, int n_vocab, const std::vector<int>& durations, int max_symbols,
-            double frame_seconds) override;
+  void bind(const TokenPieces& pieces, int n_vocab, const std::vector<int>& durations, double frame_seconds) override;
   Choice choose(int frame) override;
 
   // After bind: the reference as pieces, each piece's emission time, and how
@@ -78,6 +77,7 @@ class TransducerReference : public TransducerSteer {
   std::vector<int> tokens_;
   std::vector<double> token_time_;
   std::vector<int> durations_;
+  int largest_duration_ = 1;  // RNN-T: a blank moves one frame
   int blank_ = 0;
   int stand_ins_ = 0;
   double frame_seconds_ = 0.08;

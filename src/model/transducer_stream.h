@@ -47,9 +47,8 @@ class TransducerSteer {
   };
   virtual ~TransducerSteer() = default;
   // When the stream opens: its vocabulary (pieces 0..n_vocab-1, blank = n_vocab),
-  // the TDT durations in frames (empty: RNN-T), the per-frame symbol bound and
-  // the encoder frame's length.
-  virtual void bind(const TokenPieces& pieces, int n_vocab, const std::vector<int>& durations, int max_symbols,
+  // the TDT durations in frames (empty: RNN-T) and the encoder frame's length.
+  virtual void bind(const TokenPieces& pieces, int n_vocab, const std::vector<int>& durations,
                     double frame_seconds) = 0;
   // A greedy step at encoder frame `frame` of the segment (as TokenEmission::frame).
   virtual Choice choose(int frame) = 0;

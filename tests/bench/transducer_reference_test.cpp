@@ -47,7 +47,7 @@ FakePieces vocabulary() { return FakePieces({"<unk>", kSp + "an", "d", kSp + "a"
 std::vector<int> spelt(const std::string& word, int* stand_ins = nullptr) {
   const FakePieces pieces = vocabulary();
   TransducerReference r({{word, 0, 1}}, std::make_shared<SegmentClock>());
-  r.bind(pieces, pieces.size(), {}, 10, 0.08);
+  r.bind(pieces, pieces.size(), {}, 0.08);
   if (stand_ins) *stand_ins = r.stand_ins();
   return r.tokens();
 }
@@ -76,7 +76,7 @@ TEST(TransducerReference, RnntEmitsEachPieceAtTheFrameHoldingItsEndAndBlanksElse
   clock->start = 1.0;  // the segment began 1 s into the stream
   // "and" over 1.0-1.4 s: ▁an ends at 1.2 s (frame 2 of the segment), d at 1.4 s (frame 4).
   TransducerReference r({{"and", 1.0, 1.4}}, clock);
-  r.bind(pieces, pieces.size(), {}, 10, 0.08);
+  r.bind(pieces, pieces.size(), {}, 0.08);
   const int blank = pieces.size();
   std::vector<int> chosen;
   for (int frame = 0; frame < 7; ++frame) chosen.push_back(r.choose(frame).token);
@@ -91,7 +91,7 @@ TEST(TransducerReference, TdtSkipsToTheNextPieceDueAndStaysForOneDueInTheSameFra
   // "and" 0-0.4 s: ▁an due at frame 2, d at frame 4; "so" 0.5-0.52 s: ▁ s o all due at frame 6.
   TransducerReference r({{"and", 0.0, 0.4}, {"so", 0.5, 0.52}}, clock);
   const std::vector<int> durations = {0, 1, 2, 3, 4};
-  r.bind(pieces, pieces.size(), durations, 10, 0.08);
+  r.bind(pieces, pieces.size(), durations, 0.08);
   const int blank = pieces.size();
   using C = TransducerSteer::Choice;
   auto eq = [](C a, C b) { return a.token == b.token && a.duration_index == b.duration_index; };
@@ -104,7 +104,7 @@ TEST(TransducerReference, TdtSkipsToTheNextPieceDueAndStaysForOneDueInTheSameFra
   EXPECT_TRUE(eq(r.choose(10), C{blank, 4}));  // nothing left: blanks skip the most
   // Without a duration 0, a piece due in the same frame waits for the next step's smallest skip.
   TransducerReference s({{"so", 0.5, 0.52}}, clock);
-  s.bind(pieces, pieces.size(), {1, 2}, 10, 0.08);
+  s.bind(pieces, pieces.size(), {1, 2}, 0.08);
   EXPECT_TRUE(eq(s.choose(6), C{5, 0}));
 }
 

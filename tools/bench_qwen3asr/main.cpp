@@ -152,7 +152,7 @@ class Products {
  private:
   int threads_;
   std::vector<std::pair<earshot::tools::GemmShape, double>> shapes_;
-  static inline std::map<std::tuple<int64_t, int64_t, int64_t>, double> rates_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> rates_;
 };
 
 bool two_d(const Tensor& t) { return t.ne[1] > 1 && t.ne[2] == 1 && t.ne[3] == 1; }

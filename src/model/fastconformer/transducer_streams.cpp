@@ -142,7 +142,7 @@ class StreamingStream : public StreamingTransducer, StreamBase {
         mel_stream_(mel_, model_->mel_filters(), model_->window()) {
     if (steer) {
       const transducer::DecoderWeights& w = decoder_.weights();
-      steer->bind(pieces_, w.n_vocab, w.durations, w.max_symbols, frame_seconds_);
+      steer->bind(pieces_, w.n_vocab, w.durations, frame_seconds_);
       steer_ = std::move(steer);
     }
   }

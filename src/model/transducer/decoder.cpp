@@ -147,13 +147,13 @@ GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, Decod
       const TransducerSteer::Choice c = steer->choose(frame_offset + t);
       token = c.token;
       if (tdt) duration_index = c.duration_index;
+      if (token < 0 || token >= n_tokens ||
+          (tdt && (duration_index < 0 || duration_index >= static_cast<int>(w_->durations.size()))))
+        throw Error(ErrorCode::kInternal, "transducer steer chose an output the model does not have");
     } else {
       token = argmax(logits.data(), n_tokens);
       if (tdt) duration_index = argmax(logits.data() + n_tokens, static_cast<int>(w_->durations.size()));
     }
-    if (token < 0 || token >= n_tokens ||
-        (tdt && (duration_index < 0 || duration_index >= static_cast<int>(w_->durations.size()))))
-      throw Error(ErrorCode::kInternal, "transducer steer chose an output the model does not have");
     if (tdt) duration = w_->durations[duration_index];
     if (token == w_->blank()) {
       // A blank always moves on: a zero duration on blank would loop forever.
