@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "ggml-alloc.h"
 #include "model/runtime/device.h"
+#include "model/runtime/graph_runner.h"
 #include "vad/model_impl.h"
 
 namespace earshot::vad {
@@ -22,12 +22,11 @@ struct WindowGraph {
   ggml_tensor* h_out = nullptr;
   ggml_tensor* c_out = nullptr;
   ggml_tensor* prob = nullptr;
-  ggml_cgraph* graph = nullptr;
 };
 
 // The Silero v5/v6 16 kHz network for one window. The op choices (f16 im2col
 // convolutions, reflect padding) follow whisper.cpp so probabilities agree with it.
-WindowGraph build_window_graph(ggml_context* ctx, const VadModel::Impl& m, WindowContext context) {
+WindowGraph build_window_graph(ggml_context* ctx, ggml_cgraph* graph, const VadModel::Impl& m, WindowContext context) {
   WindowGraph g;
   const int input_len = kWindowSamples + (context == WindowContext::kPreviousSamples ? kContextSamples : 0);
   g.input = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, input_len);
@@ -74,9 +73,8 @@ WindowGraph build_window_graph(ggml_context* ctx, const VadModel::Impl& m, Windo
   g.prob = ggml_sigmoid(ctx, ggml_add(ctx, logit, m.final_bias));
   for (ggml_tensor* t : {g.prob, g.h_out, g.c_out}) ggml_set_output(t);
 
-  g.graph = ggml_new_graph_custom(ctx, kGraphNodes, false);
-  ggml_build_forward_expand(g.graph, g.prob);
-  ggml_build_forward_expand(g.graph, g.c_out);
+  ggml_build_forward_expand(graph, g.prob);
+  ggml_build_forward_expand(graph, g.c_out);
   return g;
 }
 
@@ -87,9 +85,9 @@ struct VadSession::State {
   VadSessionOptions options;
   int context_len = 0;  // samples of previous-window context at the front of `window`
 
-  ggml_backend_t backend = nullptr;
-  ggml_context* ctx = nullptr;
-  ggml_gallocr_t allocr = nullptr;
+  ggml_backend_ptr backend;
+  std::unique_ptr<runtime::GraphRunner> runner;  // declared after the backend it borrows: goes first
+  runtime::GraphRunner::Graph window_graph;      // built and allocated once, computed per window
   WindowGraph graph;
 
   std::vector<float> h = std::vector<float>(kLstmSize, 0.0f);
@@ -108,35 +106,20 @@ struct VadSession::State {
     context_len = options.context == WindowContext::kPreviousSamples ? kContextSamples : 0;
     window.assign(context_len + kWindowSamples, 0.0f);
 
-    backend = runtime::create_backend(runtime::cpu_device(), options.n_threads).release();
-    ggml_init_params params = {
-        /*.mem_size =*/ggml_tensor_overhead() * kGraphNodes + ggml_graph_overhead_custom(kGraphNodes, false),
-        /*.mem_buffer =*/nullptr,
-        /*.no_alloc =*/true,
-    };
-    ctx = ggml_init(params);
-    if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the VAD graph");
-    graph = build_window_graph(ctx, model->impl(), options.context);
-    allocr = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
-    if (!allocr || !ggml_gallocr_alloc_graph(allocr, graph.graph)) {
-      throw Error(ErrorCode::kInternal, "cannot allocate the VAD compute buffer");
-    }
-  }
-  ~State() {
-    if (allocr) ggml_gallocr_free(allocr);
-    if (ctx) ggml_free(ctx);
-    if (backend) ggml_backend_free(backend);
+    backend = runtime::create_backend(runtime::cpu_device(), options.n_threads);
+    runner = std::make_unique<runtime::GraphRunner>(backend.get(), "VAD window");
+    window_graph = runner->begin(kGraphNodes);
+    graph = build_window_graph(window_graph.ctx(), window_graph.graph(), model->impl(), options.context);
+    runner->allocate(window_graph);
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
   float compute_window() {
-    ggml_backend_tensor_set(graph.input, window.data(), 0, window.size() * sizeof(float));
-    ggml_backend_tensor_set(graph.h_in, h.data(), 0, h.size() * sizeof(float));
-    ggml_backend_tensor_set(graph.c_in, c.data(), 0, c.size() * sizeof(float));
-    if (ggml_backend_graph_compute(backend, graph.graph) != GGML_STATUS_SUCCESS) {
-      throw Error(ErrorCode::kInternal, "ggml failed to compute a VAD window");
-    }
+    runtime::set_input(graph.input, window);
+    runtime::set_input(graph.h_in, h);
+    runtime::set_input(graph.c_in, c);
+    runner->compute(window_graph);
     float prob = 0.0f;
     ggml_backend_tensor_get(graph.prob, &prob, 0, sizeof(prob));
     ggml_backend_tensor_get(graph.h_out, h.data(), 0, h.size() * sizeof(float));

@@ -98,14 +98,6 @@ ggml_tensor* subsampling_channels_first(ggml_context* ctx, const Model& m, ggml_
 
 namespace detail {
 
-ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, float eps) {
-  return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), w), b);
-}
-
-ggml_tensor* linear(ggml_context* ctx, runtime::MatMul mm, ggml_tensor* w, ggml_tensor* b, ggml_tensor* x) {
-  return b ? mm.affine(ctx, w, x, b) : mm(ctx, w, x);
-}
-
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
                       ggml_tensor* w2, float eps, runtime::MatMul mm, ggml_tensor* b1, ggml_tensor* b2) {
   ggml_tensor* h = linear(ctx, mm, w2, b2, ggml_silu(ctx, linear(ctx, mm, w1, b1, layer_norm(ctx, x, nw, nb, eps))));
@@ -286,8 +278,7 @@ Encoder::Encoder(std::shared_ptr<const Model> model, ggml_backend_t backend, Enc
   right_ = resolve_right_context(model_->hparams(), options_.right_context);
   openblas_ = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
               runtime::CpuKernels::kOpenBlas;
-  alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
-  meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
+  runner_ = std::make_unique<runtime::GraphRunner>(backend_, "encoder");
 }
 
 Encoder::~Encoder() = default;
@@ -299,11 +290,8 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
     throw Error(ErrorCode::kInvalidArgument, "the encoder takes a non-empty [frames][" + std::to_string(hp.n_mels) +
                                                  "] mel; got " + std::to_string(mel.size()) + " values for " +
                                                  std::to_string(n_mel_frames) + " frames");
-  ggml_init_params params{meta_.size(), meta_.data(), true};
-  ggml_context_ptr guard{ggml_init(params)};
-  ggml_context* ctx = guard.get();
-  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the encoder graph");
-  ggml_cgraph* graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
+  const runtime::GraphRunner::Graph g = runner_->begin(kMaxNodes);
+  ggml_context* ctx = g.ctx();
 
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_mel_frames, 1, 1);
   ggml_set_input(input);
@@ -318,24 +306,16 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   if (mask) ggml_set_input(mask);
   for (const Layer& l : m.layers) x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, mm);
   ggml_set_output(x);
-  ggml_build_forward_expand(graph, x);
-  if (!alloc_->alloc(graph))
-    throw Error(ErrorCode::kInternal,
-                "cannot allocate the encoder graph for " + std::to_string(n_mel_frames) + " mel frames");
-  ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));
-  const std::vector<float> pe = relative_positions(T, hp.n_state);
-  ggml_backend_tensor_set(pos_emb, pe.data(), 0, pe.size() * sizeof(float));
-  if (mask) {
-    const std::vector<float> values = attention_mask(hp, right_, T);
-    ggml_backend_tensor_set(mask, values.data(), 0, values.size() * sizeof(float));
-  }
-  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
-    throw Error(ErrorCode::kInternal, "the encoder graph failed to compute");
+  ggml_build_forward_expand(g.graph(), x);
+  runner_->allocate(g, std::to_string(n_mel_frames) + " mel frames");
+  runtime::set_input(input, mel);
+  runtime::set_input(pos_emb, relative_positions(T, hp.n_state));
+  if (mask) runtime::set_input(mask, attention_mask(hp, right_, T));
+  runner_->compute(g);
   EncoderOutput out;
   out.n_frames = T;
   out.n_state = hp.n_state;
-  out.data.resize(static_cast<size_t>(T) * hp.n_state);
-  ggml_backend_tensor_get(x, out.data.data(), 0, out.data.size() * sizeof(float));
+  out.data = runtime::read_output(x);
   return out;
 }
 

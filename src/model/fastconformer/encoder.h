@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "model/fastconformer/model.h"
-#include "model/runtime/graph_allocator.h"
+#include "model/runtime/graph_runner.h"
 #include "model/runtime/openblas_ops.h"
 
 namespace earshot::fastconformer {
@@ -69,8 +69,7 @@ class Encoder {
   EncoderOptions options_;
   int right_ = -1;
   bool openblas_ = false;
-  std::unique_ptr<runtime::GraphAllocator> alloc_;
-  std::vector<uint8_t> meta_;
+  std::unique_ptr<runtime::GraphRunner> runner_;
 };
 
 // Sinusoidal relative positions T-1 ... -(T-1) as NeMo's RelPositionalEncoding

@@ -7,11 +7,13 @@
 #include <ggml.h>
 
 #include "model/fastconformer/model.h"
+#include "model/runtime/graph_ops.h"
 #include "model/runtime/openblas_ops.h"
 
 namespace earshot::fastconformer::detail {
 
-ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, float eps);
+using runtime::layer_norm;
+using runtime::linear;
 
 // Half-step macaron FFN: x + 0.5 * W2 silu(W1 LN(x)), on x [d, T] (any number of
 // columns: every product is per column).
@@ -19,9 +21,6 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
                       ggml_tensor* w2, float eps, runtime::MatMul mm = {}, ggml_tensor* b1 = nullptr,
                       ggml_tensor* b2 = nullptr);
-
-// w x (+ b when b is not null).
-ggml_tensor* linear(ggml_context* ctx, runtime::MatMul mm, ggml_tensor* w, ggml_tensor* b, ggml_tensor* x);
 
 // Relative-position attention of G sequences of one shape from their
 // projections: q [dh, H, Tq, G], k and v [dh, H, Tk, G] (the query frames are

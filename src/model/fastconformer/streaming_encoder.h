@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "model/fastconformer/encoder.h"
-#include "model/runtime/graph_allocator.h"
+#include "model/runtime/graph_runner.h"
 
 namespace earshot::fastconformer {
 
@@ -96,13 +96,12 @@ class StepGraph {
 
   ggml_backend_t backend_;
   bool openblas_ = false;
-  std::unique_ptr<runtime::GraphAllocator> alloc_;
+  std::unique_ptr<runtime::GraphRunner> runner_;
   // Every layer's keys and values of a step, outside the compute buffer: kept
   // across steps and grown by half again when short, so that caches growing step
   // by step (a stream's first seconds, a batch gaining streams) do not reallocate
   // and fault in fresh pages at every step.
   ggml_backend_buffer_ptr keys_;
-  std::vector<uint8_t> meta_;
   const Model* positions_model_ = nullptr;
   std::shared_ptr<const PositionTable> positions_;
 };

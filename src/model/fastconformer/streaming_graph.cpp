@@ -87,7 +87,7 @@ struct Group {
 StepGraph::StepGraph(ggml_backend_t backend, runtime::CpuKernels kernels) : backend_(backend) {
   openblas_ = runtime::resolve_cpu_kernels(kernels, runtime::is_cpu(runtime::device_of(backend))) ==
               runtime::CpuKernels::kOpenBlas;
-  alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
+  runner_ = std::make_unique<runtime::GraphRunner>(backend_, "streaming encoder");
 }
 
 StepGraph::~StepGraph() = default;
@@ -118,23 +118,15 @@ std::shared_ptr<const PositionTable> StepGraph::build_positions(const Model& m) 
     table->layers.push_back(ggml_new_tensor_2d(table->ctx.get(), GGML_TYPE_F32, d, columns));
   table->buffer.reset(ggml_backend_alloc_ctx_tensors(table->ctx.get(), backend_));
   if (!table->buffer) throw Error(ErrorCode::kInternal, "cannot allocate the position table");
-  const int n_nodes = 64 + 4 * hp.n_layer;
-  const size_t meta = ggml_tensor_overhead() * n_nodes + ggml_graph_overhead_custom(n_nodes, false);
-  if (meta_.size() < meta) meta_.resize(meta);
-  ggml_init_params params{meta_.size(), meta_.data(), true};
-  ggml_context_ptr guard{ggml_init(params)};
-  if (!guard) throw Error(ErrorCode::kInternal, "ggml_init failed for the position table graph");
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), n_nodes, false);
-  ggml_tensor* pe = ggml_new_tensor_2d(guard.get(), GGML_TYPE_F32, d, columns);
+  const runtime::GraphRunner::Graph g = runner_->begin(64 + 4 * hp.n_layer);
+  ggml_tensor* pe = ggml_new_tensor_2d(g.ctx(), GGML_TYPE_F32, d, columns);
   ggml_set_input(pe);
   for (int il = 0; il < hp.n_layer; ++il)
-    ggml_build_forward_expand(
-        graph, ggml_cpy(guard.get(), runtime::mul_mat(guard.get(), m.layers[il].pos_w, pe), table->layers[il]));
-  if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the position table graph");
-  const std::vector<float> values = relative_positions(top, columns, d);
-  ggml_backend_tensor_set(pe, values.data(), 0, values.size() * sizeof(float));
-  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
-    throw Error(ErrorCode::kInternal, "the position table graph failed to compute");
+    ggml_build_forward_expand(g.graph(),
+                              ggml_cpy(g.ctx(), runtime::mul_mat(g.ctx(), m.layers[il].pos_w, pe), table->layers[il]));
+  runner_->allocate(g, "the position table");
+  runtime::set_input(pe, relative_positions(top, columns, d));
+  runner_->compute(g);
   tables[key] = table;
   return table;
 }
@@ -149,14 +141,9 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     positions_model_ = &m;
   }
   const PositionTable& table = *positions_;
-  const int n_nodes = 2048 + 256 * B + hp.n_layer * (256 + 96 * B);
-  const size_t meta = ggml_tensor_overhead() * 2 * n_nodes + ggml_graph_overhead_custom(n_nodes, false);
-  if (meta_.size() < meta) meta_.resize(meta);
-  ggml_init_params params{meta_.size(), meta_.data(), true};
-  ggml_context_ptr guard{ggml_init(params)};
-  ggml_context* ctx = guard.get();
-  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the streaming encoder graph");
-  ggml_cgraph* graph = ggml_new_graph_custom(ctx, n_nodes, false);
+  const runtime::GraphRunner::Graph step = runner_->begin(2048 + 256 * B + hp.n_layer * (256 + 96 * B));
+  ggml_context* ctx = step.ctx();
+  ggml_cgraph* graph = step.graph();
 
   // Per stream: its mel window and subsampling, its columns among the batched rows.
   std::vector<Part> parts(B);
@@ -323,7 +310,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
   }
   // A plan of its own unless the last step had exactly this make-up (streams,
   // positions): runtime::GraphAllocator.
-  if (!alloc_->alloc(graph)) throw Error(ErrorCode::kInternal, "cannot allocate the streaming encoder graph");
+  runner_->allocate(step, std::to_string(B) + " streams");
 
   for (int s = 0; s < B; ++s) {
     const StreamState& st = *steps[s].state;
@@ -343,8 +330,7 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
                               st.conv_cache[il].size() * sizeof(float));
     }
   }
-  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
-    throw Error(ErrorCode::kInternal, "the streaming encoder graph failed to compute");
+  runner_->compute(step);
 
   // The next attention caches, the last cache_frames keys and values of each
   // stream's cache and step, read straight from the graph's tensors (the cache

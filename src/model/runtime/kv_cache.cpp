@@ -30,15 +30,17 @@ KvCache::KvCache(ggml_backend_t backend, const KvCacheShape& shape, int n_sequen
     throw Error(ErrorCode::kUnsupported, std::string("KV cache type ") + ggml_type_name(shape_.type) +
                                              " is quantised; the cache takes f16 or f32");
   }
-  alloc_ = std::make_unique<GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
+  runner_ = std::make_unique<GraphRunner>(backend_, "KV-cache copy");
   reserve(n_sequences);
 }
 
 KvCache::~KvCache() {
-  alloc_.reset();
+  runner_.reset();
   if (buffer_) ggml_backend_buffer_free(buffer_);
   if (ctx_) ggml_free(ctx_);
 }
+
+int KvCache::max_graph_nodes() const { return kNodesPerMove * capacity_ + 16; }
 
 size_t KvCache::element_size() const { return ggml_type_size(shape_.type); }
 size_t KvCache::sequence_bytes() const { return static_cast<size_t>(shape_.n_ctx) * shape_.n_embd * element_size(); }
@@ -67,8 +69,6 @@ void KvCache::allocate(int n_sequences) {
   ggml_backend_buffer_clear(buffer_, 0);
   capacity_ = n_sequences;
   lengths_.assign(n_sequences, 0);
-  graph_meta_.resize(ggml_tensor_overhead() * (kNodesPerMove * capacity_ + 16) +
-                     ggml_graph_overhead_custom(kNodesPerMove * capacity_ + 16, false));
 }
 
 void KvCache::reserve(int n_sequences) {
@@ -82,18 +82,10 @@ void KvCache::reserve(int n_sequences) {
   // device and reserved once: no allocation in the middle of a stream.
   std::vector<Move> rotate;
   for (int s = 0; s < capacity_; ++s) rotate.push_back({(s + 1) % capacity_, s, shape_.n_ctx});
-  const ggml_context_ptr guard(new_graph_context());
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), kNodesPerMove * capacity_ + 16, false);
-  build_moves(guard.get(), graph, rotate);
-  for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-    ggml_tensor* node = ggml_graph_node(graph, i);
-    if (!ggml_backend_supports_op(backend_, node)) {
-      throw Error(ErrorCode::kUnsupported, std::string("the ") + ggml_backend_name(backend_) + " backend cannot run " +
-                                               ggml_op_desc(node) + " (" + ggml_type_name(node->type) +
-                                               ") of the KV-cache copies; load the model on the CPU");
-    }
-  }
-  if (!alloc_->reserve(graph)) throw Error(ErrorCode::kInternal, "cannot reserve the KV-cache buffers");
+  const GraphRunner::Graph g = runner_->begin(max_graph_nodes());
+  build_moves(g.ctx(), g.graph(), rotate);
+  runner_->check_supported(g);
+  runner_->reserve(g);
 }
 
 void KvCache::check_sequence(int seq, const char* what) const {
@@ -163,22 +155,6 @@ void KvCache::build_moves(ggml_context* ctx, ggml_cgraph* graph, std::span<const
   }
 }
 
-ggml_context* KvCache::new_graph_context() {
-  ggml_init_params params{graph_meta_.size(), graph_meta_.data(), true};
-  ggml_context* ctx = ggml_init(params);
-  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for a KV-cache graph");
-  return ctx;
-}
-
-void KvCache::run(ggml_cgraph* graph) {
-  if (!alloc_->alloc(graph)) {
-    throw Error(ErrorCode::kInternal, "cannot allocate the KV-cache copy buffer");
-  }
-  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS) {
-    throw Error(ErrorCode::kInternal, "KV-cache copy graph failed");
-  }
-}
-
 void KvCache::copy(int src, int dst) {
   check_sequence(src, "KV cache copy");
   check_sequence(dst, "KV cache copy");
@@ -201,10 +177,10 @@ void KvCache::reorder(std::span<const int> source) {
     if (source[s] != s && lengths_[source[s]] > 0) moves.push_back({source[s], s, lengths_[source[s]]});
   }
   if (!moves.empty()) {
-    const ggml_context_ptr guard(new_graph_context());
-    ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), kNodesPerMove * capacity_ + 16, false);
-    build_moves(guard.get(), graph, moves);
-    run(graph);
+    const GraphRunner::Graph g = runner_->begin(max_graph_nodes());
+    build_moves(g.ctx(), g.graph(), moves);
+    runner_->allocate(g);
+    runner_->compute(g);
   }
   std::vector<int> lengths = lengths_;
   for (int s = 0; s < static_cast<int>(source.size()); ++s) lengths[s] = lengths_[source[s]];
@@ -226,9 +202,9 @@ void KvCache::restore_from_scratch(int seq, int first, int n) { scratch_copy(seq
 
 void KvCache::scratch_copy(int seq, int first, int n, bool restore) {
   check_scratch_range(seq, first, n);
-  const ggml_context_ptr guard(new_graph_context());
-  ggml_context* ctx = guard.get();
-  ggml_cgraph* graph = ggml_new_graph_custom(ctx, kNodesPerMove * capacity_ + 16, false);
+  const GraphRunner::Graph g = runner_->begin(max_graph_nodes());
+  ggml_context* ctx = g.ctx();
+  ggml_cgraph* graph = g.graph();
   const size_t es = element_size();
   const size_t at = seq * sequence_bytes();
   ggml_tensor* k = ggml_view_2d(ctx, k_, int64_t(n) * shape_.n_embd, shape_.n_layer, layer_bytes(),
@@ -240,7 +216,8 @@ void KvCache::scratch_copy(int seq, int first, int n, bool restore) {
       ggml_view_3d(ctx, v_scratch_, n, shape_.n_embd, shape_.n_layer, v_scratch_->nb[1], v_scratch_->nb[2], 0);
   ggml_build_forward_expand(graph, restore ? ggml_cpy(ctx, ks, k) : ggml_cpy(ctx, k, ks));
   ggml_build_forward_expand(graph, restore ? ggml_cpy(ctx, vs, v) : ggml_cpy(ctx, v, vs));
-  run(graph);
+  runner_->allocate(g);
+  runner_->compute(g);
 }
 
 ggml_tensor* KvCache::k_slot(ggml_context* ctx, int layer, int pos, int n_pos, int first_seq, int n_seq) const {

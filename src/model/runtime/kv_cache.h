@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "model/runtime/graph_allocator.h"
+#include "model/runtime/graph_runner.h"
 
 namespace earshot::runtime {
 
@@ -95,8 +95,7 @@ class KvCache {
   ggml_tensor* k_prefix(ggml_context* ctx, int seq, int n) const;
   ggml_tensor* v_prefix(ggml_context* ctx, int seq, int n) const;
   void build_moves(ggml_context* ctx, ggml_cgraph* graph, std::span<const Move> moves) const;
-  ggml_context* new_graph_context();
-  void run(ggml_cgraph* graph);
+  int max_graph_nodes() const;  // of a copy graph over every sequence
 
   ggml_backend_t backend_;
   KvCacheShape shape_;
@@ -106,10 +105,9 @@ class KvCache {
   ggml_backend_buffer_t buffer_ = nullptr;
   ggml_tensor* k_ = nullptr;
   ggml_tensor* v_ = nullptr;
-  ggml_tensor* k_scratch_ = nullptr;       // [n_embd, n_scratch, n_layer]
-  ggml_tensor* v_scratch_ = nullptr;       // [n_scratch, n_embd, n_layer] (transposed, as V)
-  std::unique_ptr<GraphAllocator> alloc_;  // the temporaries of reorders
-  std::vector<uint8_t> graph_meta_;
+  ggml_tensor* k_scratch_ = nullptr;     // [n_embd, n_scratch, n_layer]
+  ggml_tensor* v_scratch_ = nullptr;     // [n_scratch, n_embd, n_layer] (transposed, as V)
+  std::unique_ptr<GraphRunner> runner_;  // the copies (and the temporaries of reorders)
 };
 
 }  // namespace earshot::runtime

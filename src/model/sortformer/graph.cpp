@@ -66,8 +66,7 @@ ggml_tensor* diarize(ggml_context* ctx, const Model& m, ggml_tensor* x, ggml_ten
 }
 
 void set_pos_emb(ggml_tensor* pos_emb, int T, int d) {
-  const std::vector<float> pe = fastconformer::relative_positions(T, d);
-  ggml_backend_tensor_set(pos_emb, pe.data(), 0, pe.size() * sizeof(float));
+  runtime::set_input(pos_emb, fastconformer::relative_positions(T, d));
 }
 
 void check_mel(const Hparams& hp, std::span<const float> mel, int n_mel) {
@@ -88,8 +87,7 @@ Runner::Runner(const Model& model, const RunOptions& options) : model_(model) {
   }
   openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
               runtime::CpuKernels::kOpenBlas;
-  alloc_ = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(backend_));
-  meta_.resize(ggml_tensor_overhead() * kMaxNodes + ggml_graph_overhead_custom(kMaxNodes, false));
+  runner_ = std::make_unique<runtime::GraphRunner>(backend_, "diarizer");
 }
 
 Runner::~Runner() = default;
@@ -97,11 +95,9 @@ Runner::~Runner() = default;
 FrameProbabilities Runner::offline(std::span<const float> mel, int n_mel) {
   const Hparams& hp = model_.hparams();
   check_mel(hp, mel, n_mel);
-  ggml_init_params params{meta_.size(), meta_.data(), true};
-  ggml_context_ptr guard{ggml_init(params)};
-  ggml_context* ctx = guard.get();
-  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the diarizer graph");
-  ggml_cgraph* graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
+  const runtime::GraphRunner::Graph g = runner_->begin(kMaxNodes);
+  ggml_context* ctx = g.ctx();
+  ggml_cgraph* graph = g.graph();
   const runtime::MatMul mm{openblas_};
   ggml_tensor* input = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_mels, n_mel);
   ggml_set_input(input);
@@ -112,18 +108,14 @@ FrameProbabilities Runner::offline(std::span<const float> mel, int n_mel) {
   ggml_tensor* probs = diarize(ctx, model_, x, pos_emb, mm);
   ggml_set_output(probs);
   ggml_build_forward_expand(graph, probs);
-  if (!alloc_->alloc(graph))
-    throw Error(ErrorCode::kInternal,
-                "cannot allocate the diarizer graph for " + std::to_string(n_mel) + " mel frames");
-  ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));
+  runner_->allocate(g, std::to_string(n_mel) + " mel frames");
+  runtime::set_input(input, mel);
   set_pos_emb(pos_emb, T, hp.encoder.n_state);
-  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
-    throw Error(ErrorCode::kInternal, "the diarizer graph failed to compute");
+  runner_->compute(g);
   FrameProbabilities out;
   out.n_frames = T;
   out.n_speakers = hp.n_speakers;
-  out.data.resize(static_cast<size_t>(T) * hp.n_speakers);
-  ggml_backend_tensor_get(probs, out.data.data(), 0, out.data.size() * sizeof(float));
+  out.data = runtime::read_output(probs);
   return out;
 }
 
@@ -134,11 +126,9 @@ StepOutput Runner::step(std::span<const float> mel, int n_mel, std::span<const f
   if (n_prefix < 0 || prefix.size() != static_cast<size_t>(n_prefix) * d)
     throw Error(ErrorCode::kInternal, "a speaker cache and FIFO of " + std::to_string(prefix.size()) + " values for " +
                                           std::to_string(n_prefix) + " frames");
-  ggml_init_params params{meta_.size(), meta_.data(), true};
-  ggml_context_ptr guard{ggml_init(params)};
-  ggml_context* ctx = guard.get();
-  if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the diarizer graph");
-  ggml_cgraph* graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
+  const runtime::GraphRunner::Graph g = runner_->begin(kMaxNodes);
+  ggml_context* ctx = g.ctx();
+  ggml_cgraph* graph = g.graph();
   const runtime::MatMul mm{openblas_};
   ggml_tensor* input = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_mels, n_mel);
   ggml_set_input(input);
@@ -158,20 +148,16 @@ StepOutput Runner::step(std::span<const float> mel, int n_mel, std::span<const f
   ggml_set_output(probs);
   ggml_build_forward_expand(graph, chunk);
   ggml_build_forward_expand(graph, probs);
-  if (!alloc_->alloc(graph))
-    throw Error(ErrorCode::kInternal, "cannot allocate the diarizer step for " + std::to_string(T) + " frames");
-  ggml_backend_tensor_set(input, mel.data(), 0, mel.size() * sizeof(float));
-  if (cached) ggml_backend_tensor_set(cached, prefix.data(), 0, prefix.size() * sizeof(float));
+  runner_->allocate(g, "a step of " + std::to_string(T) + " frames");
+  runtime::set_input(input, mel);
+  if (cached) runtime::set_input(cached, prefix);
   set_pos_emb(pos_emb, T, d);
-  if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS)
-    throw Error(ErrorCode::kInternal, "the diarizer step failed to compute");
+  runner_->compute(g);
   StepOutput out;
   out.n_chunk = static_cast<int>(chunk->ne[1]);
-  out.chunk_emb.resize(static_cast<size_t>(out.n_chunk) * d);
-  ggml_backend_tensor_get(chunk, out.chunk_emb.data(), 0, out.chunk_emb.size() * sizeof(float));
+  out.chunk_emb = runtime::read_output(chunk);
   out.n_preds = T;
-  out.preds.resize(static_cast<size_t>(T) * hp.n_speakers);
-  ggml_backend_tensor_get(probs, out.preds.data(), 0, out.preds.size() * sizeof(float));
+  out.preds = runtime::read_output(probs);
   return out;
 }
 

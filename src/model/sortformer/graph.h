@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "model/runtime/graph_allocator.h"
+#include "model/runtime/graph_runner.h"
 #include "model/sortformer/model.h"
 
 namespace earshot::sortformer::detail {
@@ -43,8 +43,7 @@ class Runner {
   ggml_backend_ptr owned_;
   ggml_backend_t backend_ = nullptr;
   bool openblas_ = false;
-  std::unique_ptr<runtime::GraphAllocator> alloc_;
-  std::vector<uint8_t> meta_;
+  std::unique_ptr<runtime::GraphRunner> runner_;
 };
 
 }  // namespace earshot::sortformer::detail

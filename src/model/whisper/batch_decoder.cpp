@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "model/runtime/device.h"
-#include "model/runtime/graph_allocator.h"
+#include "model/runtime/graph_runner.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/session.h"
 
@@ -18,34 +18,22 @@ namespace earshot::whisper {
 struct BatchExecutor::Impl {
   std::shared_ptr<const Model> model;
   ggml_backend_ptr backend;
-  std::unique_ptr<runtime::GraphAllocator> alloc;
-  std::vector<uint8_t> graph_meta;
-
-  ~Impl() { alloc.reset(); }  // before the backend
+  std::unique_ptr<runtime::GraphRunner> runner;  // declared after the backend it borrows: goes first
 
   // The prepared steps as one graph; fills each step's result. Throws on failure.
   void run_batched(const std::vector<Session*>& sessions, const std::vector<detail::PreparedStep>& steps,
                    std::vector<DecodeResult>& results) {
     std::vector<detail::BatchPart> parts;
     for (size_t i = 0; i < steps.size(); ++i) parts.push_back({&sessions[i]->state(), &steps[i].spec});
-    const int n_nodes = detail::batched_graph_size(*model, static_cast<int>(parts.size()));
-    const size_t meta = ggml_tensor_overhead() * n_nodes + ggml_graph_overhead_custom(n_nodes, false);
-    if (graph_meta.size() < meta) graph_meta.resize(meta);
-    ggml_init_params params{graph_meta.size(), graph_meta.data(), true};
-    const ggml_context_ptr guard(ggml_init(params));
-    if (!guard) throw Error(ErrorCode::kInternal, "ggml_init failed for the batched decoder graph");
-    ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), n_nodes, false);
-    detail::BatchedDecoderGraph g = detail::build_batched_decoder(guard.get(), graph, *model, parts);
+    const runtime::GraphRunner::Graph graph =
+        runner->begin(detail::batched_graph_size(*model, static_cast<int>(parts.size())));
+    const detail::BatchedDecoderGraph g = detail::build_batched_decoder(graph.ctx(), graph.graph(), *model, parts);
     // A plan of its own unless the last batch had exactly this make-up
     // (runtime::GraphAllocator); the buffer itself only grows.
-    if (!alloc->alloc(graph)) {
-      throw Error(ErrorCode::kInternal, "cannot allocate the batched decoder compute buffer");
-    }
-    ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
-    if (g.masks) ggml_backend_tensor_set(g.masks, g.mask_values.data(), 0, g.mask_values.size() * sizeof(float));
-    if (ggml_backend_graph_compute(backend.get(), graph) != GGML_STATUS_SUCCESS) {
-      throw Error(ErrorCode::kInternal, "the batched decoder graph failed");
-    }
+    runner->allocate(graph, std::to_string(parts.size()) + " sessions");
+    runtime::set_input(g.indices, g.index_values);
+    if (g.masks) runtime::set_input(g.masks, g.mask_values);
+    runner->compute(graph);
     results.resize(steps.size());
     for (size_t i = 0; i < steps.size(); ++i) {
       const detail::BatchedDecoderGraph::Part& part = g.parts[i];
@@ -59,7 +47,7 @@ BatchExecutor::BatchExecutor(std::shared_ptr<const Model> model, int n_threads) 
   if (!model) throw Error(ErrorCode::kInvalidArgument, "the batched decoder needs a loaded model, got null");
   impl_->model = std::move(model);
   impl_->backend = runtime::create_backend(impl_->model->device(), n_threads);
-  impl_->alloc = std::make_unique<runtime::GraphAllocator>(ggml_backend_get_default_buffer_type(impl_->backend.get()));
+  impl_->runner = std::make_unique<runtime::GraphRunner>(impl_->backend.get(), "batched decoder");
 }
 
 BatchExecutor::~BatchExecutor() = default;

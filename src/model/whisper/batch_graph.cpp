@@ -1,11 +1,15 @@
-// The decoder step of several sessions as one graph. Everything that reads a
+// Whisper's decoder step: token + positional embedding, causal self-attention
+// over each sequence's KV cache, cross-attention over the precomputed encoder
+// K/V, GELU MLP, final LN and logits against the token embedding; the softmaxed
+// cross-attention of the layers with alignment heads kept for the session to
+// copy those heads out. One graph for the steps of one or several sessions (a
+// session's lone step is this graph with one part): everything that reads a
 // weight matrix (projections, MLP, logits) is one product over the rows of every
 // part, so the weights are read once per step; attention is per part, against
-// that part's own self-attention cache and cross K/V, with the same views and ops
-// as build_decoder (decoder.cpp), so a part's values are computed exactly as its
-// lone step computes them wherever a matrix product gives each column the same
-// value whatever the number of columns (ggml's x86 CPU kernels without llamafile;
-// batch_decoder.h says what differs with it).
+// that part's own self-attention cache and cross K/V, so a part's values are
+// computed exactly as its lone step computes them wherever a matrix product gives
+// each column the same value whatever the number of columns (ggml's x86 CPU
+// kernels without llamafile; batch_decoder.h says what differs with it).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -116,7 +120,15 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
   // Integer inputs: every part's token ids, then positions, then the rows whose
   // logits are wanted, grouped by vocabulary size (a part's rows stay together).
   std::vector<int32_t>& values = g.index_values;
-  for (const BatchPart& part : parts) values.insert(values.end(), part.spec->tokens.begin(), part.spec->tokens.end());
+  // (A spec without tokens only sizes the graph: its ids are zeros.)
+  for (const BatchPart& part : parts) {
+    const std::vector<int32_t>& tokens = part.spec->tokens;
+    if (tokens.empty()) {
+      values.insert(values.end(), static_cast<size_t>(part.spec->n_tokens) * part.spec->n_sequences, 0);
+    } else {
+      values.insert(values.end(), tokens.begin(), tokens.end());
+    }
+  }
   const size_t positions_at = values.size();
   for (const BatchPart& part : parts) {
     for (int s = 0; s < part.spec->n_sequences; ++s) {

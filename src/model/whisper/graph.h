@@ -57,24 +57,6 @@ struct DecoderGraphSpec {
   std::vector<int32_t> tokens;
 };
 
-struct DecoderGraph {
-  // Input I32 holding every integer the step reads, to be set to index_values:
-  // token ids, positions, the hidden-state rows to project. One tensor is one
-  // upload per step: on a GPU one host-device synchronisation instead of several
-  // (measured: the step's gap to libwhisper).
-  ggml_tensor* indices = nullptr;
-  std::vector<int32_t> index_values;
-  ggml_tensor* mask = nullptr;    // input F32 [n_kv, n_tokens] causal mask; null when n_tokens == 1
-  ggml_tensor* logits = nullptr;  // output [n_vocab, n_positions * n_sequences]
-  // Per decoder layer: output [n_audio_ctx, n_tokens, n_head, n_sequences], the
-  // softmaxed cross-attention, where the layer has alignment heads and the spec
-  // wants attention; null otherwise.
-  std::vector<ggml_tensor*> cross_attention;
-};
-
-DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           const DecoderGraphSpec& spec);
-
 // A session's checked decode request: the graph spec of its step, and whether the
 // step computes sequence 0 only for identical beams (a shared prompt).
 struct PreparedStep {
@@ -82,22 +64,30 @@ struct PreparedStep {
   bool share = false;
 };
 
-// Several sessions' steps as one graph (batch_graph.cpp): the matrix products over
-// every row of every part, attention per part against that part's own caches.
+// The decoder step of one or several sessions as one graph (batch_graph.cpp): the
+// matrix products over every row of every part, attention per part against that
+// part's own caches. A session's lone step is this graph with one part.
 struct BatchPart {
   const StateTensors* state = nullptr;
   const DecoderGraphSpec* spec = nullptr;
 };
 
 struct BatchedDecoderGraph {
-  ggml_tensor* indices = nullptr;  // I32 input, to be set to index_values
+  // Input I32 holding every integer the step reads, to be set to index_values:
+  // token ids, positions, the hidden-state rows to project. One tensor is one
+  // upload per step: on a GPU one host-device synchronisation instead of several
+  // (measured: the step's gap to libwhisper).
+  ggml_tensor* indices = nullptr;
   std::vector<int32_t> index_values;
   ggml_tensor* masks = nullptr;  // F32 input (every part's causal mask), to be set to mask_values; null if none
   std::vector<float> mask_values;
   struct Part {
-    ggml_tensor* logits = nullptr;              // [n_vocab_logits, columns...] of the part's vocabulary group
-    size_t logits_offset = 0;                   // bytes into logits where the part's n_seq * n_positions columns start
-    std::vector<ggml_tensor*> cross_attention;  // as DecoderGraph::cross_attention, for this part
+    ggml_tensor* logits = nullptr;  // [n_vocab_logits, columns...] of the part's vocabulary group
+    size_t logits_offset = 0;       // bytes into logits where the part's n_seq * n_positions columns start
+    // Per decoder layer: output [n_audio_ctx, n_tokens, n_head, n_sequences], the
+    // softmaxed cross-attention, where the layer has alignment heads and the spec
+    // wants attention; null otherwise.
+    std::vector<ggml_tensor*> cross_attention;
   };
   std::vector<Part> parts;
 };

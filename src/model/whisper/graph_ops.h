@@ -3,6 +3,7 @@
 
 #include <ggml.h>
 
+#include "model/runtime/graph_ops.h"
 #include "model/runtime/openblas_ops.h"
 
 namespace earshot::whisper::detail {
@@ -11,7 +12,7 @@ inline constexpr float kLayerNormEps = 1e-5f;
 
 // Pre-LN as Whisper uses it: normalise, then scale and shift.
 inline ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* weight, ggml_tensor* bias) {
-  return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, kLayerNormEps), weight), bias);
+  return runtime::layer_norm(ctx, x, weight, bias, kLayerNormEps);
 }
 
 using runtime::MatMul;

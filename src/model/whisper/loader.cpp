@@ -422,7 +422,7 @@ class ModelLoader {
       placements.push_back({{specs[i].name, specs[i].type, specs[i].n_dims, specs[i].ne}, offsets[i]});
     }
     // The blocks' projections are only ever the weight of runtime::mul_mat / MatMul
-    // products (encoder.cpp, decoder.cpp, batch_graph.cpp, graph_ops.h): AMX may hold them.
+    // products (encoder.cpp, batch_graph.cpp, graph_ops.h): AMX may hold them.
     const auto product_weight = [](std::string_view name) {
       if (!name.starts_with("encoder.blocks.") && !name.starts_with("decoder.blocks.")) return false;
       for (const char* suffix :

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "features/mel.h"
 #include "model/runtime/device.h"
-#include "model/runtime/graph_allocator.h"
+#include "model/runtime/graph_runner.h"
 #include "model/runtime/kv_cache.h"
 #include "model/whisper/batch_decoder.h"
 #include "model/whisper/graph.h"
@@ -23,6 +23,7 @@ namespace {
 
 // A beam search never needs more; the bound keeps a client from asking for absurd caches.
 constexpr int kMaxSequences = 64;
+constexpr int kEncoderPlan = 0, kDecoderPlan = 1;  // the runner's plans
 
 }  // namespace
 
@@ -34,17 +35,12 @@ struct Session::Impl {
   std::unique_ptr<runtime::KvCache> kv;  // made by cache() on first use
   runtime::KvCacheShape kv_shape;
   detail::StateTensors state;
-  std::unique_ptr<runtime::GraphAllocator> encoder_alloc;
-  std::unique_ptr<runtime::GraphAllocator> decoder_alloc;
+  // The encoder's and the decoder's graphs, each family with its plan.
+  std::unique_ptr<runtime::GraphRunner> runner;
   // Every sequence holds the same cache (true after reset, after a shared prompt and
   // after a reorder from one source): a reorder is then a no-op, and tokens appended
   // alike to all may be computed once (SessionOptions::share_prompt).
   bool identical = true;
-  // Room for a graph's tensor and node metadata (~7 MB). Left uninitialised: ggml writes
-  // each object it places, and a zeroed buffer made every session resident by that much
-  // before its first pass (an idle stream never makes one).
-  std::unique_ptr<uint8_t[]> graph_meta;
-  size_t graph_meta_size = 0;
   features::Mel mel;
   std::vector<float> mel_input;
   bool encoded = false;
@@ -55,45 +51,18 @@ struct Session::Impl {
   bool openblas = false;         // options.cpu_kernels resolved
 
   ~Impl() {
-    encoder_alloc.reset();  // before the backend
-    decoder_alloc.reset();
-    kv.reset();  // before the backend it borrows
+    runner.reset();  // before the backend
+    kv.reset();      // before the backend it borrows
     if (cross_buf) ggml_backend_buffer_free(cross_buf);
     if (cross_ctx) ggml_free(cross_ctx);
     if (backend) ggml_backend_free(backend);
   }
 
-  ggml_context* new_graph_context() {
-    ggml_init_params params{graph_meta_size, graph_meta.get(), true};
-    ggml_context* ctx = ggml_init(params);
-    if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for a graph context");
-    return ctx;
-  }
-
-  void compute(ggml_cgraph* graph) {
-    if (ggml_backend_graph_compute(backend, graph) != GGML_STATUS_SUCCESS) {
-      throw Error(ErrorCode::kInternal, "ggml graph computation failed");
-    }
-  }
-
-  // Checked once per graph shape: an op the device cannot run is a clear error,
-  // not a failure in the middle of a stream.
-  void check_supported(ggml_cgraph* graph, const char* what) const {
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-      ggml_tensor* node = ggml_graph_node(graph, i);
-      if (!ggml_backend_supports_op(backend, node)) {
-        throw Error(ErrorCode::kUnsupported, std::string("the ") + ggml_backend_name(backend) + " backend cannot run " +
-                                                 ggml_op_desc(node) + " (" + ggml_type_name(node->type) + ") of the " +
-                                                 what + " graph; load the model on the CPU");
-      }
-    }
-  }
-
   // Whether the backend runs the encoder's fused attention (a CUDA build without its
   // FlashAttention kernels does not): asked with the encoder's own shapes and types.
   bool supports_fused_attention(const Hparams& hp) {
-    const ggml_context_ptr guard(new_graph_context());
-    ggml_context* ctx = guard.get();
+    const runtime::GraphRunner::Graph g = runner->begin(8);
+    ggml_context* ctx = g.ctx();
     const int head_dim = hp.n_audio_state / hp.n_audio_head;
     ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, hp.n_audio_ctx, hp.n_audio_head);
     ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, head_dim, hp.n_audio_ctx, hp.n_audio_head);
@@ -131,9 +100,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
 
   // The session computes where the model's weights are (CPU, or a GPU in a CUDA build).
   impl_->backend = runtime::create_backend(model_->device(), options_.n_threads).release();
-  impl_->graph_meta_size =
-      (ggml_tensor_overhead() * detail::kMaxGraphNodes + ggml_graph_overhead_custom(detail::kMaxGraphNodes, false));
-  impl_->graph_meta.reset(new uint8_t[impl_->graph_meta_size]);
+  impl_->runner =
+      std::make_unique<runtime::GraphRunner>(impl_->backend, std::vector<std::string>{"encoder", "decoder"});
   impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
   impl_->openblas = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(model_->device())) ==
                     runtime::CpuKernels::kOpenBlas;
@@ -151,10 +119,6 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   kv_shape.n_ctx = hp.n_text_ctx;
   kv_shape.type = GGML_TYPE_F16;
   kv_shape.n_scratch = 1;  // language detection's one position
-
-  ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(impl_->backend);
-  impl_->encoder_alloc = std::make_unique<runtime::GraphAllocator>(buft);
-  impl_->decoder_alloc = std::make_unique<runtime::GraphAllocator>(buft);
 }
 
 Session::~Session() = default;
@@ -218,21 +182,19 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
                 impl_->mel_input.data() + static_cast<size_t>(m) * mel_frames);
   }
 
-  const ggml_context_ptr guard(impl_->new_graph_context());
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
-  detail::EncoderGraph g = detail::build_encoder(guard.get(), graph, *model_, impl_->state, n_ctx,
+  runtime::GraphRunner& runner = *impl_->runner;
+  const runtime::GraphRunner::Graph graph = runner.begin(detail::kMaxGraphNodes, kEncoderPlan);
+  detail::EncoderGraph g = detail::build_encoder(graph.ctx(), graph.graph(), *model_, impl_->state, n_ctx,
                                                  impl_->openblas          ? detail::EncoderKernels::kOpenBlas
                                                  : impl_->fused_attention ? detail::EncoderKernels::kGgmlFlash
                                                                           : detail::EncoderKernels::kGgml);
-  if (impl_->checked_encoder_ctx != n_ctx) {
-    impl_->check_supported(graph, "encoder");
+  if (impl_->checked_encoder_ctx != n_ctx) {  // once per graph shape
+    runner.check_supported(graph);
     impl_->checked_encoder_ctx = n_ctx;
   }
-  if (!impl_->encoder_alloc->alloc(graph)) {
-    throw Error(ErrorCode::kInternal, "cannot allocate the encoder compute buffer");
-  }
-  ggml_backend_tensor_set(g.mel, impl_->mel_input.data(), 0, impl_->mel_input.size() * sizeof(float));
-  impl_->compute(graph);
+  runner.allocate(graph, std::to_string(n_ctx) + " frames");
+  runtime::set_input(g.mel, impl_->mel_input);
+  runner.compute(graph);
 
   n_audio_ctx_ = n_ctx;
   impl_->encoded = true;
@@ -258,8 +220,8 @@ void Session::reset(int n_sequences) {
   if (impl_->reserved_sequences == n_sequences && impl_->reserved_audio_ctx == n_audio_ctx_) return;
   // Reserve the decoder buffer for the largest single-token step once, so that
   // growing KV lengths never reallocate it.
-  const ggml_context_ptr guard(impl_->new_graph_context());
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
+  runtime::GraphRunner& runner = *impl_->runner;
+  const runtime::GraphRunner::Graph graph = runner.begin(detail::kMaxGraphNodes, kDecoderPlan);
   detail::DecoderGraphSpec spec;
   spec.n_sequences = n_sequences;
   spec.n_tokens = 1;
@@ -267,11 +229,9 @@ void Session::reset(int n_sequences) {
   spec.n_audio_ctx = n_audio_ctx_;
   spec.logits_positions = {0};
   spec.want_attention = true;
-  detail::build_decoder(guard.get(), graph, *model_, impl_->state, spec);
-  impl_->check_supported(graph, "decoder");
-  if (!impl_->decoder_alloc->reserve(graph)) {
-    throw Error(ErrorCode::kInternal, "cannot reserve the decoder compute buffer");
-  }
+  detail::build_batched_decoder(graph.ctx(), graph.graph(), *model_, {{&impl_->state, &spec}});
+  runner.check_supported(graph);
+  runner.reserve(graph);
   impl_->reserved_sequences = n_sequences;
   impl_->reserved_audio_ctx = n_audio_ctx_;
 }
@@ -397,21 +357,16 @@ DecodeResult Session::finish_decode(const detail::PreparedStep& step, DecodeResu
 }
 
 DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphSpec& spec) {
-  const ggml_context_ptr guard(new_graph_context());
-  ggml_cgraph* graph = ggml_new_graph_custom(guard.get(), detail::kMaxGraphNodes, false);
-  detail::DecoderGraph g = detail::build_decoder(guard.get(), graph, model, state, spec);
-  if (!decoder_alloc->alloc(graph)) {
-    throw Error(ErrorCode::kInternal, "cannot allocate the decoder compute buffer");
-  }
-  ggml_backend_tensor_set(g.indices, g.index_values.data(), 0, g.index_values.size() * sizeof(int32_t));
-  if (g.mask) {
-    std::vector<float> mask;
-    detail::append_causal_mask(mask, spec.n_past, spec.n_tokens);
-    ggml_backend_tensor_set(g.mask, mask.data(), 0, mask.size() * sizeof(float));
-  }
-  compute(graph);
-
-  return detail::read_step_outputs(backend, model, spec, g.logits, 0, g.cross_attention);
+  // The batched decoder's graph with this session as its one part.
+  const runtime::GraphRunner::Graph graph = runner->begin(detail::kMaxGraphNodes, kDecoderPlan);
+  const detail::BatchedDecoderGraph g =
+      detail::build_batched_decoder(graph.ctx(), graph.graph(), model, {{&state, &spec}});
+  runner->allocate(graph);
+  runtime::set_input(g.indices, g.index_values);
+  if (g.masks) runtime::set_input(g.masks, g.mask_values);
+  runner->compute(graph);
+  const detail::BatchedDecoderGraph::Part& part = g.parts[0];
+  return detail::read_step_outputs(backend, model, spec, part.logits, part.logits_offset, part.cross_attention);
 }
 
 std::vector<float> Session::detect_language() {
