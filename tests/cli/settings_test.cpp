@@ -1,4 +1,4 @@
-// bench's settings read from a command line before anything loads: each
+// The commands' settings read from a command line before anything loads: each
 // refusal of a flag combination or range, with the message naming the flag, and
 // an accepted command line's typed fields. The model and dataset paths given do
 // not exist: reading the settings must not touch them.
@@ -11,6 +11,8 @@
 
 #include "../model/error_of.h"
 #include "cli/bench_settings.h"
+#include "cli/serve_settings.h"
+#include "cli/transcribe_settings.h"
 
 namespace earshot::cli {
 namespace {
@@ -189,6 +191,108 @@ TEST(CliBenchSettings, AnAcceptedCapacityCommandLineIsTyped) {
   EXPECT_EQ(s.capacity->max_sessions, 64);
   EXPECT_DOUBLE_EQ(s.capacity->max_buffered_seconds, 60);
   EXPECT_DOUBLE_EQ(s.lag_limit(), 0.75);
+}
+
+ServeSettings serve(std::vector<std::string> extra) {
+  std::vector<std::string> argv = {"--model", "no-such-model.bin", "--pcm-input"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return read<ServeSettings>(argv, "serve");
+}
+
+std::string serve_refusal(std::vector<std::string> extra) {
+  return refusal([&] { serve(extra); });
+}
+
+TEST(CliServeSettings, RangesAreRefusedNamingTheFlag) {
+  EXPECT_EQ(serve_refusal({"--port", "65536"}), "--port must be 0..65535");
+  EXPECT_EQ(serve_refusal({"--max-connections", "0"}), "--max-connections must be 1..1000000");
+  EXPECT_EQ(serve_refusal({"--max-audio-minutes", "0"}), "--max-audio-minutes must be > 0");
+  EXPECT_EQ(serve_refusal({"--idle-timeout", "0"}), "--idle-timeout must be > 0");
+  EXPECT_EQ(serve_refusal({"--write-timeout", "0"}), "--write-timeout must be > 0");
+  EXPECT_EQ(serve_refusal({"--shutdown-grace-s", "-1"}), "--shutdown-grace-s must be >= 0");
+  EXPECT_EQ(serve_refusal({"--max-uploads", "0"}), "--max-uploads must be >= 1");
+  EXPECT_EQ(serve_refusal({"--drain-seconds", "-1"}), "--drain-seconds must be >= 0");
+  EXPECT_EQ(serve_refusal({"--max-sessions", "0"}), "--max-sessions must be >= 1");
+  EXPECT_EQ(serve_refusal({"--workers", "0"}), "--workers must be >= 1");
+  EXPECT_EQ(serve_refusal({"--max-step-seconds", "0"}), "--max-step-seconds must be > 0");
+  EXPECT_EQ(serve_refusal({"--max-buffered-seconds", "5"}),
+            "--max-buffered-seconds must be at least --max-step-seconds");
+  EXPECT_EQ(serve_refusal({"--threads", "0"}), "--threads must be >= 1");
+}
+
+TEST(CliServeSettings, AnAcceptedCommandLineIsTyped) {
+  const ServeSettings s = serve({"--port",
+                                 "0",
+                                 "--no-pull",
+                                 "--no-vac",
+                                 "--workers",
+                                 "2",
+                                 "--policy",
+                                 "localagreement",
+                                 "--language",
+                                 "de",
+                                 "--pause-segmentation-seconds",
+                                 "3",
+                                 "--beams",
+                                 "2",
+                                 "--trace-dir",
+                                 "traces",
+                                 "--warmup-file",
+                                 "w.wav",
+                                 "--max-buffered-seconds",
+                                 "0",
+                                 "--device",
+                                 "cpu"});
+  EXPECT_EQ(s.model_name, "no-such-model.bin");
+  EXPECT_TRUE(s.model.path.empty());
+  EXPECT_FALSE(s.pull);
+  EXPECT_FALSE(s.vac);
+  EXPECT_EQ(s.policy, "localagreement");
+  EXPECT_EQ(s.trace_dir, "traces");
+  EXPECT_EQ(s.warmup_file, "w.wav");
+  EXPECT_EQ(s.config.port, 0);
+  EXPECT_TRUE(s.config.pcm_input);
+  EXPECT_EQ(s.config.workers, 2);
+  EXPECT_EQ(s.config.default_language, "de");
+  EXPECT_DOUBLE_EQ(s.config.stream.pause_segmentation_seconds, 3);
+  EXPECT_DOUBLE_EQ(s.config.stream.max_pending_seconds, 0);
+  EXPECT_DOUBLE_EQ(s.config.file.max_pending_seconds, 0);
+  EXPECT_TRUE(s.config.stages.empty());  // known once the stages load
+  EXPECT_EQ(s.model.policies.alignatt.beams, 2);
+  EXPECT_EQ(s.model.policies.alignatt.language, "de");
+  EXPECT_DOUBLE_EQ(s.model.policies.alignatt.long_silence, 3);
+  EXPECT_DOUBLE_EQ(s.model.policies.localagreement.long_silence, 3);
+}
+
+TranscribeSettings transcribe(std::vector<std::string> argv) { return read<TranscribeSettings>(argv, "transcribe"); }
+
+TEST(CliTranscribeSettings, RefusalsNameTheFlag) {
+  EXPECT_EQ(refusal([] { transcribe({"--model", "m.bin"}); }), "no input file (see --help)");
+  EXPECT_EQ(refusal([] {
+              transcribe({"--model", "m.bin", "--format", "docx", "a.wav"});
+            }),
+            "unknown --format 'docx' (use txt, json, srt, vtt or rttm)");
+  EXPECT_EQ(refusal([] {
+              transcribe({"--model", "m.bin", "--guards", "maybe", "a.wav"});
+            }),
+            "--guards must be on or off, got 'maybe'");
+}
+
+TEST(CliTranscribeSettings, AnAcceptedCommandLineIsTyped) {
+  const TranscribeSettings s = transcribe({"a.wav", "--model", "m.bin", "--chunk", "1", "--realtime", "--format", "srt",
+                                           "--never-fire", "--trace", "t.jsonl", "--language", "en", "b.wav"});
+  EXPECT_EQ(s.files, (std::vector<std::string>{"a.wav", "b.wav"}));
+  EXPECT_EQ(s.model_name, "m.bin");
+  EXPECT_DOUBLE_EQ(s.feed.chunk_seconds, 1);
+  EXPECT_TRUE(s.feed.realtime);
+  EXPECT_EQ(s.format, "srt");
+  EXPECT_EQ(s.language, "en");
+  EXPECT_EQ(s.policy, "");
+  EXPECT_TRUE(s.model.policies.alignatt.never_fire);
+  EXPECT_FALSE(s.model.policies.alignatt.on_trace);  // bound to the file when the run opens it
+  EXPECT_EQ(s.trace, "t.jsonl");
+  EXPECT_FALSE(s.events);
+  EXPECT_FALSE(s.output);
 }
 
 }  // namespace
