@@ -19,7 +19,6 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "audio/audio.h"
@@ -35,14 +34,12 @@
 #include "bench/translation.h"
 #include "bench/translation_reference.h"
 #include "cli/bench_diarization.h"
+#include "cli/bench_settings.h"
 #include "cli/commands.h"
-#include "cli/policy_options.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
-#include "engine/model_options.h"
 #include "session/silero_vad.h"
-#include "session/stream_session.h"
 #include "stages/registry.h"
 #include "stages/translation/registration.h"
 #include "vad/vad.h"
@@ -56,15 +53,6 @@ namespace earshot::cli {
 namespace {
 namespace fs = std::filesystem;
 using bench::SystemResult;
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 fs::path model_path(const std::string& name_or_path) {
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
@@ -133,21 +121,16 @@ class ProgressLine {
   bool tty_;
 };
 
-struct BenchSettings {
-  bench::StreamOptions stream;
-  int sessions = 1;
-  int threads = 4;
-  std::string language;
-  bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
-  engine::ModelSpec model;  // runtime, each family's options, beams and the other AlignAtt settings; path per model
-  bool baseline_no_fallback = false;
-  bool on_cpu = false;  // --device resolved to the CPU: the baseline stays there too
-  // --workload reference: each utterance's words with estimated times (else empty).
-  std::vector<std::vector<bench::TimedWord>> reference_words;
+// What bench loads before its runs: the dataset's readable audio, and with
+// --workload reference or --capacity the VAD and each utterance's words with times.
+struct BenchInputs {
+  std::vector<std::vector<float>> audio;  // per utterance of the report's config
+  std::shared_ptr<const vad::VadModel> vad;
+  std::vector<std::vector<bench::TimedWord>> reference_words;  // --workload reference: per utterance (else empty)
 };
 
 bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::string& policy, const BenchSettings& s,
-                                       int file) {
+                                       const BenchInputs& in, int file) {
   auto stats = std::make_shared<bench::ComputeStats>();
   engine::StreamRequest request;
   request.policy = policy;
@@ -155,10 +138,10 @@ bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::
   request.on_pass = bench::count_passes(stats);
   request.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
   bench::StreamHandle h;
-  if (s.reference_words.empty()) {
+  if (in.reference_words.empty()) {
     h.processor = engine.open_stream(request);
   } else {
-    h.processor = bench::open_reference_stream(engine, request, s.reference_words.at(file)).processor;
+    h.processor = bench::open_reference_stream(engine, request, in.reference_words.at(file)).processor;
   }
   h.stats = [stats] { return *stats; };
   return h;
@@ -360,16 +343,6 @@ void write_file(const std::string& path, const std::function<void(std::ostream&)
 
 // --capacity: each session streams the whole dataset as one stream (files back
 // to back, session s starting at file s) through the server's session pipeline.
-struct CapacitySettings {
-  int workers = 2;
-  bool profile = false;
-  std::vector<int> sessions;  // the N to run; empty = search
-  int max_sessions = 64;
-  double max_buffered_seconds = 60;  // the server's --max-buffered-seconds
-  double lag_limit = 0;              // --lag-limit; 0: the chunk + 0.5 s
-  std::shared_ptr<const vad::VadModel> vad;
-};
-
 std::vector<float> session_audio(const std::vector<std::vector<float>>& audio, int session) {
   std::vector<float> out;
   for (size_t i = 0; i < audio.size(); ++i) {
@@ -396,8 +369,9 @@ std::vector<bench::TimedWord> session_words(const std::vector<std::vector<float>
 }
 
 bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::string& policy, const BenchSettings& s,
-                                     const CapacitySettings& c, const std::vector<std::vector<float>>& audio,
-                                     int sessions) {
+                                     const BenchInputs& in, int sessions) {
+  const CapacitySettings& c = *s.capacity;
+  const std::vector<std::vector<float>>& audio = in.audio;
   std::vector<std::vector<float>> streams;
   for (int i = 0; i < sessions; ++i) streams.push_back(session_audio(audio, i));
   bench::CapacityFactory factory = [&](int session) {
@@ -413,11 +387,11 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
         return bench::probe_mel(std::move(d), counters);
       };
     }
-    if (s.reference_words.empty()) {
+    if (in.reference_words.empty()) {
       out.processor = engine.open_stream(request);
     } else {
       out.processor =
-          bench::open_reference_stream(engine, request, session_words(audio, s.reference_words, session)).processor;
+          bench::open_reference_stream(engine, request, session_words(audio, in.reference_words, session)).processor;
     }
     if (out.counters) out.processor = bench::time_processor(std::move(out.processor), out.counters);
     return out;
@@ -426,8 +400,8 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
   options.workers = c.workers;
   options.chunk_seconds = s.stream.chunk_seconds;
   options.stream.max_pending_seconds = c.max_buffered_seconds;
-  if (c.vad) {
-    options.vad = [vad = c.vad](std::shared_ptr<bench::ProfileCounters> counters) {
+  if (in.vad) {
+    options.vad = [vad = in.vad](std::shared_ptr<bench::ProfileCounters> counters) {
       session::VadFactory f = session::silero_vad_factory(vad);
       return counters ? bench::time_vad(std::move(f), std::move(counters)) : f;
     };
@@ -472,15 +446,14 @@ std::string seconds_text(double seconds) {
 // Runs the N given, or searches: doubling from 1 while within capacity, then
 // bisecting between the last N within and the first beyond.
 void run_capacity_mode(const engine::Engine& engine, const std::string& name, const std::string& policy,
-                       const BenchSettings& s, const CapacitySettings& c, const std::vector<std::vector<float>>& audio,
-                       bench::CapacityReport& report) {
+                       const BenchSettings& s, const BenchInputs& in, bench::CapacityReport& report) {
+  const CapacitySettings& c = *s.capacity;
   const std::string within_header = "within " + seconds_text(report.lag_limit) + " s";
   std::printf("%-16s %8s %7s %10s %8s %9s %8s %10s %8s  %s\n", "system", "sessions", "workers", "p95 lag", "max lag",
               "skipped s", "fairness", "MB/session", "drain s", within_header.c_str());
   auto once = [&](int n) {
     const std::optional<engine::BatchCounts> before = engine.batch_counts();
-    bench::CapacityRow row{name, s.threads, s.model.runtime.batch_streams,
-                           run_capacity_once(engine, policy, s, c, audio, n)};
+    bench::CapacityRow row{name, s.threads, s.model.runtime.batch_streams, run_capacity_once(engine, policy, s, in, n)};
     if (before) {
       const engine::BatchCounts after = engine.batch_counts().value_or(*before);
       row.run.batching =
@@ -526,128 +499,138 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
   report.searches.push_back({name, good, false});
 }
 
-}  // namespace
-
-int run_bench(const CommandArgs& argv) {
-  Args args("bench",
-            "earshot bench --dataset DIR --model M[,M2...] [--policy alignatt,localagreement] "
-            "[--baseline whispercpp-stream] [--realtime|--as-fast-as-possible] [options]");
-  args.option("dataset", "folder of audio files with same-name .txt references, or a manifest (AUDIO<TAB>TEXT)")
-      .option("model", "model file(s), comma-separated (or names known to `earshot pull`)")
-      .option("policy", "earshot policies to measure, comma-separated (" + engine::policy_lists() + "; none)",
-              "alignatt")
-      .option("baseline", "baselines, comma-separated: whispercpp-stream, or none", "none")
-      .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
-      .flag("as-fast-as-possible", "feed audio back to back (delays on the audio clock; the default)")
-      .option("chunk", "seconds of audio per insert (the server's chunking)", "0.5")
-      .option("threads", "CPU threads per session (model and baseline)", default_thread_count())
-      .option("sessions", "concurrent sessions, each streaming the whole dataset (--capacity: N, N1,N2,..., or auto)",
-              "1")
-      .option("language", "language code, or auto", "en")
-      .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
-      .option("beams", "alignatt beam width (1 = greedy)", "1")
-      .option("workload",
-              "model (the model's own tokens) or reference (real graphs, reference tokens: Whisper's decoder or a "
-              "streaming transducer's greedy choices; with --translate-to the translation LLM's too, which copies "
-              "its source; docs/benchmarks.md)",
-              "model")
-      .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
-      .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")
-      .option("workers", "--capacity: scheduler worker threads (the server's --workers)", "2")
-      .option("max-sessions", "--capacity with --sessions auto: the largest N tried", "64")
-      .option("max-buffered-seconds",
-              "--capacity: audio waiting per stream beyond which the oldest is skipped (the server's option)", "60")
-      .flag("profile", "--capacity: split each stream's compute into mel, VAD, encoder, decoder, policy, protocol")
-      .option("lag-limit", "--capacity: the p95 lag (s) every session must stay under; default the chunk + 0.5 s")
-      .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
-      .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
-      .option("json", "write every number as JSON to this file")
-      .option("markdown", "write a Markdown summary to this file")
-      .option("plot", "write an SVG plot of the delay distributions to this file");
-  declare_alignatt_options(args);
-  engine::declare_model_options(args, CommandKind::kBench);
-  stages::StageChain::declare(args, stages::Command::kBench);
-  if (!args.parse_or_help(argv, {.required = {"dataset", "model"}})) return 0;
-  if (args.get_flag("realtime") && args.get_flag("as-fast-as-possible"))
-    throw Error(ErrorCode::kInvalidArgument, "--realtime and --as-fast-as-possible exclude each other");
-
-  BenchSettings s;
-  s.stream.chunk_seconds = args.get_double("chunk");
-  if (!(s.stream.chunk_seconds > 0)) throw Error(ErrorCode::kInvalidArgument, "--chunk must be > 0 seconds");
-  s.stream.pacing = args.get_flag("realtime") ? bench::Pacing::kRealtime : bench::Pacing::kAsFastAsPossible;
-  CapacitySettings capacity;
-  const bool capacity_mode = args.get_flag("capacity");
-  if (capacity_mode) {
-    if (args.get("sessions") != "auto")
-      for (const std::string& n : split_list(args.get("sessions"))) capacity.sessions.push_back(std::stoi(n));
-    for (int n : capacity.sessions)
-      if (n < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be >= 1");
-    capacity.workers = static_cast<int>(args.get_int("workers"));
-    capacity.max_sessions = static_cast<int>(args.get_int("max-sessions"));
-    capacity.profile = args.get_flag("profile");
-    if (capacity.workers < 1 || capacity.max_sessions < 1)
-      throw Error(ErrorCode::kInvalidArgument, "--workers and --max-sessions must be >= 1");
-    if (args.get_flag("as-fast-as-possible"))
-      throw Error(ErrorCode::kInvalidArgument, "--capacity runs in real time (drop --as-fast-as-possible)");
-    capacity.max_buffered_seconds = args.get_double("max-buffered-seconds");
-    const double max_step = session::StreamOptions{}.max_step_seconds;
-    if (capacity.max_buffered_seconds < 0 ||
-        (capacity.max_buffered_seconds > 0 && capacity.max_buffered_seconds < max_step))
-      throw Error(ErrorCode::kInvalidArgument, "--max-buffered-seconds must be 0 (unbounded) or at least " +
-                                                   std::to_string(static_cast<int>(max_step)) +
-                                                   " (the most audio one step takes)");
-    if (args.has("plot"))
-      throw Error(ErrorCode::kInvalidArgument,
-                  "--plot draws word delays, which --capacity does not measure (use --json or --markdown)");
-    if (args.has("lag-limit")) {
-      capacity.lag_limit = args.get_double("lag-limit");
-      if (!(capacity.lag_limit > 0)) throw Error(ErrorCode::kInvalidArgument, "--lag-limit must be > 0 seconds");
+// The dataset's readable audio, its utterances into config.utterances (an
+// unreadable file is a problem, skipped), and what the workload needs besides:
+// the VAD (--workload reference, --capacity) and the reference's word times.
+BenchInputs load_inputs(const BenchSettings& s, bench::BenchConfig& config) {
+  bench::Dataset dataset = bench::load_dataset(config.dataset);
+  BenchInputs in;
+  for (bench::Utterance& u : dataset.utterances) {
+    try {
+      in.audio.push_back(audio::load_file(u.audio_path));
+    } catch (const Error& e) {
+      dataset.problems.push_back(u.audio_path + ": unreadable audio (" + e.what() + "); file skipped");
+      u.id.clear();
+      continue;
     }
-  } else if (args.get_flag("profile")) {
-    throw Error(ErrorCode::kInvalidArgument, "--profile goes with --capacity (it needs the server's pipeline)");
-  } else if (args.has("lag-limit")) {
-    throw Error(ErrorCode::kInvalidArgument, "--lag-limit goes with --capacity");
+    u.audio_seconds = static_cast<double>(in.audio.back().size()) / kSampleRate;
+    config.utterances.push_back(u);
   }
-  s.sessions = capacity_mode ? 1 : static_cast<int>(args.get_int("sessions"));
-  if (s.sessions < 1) throw Error(ErrorCode::kInvalidArgument, "--sessions must be >= 1");
-  s.threads = engine::read_threads(args);
-  s.language = args.get("language");
-  s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
-  s.model = engine::read_model_spec(args, CommandKind::kBench);  // a bad --device fails before any work
-  policy::AlignAttConfig alignatt;
-  alignatt.beams = static_cast<int>(args.get_int("beams"));
-  s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
-  s.on_cpu = s.model.runtime.device.empty();
-  s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
+  const bool reference = s.workload == BenchWorkload::kReference;
+  if (reference || s.capacity) in.vad = vad::VadModel::load(vad_model_path(s.vad_model));
+  if (reference) {
+    for (size_t i = 0; i < in.audio.size(); ++i) {
+      const bench::Utterance& u = config.utterances[i];
+      in.reference_words.push_back(
+          bench::estimate_word_times(u.reference, bench::speech_segments(in.vad, in.audio[i]), u.audio_seconds));
+    }
+  }
+  config.dataset_problems = dataset.problems;
+  for (const std::string& p : dataset.problems) std::fprintf(stderr, "earshot bench: %s\n", p.c_str());
+  if (config.utterances.empty())
+    throw Error(ErrorCode::kInvalidArgument, "dataset " + config.dataset + ": no readable audio file left");
+  return in;
+}
 
-  std::vector<std::string> policies, baselines;
-  for (const std::string& p : split_list(args.get("policy"))) {
-    // Which policies exist depends on the model's family (engine::policy_lists()): each
-    // engine checks the names before its runs.
-    if (p != "none") policies.push_back(p);
+// The chain's translation (--translate-to), measured after each system's run; none without it.
+std::optional<TranslationBench> translation_bench(const stages::StageChain& chain, const BenchSettings& s,
+                                                  const std::vector<bench::Utterance>& utterances) {
+  const auto* loaded = dynamic_cast<const stages::translation::LoadedTranslation*>(chain.find("translation"));
+  if (!loaded) return std::nullopt;
+  const stages::translation::TranslationSetup* setup = &loaded->setup();
+  if (setup->default_target.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--translation-model needs --translate-to LANG in bench");
+  if (s.capacity) throw Error(ErrorCode::kInvalidArgument, "--translate-to is not measured with --capacity");
+  std::shared_ptr<stages::translation::TranslationService> service = setup->service;
+  if (s.workload == BenchWorkload::kReference) {
+    // The translation LLM's real graphs with the reference translation's
+    // choices (bench/translation_reference.h), as the ASR's.
+    const stages::translation::TranslationService& loaded_service = *setup->service;
+    service = std::make_shared<stages::translation::TranslationService>(
+        bench::reference_translation_model(
+            loaded_service.shared_model(),
+            bench::translation_reference_prompt(loaded_service.model(), s.language, setup->default_target)),
+        loaded_service.registry(), 1, loaded_service.defaults());
   }
-  for (const std::string& b : split_list(args.get("baseline"))) {
-    if (b == "none") continue;
-    if (b != "whispercpp-stream")
-      throw Error(ErrorCode::kInvalidArgument, "unknown --baseline '" + b + "' (use whispercpp-stream or none)");
-    baselines.push_back(b);
+  return TranslationBench{service, setup->default_target,
+                          bench::load_reference_translations(utterances, setup->default_target)};
+}
+
+// What every system of a run shares besides the settings: the inputs, the
+// stages measured after each, and the reports the results go to.
+struct BenchRun {
+  const BenchInputs& in;
+  const TranslationBench* translation;
+  const DiarizationBench* diarization;
+  bench::BenchReport& report;
+  bench::CapacityReport& capacity_report;
+};
+
+// One model's listed policies: loaded once, each policy run (or searched for
+// its capacity) in process.
+void measure_policies(const fs::path& model_file, const std::string& suffix, bool side_by_side, const BenchSettings& s,
+                      BenchRun& run) {
+  engine::ModelSpec spec = s.model;
+  spec.path = model_file;
+  // Side by side (--model whisper.bin,nemotron.gguf --policy alignatt,native): each
+  // model runs the listed policies it has, and a family's options (--lookahead-ms)
+  // go to the models of that family only. One model alone keeps both strict.
+  if (side_by_side) spec.keep_only_family(engine::family_of(model_file));
+  const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
+  std::vector<std::string> own = s.policies;
+  if (side_by_side) {
+    const std::vector<std::string>& offered = engine->capabilities().policies;
+    std::erase_if(own,
+                  [&](const std::string& p) { return std::find(offered.begin(), offered.end(), p) == offered.end(); });
+    if (own.empty()) own = s.policies;  // none it has: resolve_policy names them below
   }
-  if (policies.empty() && baselines.empty()) throw Error(ErrorCode::kInvalidArgument, "nothing to measure");
-  const std::string workload = args.get("workload");
-  if (workload != "model" && workload != "reference")
-    throw Error(ErrorCode::kInvalidArgument, "--workload must be model or reference");
-  if (workload == "reference" && s.model.policies.alignatt.beams != 1)
-    throw Error(ErrorCode::kInvalidArgument, "--workload reference decodes greedily: use --beams 1");
-  if (capacity_mode && !baselines.empty())
-    throw Error(ErrorCode::kInvalidArgument, "--capacity measures earshot's policies; drop --baseline");
+  for (const std::string& p : own) {
+    engine->resolve_policy(p);  // a policy this model lacks fails before the run
+    if (s.capacity) {
+      run_capacity_mode(*engine, p + suffix, p, s, run.in, run.capacity_report);
+      continue;
+    }
+    SystemResult r = run_in_process(
+        p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, run.in, file); }, run.in.audio,
+        run.report.config.utterances, s, run.translation, run.diarization);
+    const std::string how = engine::describe(engine->capabilities().family, spec, p);
+    r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads" +
+               (how.empty() ? "" : ", " + how) + ", workload " + to_string(s.workload);
+    run.report.systems.push_back(std::move(r));
+  }
+}
+
+// The reports: capacity's files, or the table on stdout and the files asked for.
+void write_reports(const BenchSettings& s, const bench::BenchReport& report,
+                   const bench::CapacityReport& capacity_report) {
+  if (s.capacity) {
+    if (s.json) write_file(*s.json, [&](std::ostream& o) { bench::write_capacity_json(o, capacity_report); });
+    if (s.markdown)
+      write_file(*s.markdown, [&](std::ostream& o) { bench::write_capacity_markdown(o, capacity_report); });
+    return;
+  }
+  bench::write_table(std::cout, report);
+  for (const SystemResult& r : report.systems)
+    if (r.failed_streams)
+      std::fprintf(stderr, "earshot bench: %s: %ld stream(s) failed; the errors are in --json\n", r.name.c_str(),
+                   r.failed_streams);
+  if (s.json) write_file(*s.json, [&](std::ostream& o) { bench::write_json(o, report); });
+  if (s.markdown) write_file(*s.markdown, [&](std::ostream& o) { bench::write_markdown(o, report); });
+  if (s.plot) write_file(*s.plot, [&](std::ostream& o) { bench::write_svg(o, report); });
+}
+
+// The run with validated settings: files found, inputs and stages loaded, each
+// model's systems measured, the reports written. `args` carries the stages'
+// options (read when the chain loads), `argv` the command line for the reports.
+int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
   fs::path baseline_binary;
-  if (!baselines.empty()) baseline_binary = find_baseline_binary(args.get("baseline-binary"));
+  if (!s.baselines.empty()) baseline_binary = find_baseline_binary(s.baseline_binary);
   std::vector<fs::path> models;
-  for (const std::string& m : split_list(args.get("model"))) models.push_back(model_path(m));
+  for (const std::string& m : s.models) models.push_back(model_path(m));
 
   bench::BenchReport report;
   bench::BenchConfig& config = report.config;
-  config.dataset = args.get("dataset");
+  config.dataset = s.dataset;
   config.pacing = bench::to_string(s.stream.pacing);
   config.chunk_seconds = s.stream.chunk_seconds;
   config.sessions = s.sessions;
@@ -661,131 +644,49 @@ int run_bench(const CommandArgs& argv) {
   capacity_report.command_line = config.command_line;
   capacity_report.started_utc = config.started_utc;
   capacity_report.chunk_seconds = s.stream.chunk_seconds;
-  capacity_report.max_buffered_seconds = capacity.max_buffered_seconds;
-  // Capacity is stated as p95 lag under the chunk + 0.5 s (1 s at the default 0.5 s chunk).
-  capacity_report.lag_limit = capacity.lag_limit > 0 ? capacity.lag_limit : s.stream.chunk_seconds + 0.5;
+  capacity_report.max_buffered_seconds = s.capacity.value_or(CapacitySettings{}).max_buffered_seconds;
+  capacity_report.lag_limit = s.lag_limit();
 
-  bench::Dataset dataset = bench::load_dataset(config.dataset);
-  std::vector<std::vector<float>> audio;
-  for (bench::Utterance& u : dataset.utterances) {
-    try {
-      audio.push_back(audio::load_file(u.audio_path));
-    } catch (const Error& e) {
-      dataset.problems.push_back(u.audio_path + ": unreadable audio (" + e.what() + "); file skipped");
-      u.id.clear();
-      continue;
-    }
-    u.audio_seconds = static_cast<double>(audio.back().size()) / kSampleRate;
-    config.utterances.push_back(u);
-  }
-  if (workload == "reference" || capacity_mode) {
-    const fs::path vad_path = vad_model_path(args.get("vad-model"));
-    capacity.vad = vad::VadModel::load(vad_path);
-  }
-  if (workload == "reference") {
-    const std::shared_ptr<const vad::VadModel>& vad_model = capacity.vad;
-    for (size_t i = 0; i < audio.size(); ++i) {
-      const bench::Utterance& u = config.utterances[i];
-      s.reference_words.push_back(
-          bench::estimate_word_times(u.reference, bench::speech_segments(vad_model, audio[i]), u.audio_seconds));
-    }
-  }
-  config.dataset_problems = dataset.problems;
-  for (const std::string& p : dataset.problems) std::fprintf(stderr, "earshot bench: %s\n", p.c_str());
-  if (config.utterances.empty())
-    throw Error(ErrorCode::kInvalidArgument, "dataset " + config.dataset + ": no readable audio file left");
-
-  std::optional<TranslationBench> translation;
+  const BenchInputs in = load_inputs(s, config);
   // The stages bench measures: the translation (chrF and its calls against the references), the
   // diarization (DER against AUDIO.rttm truths, and its compute).
   const stages::StageChain chain =
       stages::StageChain::load(args, {.command = stages::Command::kBench, .pause_seconds = 5.0, .threads = s.threads});
   const std::optional<DiarizationBench> diarization =
       diarization_bench(chain, args, config.utterances, s.language, s.threads);
-  if (diarization && capacity_mode)
+  if (diarization && s.capacity)
     throw Error(ErrorCode::kInvalidArgument,
                 "--diarization-model is not measured with --capacity (bench without --capacity reports the "
                 "stage's DER and compute per audio second)");
-  if (const auto* loaded = dynamic_cast<const stages::translation::LoadedTranslation*>(chain.find("translation"))) {
-    const stages::translation::TranslationSetup* setup = &loaded->setup();
-    if (setup->default_target.empty())
-      throw Error(ErrorCode::kInvalidArgument, "--translation-model needs --translate-to LANG in bench");
-    if (capacity_mode) throw Error(ErrorCode::kInvalidArgument, "--translate-to is not measured with --capacity");
-    std::shared_ptr<stages::translation::TranslationService> service = setup->service;
-    if (workload == "reference") {
-      // The translation LLM's real graphs with the reference translation's
-      // choices (bench/translation_reference.h), as the ASR's.
-      const stages::translation::TranslationService& loaded_service = *setup->service;
-      service = std::make_shared<stages::translation::TranslationService>(
-          bench::reference_translation_model(
-              loaded_service.shared_model(),
-              bench::translation_reference_prompt(loaded_service.model(), s.language, setup->default_target)),
-          loaded_service.registry(), 1, loaded_service.defaults());
-    }
-    translation = TranslationBench{service, setup->default_target,
-                                   bench::load_reference_translations(config.utterances, setup->default_target)};
-    s.stream.keep_tails = true;
-  }
+  const std::optional<TranslationBench> translation = translation_bench(chain, s, config.utterances);
+  if (translation) s.stream.keep_tails = true;  // the translation's drafts read each emission's provisional words
 
+  BenchRun run{in, translation ? &*translation : nullptr, diarization ? &*diarization : nullptr, report,
+               capacity_report};
   for (const fs::path& model_file : models) {
     const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";
-    if (!policies.empty()) {
-      engine::ModelSpec spec = s.model;
-      spec.path = model_file;
-      // Side by side (--model whisper.bin,nemotron.gguf --policy alignatt,native): each
-      // model runs the listed policies it has, and a family's options (--lookahead-ms)
-      // go to the models of that family only. One model alone keeps both strict.
-      if (models.size() > 1) spec.keep_only_family(engine::family_of(model_file));
-      const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
-      std::vector<std::string> own = policies;
-      if (models.size() > 1) {
-        const std::vector<std::string>& offered = engine->capabilities().policies;
-        std::erase_if(
-            own, [&](const std::string& p) { return std::find(offered.begin(), offered.end(), p) == offered.end(); });
-        if (own.empty()) own = policies;  // none it has: resolve_policy names them below
-      }
-      for (const std::string& p : own) {
-        engine->resolve_policy(p);  // a policy this model lacks fails before the run
-        if (capacity_mode) {
-          run_capacity_mode(*engine, p + suffix, p, s, capacity, audio, capacity_report);
-          continue;
-        }
-        SystemResult r = run_in_process(
-            p + suffix, [&](int file) { return open_policy_stream(*engine, p, s, file); }, audio, config.utterances, s,
-            translation ? &*translation : nullptr, diarization ? &*diarization : nullptr);
-        const std::string how = engine::describe(engine->capabilities().family, spec, p);
-        r.detail = "model " + model_file.string() + ", " + std::to_string(s.threads) + " threads" +
-                   (how.empty() ? "" : ", " + how) + ", workload " + workload;
-        report.systems.push_back(std::move(r));
-      }
-    }
-    for (const std::string& b : baselines) {
-      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, audio, config.utterances, s,
-                                    translation ? &*translation : nullptr, diarization ? &*diarization : nullptr);
+    if (!s.policies.empty()) measure_policies(model_file, suffix, models.size() > 1, s, run);
+    for (const std::string& b : s.baselines) {
+      SystemResult r = run_baseline(b + suffix, baseline_binary, model_file, in.audio, config.utterances, s,
+                                    run.translation, run.diarization);
       r.detail = "libwhisper, model " + model_file.string() +
                  ", step 3 s, length 10 s, keep 0.2 s, greedy, flash attention" +
                  (s.baseline_no_fallback ? ", no temperature fallback" : ", temperature fallback");
       report.systems.push_back(std::move(r));
     }
   }
-
-  if (capacity_mode) {
-    if (args.has("json"))
-      write_file(args.get("json"), [&](std::ostream& o) { bench::write_capacity_json(o, capacity_report); });
-    if (args.has("markdown"))
-      write_file(args.get("markdown"), [&](std::ostream& o) { bench::write_capacity_markdown(o, capacity_report); });
-    return 0;
-  }
-  bench::write_table(std::cout, report);
-  for (const SystemResult& r : report.systems)
-    if (r.failed_streams)
-      std::fprintf(stderr, "earshot bench: %s: %ld stream(s) failed; the errors are in --json\n", r.name.c_str(),
-                   r.failed_streams);
-  if (args.has("json")) write_file(args.get("json"), [&](std::ostream& o) { bench::write_json(o, report); });
-  if (args.has("markdown"))
-    write_file(args.get("markdown"), [&](std::ostream& o) { bench::write_markdown(o, report); });
-  if (args.has("plot")) write_file(args.get("plot"), [&](std::ostream& o) { bench::write_svg(o, report); });
+  write_reports(s, report, capacity_report);
   return 0;
+}
+
+}  // namespace
+
+int run_bench(const CommandArgs& argv) {
+  Args args("bench", BenchSettings::kUsage);
+  BenchSettings::declare(args);
+  std::optional<BenchSettings> settings = BenchSettings::parse(args, argv);
+  if (!settings) return 0;
+  return measure(std::move(*settings), args, argv);
 }
 
 }  // namespace earshot::cli

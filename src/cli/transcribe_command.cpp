@@ -10,10 +10,10 @@
 #include "cli/commands.h"
 #include "cli/policy_options.h"
 #include "cli/transcribe.h"
+#include "cli/transcribe_settings.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/families.h"
-#include "engine/model_options.h"
 #include "stages/registry.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
@@ -57,72 +57,39 @@ class LiveLine {
   std::string committed_;
 };
 
-}  // namespace
-
-int run_transcribe(const CommandArgs& argv) {
-  Args args("transcribe", "earshot transcribe FILE... [options]");
-  args.option("model", "model file (or a name known to `earshot pull`)", "")
-      .option("language", "language code, or auto to detect", "auto")
-      .option("policy", "streaming policy: " + engine::policy_choices() + " (what the model offers; default its first)",
-              "")
-      .option("chunk", "seconds of audio fed per step", "0.5")
-      .flag("realtime", "feed audio no faster than real time")
-      .option("format",
-              "final transcript format: txt, json, srt, vtt or rttm (speaker turns, with --diarization-model)", "txt")
-      .option("events", "write one JSON line per emission to this file", "")
-      .option("trace",
-              "alignatt: write one JSON line per policy pass to this file (docs/architecture.md: per-pass trace)", "")
-      .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
-      .option("threads", "CPU threads for the model", default_thread_count())
-      .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
-      .option("output", "write the transcript here instead of stdout", "");
-  declare_alignatt_options(args);
-  engine::declare_model_options(args, CommandKind::kTranscribe);
-  stages::StageChain::declare(args, stages::Command::kTranscribe);
-  if (!args.parse_or_help(argv, {.required = {"model"}, .positional = true})) return 0;
-  if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
-  TranscribeOptions options;
-  options.chunk_seconds = args.get_double("chunk");
-  options.realtime = args.get_flag("realtime");
-  engine::ModelSpec spec = engine::read_model_spec(args, CommandKind::kTranscribe);
-  policy::AlignAttConfig alignatt;
-  alignatt.beams = static_cast<int>(args.get_int("beams"));
-  alignatt.never_fire = args.get_flag("never-fire");
+// The run with validated settings: files opened, stages and model loaded, each
+// audio file streamed in turn, the transcript written. `args` carries the stages'
+// options, read when the chain loads.
+int transcribe_files(TranscribeSettings s, const Args& args) {
   std::ofstream trace;
-  if (args.has("trace")) {
-    trace.open(args.get("trace"));
-    if (!trace) throw Error(ErrorCode::kIo, "cannot write --trace file '" + args.get("trace") + "'");
+  if (s.trace) {
+    trace.open(*s.trace);
+    if (!trace) throw Error(ErrorCode::kIo, "cannot write --trace file '" + *s.trace + "'");
     // Every file's stream writes here in turn; each starts again at pass 0.
-    alignatt.on_trace = [&trace](const std::string& line) { trace << line << "\n"; };
+    s.model.policies.alignatt.on_trace = [&trace](const std::string& line) { trace << line << "\n"; };
   }
-  spec.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
-  engine::StreamRequest request;
-  request.policy = args.get("policy");
-  request.language = args.get("language");
-  const std::string format = args.get("format");
-  format_transcript({}, format, "");  // reject a bad --format before any work
   // The CLI has no VAD pauses: segments close at punctuation and the maxima.
-  const stages::StageChain chain =
-      stages::StageChain::load(args, {.command = stages::Command::kTranscribe,
-                                      .pause_seconds = 5.0,
-                                      .threads = static_cast<int>(args.get_int("threads"))});
+  const stages::StageChain chain = stages::StageChain::load(
+      args, {.command = stages::Command::kTranscribe, .pause_seconds = 5.0, .threads = s.model.runtime.threads});
   // The translation's text and finals are part of every format when it runs.
   const bool translating = chain.find("translation") != nullptr;
 
-  spec.path = model_path(args.get("model"));
-  const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
-  request.policy = engine->resolve_policy(request.policy);
-  check_beams_policy(spec.policies.alignatt.beams, request.policy);
+  s.model.path = model_path(s.model_name);
+  const std::shared_ptr<const engine::Engine> engine = engine::load(s.model);
+  engine::StreamRequest request;
+  request.policy = engine->resolve_policy(s.policy);
+  request.language = s.language;
+  check_beams_policy(s.model.policies.alignatt.beams, request.policy);
   if (request.policy != "alignatt" && trace.is_open()) {
     throw Error(ErrorCode::kInvalidArgument, "--trace applies to --policy alignatt only");
   }
   std::ofstream events;
-  if (args.has("events")) {
-    events.open(args.get("events"));
-    if (!events) throw Error(ErrorCode::kIo, "cannot write --events file '" + args.get("events") + "'");
+  if (s.events) {
+    events.open(*s.events);
+    if (!events) throw Error(ErrorCode::kIo, "cannot write --events file '" + *s.events + "'");
   }
   std::string output;
-  for (const std::string& file : args.positional()) {
+  for (const std::string& file : s.files) {
     const std::vector<float> pcm = audio::load_file(file);
     const double total = static_cast<double>(pcm.size()) / kSampleRate;
     const bool on_terminal = isatty(fileno(stderr)) != 0;
@@ -137,25 +104,35 @@ int run_transcribe(const CommandArgs& argv) {
     std::vector<stages::Stage*> stages;
     for (const auto& stage : owned) stages.push_back(stage.get());
     const Transcript t = transcribe(
-        *processor, pcm, options,
+        *processor, pcm, s.feed,
         [&](const Emission& e) {
           live.update(e, total);
           if (events.is_open()) events << emission_json(e) << "\n";
         },
         stages, translating);
     live.done();
-    output += format_transcript(t, format, file);
+    output += format_transcript(t, s.format, file);
   }
   if (trace.is_open() && !trace.flush()) {
-    throw Error(ErrorCode::kIo, "cannot write --trace file '" + args.get("trace") + "'");
+    throw Error(ErrorCode::kIo, "cannot write --trace file '" + *s.trace + "'");
   }
-  if (args.has("output")) {
-    std::ofstream out(args.get("output"));
-    if (!(out << output)) throw Error(ErrorCode::kIo, "cannot write --output file '" + args.get("output") + "'");
+  if (s.output) {
+    std::ofstream out(*s.output);
+    if (!(out << output)) throw Error(ErrorCode::kIo, "cannot write --output file '" + *s.output + "'");
   } else {
     std::fputs(output.c_str(), stdout);
   }
   return 0;
+}
+
+}  // namespace
+
+int run_transcribe(const CommandArgs& argv) {
+  Args args("transcribe", TranscribeSettings::kUsage);
+  TranscribeSettings::declare(args);
+  std::optional<TranscribeSettings> settings = TranscribeSettings::parse(args, argv);
+  if (!settings) return 0;
+  return transcribe_files(std::move(*settings), args);
 }
 
 }  // namespace earshot::cli

@@ -1,0 +1,65 @@
+#include "cli/transcribe_settings.h"
+
+#include "cli/policy_options.h"
+#include "common/error.h"
+#include "engine/model_options.h"
+#include "stages/registry.h"
+
+namespace earshot::cli {
+namespace {
+
+std::optional<std::string> given(const Args& args, const std::string& name) {
+  return args.has(name) ? std::optional<std::string>(args.get(name)) : std::nullopt;
+}
+
+}  // namespace
+
+void TranscribeSettings::declare(Args& args) {
+  args.option("model", "model file (or a name known to `earshot pull`)", "")
+      .option("language", "language code, or auto to detect", "auto")
+      .option("policy", "streaming policy: " + engine::policy_choices() + " (what the model offers; default its first)",
+              "")
+      .option("chunk", "seconds of audio fed per step", "0.5")
+      .flag("realtime", "feed audio no faster than real time")
+      .option("format",
+              "final transcript format: txt, json, srt, vtt or rttm (speaker turns, with --diarization-model)", "txt")
+      .option("events", "write one JSON line per emission to this file", "")
+      .option("trace",
+              "alignatt: write one JSON line per policy pass to this file (docs/architecture.md: per-pass trace)", "")
+      .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
+      .option("threads", "CPU threads for the model", default_thread_count())
+      .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
+      .option("output", "write the transcript here instead of stdout", "");
+  declare_alignatt_options(args);
+  engine::declare_model_options(args, CommandKind::kTranscribe);
+  stages::StageChain::declare(args, stages::Command::kTranscribe);
+}
+
+std::optional<TranscribeSettings> TranscribeSettings::parse(Args& args, const CommandArgs& argv) {
+  if (!args.parse_or_help(argv, {.required = {"model"}, .positional = true})) return std::nullopt;
+  return read(args);
+}
+
+TranscribeSettings TranscribeSettings::read(const Args& args) {
+  if (args.positional().empty()) throw Error(ErrorCode::kInvalidArgument, "no input file (see --help)");
+  TranscribeSettings s;
+  s.files = args.positional();
+  s.model_name = args.get("model");
+  s.feed.chunk_seconds = args.get_double("chunk");
+  s.feed.realtime = args.get_flag("realtime");
+  s.model = engine::read_model_spec(args, CommandKind::kTranscribe);
+  policy::AlignAttConfig alignatt;
+  alignatt.beams = static_cast<int>(args.get_int("beams"));
+  alignatt.never_fire = args.get_flag("never-fire");
+  s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
+  s.policy = args.get("policy");
+  s.language = args.get("language");
+  s.format = args.get("format");
+  format_transcript({}, s.format, "");  // reject a bad --format before any work
+  s.events = given(args, "events");
+  s.trace = given(args, "trace");
+  s.output = given(args, "output");
+  return s;
+}
+
+}  // namespace earshot::cli
