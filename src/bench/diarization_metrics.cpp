@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -68,6 +69,41 @@ std::string der_row(const std::string& what, double collar, const DerScore& s) {
   return buf;
 }
 
+// cpWER in percent; NaN without reference words.
+double cpwer_percent(const CpwerScore& s) {
+  return s.words.reference > 0 ? 100.0 * s.rate() : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string cpwer_json(const CpwerScore& s, bool mapping) {
+  std::ostringstream o;
+  o << "{\"reference_words\":" << s.words.reference << ",\"substitutions\":" << s.words.substitutions
+    << ",\"deletions\":" << s.words.deletions << ",\"insertions\":" << s.words.insertions
+    << ",\"errors\":" << s.words.errors() << ",\"cpwer_percent\":" << json_number(cpwer_percent(s))
+    << ",\"reference_speakers\":" << s.reference_speakers << ",\"hypothesis_speakers\":" << s.hypothesis_speakers;
+  if (mapping) {
+    o << ",\"mapping\":[";
+    for (size_t i = 0; i < s.mapping.size(); ++i)
+      o << (i ? "," : "") << "[" << (s.mapping[i].first.empty() ? "null" : json_quote(s.mapping[i].first)) << ","
+        << (s.mapping[i].second.empty() ? "null" : json_quote(s.mapping[i].second)) << "]";
+    o << "]";
+  }
+  o << "}";
+  return o.str();
+}
+
+// "cpWER 12.50% (S 1, D 0, I 2 of 24 words; 2 reference, 3 hypothesis speakers)".
+std::string cpwer_text(const CpwerScore& s) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "cpWER %s%% (S %ld, D %ld, I %ld of %ld reference words; %d reference, %d "
+                "hypothesis speakers)",
+                percent_cell(cpwer_percent(s)).c_str(), s.words.substitutions, s.words.deletions, s.words.insertions,
+                s.words.reference, s.reference_speakers, s.hypothesis_speakers);
+  return buf;
+}
+
+std::string clip_name(const DiarizedClip& c) { return c.session ? c.id + " #" + std::to_string(c.session) : c.id; }
+
 std::string compute_text(const DiarizationSummary& d) {
   std::string out = "compute RTF wall " + format("%.3f", d.rtf_wall());
   if (const std::optional<double> cpu = d.rtf_cpu()) out += ", cpu " + format("%.3f", *cpu);
@@ -102,6 +138,32 @@ std::vector<std::optional<SpeakerTruth>> load_speaker_truths(const std::vector<U
   return out;
 }
 
+fs::path word_truth_path(const Utterance& utterance) {
+  fs::path path = utterance.audio_path;
+  path.replace_extension(".stm");
+  return path;
+}
+
+std::vector<std::optional<WordTruth>> load_word_truths(const std::vector<Utterance>& utterances) {
+  std::vector<std::optional<WordTruth>> out;
+  for (const Utterance& u : utterances) {
+    const fs::path path = word_truth_path(u);
+    if (!fs::is_regular_file(path)) {
+      out.emplace_back();
+      continue;
+    }
+    WordTruth truth{path.string(), read_stm(path)};
+    std::set<std::pair<std::string, std::string>> ids;
+    for (const StmSegment& s : truth.segments) ids.insert({s.file, s.channel});
+    if (ids.size() > 1)
+      throw Error(ErrorCode::kInvalidArgument,
+                  truth.path + ": the STM transcript of " + u.audio_path + " holds " + std::to_string(ids.size()) +
+                      " file ids or channels; a clip's STM (AUDIO.stm next to it) describes that clip alone");
+    out.push_back(std::move(truth));
+  }
+  return out;
+}
+
 DiarizationSummary summarize_diarization(std::string detail, std::vector<DiarizedClip> clips,
                                          std::optional<double> cpu_seconds) {
   DiarizationSummary d;
@@ -110,6 +172,11 @@ DiarizationSummary summarize_diarization(std::string detail, std::vector<Diarize
   for (const DiarizedClip& c : clips) {
     d.audio_seconds += c.audio_seconds;
     d.compute_seconds += c.compute_seconds;
+    if (c.cpwer) {
+      ++d.cpwer_clips;
+      if (!d.cpwer) d.cpwer.emplace();
+      *d.cpwer += *c.cpwer;
+    }
     if (!c.der || !c.der_no_collar) continue;
     ++d.scored_clips;
     if (!d.der) d.der.emplace(), d.der_no_collar.emplace();
@@ -128,7 +195,7 @@ void write_diarization_table(std::ostream& out, const std::string& system, const
                 "false alarm%", "confusion%", "DER%", "scored s");
   out << header;
   for (const DiarizedClip& c : d.clips) {
-    const std::string name = c.session ? c.id + " #" + std::to_string(c.session) : c.id;
+    const std::string name = clip_name(c);
     if (!c.der) {
       out << "  " << name << ": no RTTM truth (no " << c.id << ".rttm next to its audio): compute only, RTF wall "
           << format("%.3f", c.audio_seconds > 0 ? c.compute_seconds / c.audio_seconds : 0.0) << ", " << c.speakers
@@ -144,6 +211,14 @@ void write_diarization_table(std::ostream& out, const std::string& system, const
     out << "  no clip has an RTTM truth (AUDIO.rttm next to the audio): no DER\n";
   }
   out << "  DER = missed + false alarm + confusion over scored speaker time (md-eval.pl's; overlap scored)\n";
+  if (!d.cpwer) {
+    out << "  no clip has an STM transcript (AUDIO.stm next to the audio): no cpWER\n";
+    return;
+  }
+  for (const DiarizedClip& c : d.clips)
+    out << "  " << clip_name(c) << ": " << (c.cpwer ? cpwer_text(*c.cpwer) : "no STM transcript: no cpWER") << "\n";
+  out << "  total (" << d.cpwer_clips << "): " << cpwer_text(*d.cpwer) << "\n"
+      << "  cpWER = errors of the best one-to-one speaker assignment over the reference words (CHiME-6's)\n";
 }
 
 std::string diarization_json(const DiarizationSummary& d) {
@@ -154,7 +229,9 @@ std::string diarization_json(const DiarizationSummary& d) {
     << ",\"rtf_wall\":" << json_number(d.rtf_wall())
     << ",\"rtf_cpu\":" << (d.rtf_cpu() ? json_number(*d.rtf_cpu()) : "null") << ",\"scored_clips\":" << d.scored_clips
     << ",\n  \"der\":" << (d.der ? der_json(*d.der, kDiarizationCollar) : "null")
-    << ",\n  \"der_no_collar\":" << (d.der_no_collar ? der_json(*d.der_no_collar, 0.0) : "null") << ",\n  \"clips\":[";
+    << ",\n  \"der_no_collar\":" << (d.der_no_collar ? der_json(*d.der_no_collar, 0.0) : "null")
+    << ",\"cpwer_clips\":" << d.cpwer_clips << ",\"cpwer\":" << (d.cpwer ? cpwer_json(*d.cpwer, false) : "null")
+    << ",\n  \"clips\":[";
   for (size_t i = 0; i < d.clips.size(); ++i) {
     const DiarizedClip& c = d.clips[i];
     o << (i ? "," : "") << "\n   {\"id\":" << json_quote(c.id) << ",\"file\":" << c.file << ",\"session\":" << c.session
@@ -166,6 +243,8 @@ std::string diarization_json(const DiarizationSummary& d) {
       << ",\"note\":" << (c.der ? "null" : json_quote("no RTTM truth: compute only"))
       << ",\"der\":" << (c.der ? der_json(*c.der, kDiarizationCollar) : "null")
       << ",\"der_no_collar\":" << (c.der_no_collar ? der_json(*c.der_no_collar, 0.0) : "null")
+      << ",\"word_truth\":" << (c.word_truth.empty() ? "null" : json_quote(c.word_truth))
+      << ",\"cpwer\":" << (c.cpwer ? cpwer_json(*c.cpwer, true) : "null")
       << ",\"turns_rttm\":" << json_quote(protocol::format_rttm(c.turns, protocol::kRttmMilliseconds)) << "}";
   }
   o << "]}";
@@ -184,7 +263,7 @@ void write_diarization_markdown(std::ostream& out, const std::string& system, co
         << percent_cell(s.der_percent()) << " | " << format("%.2f", s.scored_speaker) << " |\n";
   };
   for (const DiarizedClip& c : d.clips) {
-    const std::string name = c.session ? c.id + " #" + std::to_string(c.session) : c.id;
+    const std::string name = clip_name(c);
     if (!c.der) {
       out << "| " << name << " | no RTTM truth: compute only | | | | | |\n";
       continue;
@@ -198,6 +277,27 @@ void write_diarization_markdown(std::ostream& out, const std::string& system, co
   }
   out << "\nDER = (missed + false alarm + confusion) / scored speaker time, as md-eval.pl, overlap scored; the "
          "truth of a clip is AUDIO.rttm next to it.\n";
+  if (!d.cpwer) {
+    out << "\nNo cpWER: no clip has an STM transcript (AUDIO.stm next to the audio).\n";
+    return;
+  }
+  out << "\n| clip | cpWER % | substitutions | deletions | insertions | reference words | speakers (ref / hyp) |\n"
+      << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  auto cpwer_row = [&out](const std::string& name, const CpwerScore& s) {
+    out << "| " << name << " | " << percent_cell(cpwer_percent(s)) << " | " << s.words.substitutions << " | "
+        << s.words.deletions << " | " << s.words.insertions << " | " << s.words.reference << " | "
+        << s.reference_speakers << " / " << s.hypothesis_speakers << " |\n";
+  };
+  for (const DiarizedClip& c : d.clips) {
+    if (c.cpwer)
+      cpwer_row(clip_name(c), *c.cpwer);
+    else
+      out << "| " << clip_name(c) << " | no STM transcript | | | | | |\n";
+  }
+  cpwer_row("**total**", *d.cpwer);
+  out << "\ncpWER = the words' errors under the one-to-one assignment of hypothesis to reference speakers with "
+         "the fewest (CHiME-6's concatenated minimum-permutation WER), over the reference words; the reference of "
+         "a clip is AUDIO.stm next to it, scored after the bench's normaliser.\n";
 }
 
 }  // namespace earshot::bench

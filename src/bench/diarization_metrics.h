@@ -17,6 +17,12 @@
 // RT) and 0 (DIHARD). The total sums every clip's seconds (as md-eval sums its
 // files), so longer clips weigh more.
 //
+// cpWER (cpwer.h): with the file AUDIO.stm next to the audio (a speaker-
+// labelled reference, NIST STM), the stream's committed words with the
+// speakers the stage gave them against it, after the bench's --normalizer;
+// per clip and in total (every clip's errors over every clip's reference
+// words). A clip without one has no cpWER; the report says so.
+//
 // Compute: wall time inside the stage's calls (its model steps over the audio,
 // the speaker assignment, the last step at the end) per audio second, and the
 // process CPU time of the diarization runs per audio second (the model's
@@ -29,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpwer.h"
 #include "bench/der.h"
 #include "policy/online_processor.h"
 
@@ -50,6 +57,20 @@ std::filesystem::path speaker_truth_path(const Utterance& utterance);
 // parse or describes more than one file id or channel, kIo when it cannot be read.
 std::vector<std::optional<SpeakerTruth>> load_speaker_truths(const std::vector<Utterance>& utterances);
 
+// A clip's speaker-labelled reference (AUDIO.stm next to its audio).
+struct WordTruth {
+  std::string path;
+  std::vector<StmSegment> segments;
+};
+
+// AUDIO.stm next to an utterance's audio file.
+std::filesystem::path word_truth_path(const Utterance& utterance);
+// One entry per utterance: its STM, or none when there is no such file.
+// Throws Error(kInvalidArgument) naming the file (and line) for an STM that
+// does not parse or describes more than one file id or channel, kIo when it
+// cannot be read.
+std::vector<std::optional<WordTruth>> load_word_truths(const std::vector<Utterance>& utterances);
+
 // One diarized stream.
 struct DiarizedClip {
   std::string id;
@@ -64,6 +85,8 @@ struct DiarizedClip {
   std::string truth;                      // the truth's path; "" = no RTTM truth
   std::optional<DerScore> der;            // collar kDiarizationCollar, overlap scored
   std::optional<DerScore> der_no_collar;  // collar 0, overlap scored
+  std::string word_truth;                 // the STM's path; "" = none
+  std::optional<CpwerScore> cpwer;        // with an STM
 };
 
 struct DiarizationSummary {
@@ -75,6 +98,9 @@ struct DiarizationSummary {
   long scored_clips = 0;  // with a truth
   // Summed over the clips with a truth; none without any.
   std::optional<DerScore> der, der_no_collar;
+  long cpwer_clips = 0;  // with an STM
+  // Summed over the clips with an STM (the mapping left empty); none without any.
+  std::optional<CpwerScore> cpwer;
 
   double rtf_wall() const { return audio_seconds > 0 ? compute_seconds / audio_seconds : 0; }
   std::optional<double> rtf_cpu() const {

@@ -38,6 +38,15 @@ std::optional<DiarizationBench> diarization_bench(const stages::StageChain& chai
                  "earshot bench: %ld of %zu clip(s) have no RTTM truth (AUDIO.rttm next to the audio): their "
                  "diarization is measured for its compute only\n",
                  without, utterances.size());
+  d.word_truths = bench::load_word_truths(utterances);
+  d.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
+  long with_stm = 0;
+  for (const auto& t : d.word_truths) with_stm += t.has_value();
+  if (with_stm > 0 && with_stm < static_cast<long>(utterances.size()))
+    std::fprintf(stderr,
+                 "earshot bench: %ld of %zu clip(s) have no STM transcript (AUDIO.stm next to the audio): no cpWER "
+                 "for them\n",
+                 static_cast<long>(utterances.size()) - with_stm, utterances.size());
   return d;
 }
 
@@ -57,6 +66,10 @@ bench::DiarizationSummary run_diarization(const bench::SystemRun& run, const std
     if (!stage) throw Error(ErrorCode::kInternal, "the diarization stage declined a bench stream");
     const bench::DiarizedStream stream = bench::diarize_trace(r.trace, audio.at(file), *stage, clock);
     bench::DiarizedClip clip = bench::score_clip(utterances.at(file), stream, diarization.truths.at(file));
+    if (const auto& words = diarization.word_truths.at(file)) {
+      clip.word_truth = words->path;
+      clip.cpwer = bench::score_cpwer_words(words->segments, stream.words, diarization.normalizer);
+    }
     clip.file = r.file;
     clip.session = r.session;
     clips.push_back(std::move(clip));

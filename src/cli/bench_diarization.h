@@ -1,6 +1,7 @@
 // `earshot bench --diarization-model`: after each system's ASR run, every
 // stream through a fresh synchronous diarization stage (bench/diarization.h),
-// its speaker turns scored against the clip's AUDIO.rttm truth, the stage's
+// its speaker turns scored against the clip's AUDIO.rttm truth (DER) and its
+// words with their speakers against the clip's AUDIO.stm (cpWER), the stage's
 // wall and CPU time measured apart from the ASR's.
 #pragma once
 
@@ -18,8 +19,10 @@ namespace earshot::cli {
 struct DiarizationBench {
   const stages::LoadedStage* stage = nullptr;  // the chain's diarization (owned by the chain)
   std::string language;
-  std::string detail;                                      // the model and its settings, for the report
-  std::vector<std::optional<bench::SpeakerTruth>> truths;  // per utterance
+  std::string detail;                                                  // the model and its settings, for the report
+  std::vector<std::optional<bench::SpeakerTruth>> truths;              // per utterance
+  std::vector<std::optional<bench::WordTruth>> word_truths;            // per utterance
+  bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;  // --normalizer, for cpWER
 };
 
 // The chain's diarization stage with the dataset's truths, or none when the

@@ -4,7 +4,8 @@
 // with its RTTM truth, beside a LibriVox clip without one. The bench's turns are
 // the RTTM `earshot transcribe --format rttm` writes for the same audio and
 // settings, its DER components are the scorer's (and earshot-der's) on that file, and the clip
-// without a truth is diarized for its compute only.
+// without a truth is diarized for its compute only. With an AUDIO.stm beside the
+// audio, the bench's cpWER is the scorer's on transcribe's words and speakers.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "../support/command.h"
+#include "bench/cpwer.h"
 #include "bench/der.h"
 
 namespace earshot::bench {
@@ -132,6 +134,10 @@ TEST_F(BenchDiarizationCli, DerComponentsAreTheScorersOnTranscribesRttm) {
   EXPECT_EQ(talk["truth"], (dir_ / "data/talk.rttm").string());
   // One clip scored: the totals are its own.
   EXPECT_EQ(d["scored_clips"], 1);
+  // No clip has an STM: no cpWER.
+  EXPECT_EQ(d["cpwer_clips"], 0);
+  EXPECT_TRUE(d["cpwer"].is_null());
+  EXPECT_TRUE(talk["cpwer"].is_null());
   expect_components(d["der"], at_collar, 0.25);
   expect_components(d["der_no_collar"], no_collar, 0.0);
 
@@ -156,6 +162,78 @@ TEST_F(BenchDiarizationCli, DerComponentsAreTheScorersOnTranscribesRttm) {
   const std::string markdown = read(md);
   EXPECT_NE(markdown.find("### Diarization: alignatt"), std::string::npos) << markdown;
   EXPECT_NE(markdown.find("| good | no RTTM truth"), std::string::npos) << markdown;
+  EXPECT_NE(bench.output.find("no clip has an STM transcript"), std::string::npos) << bench.output;
+}
+
+TEST_F(BenchDiarizationCli, CpwerIsTheScorersOnTranscribesWordsAndSpeakers) {
+  // transcribe's words with their speakers for the conversation.
+  const fs::path words_json = dir_ / "words.json";
+  const auto transcribe = run_command(std::string(EARSHOT_BIN) + " transcribe" + models() + " --format json --output " +
+                                      words_json.string() + " " + (dir_ / "data/talk.wav").string());
+  ASSERT_EQ(transcribe.status, 0) << transcribe.output;
+  const nlohmann::json transcript = nlohmann::json::parse(read(words_json));
+  std::vector<Word> words;
+  for (const nlohmann::json& w : transcript["words"]) {
+    Word word;
+    word.text = w["text"].get<std::string>();
+    word.start = w["start"].get<double>();
+    word.end = w["end"].get<double>();
+    word.speaker = w.value("speaker", -1);
+    words.push_back(word);
+  }
+  ASSERT_FALSE(words.empty());
+  // A speaker-labelled reference that is those words, each run of one speaker
+  // a segment, speaker k named "ref<k>" (the words without one "nobody").
+  const fs::path data = dir_ / "stm";
+  fs::create_directories(data);
+  fs::copy_file(dir_ / "data/talk.wav", data / "talk.wav");
+  std::ofstream(data / "talk.txt") << "and so my fellow americans";
+  {
+    std::ofstream stm(data / "talk.stm");
+    stm << ";; transcribe's words as the reference\n";
+    for (size_t i = 0; i < words.size();) {
+      size_t j = i;
+      std::string text;
+      while (j < words.size() && words[j].speaker == words[i].speaker) text += words[j++].text;
+      stm << "talk 1 " << (words[i].speaker > 0 ? "ref" + std::to_string(words[i].speaker) : "nobody") << " "
+          << words[i].start << " " << words[j - 1].end << " " << text << "\n";
+      i = j;
+    }
+  }
+  const fs::path json = dir_ / "stm.json", md = dir_ / "stm.md";
+  const auto bench = run_command(std::string(EARSHOT_BIN) + " bench --dataset " + data.string() + models() +
+                                 " --json " + json.string() + " --markdown " + md.string());
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  const nlohmann::json j = nlohmann::json::parse(read(json));
+  const nlohmann::json& d = j["systems"][0]["diarization"];
+  ASSERT_EQ(d["clips"].size(), 1u);
+  const nlohmann::json& c = d["clips"][0]["cpwer"];
+  ASSERT_TRUE(c.is_object()) << d.dump();
+  EXPECT_EQ(d["clips"][0]["word_truth"], (data / "talk.stm").string());
+
+  // The scorer's on the same words and STM.
+  const CpwerScore expected = score_cpwer_words(read_stm(data / "talk.stm"), words, NormalizerKind::kEnglish);
+  EXPECT_GT(expected.words.reference, 0);
+  EXPECT_EQ(c["reference_words"].get<long>(), expected.words.reference);
+  EXPECT_EQ(c["substitutions"].get<long>(), expected.words.substitutions);
+  EXPECT_EQ(c["deletions"].get<long>(), expected.words.deletions);
+  EXPECT_EQ(c["insertions"].get<long>(), expected.words.insertions);
+  // Each reference speaker is one of the stage's: nothing is wrong, ref<k> is S<k>.
+  EXPECT_EQ(c["errors"], 0);
+  EXPECT_EQ(c["cpwer_percent"].get<double>(), 0.0);
+  for (const nlohmann::json& pair : c["mapping"]) {
+    const std::string ref = pair[0].get<std::string>(), hyp = pair[1].get<std::string>();
+    EXPECT_EQ(ref == "nobody" ? "(none)" : "S" + ref.substr(3), hyp) << c.dump();
+  }
+  EXPECT_EQ(d["cpwer_clips"], 1);
+  EXPECT_EQ(d["cpwer"]["reference_words"], c["reference_words"]);
+  EXPECT_NE(bench.output.find("talk: cpWER 0.00% (S 0, D 0, I 0 of " + std::to_string(expected.words.reference) +
+                              " reference words"),
+            std::string::npos)
+      << bench.output;
+  EXPECT_NE(read(md).find("| talk | 0.00 | 0 | 0 | 0 | " + std::to_string(expected.words.reference) + " |"),
+            std::string::npos)
+      << read(md);
 }
 
 TEST_F(BenchDiarizationCli, UnusableSetupsAreRefusedWithTheReason) {
@@ -168,6 +246,14 @@ TEST_F(BenchDiarizationCli, UnusableSetupsAreRefusedWithTheReason) {
   auto r = run_command(std::string(EARSHOT_BIN) + " bench --dataset " + bad.string() + models());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find((bad / "good.rttm").string() + ": the RTTM truth of"), std::string::npos) << r.output;
+  // A malformed STM names the file and line.
+  fs::remove(bad / "good.rttm");
+  std::ofstream(bad / "good.stm") << ";; a comment\ngood 1 A 0.5 zero hello\n";
+  r = run_command(std::string(EARSHOT_BIN) + " bench --dataset " + bad.string() + models());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find((bad / "good.stm").string() + ":2: end time 'zero' is not a number of seconds"),
+            std::string::npos)
+      << r.output;
 
   r = run_command(std::string(EARSHOT_BIN) + " bench --dataset " + (dir_ / "data").string() + " --model " +
                   (dir_ / "asr.bin").string() + " --max-speakers 2");

@@ -143,6 +143,71 @@ TEST(BenchDiarization, TurnsAreTranscribesRttmAndTheDerIsWorkedOut) {
   EXPECT_NE(markdown.str().find("| bare | no RTTM truth"), std::string::npos) << markdown.str();
 }
 
+TEST(BenchDiarization, CpwerIsReportedForClipsWithAnStm) {
+  const DiarizedStream s = diarize(four_words());  // w0 w1 by speaker 1, w2 w3 by speaker 2
+  DiarizedClip talk = score_clip(clip("talk", 4), s, std::nullopt);
+  // The truth says A spoke w0 and w2, B w1 and w3: S1 ("w0 w1") with A and S2
+  // ("w2 w3") with B, one substitution each (the other way: a deletion and an
+  // insertion each).
+  const std::vector<StmSegment> stm =
+      parse_stm("talk 1 A 0 1 w0\ntalk 1 B 1 2 w1\ntalk 1 A 2 3 w2\ntalk 1 B 3 4 w3\n", "talk.stm");
+  talk.word_truth = "/data/talk.stm";
+  talk.cpwer = score_cpwer_words(stm, s.words, NormalizerKind::kEnglish);
+  EXPECT_EQ(talk.cpwer->words.reference, 4);
+  EXPECT_EQ(talk.cpwer->words.substitutions, 2);
+  EXPECT_EQ(talk.cpwer->words.errors(), 2);
+  const DiarizedClip bare = score_clip(clip("bare", 4), s, std::nullopt);
+  DiarizedClip second = talk;
+  second.id = "talk2";
+  second.cpwer = score_cpwer_words(parse_stm("talk2 1 A 0 2 w0 w1\ntalk2 1 B 2 4 w2 w3\n", "talk2.stm"), s.words,
+                                   NormalizerKind::kEnglish);
+  EXPECT_EQ(second.cpwer->words.errors(), 0);
+  const DiarizationSummary d = summarize_diarization("scripted", {talk, bare, second}, std::nullopt);
+  EXPECT_EQ(d.cpwer_clips, 2);
+  ASSERT_TRUE(d.cpwer.has_value());
+  EXPECT_EQ(d.cpwer->words.reference, 8);
+  EXPECT_EQ(d.cpwer->words.errors(), 2);
+  EXPECT_DOUBLE_EQ(d.cpwer->rate(), 0.25);
+
+  BenchReport report;
+  SystemResult system;
+  system.name = "alignatt";
+  system.diarization = d;
+  report.systems.push_back(system);
+  std::ostringstream table, json, markdown;
+  write_table(table, report);
+  write_json(json, report);
+  write_markdown(markdown, report);
+  EXPECT_NE(table.str().find("talk: cpWER 50.00% (S 2, D 0, I 0 of 4 reference words"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("bare: no STM transcript: no cpWER"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("total (2): cpWER 25.00%"), std::string::npos) << table.str();
+  EXPECT_NE(json.str().find("\"cpwer_clips\":2,\"cpwer\":{\"reference_words\":8,\"substitutions\":2,\"deletions\":0,"
+                            "\"insertions\":0,\"errors\":2,\"cpwer_percent\":25,"),
+            std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find("\"word_truth\":\"/data/talk.stm\",\"cpwer\":{\"reference_words\":4,"), std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find("\"mapping\":[[\"A\",\"S1\"],[\"B\",\"S2\"]]"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"word_truth\":null,\"cpwer\":null"), std::string::npos) << json.str();
+  EXPECT_NE(markdown.str().find("| talk | 50.00 | 2 | 0 | 0 | 4 | 2 / 2 |"), std::string::npos) << markdown.str();
+  EXPECT_NE(markdown.str().find("| **total** | 25.00 | 2 | 0 | 0 | 8 | 4 / 4 |"), std::string::npos) << markdown.str();
+
+  // Without any STM: no cpWER, and every report says so.
+  const DiarizationSummary none = summarize_diarization("scripted", {bare}, std::nullopt);
+  EXPECT_FALSE(none.cpwer.has_value());
+  report.systems[0].diarization = none;
+  std::ostringstream table2, json2, markdown2;
+  write_table(table2, report);
+  write_json(json2, report);
+  write_markdown(markdown2, report);
+  EXPECT_NE(table2.str().find("no clip has an STM transcript (AUDIO.stm next to the audio): no cpWER"),
+            std::string::npos)
+      << table2.str();
+  EXPECT_NE(json2.str().find("\"cpwer_clips\":0,\"cpwer\":null"), std::string::npos) << json2.str();
+  EXPECT_NE(markdown2.str().find("No cpWER: no clip has an STM transcript"), std::string::npos) << markdown2.str();
+}
+
 TEST(BenchDiarization, TruthsAreReadFromTheRttmNextToTheAudio) {
   const fs::path dir = fs::temp_directory_path() / ("earshot-bench-diarization-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -173,6 +238,34 @@ TEST(BenchDiarization, TruthsAreReadFromTheRttmNextToTheAudio) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("quiet.rttm"), std::string::npos) << e.what();
+  }
+
+  // STM transcripts the same way: AUDIO.stm next to the audio, or none.
+  std::ofstream(dir / "talk.stm") << ";; a comment\ntalk 1 A 0.5 1.5 hello\n";
+  std::vector<std::optional<WordTruth>> words = load_word_truths(utterances);
+  ASSERT_EQ(words.size(), 2u);
+  ASSERT_TRUE(words[0].has_value());
+  EXPECT_EQ(words[0]->path, (dir / "talk.stm").string());
+  ASSERT_EQ(words[0]->segments.size(), 1u);
+  EXPECT_EQ(words[0]->segments[0].transcript, "hello");
+  EXPECT_FALSE(words[1].has_value());
+  // A malformed one names the file and line; one of two files is refused.
+  std::ofstream(dir / "quiet.stm") << "quiet 1 A 0.5\n";
+  try {
+    load_word_truths(utterances);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find((dir / "quiet.stm").string() + ":1: an STM segment"), std::string::npos)
+        << e.what();
+  }
+  std::ofstream(dir / "quiet.stm") << "a 1 A 0 1 x\nb 1 A 0 1 y\n";
+  try {
+    load_word_truths(utterances);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "quiet.stm").string() + ": the STM transcript of"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }
