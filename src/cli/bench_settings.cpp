@@ -1,6 +1,8 @@
 #include "cli/bench_settings.h"
 
+#include <exception>
 #include <sstream>
+#include <string>
 
 #include "cli/policy_options.h"
 #include "common/error.h"
@@ -25,8 +27,20 @@ std::vector<std::string> split_list(const std::string& text) {
 // --capacity's own options; the flags that go only without it are refused here.
 CapacitySettings read_capacity(const Args& args) {
   CapacitySettings capacity;
-  if (args.get("sessions") != "auto")
-    for (const std::string& n : split_list(args.get("sessions"))) capacity.sessions.push_back(std::stoi(n));
+  if (args.get("sessions") != "auto") {
+    for (const std::string& n : split_list(args.get("sessions"))) {
+      size_t used = 0;
+      int value = 0;
+      try {
+        value = std::stoi(n, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != n.size())
+        refuse("--sessions takes auto, N or N1,N2,... with --capacity (got '" + args.get("sessions") + "')");
+      capacity.sessions.push_back(value);
+    }
+  }
   for (int n : capacity.sessions)
     if (n < 1) refuse("--sessions must be >= 1");
   capacity.workers = static_cast<int>(args.get_int("workers"));

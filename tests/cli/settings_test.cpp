@@ -59,6 +59,10 @@ TEST(CliBenchSettings, ChunkMustBePositive) {
 TEST(CliBenchSettings, SessionsAndThreadsMustBeAtLeastOne) {
   EXPECT_EQ(bench_refusal({"--sessions", "0"}), "--sessions must be >= 1");
   EXPECT_EQ(bench_refusal({"--capacity", "--sessions", "1,0"}), "--sessions must be >= 1");
+  EXPECT_EQ(bench_refusal({"--capacity", "--sessions", "abc"}),
+            "--sessions takes auto, N or N1,N2,... with --capacity (got 'abc')");
+  EXPECT_EQ(bench_refusal({"--capacity", "--sessions", "2,4x"}),
+            "--sessions takes auto, N or N1,N2,... with --capacity (got '2,4x')");
   EXPECT_EQ(bench_refusal({"--threads", "0"}), "--threads must be >= 1");
 }
 
