@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench/der.h"
+#include "bench/text_records.h"
 #include "common/error.h"
 
 namespace earshot::bench {
@@ -102,16 +103,7 @@ CpwerScore score_cpwer(const std::vector<SpeakerWords>& reference_runs,
 
 std::vector<StmSegment> parse_stm(std::string_view text, const std::string& source) {
   std::vector<StmSegment> out;
-  size_t line_no = 0, pos = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    const std::string line(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    std::istringstream in(line);
-    std::vector<std::string> fields;
-    for (std::string f; in >> f;) fields.push_back(f);
-    if (fields.empty() || fields[0].rfind(";;", 0) == 0) continue;
+  for_each_record(text, [&](const std::vector<std::string>& fields, size_t line_no) {
     if (fields.size() < 5)
       bad_line(source, line_no,
                "an STM segment has at least 5 fields (<file> <channel> <speaker> <begin> <end> [<label>] "
@@ -127,9 +119,9 @@ std::vector<StmSegment> parse_stm(std::string_view text, const std::string& sour
     size_t first = 5;
     if (first < fields.size() && fields[first].front() == '<' && fields[first].back() == '>') ++first;
     for (size_t i = first; i < fields.size(); ++i) s.transcript += (i > first ? " " : "") + fields[i];
-    if (is_ignore(s.speaker) || is_ignore(s.transcript)) continue;
+    if (is_ignore(s.speaker) || is_ignore(s.transcript)) return;
     out.push_back(std::move(s));
-  }
+  });
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "bench/text_records.h"
 #include "common/error.h"
 
 namespace earshot::bench {
@@ -49,25 +50,6 @@ std::string format_seconds(double seconds) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6f", seconds);
   return buf;
-}
-
-// Calls record(fields, line number) for each line of `text` that holds a record:
-// its whitespace-separated fields; blank lines and comments (# or ;) are skipped.
-template <typename Record>
-void for_each_record(std::string_view text, Record record) {
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    const std::string line(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    std::istringstream in(line);
-    std::vector<std::string> fields;
-    for (std::string f; in >> f;) fields.push_back(f);
-    if (fields.empty() || fields[0][0] == '#' || fields[0][0] == ';') continue;
-    record(fields, line_no);
-  }
 }
 
 // The whole of a `kind` file (RTTM, UEM), or Error(kIo) naming it.

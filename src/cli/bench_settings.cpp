@@ -1,7 +1,6 @@
 #include "cli/bench_settings.h"
 
 #include <exception>
-#include <sstream>
 #include <string>
 
 #include "cli/policy_options.h"
@@ -12,15 +11,6 @@
 
 namespace earshot::cli {
 namespace {
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 [[noreturn]] void refuse(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 

@@ -1,7 +1,6 @@
 #include "cli/serve_settings.h"
 
 #include <cstdlib>
-#include <sstream>
 
 #include "audio/audio.h"
 #include "cli/policy_options.h"
@@ -12,17 +11,6 @@
 
 namespace earshot::cli {
 namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
-    if (a != std::string::npos) out.push_back(item.substr(a, b - a + 1));
-  }
-  return out;
-}
 
 [[noreturn]] void refuse(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
@@ -43,7 +31,7 @@ server::ServerConfig read_server_config(const Args& args) {
   config.api_token = args.get("api-token");
   if (config.api_token.empty())
     if (const char* env = std::getenv("EARSHOT_API_TOKEN")) config.api_token = env;
-  config.cors_origins = split_commas(args.get("cors-origins"));
+  config.cors_origins = split_list(args.get("cors-origins"));
   config.ssl_certfile = args.get("ssl-certfile");
   config.ssl_keyfile = args.get("ssl-keyfile");
   config.max_sessions = static_cast<int>(args.get_int("max-sessions"));

@@ -13,6 +13,22 @@ namespace {
 Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
 }  // namespace
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const size_t a = text.find_first_not_of(' ', start);
+    if (a != std::string::npos && a < end) {
+      const size_t b = text.find_last_not_of(' ', end - 1);
+      out.push_back(text.substr(a, b - a + 1));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string default_thread_count() {
   const unsigned cores = std::thread::hardware_concurrency();
   return std::to_string(cores == 0 ? 1u : std::min(cores, 8u));

@@ -16,6 +16,10 @@ namespace earshot {
 // waiting, so more threads than cores only slows a pass down).
 std::string default_thread_count();
 
+// A comma-separated option value's items, each without surrounding spaces; empty
+// items dropped ("a, b,,c" -> a, b, c).
+std::vector<std::string> split_list(const std::string& text);
+
 // The commands that load a model and run streams. The registries (model families
 // in engine/families.h, stages in stages/registry.h) declare their options on the
 // commands they serve.

@@ -85,3 +85,17 @@ TEST(CommandLine, UnknownOptionsAndMissingValuesAreNamed) {
 
 }  // namespace
 }  // namespace earshot
+
+namespace earshot {
+namespace {
+
+TEST(CommandLine, ListValuesSplitAtCommasWithoutSpacesOrEmptyItems) {
+  EXPECT_EQ(split_list("a, b,,c "), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(split_list("one"), (std::vector<std::string>{"one"}));
+  EXPECT_TRUE(split_list("").empty());
+  EXPECT_TRUE(split_list(" , ,").empty());
+  EXPECT_EQ(split_list(",x,"), (std::vector<std::string>{"x"}));
+}
+
+}  // namespace
+}  // namespace earshot
