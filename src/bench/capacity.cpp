@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "features/mel.h"
 #include "protocol/wlk/projection.h"
 #include "session/scheduler.h"
+#include "stages/diarization/diarization_stage.h"
 
 namespace earshot::bench {
 namespace {
@@ -129,6 +132,47 @@ class TimedVad : public session::VoiceActivityDetector {
   Clock& clock_;
 };
 
+// Each committed word's speaker delay: the time from its WordsCommitted
+// (speakers pending) to the SpeakersAssigned naming its speaker, both seen at
+// the chain's end, on the run's clock.
+struct SpeakerDelays {
+  std::mutex mutex;
+  std::map<uint64_t, double> committed_at;  // word index -> its commit, until its speaker comes
+  uint64_t next_word = 0;                   // words are numbered as the diarization stage numbers them
+  long pending_words = 0;                   // committed with speakers_pending
+  std::vector<double> delays;
+};
+
+class SpeakerDelayProbe : public stages::Stage {
+ public:
+  SpeakerDelayProbe(std::shared_ptr<SpeakerDelays> log, Clock& clock) : log_(std::move(log)), clock_(clock) {}
+  void consume(const events::Event& event, const std::function<void(events::Event)>& emit) override {
+    if (const auto* committed = std::get_if<events::WordsCommitted>(&event)) {
+      const double now = clock_.now();
+      std::lock_guard lock(log_->mutex);
+      if (committed->speakers_pending) {
+        for (size_t i = 0; i < committed->words.size(); ++i) log_->committed_at[log_->next_word + i] = now;
+        log_->pending_words += static_cast<long>(committed->words.size());
+      }
+      log_->next_word += committed->words.size();
+    } else if (const auto* assigned = std::get_if<events::SpeakersAssigned>(&event)) {
+      const double now = clock_.now();
+      std::lock_guard lock(log_->mutex);
+      for (size_t i = 0; i < assigned->speakers.size(); ++i) {
+        const auto it = log_->committed_at.find(assigned->first_word + i);
+        if (it == log_->committed_at.end()) continue;
+        log_->delays.push_back(std::max(0.0, now - it->second));
+        log_->committed_at.erase(it);
+      }
+    }
+    emit(event);
+  }
+
+ private:
+  std::shared_ptr<SpeakerDelays> log_;
+  Clock& clock_;
+};
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -233,9 +277,62 @@ double CapacityRun::fairness() const {
 double CapacityRun::memory_per_session_bytes() const {
   return sessions > 0 ? std::max(0.0, rss_peak_bytes - rss_before_bytes) / sessions : 0;
 }
-bool CapacityRun::within(double lag_limit) const {
+bool CapacityRun::diarized() const {
   for (const SessionFigures& s : per_session)
+    if (s.diarization) return true;
+  return false;
+}
+
+namespace {
+// The largest of one diarization figure over the sessions that have one.
+double max_diarization(const std::vector<SessionFigures>& sessions, double DiarizationFigures::*figure) {
+  double m = 0;
+  for (const SessionFigures& s : sessions)
+    if (s.diarization) m = std::max(m, (*s.diarization).*figure);
+  return m;
+}
+}  // namespace
+
+double CapacityRun::max_diarization_p95_lag() const {
+  return max_diarization(per_session, &DiarizationFigures::p95_lag);
+}
+double CapacityRun::max_diarization_lag() const { return max_diarization(per_session, &DiarizationFigures::max_lag); }
+double CapacityRun::diarization_dropped_seconds() const {
+  double sum = 0;
+  for (const SessionFigures& s : per_session)
+    if (s.diarization) sum += s.diarization->dropped_seconds;
+  return sum;
+}
+std::optional<double> CapacityRun::speaker_delay(double p) const {
+  std::vector<double> all;
+  for (const SessionFigures& s : per_session)
+    if (s.diarization)
+      all.insert(all.end(), s.diarization->speaker_delays.begin(), s.diarization->speaker_delays.end());
+  if (all.empty()) return std::nullopt;
+  return percentile(std::move(all), p);
+}
+long CapacityRun::speaker_delay_words() const {
+  long n = 0;
+  for (const SessionFigures& s : per_session)
+    if (s.diarization) n += static_cast<long>(s.diarization->speaker_delays.size());
+  return n;
+}
+double CapacityRun::diarization_compute_per_audio_second() const {
+  double compute = 0, audio = 0;
+  for (const SessionFigures& s : per_session) {
+    if (!s.diarization) continue;
+    compute += s.diarization->compute_seconds;
+    audio += s.diarization->received_seconds;
+  }
+  return audio > 0 ? compute / audio : 0;
+}
+
+bool CapacityRun::within(double lag_limit, double diarization_lag_limit) const {
+  for (const SessionFigures& s : per_session) {
     if (!s.error.empty() || s.skipped_seconds > 0 || !(s.p95_lag < lag_limit)) return false;
+    if (s.diarization && (s.diarization->dropped_seconds > 0 || !(s.diarization->p95_lag < diarization_lag_limit)))
+      return false;
+  }
   return !per_session.empty();
 }
 
@@ -259,6 +356,10 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
     double ended_at = 0;
     double finished_at = -1;
     std::vector<double> lags;
+    // The chain's diarization stage (owned by the session) and what it is sampled into; null without.
+    const stages::diarization::DiarizationStage* diarization = nullptr;
+    std::vector<double> diarization_lags;
+    std::shared_ptr<SpeakerDelays> speaker_delays;
   };
   std::vector<Live> live(n);
   // Seconds since the feed started (before it, since the sessions were made).
@@ -271,8 +372,15 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
     live[s].counters = stream.counters;
     std::unique_ptr<session::VoiceActivityDetector> vad;
     if (options.vad) vad = options.vad(stream.counters)();
-    live[s].session =
-        std::make_shared<session::StreamSession>(std::move(stream.processor), std::move(vad), options.stream, clock);
+    for (const auto& stage : stream.stages)
+      if (const auto* d = dynamic_cast<const stages::diarization::DiarizationStage*>(stage.get()))
+        live[s].diarization = d;
+    if (live[s].diarization) {
+      live[s].speaker_delays = std::make_shared<SpeakerDelays>();
+      stream.stages.push_back(std::make_unique<SpeakerDelayProbe>(live[s].speaker_delays, time));
+    }
+    live[s].session = std::make_shared<session::StreamSession>(std::move(stream.processor), std::move(vad),
+                                                               options.stream, clock, std::move(stream.stages));
     run.audio_seconds += static_cast<double>(audio[s].size()) / kSampleRate;
   }
   run.rss_peak_bytes = resident_bytes();
@@ -311,6 +419,7 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
         const session::StreamStatus st = l.session->status();
         if (!st.finished && st.error.empty()) {
           l.lags.push_back(std::max(0.0, st.received_seconds - st.processed_seconds));
+          if (l.diarization) l.diarization_lags.push_back(l.diarization->progress().lag_seconds());
           all_done = false;
         } else if (l.finished_at < 0) {
           l.finished_at = now;
@@ -348,6 +457,20 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
     f.drain_seconds = live[s].finished_at < 0 ? 0 : std::max(0.0, live[s].finished_at - live[s].ended_at);
     f.error = st.error;
     if (!st.finished && f.error.empty()) f.error = "not finished " + std::to_string(give_up) + " s after the start";
+    if (const Live& l = live[s]; l.diarization) {
+      const stages::diarization::DiarizationProgress p = l.diarization->progress();
+      DiarizationFigures d;
+      d.p95_lag = percentile(l.diarization_lags, 0.95);
+      d.max_lag =
+          l.diarization_lags.empty() ? 0 : *std::max_element(l.diarization_lags.begin(), l.diarization_lags.end());
+      d.received_seconds = p.received_seconds;
+      d.dropped_seconds = p.dropped_seconds;
+      d.compute_seconds = p.compute_seconds;
+      std::lock_guard lock(l.speaker_delays->mutex);
+      d.speaker_delays = l.speaker_delays->delays;
+      d.words = l.speaker_delays->pending_words;
+      f.diarization = std::move(d);
+    }
     if (live[s].counters) {
       total += live[s].counters->to_stage_times();
       profiled = true;

@@ -13,12 +13,24 @@
 // (`earshot bench --capacity`: the chunk + 0.5 s, or --lag-limit), no audio
 // was skipped and no session failed.
 //
+// With a diarization stage in the sessions' chains (serve's, opened for a live
+// stream: its source on the loaded stage's shared pool), each session also has
+// the stage's lag (stages::diarization::DiarizationProgress::lag_seconds():
+// audio the stage received and neither dropped nor turned into speaker frames
+// yet, sampled with the ASR's), the audio it dropped, its compute, and each
+// committed word's speaker delay (its WordsCommitted to its SpeakersAssigned on
+// the run's clock, seen by a probe stage after the chain). Such a run is within
+// capacity when, besides the ASR's rule, every session's diarization p95 lag is
+// under the diarization limit (earshot bench: the source's chunk + 0.5 s, or
+// --diarization-lag-limit) and no diarization audio was dropped (within()).
+//
 // Time comes from a bench::Clock (null: the steady clock): when the feeder
 // feeds and samples, the sessions' own clock, and every profile timer. A test
 // passes a virtual clock that moves only when the run's workers are idle or
 // waiting on it, so its lags and profile are exact, not measured.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -32,6 +44,7 @@
 #include "policy/online_processor.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
+#include "stages/stage.h"
 
 namespace earshot::session {
 class Scheduler;
@@ -76,6 +89,8 @@ session::VadFactory time_vad(session::VadFactory inner, std::shared_ptr<ProfileC
 struct CapacityStream {
   std::unique_ptr<OnlineProcessor> processor;
   std::shared_ptr<ProfileCounters> counters;  // may be null (no --profile)
+  // The session's stage chain, as serve opens it for a live stream (may be empty).
+  std::vector<std::unique_ptr<stages::Stage>> stages;
 };
 using CapacityFactory = std::function<CapacityStream(int session)>;
 
@@ -89,6 +104,16 @@ struct CapacityOptions {
   session::Scheduler* scheduler = nullptr;
 };
 
+// A session's diarization stage over the run (seconds).
+struct DiarizationFigures {
+  double p95_lag = 0, max_lag = 0;     // the stage's lag, sampled every 0.1 s while the session ran
+  double received_seconds = 0;         // audio the stage was handed
+  double dropped_seconds = 0;          // of it, dropped because the source fell behind
+  double compute_seconds = 0;          // wall time inside its source
+  long words = 0;                      // committed words awaiting a speaker from the stage
+  std::vector<double> speaker_delays;  // per such word given one: its commit to its SpeakersAssigned
+};
+
 struct SessionFigures {
   double audio_seconds = 0;
   double p95_lag = 0, max_lag = 0;
@@ -96,6 +121,7 @@ struct SessionFigures {
   double processed_at_feed_end = 0;  // stream seconds the model had taken when the last audio arrived
   double drain_seconds = 0;          // last audio -> session finished
   std::string error;
+  std::optional<DiarizationFigures> diarization;  // with a diarization stage
 };
 
 // An engine's batching of steps across streams during one run (its counts
@@ -121,7 +147,22 @@ struct CapacityRun {
   // max / min processed audio across sessions when the feed ended (1 = even).
   double fairness() const;
   double memory_per_session_bytes() const;
-  bool within(double lag_limit) const;
+
+  // The diarization's figures over sessions; 0 (or false) without it.
+  bool diarized() const;                       // some session had a diarization stage
+  double max_diarization_p95_lag() const;      // over sessions
+  double max_diarization_lag() const;          // over sessions
+  double diarization_dropped_seconds() const;  // summed
+  // A percentile (0..1) of every session's speaker delays together; nullopt without any.
+  std::optional<double> speaker_delay(double p) const;
+  long speaker_delay_words() const;  // words that have a speaker delay
+  // The stage's compute seconds per second of audio it was handed, all sessions together.
+  double diarization_compute_per_audio_second() const;
+
+  // The pass rule: every session without an error, nothing skipped and its p95
+  // lag under lag_limit; with diarization also its diarization p95 lag under
+  // diarization_lag_limit and no diarization audio dropped.
+  bool within(double lag_limit, double diarization_lag_limit = INFINITY) const;
 };
 
 // Streams `audio[s]` through session s in real time (s = 0..audio.size()-1) on

@@ -1,5 +1,7 @@
 #include "bench/capacity_report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -58,21 +60,84 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string optional_json(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
+
+double percentile_of(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const double rank = p * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(rank);
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+// A run's diarization figures (null without the stage).
+void write_diarization_json(std::ostream& out, const CapacityRun& r) {
+  if (!r.diarized()) {
+    out << "null";
+    return;
+  }
+  double received = 0;
+  long words = 0;
+  for (const SessionFigures& f : r.per_session) {
+    if (!f.diarization) continue;
+    received += f.diarization->received_seconds;
+    words += f.diarization->words;
+  }
+  out << "{\"p95_lag_max\":" << json_number(r.max_diarization_p95_lag())
+      << ",\"max_lag\":" << json_number(r.max_diarization_lag())
+      << ",\"dropped_seconds\":" << json_number(r.diarization_dropped_seconds())
+      << ",\"speaker_delay_p50\":" << optional_json(r.speaker_delay(0.5))
+      << ",\"speaker_delay_p95\":" << optional_json(r.speaker_delay(0.95))
+      << ",\"speaker_delay_words\":" << r.speaker_delay_words() << ",\"committed_words\":" << words
+      << ",\"audio_seconds\":" << json_number(received)
+      << ",\"compute_per_audio_second\":" << json_number(r.diarization_compute_per_audio_second()) << "}";
+}
+
+void write_session_diarization_json(std::ostream& out, const std::optional<DiarizationFigures>& d) {
+  if (!d) {
+    out << "null";
+    return;
+  }
+  const std::vector<double>& delays = d->speaker_delays;
+  const auto delay = [&](double p) {
+    return delays.empty() ? std::string("null") : json_number(percentile_of(delays, p));
+  };
+  out << "{\"p95_lag\":" << json_number(d->p95_lag) << ",\"max_lag\":" << json_number(d->max_lag)
+      << ",\"audio_seconds\":" << json_number(d->received_seconds)
+      << ",\"dropped_seconds\":" << json_number(d->dropped_seconds)
+      << ",\"compute_seconds\":" << json_number(d->compute_seconds) << ",\"speaker_delay_p50\":" << delay(0.5)
+      << ",\"speaker_delay_p95\":" << delay(0.95) << ",\"speaker_delay_words\":" << delays.size()
+      << ",\"committed_words\":" << d->words << "}";
+}
+
 }  // namespace
+
+bool CapacityReport::within(const CapacityRun& run) const {
+  return run.within(lag_limit, diarization_lag_limit.value_or(INFINITY));
+}
+
+std::string CapacityReport::pass_rule() const {
+  std::string rule = "every session's p95 lag under " + fixed(lag_limit, 2) + " s, nothing skipped, no error";
+  if (diarization_lag_limit)
+    rule +=
+        "; its diarization p95 lag under " + fixed(*diarization_lag_limit, 2) + " s and no diarization audio dropped";
+  return rule;
+}
 
 void write_capacity_json(std::ostream& out, const CapacityReport& report) {
   out << "{\n\"config\":{\"dataset\":" << json_quote(report.dataset)
       << ",\"chunk_seconds\":" << json_number(report.chunk_seconds)
       << ",\"lag_limit\":" << json_number(report.lag_limit)
       << ",\"max_buffered_seconds\":" << json_number(report.max_buffered_seconds)
-      << ",\"command_line\":" << json_quote(report.command_line)
+      << ",\"diarization_lag_limit\":" << optional_json(report.diarization_lag_limit)
+      << ",\"pass_rule\":" << json_quote(report.pass_rule()) << ",\"command_line\":" << json_quote(report.command_line)
       << ",\"started_utc\":" << json_quote(report.started_utc) << "},\n\"runs\":[";
   for (size_t i = 0; i < report.rows.size(); ++i) {
     const CapacityRow& row = report.rows[i];
     const CapacityRun& r = row.run;
     out << (i ? "," : "") << "\n{\"system\":" << json_quote(row.system) << ",\"sessions\":" << r.sessions
         << ",\"workers\":" << r.workers << ",\"threads\":" << row.threads << ",\"batch_decode\":" << row.batch_decode
-        << ",\"within_lag_limit\":" << (r.within(report.lag_limit) ? "true" : "false")
+        << ",\"within_lag_limit\":" << (report.within(r) ? "true" : "false")
         << ",\"p95_lag_max\":" << json_number(r.max_p95_lag()) << ",\"max_lag\":" << json_number(r.max_lag())
         << ",\"skipped_seconds\":" << json_number(r.skipped_seconds()) << ",\"fairness\":" << json_number(r.fairness())
         << ",\"memory_per_session_bytes\":" << json_number(r.memory_per_session_bytes())
@@ -88,6 +153,8 @@ void write_capacity_json(std::ostream& out, const CapacityReport& report) {
     } else {
       out << "null";
     }
+    out << ",\n \"diarization\":";
+    write_diarization_json(out, r);
     out << ",\n \"profile\":";
     write_profile_json(out, r);
     out << ",\n \"per_session\":[";
@@ -97,7 +164,10 @@ void write_capacity_json(std::ostream& out, const CapacityReport& report) {
           << ",\"p95_lag\":" << json_number(f.p95_lag) << ",\"max_lag\":" << json_number(f.max_lag)
           << ",\"skipped_seconds\":" << json_number(f.skipped_seconds)
           << ",\"processed_at_feed_end\":" << json_number(f.processed_at_feed_end)
-          << ",\"drain_seconds\":" << json_number(f.drain_seconds) << ",\"error\":" << json_quote(f.error) << "}";
+          << ",\"drain_seconds\":" << json_number(f.drain_seconds) << ",\"error\":" << json_quote(f.error)
+          << ",\"diarization\":";
+      write_session_diarization_json(out, f.diarization);
+      out << "}";
     }
     out << "]}";
   }
@@ -111,29 +181,45 @@ void write_capacity_json(std::ostream& out, const CapacityReport& report) {
 }
 
 void write_capacity_markdown(std::ostream& out, const CapacityReport& report) {
+  const bool diarized = report.diarization_lag_limit.has_value();
   out << "# earshot bench --capacity\n\n"
       << "Dataset `" << report.dataset << "`, " << fixed(report.chunk_seconds, 2)
-      << " s chunks in real time; within = every session's p95 lag under " << fixed(report.lag_limit, 2)
-      << " s, nothing skipped, no error; audio waiting beyond " << fixed(report.max_buffered_seconds, 0)
-      << " s is skipped.\n\n"
+      << " s chunks in real time; within = " << report.pass_rule() << "; audio waiting beyond "
+      << fixed(report.max_buffered_seconds, 0) << " s is skipped.\n\n"
       << "| system | sessions | workers x threads | batch | p95 lag s | max lag s | skipped s | fairness | MB/session "
-         "| drain s | within | compute RTF | passes/s | steps/pass | enc ms/pass | encoder share |\n"
-      << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
+         "| drain s | within | compute RTF | passes/s | steps/pass | enc ms/pass | encoder share |"
+      << (diarized ? " diar p95 lag s | diar max lag s | diar dropped s | speaker delay p50 s | speaker delay p95 s | "
+                     "diar compute s/s |"
+                   : "")
+      << "\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+      << (diarized ? "---:|---:|---:|---:|---:|---:|" : "") << "\n";
   for (const CapacityRow& row : report.rows) {
     const CapacityRun& r = row.run;
     out << "| " << row.system << " | " << r.sessions << " | " << r.workers << " x " << row.threads << " | "
         << row.batch_decode << " | " << fixed(r.max_p95_lag(), 2) << " | " << fixed(r.max_lag(), 2) << " | "
         << fixed(r.skipped_seconds(), 1) << " | " << fixed(r.fairness(), 2) << " | "
         << fixed(r.memory_per_session_bytes() / (1024.0 * 1024.0), 0) << " | " << fixed(r.max_drain_seconds(), 1)
-        << " | " << (r.within(report.lag_limit) ? "yes" : "no") << " | ";
+        << " | " << (report.within(r) ? "yes" : "no") << " | ";
     if (r.profile) {
       const ProfileSummary p = summarize_profile(*r.profile, r.audio_seconds);
       out << fixed(p.compute_rtf, 3) << " | " << fixed(p.passes_per_second, 2) << " | "
           << fixed(p.decoder_steps_per_pass, 1) << " | " << fixed(p.encoder_ms_per_pass, 1) << " | "
-          << fixed(100 * p.encoder_share, 0) << "% |\n";
+          << fixed(100 * p.encoder_share, 0) << "% |";
     } else {
-      out << "- | - | - | - | - |\n";
+      out << "- | - | - | - | - |";
     }
+    if (diarized && r.diarized()) {
+      const auto delay = [&](double p) {
+        const std::optional<double> d = r.speaker_delay(p);
+        return d ? fixed(*d, 2) : std::string("-");
+      };
+      out << " " << fixed(r.max_diarization_p95_lag(), 2) << " | " << fixed(r.max_diarization_lag(), 2) << " | "
+          << fixed(r.diarization_dropped_seconds(), 1) << " | " << delay(0.5) << " | " << delay(0.95) << " | "
+          << fixed(r.diarization_compute_per_audio_second(), 3) << " |";
+    } else if (diarized) {
+      out << " - | - | - | - | - | - |";
+    }
+    out << "\n";
   }
   if (!report.searches.empty()) out << "\n";
   for (const CapacitySearch& c : report.searches)

@@ -3,6 +3,7 @@
 // with --json (every number) and --markdown (one table row per run).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -42,8 +43,19 @@ struct CapacityReport {
   double chunk_seconds = 0;
   double lag_limit = 1.0;  // the p95 lag a run must stay under (earshot bench: the chunk + 0.5 s, or --lag-limit)
   double max_buffered_seconds = 0;  // audio waiting per stream beyond which the oldest is skipped
+  // With a diarization stage: the p95 of its lag a run must stay under (earshot
+  // bench: the source's chunk + 0.5 s, or --diarization-lag-limit); nullopt without.
+  std::optional<double> diarization_lag_limit;
   std::vector<CapacityRow> rows;
   std::vector<CapacitySearch> searches;
+
+  // The pass rule of a run (CapacityRun::within with these limits): every
+  // session error-free, nothing skipped, its p95 lag under lag_limit and, with
+  // diarization, its diarization p95 lag under diarization_lag_limit and no
+  // diarization audio dropped.
+  bool within(const CapacityRun& run) const;
+  // The rule in words, as the reports' headers and JSON config state it.
+  std::string pass_rule() const;
 };
 
 void write_capacity_json(std::ostream& out, const CapacityReport& report);

@@ -40,6 +40,7 @@
 #include "common/error.h"
 #include "engine/families.h"
 #include "session/silero_vad.h"
+#include "stages/diarization/sortformer/sortformer_source.h"
 #include "stages/registry.h"
 #include "stages/translation/registration.h"
 #include "vad/vad.h"
@@ -368,8 +369,11 @@ std::vector<bench::TimedWord> session_words(const std::vector<std::vector<float>
   return out;
 }
 
+// --capacity's sessions open `stages` (null: none) as serve opens a live stream's
+// chain (the WhisperLiveKit route: no per-stream parameters), so a diarized
+// session runs the loaded stage's source on its shared pool, as serve's do.
 bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::string& policy, const BenchSettings& s,
-                                     const BenchInputs& in, int sessions) {
+                                     const BenchInputs& in, const stages::StageChain* chain, int sessions) {
   const CapacitySettings& c = *s.capacity;
   const std::vector<std::vector<float>>& audio = in.audio;
   std::vector<std::vector<float>> streams;
@@ -394,6 +398,7 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
           bench::open_reference_stream(engine, request, session_words(audio, in.reference_words, session)).processor;
     }
     if (out.counters) out.processor = bench::time_processor(std::move(out.processor), out.counters);
+    if (chain) out.stages = chain->open({s.language, {}, true});
     return out;
   };
   bench::CapacityOptions options;
@@ -409,11 +414,23 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
   return bench::run_capacity(factory, streams, options);
 }
 
-void print_capacity_row(const std::string& name, const bench::CapacityRun& r, double lag_limit) {
+void print_capacity_row(const std::string& name, const bench::CapacityRun& r, const bench::CapacityReport& report) {
   std::printf("%-16s %8d %7d %10.2f %8.2f %9.1f %8.2f %10.0f %8.1f  %s\n", name.c_str(), r.sessions, r.workers,
               r.max_p95_lag(), r.max_lag(), r.skipped_seconds(), r.fairness(),
-              r.memory_per_session_bytes() / (1024.0 * 1024.0), r.max_drain_seconds(),
-              r.within(lag_limit) ? "yes" : "no");
+              r.memory_per_session_bytes() / (1024.0 * 1024.0), r.max_drain_seconds(), report.within(r) ? "yes" : "no");
+  if (r.diarized()) {
+    const auto delay = [&](double p) {
+      const std::optional<double> d = r.speaker_delay(p);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f s", d.value_or(0));
+      return d ? std::string(buf) : std::string("-");
+    };
+    std::printf(
+        "  diarization: p95 lag %.2f s, max lag %.2f s, dropped %.1f s, speaker delay p50 %s p95 %s (%ld words), "
+        "compute %.3f s per audio s\n",
+        r.max_diarization_p95_lag(), r.max_diarization_lag(), r.diarization_dropped_seconds(), delay(0.5).c_str(),
+        delay(0.95).c_str(), r.speaker_delay_words(), r.diarization_compute_per_audio_second());
+  }
   for (const auto& f : r.per_session)
     if (!f.error.empty()) std::printf("  session error: %s\n", f.error.c_str());
   if (r.batching)
@@ -446,23 +463,27 @@ std::string seconds_text(double seconds) {
 // Runs the N given, or searches: doubling from 1 while within capacity, then
 // bisecting between the last N within and the first beyond.
 void run_capacity_mode(const engine::Engine& engine, const std::string& name, const std::string& policy,
-                       const BenchSettings& s, const BenchInputs& in, bench::CapacityReport& report) {
+                       const BenchSettings& s, const BenchInputs& in, const stages::StageChain* chain,
+                       bench::CapacityReport& report) {
   const CapacitySettings& c = *s.capacity;
-  const std::string within_header = "within " + seconds_text(report.lag_limit) + " s";
+  std::string within_header = "within " + seconds_text(report.lag_limit) + " s";
+  if (report.diarization_lag_limit)
+    within_header += ", diarization " + seconds_text(*report.diarization_lag_limit) + " s, 0 dropped";
   std::printf("%-16s %8s %7s %10s %8s %9s %8s %10s %8s  %s\n", "system", "sessions", "workers", "p95 lag", "max lag",
               "skipped s", "fairness", "MB/session", "drain s", within_header.c_str());
   auto once = [&](int n) {
     const std::optional<engine::BatchCounts> before = engine.batch_counts();
-    bench::CapacityRow row{name, s.threads, s.model.runtime.batch_streams, run_capacity_once(engine, policy, s, in, n)};
+    bench::CapacityRow row{name, s.threads, s.model.runtime.batch_streams,
+                           run_capacity_once(engine, policy, s, in, chain, n)};
     if (before) {
       const engine::BatchCounts after = engine.batch_counts().value_or(*before);
       row.run.batching =
           bench::BatchFigures{after.steps - before->steps, after.graphs - before->graphs, after.max_batch};
     }
-    print_capacity_row(name, row.run, report.lag_limit);
+    print_capacity_row(name, row.run, report);
     print_profile(name, row.run);
     std::fflush(stdout);
-    const bool within = row.run.within(report.lag_limit);
+    const bool within = report.within(row.run);
     report.rows.push_back(std::move(row));
     return within;
   };
@@ -480,8 +501,8 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
     }
   }
   if (bad == 0) {
-    std::printf("%s: capacity >= %d sessions with p95 lag under %s s (--max-sessions)\n", name.c_str(), good,
-                seconds_text(report.lag_limit).c_str());
+    std::printf("%s: capacity >= %d sessions with %s (--max-sessions)\n", name.c_str(), good,
+                report.pass_rule().c_str());
     report.searches.push_back({name, good, true});
     return;
   }
@@ -493,9 +514,8 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
       bad = mid;
     }
   }
-  std::printf(
-      "%s: capacity %d real-time session(s) with p95 lag under %s s (%d workers, %d threads each, batch-decode %d)\n",
-      name.c_str(), good, seconds_text(report.lag_limit).c_str(), c.workers, s.threads, s.model.runtime.batch_streams);
+  std::printf("%s: capacity %d real-time session(s) with %s (%d workers, %d threads each, batch-decode %d)\n",
+              name.c_str(), good, report.pass_rule().c_str(), c.workers, s.threads, s.model.runtime.batch_streams);
   report.searches.push_back({name, good, false});
 }
 
@@ -556,12 +576,25 @@ std::optional<TranslationBench> translation_bench(const stages::StageChain& chai
                           bench::load_reference_translations(utterances, setup->default_target)};
 }
 
+// The p95 diarization lag a diarized capacity run must stay under:
+// --diarization-lag-limit, else the source's chunk (--diarization-chunk-ms, in
+// whole 80 ms frames, or the model's default) + 0.5 s: a session's speakers may
+// wait for one chunk of the model plus half a second, as its words may for one
+// chunk of the client's.
+double diarization_lag_limit(const CapacitySettings& c, const Args& args) {
+  if (c.diarization_lag_limit > 0) return c.diarization_lag_limit;
+  stages::diarization::ModelRequest request;
+  request.chunk_ms = static_cast<int>(args.get_int("diarization-chunk-ms"));
+  return stages::diarization::sortformer_stream_options(request).chunk_frames * 0.08 + 0.5;
+}
+
 // What every system of a run shares besides the settings: the inputs, the
 // stages measured after each, and the reports the results go to.
 struct BenchRun {
   const BenchInputs& in;
   const TranslationBench* translation;
   const DiarizationBench* diarization;
+  const stages::StageChain* capacity_stages;  // --capacity: every session's chain (null: none)
   bench::BenchReport& report;
   bench::CapacityReport& capacity_report;
 };
@@ -587,7 +620,7 @@ void measure_policies(const fs::path& model_file, const std::string& suffix, boo
   for (const std::string& p : own) {
     engine->resolve_policy(p);  // a policy this model lacks fails before the run
     if (s.capacity) {
-      run_capacity_mode(*engine, p + suffix, p, s, run.in, run.capacity_report);
+      run_capacity_mode(*engine, p + suffix, p, s, run.in, run.capacity_stages, run.capacity_report);
       continue;
     }
     SystemResult r = run_in_process(
@@ -652,16 +685,20 @@ int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
   // diarization (DER against AUDIO.rttm truths, and its compute).
   const stages::StageChain chain =
       stages::StageChain::load(args, {.command = stages::Command::kBench, .pause_seconds = 5.0, .threads = s.threads});
+  // --capacity runs the diarization live in every session (its lag, drops and
+  // speaker delays beside the ASR's); without it, each stream after its ASR run.
   const std::optional<DiarizationBench> diarization =
-      diarization_bench(chain, args, config.utterances, s.language, s.threads);
-  if (diarization && s.capacity)
-    throw Error(ErrorCode::kInvalidArgument,
-                "--diarization-model is not measured with --capacity (bench without --capacity reports the "
-                "stage's DER and compute per audio second)");
+      s.capacity ? std::nullopt : diarization_bench(chain, args, config.utterances, s.language, s.threads);
+  if (s.capacity && chain.find("diarization"))
+    capacity_report.diarization_lag_limit = diarization_lag_limit(*s.capacity, args);
   const std::optional<TranslationBench> translation = translation_bench(chain, s, config.utterances);
   if (translation) s.stream.keep_tails = true;  // the translation's drafts read each emission's provisional words
 
-  BenchRun run{in, translation ? &*translation : nullptr, diarization ? &*diarization : nullptr, report,
+  BenchRun run{in,
+               translation ? &*translation : nullptr,
+               diarization ? &*diarization : nullptr,
+               s.capacity && !chain.empty() ? &chain : nullptr,
+               report,
                capacity_report};
   for (const fs::path& model_file : models) {
     const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";

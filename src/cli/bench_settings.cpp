@@ -50,6 +50,11 @@ CapacitySettings read_capacity(const Args& args) {
     capacity.lag_limit = args.get_double("lag-limit");
     if (!(capacity.lag_limit > 0)) refuse("--lag-limit must be > 0 seconds");
   }
+  if (args.has("diarization-lag-limit")) {
+    if (!args.has("diarization-model")) refuse("--diarization-lag-limit needs --diarization-model PATH|NAME");
+    capacity.diarization_lag_limit = args.get_double("diarization-lag-limit");
+    if (!(capacity.diarization_lag_limit > 0)) refuse("--diarization-lag-limit must be > 0 seconds");
+  }
   return capacity;
 }
 
@@ -89,6 +94,9 @@ void BenchSettings::declare(Args& args) {
               "--capacity: audio waiting per stream beyond which the oldest is skipped (the server's option)", "60")
       .flag("profile", "--capacity: split each stream's compute into mel, VAD, encoder, decoder, policy, protocol")
       .option("lag-limit", "--capacity: the p95 lag (s) every session must stay under; default the chunk + 0.5 s")
+      .option("diarization-lag-limit",
+              "--capacity with --diarization-model: the p95 diarization lag (s) every session must stay under; "
+              "default the diarization chunk + 0.5 s")
       .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
       .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
       .option("json", "write every number as JSON to this file")
@@ -118,6 +126,10 @@ BenchSettings BenchSettings::read(const Args& args) {
     refuse("--profile goes with --capacity (it needs the server's pipeline)");
   } else if (args.has("lag-limit")) {
     refuse("--lag-limit goes with --capacity");
+  } else if (args.has("diarization-lag-limit")) {
+    refuse("--diarization-lag-limit goes with --capacity");
+  } else if (args.has("diarization-workers")) {
+    refuse("--diarization-workers goes with --capacity (without it each stream is diarized in order, after its ASR)");
   }
   s.sessions = s.capacity ? 1 : static_cast<int>(args.get_int("sessions"));
   if (s.sessions < 1) refuse("--sessions must be >= 1");

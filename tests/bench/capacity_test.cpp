@@ -5,6 +5,8 @@
 // from the schedule (no sleeps, no wall-clock bounds). Within capacity the lag
 // stays at a chunk; overloaded it grows past the limit; beyond the buffered
 // audio it skips; sessions take turns; the profile splits what was timed.
+// A diarized run (the stage on a scripted source, its pool settled with the
+// workers) has the stage's figures, and the pass rule weighs them.
 #include "bench/capacity.h"
 
 #include <gtest/gtest.h>
@@ -18,9 +20,11 @@
 #include <set>
 #include <sstream>
 
+#include "../stages/scripted_activity.h"
 #include "../support/wait.h"
 #include "bench/capacity_report.h"
 #include "session/scheduler.h"
+#include "stages/diarization/diarization_stage.h"
 
 namespace earshot::bench {
 namespace {
@@ -29,16 +33,19 @@ namespace {
 // time the workers asked for (spend()) in order of when it ends, each end
 // followed by whatever the worker does next, and returns once every worker is
 // idle or waiting again, the clock at t. Work that ends exactly at a tick ends
-// before the tick's feed. Nothing else moves the clock.
+// before the tick's feed. Nothing else moves the clock. With a stage's pool,
+// its jobs (which take no virtual time) finish before the clock moves too.
 class VirtualTime : public Clock {
  public:
-  explicit VirtualTime(session::Scheduler& scheduler) : scheduler_(scheduler) {}
+  explicit VirtualTime(session::Scheduler& scheduler, const stages::WorkerPool* pool = nullptr)
+      : scheduler_(scheduler), pool_(pool) {}
 
   double now() override { return now_.load(); }
 
   void sleep_until(double t) override {
     for (;;) {
       settle();
+      if (pool_) pool_->wait_idle();
       std::lock_guard lock(mutex_);
       double first = std::numeric_limits<double>::infinity();
       for (const auto& [ticket, wake] : waiting_) first = std::min(first, wake);
@@ -89,6 +96,7 @@ class VirtualTime : public Clock {
   }
 
   session::Scheduler& scheduler_;
+  const stages::WorkerPool* pool_;
   std::atomic<double> now_{0};
   std::atomic<size_t> waiting_count_{0};
   std::mutex mutex_;
@@ -160,6 +168,7 @@ struct Setup {
   double vad_load = -1;  // < 0: no VAD
   bool profile = false;
   double max_buffered_seconds = 60;
+  double diarization_chunk = 0;  // > 0: a diarization stage on a scripted source of this chunk
 };
 
 // One worker, 0.25 s chunks: chunk m (1-based) of every session arrives at the
@@ -168,8 +177,10 @@ struct Setup {
 CapacityRun run(const Setup& setup) {
   std::vector<std::vector<float>> audio(setup.sessions,
                                         std::vector<float>(static_cast<size_t>(16000 * setup.seconds), 0.0f));
+  std::shared_ptr<stages::WorkerPool> pool;  // the loaded diarization's, shared by the sessions
+  if (setup.diarization_chunk > 0) pool = std::make_shared<stages::WorkerPool>(1);
   session::Scheduler scheduler(1);
-  VirtualTime time(scheduler);
+  VirtualTime time(scheduler, pool.get());
   CapacityOptions options;
   options.workers = 1;
   options.chunk_seconds = 0.25;
@@ -188,6 +199,11 @@ CapacityRun run(const Setup& setup) {
           s.counters = std::make_shared<ProfileCounters>();
           s.processor = time_processor(std::move(s.processor), s.counters, &time);
         }
+        if (pool)
+          s.stages.push_back(std::make_unique<stages::diarization::DiarizationStage>(
+              std::make_unique<earshot::testing::ScriptedActivity>(std::vector<earshot::testing::Turn>{{0, 10, 0}},
+                                                                   setup.diarization_chunk),
+              stages::diarization::DiarizationOptions{}, pool, nullptr));
         return s;
       },
       audio, options, &time);
@@ -283,6 +299,150 @@ TEST(Capacity, TheProfileSplitsVadAndPolicyTime) {
   EXPECT_EQ(r.profile->protocol, 0.0);
   EXPECT_NEAR(r.profile->total(), 0.18, kEps);
   EXPECT_DOUBLE_EQ(r.per_session[0].p95_lag, 0.25);
+}
+
+TEST(Capacity, ADiarizedRunHasTheStagesLagDropsAndSpeakerDelays) {
+  // One session as in the first test, its chain a diarization stage whose
+  // source gives frames 0.5 s at a time, in no virtual time. Ticks race the
+  // worker's handing of a step's audio to the stage, so the lag is bounded,
+  // not exact: at 0.4, 0.9 and 1.4 s a quarter second waits for the next half
+  // second's frames; at most the source's chunk plus one feed chunk waits.
+  const CapacityRun r = run({.sessions = 1, .load = 0.1, .diarization_chunk = 0.5});
+  ASSERT_EQ(r.per_session.size(), 1u);
+  const SessionFigures& f = r.per_session[0];
+  EXPECT_TRUE(f.error.empty()) << f.error;
+  EXPECT_DOUBLE_EQ(f.p95_lag, 0.25);  // the ASR's as without the stage
+  ASSERT_TRUE(f.diarization.has_value());
+  ASSERT_TRUE(r.diarized());
+  const DiarizationFigures& d = *f.diarization;
+  EXPECT_DOUBLE_EQ(d.received_seconds, 1.5);
+  EXPECT_EQ(d.dropped_seconds, 0.0);
+  EXPECT_GE(d.p95_lag, 0.25);
+  EXPECT_LE(d.p95_lag, d.max_lag);
+  EXPECT_LE(d.max_lag, 0.75 + kEps);
+  EXPECT_GE(d.compute_seconds, 0.0);
+  // Every committed word got its speaker before the stream ended, after its commit.
+  EXPECT_GT(d.words, 0);
+  ASSERT_EQ(d.speaker_delays.size(), static_cast<size_t>(d.words));
+  for (double delay : d.speaker_delays) {
+    EXPECT_GE(delay, 0.0);
+    EXPECT_LE(delay, r.elapsed_seconds);
+  }
+  EXPECT_EQ(r.speaker_delay_words(), d.words);
+  ASSERT_TRUE(r.speaker_delay(0.5).has_value());
+  EXPECT_LE(*r.speaker_delay(0.5), *r.speaker_delay(0.95));
+  EXPECT_DOUBLE_EQ(r.max_diarization_p95_lag(), d.p95_lag);
+  // Within the ASR's limit; the diarization's decides.
+  EXPECT_TRUE(r.within(1.0, 1.0));
+  EXPECT_FALSE(r.within(1.0, 0.25));
+}
+
+// A run of one session with the ASR's p95 lag `asr` and, when `diarization_lag`
+// >= 0, a diarization stage's p95 lag and dropped audio.
+CapacityRun synthetic_run(double asr, double diarization_lag = -1, double dropped = 0) {
+  CapacityRun r;
+  r.sessions = 1;
+  r.workers = 2;
+  r.audio_seconds = 20;
+  SessionFigures f;
+  f.audio_seconds = 20;
+  f.p95_lag = asr;
+  f.max_lag = asr + 0.1;
+  f.processed_at_feed_end = 19.5;
+  if (diarization_lag >= 0) {
+    DiarizationFigures d;
+    d.p95_lag = diarization_lag;
+    d.max_lag = diarization_lag + 0.5;
+    d.received_seconds = 20;
+    d.dropped_seconds = dropped;
+    d.compute_seconds = 2;
+    d.words = 4;
+    d.speaker_delays = {1.0, 2.0, 3.0, 5.0};
+    f.diarization = d;
+  }
+  r.per_session = {f};
+  return r;
+}
+
+TEST(CapacityReport, ADiarizedRunIsWithinOnlyUnderBothLimitsWithNothingDropped) {
+  CapacityReport report;
+  report.lag_limit = 1.0;
+  report.diarization_lag_limit = 4.5;  // a 4 s source chunk + 0.5 s
+  EXPECT_TRUE(report.within(synthetic_run(0.5, 4.0)));
+  EXPECT_FALSE(report.within(synthetic_run(0.5, 4.5)));       // strict, as the ASR's
+  EXPECT_FALSE(report.within(synthetic_run(0.5, 6.0)));       // only the diarization lag fails
+  EXPECT_FALSE(report.within(synthetic_run(0.5, 1.0, 0.5)));  // only drops fail
+  EXPECT_FALSE(report.within(synthetic_run(1.2, 1.0)));       // only the ASR's lag fails
+  EXPECT_TRUE(report.within(synthetic_run(0.5)));             // a run without the stage: the ASR's rule
+  EXPECT_EQ(report.pass_rule(),
+            "every session's p95 lag under 1.00 s, nothing skipped, no error; its diarization p95 lag under 4.50 s "
+            "and no diarization audio dropped");
+  // The rule itself: drops fail even without a diarization limit.
+  EXPECT_TRUE(synthetic_run(0.5, 6.0).within(1.0));
+  EXPECT_FALSE(synthetic_run(0.5, 0.1, 0.5).within(1.0));
+  const CapacityRun r = synthetic_run(0.5, 4.0);
+  EXPECT_DOUBLE_EQ(*r.speaker_delay(0.5), 2.5);
+  EXPECT_DOUBLE_EQ(*r.speaker_delay(0.95), 4.7);  // rank 2.85 of 0..3
+  EXPECT_DOUBLE_EQ(r.diarization_compute_per_audio_second(), 0.1);
+  EXPECT_FALSE(synthetic_run(0.5).speaker_delay(0.5).has_value());
+}
+
+TEST(CapacityReport, DiarizedReportsCarryTheStagesFiguresAndRule) {
+  CapacityReport report;
+  report.dataset = "talk";
+  report.chunk_seconds = 0.5;
+  report.lag_limit = 1.0;
+  report.max_buffered_seconds = 60;
+  report.diarization_lag_limit = 4.5;
+  report.rows = {{"alignatt", 1, 0, synthetic_run(0.5, 4.0)}, {"alignatt", 1, 0, synthetic_run(0.5, 6.0)}};
+  std::ostringstream out;
+  write_capacity_json(out, report);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_DOUBLE_EQ(j["config"]["diarization_lag_limit"].get<double>(), 4.5);
+  EXPECT_EQ(j["config"]["pass_rule"], report.pass_rule());
+  EXPECT_EQ(j["runs"][0]["within_lag_limit"], true);
+  EXPECT_EQ(j["runs"][1]["within_lag_limit"], false);
+  const nlohmann::json& d = j["runs"][0]["diarization"];
+  EXPECT_DOUBLE_EQ(d["p95_lag_max"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(d["max_lag"].get<double>(), 4.5);
+  EXPECT_EQ(d["dropped_seconds"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(d["speaker_delay_p50"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(d["speaker_delay_p95"].get<double>(), 4.7);
+  EXPECT_EQ(d["speaker_delay_words"], 4);
+  EXPECT_EQ(d["committed_words"], 4);
+  EXPECT_DOUBLE_EQ(d["compute_per_audio_second"].get<double>(), 0.1);
+  const nlohmann::json& s = j["runs"][0]["per_session"][0]["diarization"];
+  EXPECT_DOUBLE_EQ(s["p95_lag"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(s["speaker_delay_p50"].get<double>(), 2.5);
+  EXPECT_EQ(s["committed_words"], 4);
+  // The ASR's fields as without the stage.
+  EXPECT_DOUBLE_EQ(j["runs"][0]["p95_lag_max"].get<double>(), 0.5);
+
+  std::ostringstream md;
+  write_capacity_markdown(md, report);
+  const std::string text = md.str();
+  EXPECT_NE(text.find("within = " + report.pass_rule()), std::string::npos) << text;
+  EXPECT_NE(text.find("| diar p95 lag s | diar max lag s | diar dropped s | speaker delay p50 s | speaker delay p95 s "
+                      "| diar compute s/s |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| yes | - | - | - | - | - | 4.00 | 4.50 | 0.0 | 2.50 | 4.70 | 0.100 |\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| no | - | - | - | - | - | 6.00 | 6.50 | 0.0 | 2.50 | 4.70 | 0.100 |\n"), std::string::npos)
+      << text;
+
+  // Without the stage: null figures, no diarization limit, no extra columns.
+  report.diarization_lag_limit.reset();
+  report.rows = {{"alignatt", 1, 0, synthetic_run(0.5)}};
+  std::ostringstream plain;
+  write_capacity_json(plain, report);
+  const nlohmann::json p = nlohmann::json::parse(plain.str());
+  EXPECT_TRUE(p["config"]["diarization_lag_limit"].is_null());
+  EXPECT_TRUE(p["runs"][0]["diarization"].is_null());
+  EXPECT_TRUE(p["runs"][0]["per_session"][0]["diarization"].is_null());
+  std::ostringstream plain_md;
+  write_capacity_markdown(plain_md, report);
+  EXPECT_EQ(plain_md.str().find("diar p95"), std::string::npos) << plain_md.str();
 }
 
 TEST(CapacityReport, ProfileSummaryDividesByAudioAndPasses) {

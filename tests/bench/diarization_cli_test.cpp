@@ -6,6 +6,8 @@
 // settings, its DER components are the scorer's (and earshot-der's) on that file, and the clip
 // without a truth is diarized for its compute only. With an AUDIO.stm beside the
 // audio, the bench's cpWER is the scorer's on transcribe's words and speakers.
+// With --capacity, every session runs the stage live and the run reports its
+// lag, drops, speaker delays and compute under the diarized pass rule.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -234,6 +236,62 @@ TEST_F(BenchDiarizationCli, CpwerIsTheScorersOnTranscribesWordsAndSpeakers) {
   EXPECT_NE(read(md).find("| talk | 0.00 | 0 | 0 | 0 | " + std::to_string(expected.words.reference) + " |"),
             std::string::npos)
       << read(md);
+}
+
+TEST_F(BenchDiarizationCli, ACapacityRunDiarizesEverySessionLive) {
+  const fs::path data = dir_ / "capacity";
+  fs::create_directories(data);
+  fs::copy_file(dir_ / "data/good.wav", data / "good.wav");
+  std::ofstream(data / "good.txt") << "he was not an ill disposed young man";
+  const fs::path json = dir_ / "capacity.json", md = dir_ / "capacity.md";
+  // The reference workload commits the reference's words, so the stage has words to name.
+  const auto r = run_command(std::string(EARSHOT_BIN) + " bench --dataset " + data.string() + models() +
+                             " --workload reference --vad-model " + EARSHOT_SHARED_DIR +
+                             "/models/silero-v6.2.0-ggml.bin --capacity --sessions 1 --workers 1 "
+                             "--diarization-workers 1 --json " +
+                             json.string() + " --markdown " + md.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(read(json));
+  // The diarization limit: the source's 1.6 s chunk + 0.5 s; the rule names it.
+  EXPECT_NEAR(j["config"]["diarization_lag_limit"].get<double>(), 2.1, 1e-9);
+  EXPECT_NE(j["config"]["pass_rule"].get<std::string>().find(
+                "its diarization p95 lag under 2.10 s and no diarization audio dropped"),
+            std::string::npos)
+      << j["config"].dump();
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const nlohmann::json& run = j["runs"][0];
+  ASSERT_EQ(run["per_session"].size(), 1u);
+  EXPECT_EQ(run["per_session"][0]["error"], "");
+  const nlohmann::json& s = run["per_session"][0]["diarization"];
+  ASSERT_TRUE(s.is_object()) << run.dump();
+  // The stage heard the whole stream (pauses included) and dropped none of it.
+  EXPECT_NEAR(s["audio_seconds"].get<double>(), run["per_session"][0]["audio_seconds"].get<double>(), 1e-3);
+  EXPECT_EQ(s["dropped_seconds"].get<double>(), 0.0);
+  EXPECT_GE(s["p95_lag"].get<double>(), 0.0);
+  EXPECT_GE(s["max_lag"].get<double>(), s["p95_lag"].get<double>());
+  EXPECT_GT(s["compute_seconds"].get<double>(), 0.0);
+  // Every committed word got its speaker, at or after its commit.
+  EXPECT_GT(s["committed_words"].get<long>(), 0);
+  EXPECT_EQ(s["speaker_delay_words"], s["committed_words"]);
+  EXPECT_GE(s["speaker_delay_p50"].get<double>(), 0.0);
+  EXPECT_GE(s["speaker_delay_p95"].get<double>(), s["speaker_delay_p50"].get<double>());
+  // The run's figures are its one session's.
+  const nlohmann::json& d = run["diarization"];
+  ASSERT_TRUE(d.is_object()) << run.dump();
+  EXPECT_EQ(d["p95_lag_max"], s["p95_lag"]);
+  EXPECT_EQ(d["dropped_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(d["committed_words"], s["committed_words"]);
+  EXPECT_EQ(d["speaker_delay_p50"], s["speaker_delay_p50"]);
+  EXPECT_GT(d["compute_per_audio_second"].get<double>(), 0.0);
+  // Within: the ASR's rule and the diarization's (whether it holds depends on the machine).
+  const bool within = run["p95_lag_max"].get<double>() < 1.0 && run["skipped_seconds"].get<double>() == 0 &&
+                      d["p95_lag_max"].get<double>() < 2.1;
+  EXPECT_EQ(run["within_lag_limit"].get<bool>(), within);
+
+  EXPECT_NE(r.output.find("within 1 s, diarization 2.1 s, 0 dropped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  diarization: p95 lag "), std::string::npos) << r.output;
+  const std::string markdown = read(md);
+  EXPECT_NE(markdown.find("| speaker delay p50 s | speaker delay p95 s |"), std::string::npos) << markdown;
 }
 
 TEST_F(BenchDiarizationCli, UnusableSetupsAreRefusedWithTheReason) {

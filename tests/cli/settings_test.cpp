@@ -88,6 +88,23 @@ TEST(CliBenchSettings, CapacityRanges) {
 TEST(CliBenchSettings, CapacityOnlyFlagsNeedCapacity) {
   EXPECT_EQ(bench_refusal({"--profile"}), "--profile goes with --capacity (it needs the server's pipeline)");
   EXPECT_EQ(bench_refusal({"--lag-limit", "2"}), "--lag-limit goes with --capacity");
+  EXPECT_EQ(bench_refusal({"--diarization-model", "sf.gguf", "--diarization-lag-limit", "5"}),
+            "--diarization-lag-limit goes with --capacity");
+  EXPECT_EQ(bench_refusal({"--diarization-model", "sf.gguf", "--diarization-workers", "2"}),
+            "--diarization-workers goes with --capacity (without it each stream is diarized in order, after its ASR)");
+}
+
+TEST(CliBenchSettings, TheDiarizationLagLimitNeedsTheStage) {
+  EXPECT_EQ(bench_refusal({"--capacity", "--diarization-lag-limit", "5"}),
+            "--diarization-lag-limit needs --diarization-model PATH|NAME");
+  EXPECT_EQ(bench_refusal({"--capacity", "--diarization-model", "sf.gguf", "--diarization-lag-limit", "0"}),
+            "--diarization-lag-limit must be > 0 seconds");
+  const BenchSettings s = bench(
+      {"--capacity", "--diarization-model", "sf.gguf", "--diarization-lag-limit", "3.5", "--diarization-workers", "2"});
+  ASSERT_TRUE(s.capacity);
+  EXPECT_DOUBLE_EQ(s.capacity->diarization_lag_limit, 3.5);
+  // Without the flag: 0, the source's chunk + 0.5 s (bench_command.cpp, with the model's chunk).
+  EXPECT_DOUBLE_EQ(bench({"--capacity", "--diarization-model", "sf.gguf"}).capacity->diarization_lag_limit, 0.0);
 }
 
 TEST(CliBenchSettings, SystemsAndWorkload) {

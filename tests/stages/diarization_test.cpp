@@ -227,10 +227,16 @@ TEST(DiarizationRegistration, OptionsValidationAndPerStreamChoice) {
   EXPECT_EQ(transcribe.help().find("--diarization-workers"), std::string::npos);
   Args bench("bench", "");
   stages::StageChain::declare(bench, stages::Command::kBench, registry);
-  // bench diarizes its streams and scores them (bench/diarization.h); it has no live workers.
+  // bench diarizes its streams and scores them (bench/diarization.h); with --capacity
+  // its sessions run the stage live on serve's pool, of --diarization-workers threads.
   EXPECT_NE(bench.help().find("--diarization-model"), std::string::npos);
   EXPECT_NE(bench.help().find("--diarization-chunk-ms"), std::string::npos);
-  EXPECT_EQ(bench.help().find("--diarization-workers"), std::string::npos);
+  EXPECT_NE(bench.help().find("--diarization-workers"), std::string::npos);
+  EXPECT_NE(std::string(error_of([&] {
+                          chain_of({"--diarization-workers", "2"}, stages::Command::kBench, registry);
+                        }).what())
+                .find("--diarization-workers needs --diarization-model"),
+            std::string::npos);
 
   // Off without a model; options that need one say so; bad values name the option.
   EXPECT_TRUE(chain_of({}, stages::Command::kServe, registry).empty());

@@ -42,7 +42,9 @@ struct DiarizationStage::Shared {
 
   // The source side: touched by one job at a time (live) or the session's thread (files).
   std::unique_ptr<ActivitySource> source;
-  double source_seconds = 0;  // audio pushed so far, on the source's clock
+  double source_seconds = 0;     // audio pushed so far, on the source's clock
+  double source_frames_end = 0;  // the frames' end so far, on the source's clock
+  double source_compute = 0;     // wall seconds inside the source
   double expected_start = -1;
   std::vector<Breakpoint> breaks;
 
@@ -61,6 +63,8 @@ struct DiarizationStage::Shared {
   double covered_until = 0;          // stream time the frames have reached
   std::deque<PendingWord> pending;   // committed words awaiting their speaker
   uint64_t next_word = 0;
+  int64_t received_samples = 0, dropped_samples = 0;  // this stream's (progress())
+  double diarized_seconds = 0, compute_seconds = 0;   // copied from the source side after each step
 
   ~Shared() { counters->queued_samples -= queued_samples; }
 
@@ -75,19 +79,29 @@ struct DiarizationStage::Shared {
     expected_start = chunk.start + seconds;
     std::vector<ActivityFrame> frames = take();
     counters->processed_samples += static_cast<int64_t>(chunk.samples.size());
-    counters->compute_microseconds +=
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    count_compute(t0);
     return frames;
   }
 
   std::vector<ActivityFrame> finish_source() {
+    const auto t0 = std::chrono::steady_clock::now();
     source->finish();
-    return take();
+    std::vector<ActivityFrame> frames = take();
+    source_frames_end = source_seconds;  // every pushed sample is in a frame now
+    count_compute(t0);
+    return frames;
+  }
+
+  void count_compute(std::chrono::steady_clock::time_point since) {
+    const auto elapsed = std::chrono::steady_clock::now() - since;
+    counters->compute_microseconds += std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+    source_compute += std::chrono::duration<double>(elapsed).count();
   }
 
   std::vector<ActivityFrame> take() {
     std::vector<ActivityFrame> out = source->take_frames();
     for (ActivityFrame& f : out) {
+      source_frames_end = std::max(source_frames_end, f.end);
       Breakpoint b{0, 0};
       for (const Breakpoint& x : breaks)
         if (x.source <= f.start + 1e-9) b = x;
@@ -97,12 +111,15 @@ struct DiarizationStage::Shared {
     return out;
   }
 
-  // With the lock held: new frames in, then the speakers now decided.
+  // With the lock held, on the source's side after a step: its new frames in,
+  // its progress copied (then the speakers now decided: assign_ready()).
   void add_frames(std::vector<ActivityFrame> fresh) {
     for (ActivityFrame& f : fresh) {
       covered_until = std::max(covered_until, f.end);
       frames.push_back(std::move(f));
     }
+    diarized_seconds = std::min(source_frames_end, source_seconds);
+    compute_seconds = source_compute;
   }
 
   std::vector<events::Event> assign_ready() {
@@ -152,10 +169,12 @@ void DiarizationStage::audio(std::span<const float> samples, double start) {
   if (samples.empty()) return;
   Shared& s = *shared_;
   Chunk chunk{std::vector<float>(samples.begin(), samples.end()), start};
+  const auto n = static_cast<int64_t>(chunk.samples.size());
   if (!s.pool) {
     // A file: in order, now; the speakers it decides go out with the next event.
     std::vector<ActivityFrame> frames = s.feed(chunk);
     std::lock_guard lock(s.mutex);
+    s.received_samples += n;
     s.add_frames(std::move(frames));
     return;
   }
@@ -163,7 +182,7 @@ void DiarizationStage::audio(std::span<const float> samples, double start) {
   {
     std::lock_guard lock(s.mutex);
     if (s.closed || s.failed || s.finish_requested) return;
-    const auto n = static_cast<int64_t>(chunk.samples.size());
+    s.received_samples += n;
     s.queue.push_back(std::move(chunk));
     s.queued_samples += n;
     s.counters->queued_samples += n;
@@ -175,6 +194,7 @@ void DiarizationStage::audio(std::span<const float> samples, double start) {
       s.queued_samples -= dropped;
       s.counters->queued_samples -= dropped;
       s.counters->dropped_samples += dropped;
+      s.dropped_samples += dropped;
     }
     schedule = !s.scheduled;
     s.scheduled = true;
@@ -274,6 +294,17 @@ void DiarizationStage::consume(const events::Event& event, const std::function<v
   }
   if (schedule) s.pool->submit([shared = shared_] { run_jobs(shared); });
   for (events::Event& e : out) emit(std::move(e));
+}
+
+DiarizationProgress DiarizationStage::progress() const {
+  const Shared& s = *shared_;
+  std::lock_guard lock(shared_->mutex);
+  const auto seconds = [](int64_t samples) { return static_cast<double>(samples) / kSampleRate; };
+  return {seconds(s.received_samples), seconds(s.dropped_samples), s.diarized_seconds, s.compute_seconds};
+}
+
+double DiarizationProgress::lag_seconds() const {
+  return std::max(0.0, received_seconds - dropped_seconds - diarized_seconds);
 }
 
 }  // namespace earshot::stages::diarization

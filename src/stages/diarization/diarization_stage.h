@@ -40,6 +40,18 @@ struct DiarizationCounters {
   std::atomic<int64_t> unknown_words{0};  // of those, unknown
 };
 
+// One stream's figures now, seconds of audio (bench --capacity samples them as
+// the stage's lag beside the ASR's).
+struct DiarizationProgress {
+  double received_seconds = 0;  // handed to the stage (audio())
+  double dropped_seconds = 0;   // of it, dropped because the source fell behind
+  double diarized_seconds = 0;  // of the rest, turned into speaker frames by the source
+  double compute_seconds = 0;   // wall time inside the source (its steps and its finish)
+  // Audio received and neither dropped nor diarized yet: waiting in the queue,
+  // held by the source for its chunk, or in its step now.
+  double lag_seconds() const;
+};
+
 class DiarizationStage : public Stage {
  public:
   // pool null: synchronous (files).
@@ -52,6 +64,8 @@ class DiarizationStage : public Stage {
   void attach(Post post) override;
   void audio(std::span<const float> samples, double start) override;
   void consume(const events::Event& event, const std::function<void(events::Event)>& emit) override;
+  // This stream's figures now; any thread.
+  DiarizationProgress progress() const;
 
  private:
   struct Shared;

@@ -45,6 +45,9 @@ void declare(Args& args, Command command) {
               "0");
   if (command == Command::kServe)
     args.option("diarization-workers", "diarization: streams whose model work runs at the same time", "1");
+  if (command == Command::kBench)
+    args.option("diarization-workers",
+                "diarization with --capacity: streams whose model work runs at the same time (serve's option)", "1");
 }
 
 std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext& context, const ModelLoader& load) {
@@ -60,14 +63,15 @@ std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext&
     throw Error(ErrorCode::kInvalidArgument, "--diarization-chunk-ms must be 0..60000 (0: the model's default)");
   s.request.chunk_ms = static_cast<int>(chunk_ms);
   s.request.threads = std::max(1, context.threads);
-  if (context.command == Command::kServe) {
+  if (context.command == Command::kServe || context.command == Command::kBench) {
     const long workers = args.get_int("diarization-workers");
     if (workers < 1 || workers > 256) throw Error(ErrorCode::kInvalidArgument, "--diarization-workers must be 1..256");
     s.workers = static_cast<int>(workers);
   }
   if (s.request.model.empty()) {
     for (const char* option : {"max-speakers", "diarization-chunk-ms", "diarization-workers"})
-      if ((context.command == Command::kServe || std::string_view(option) != "diarization-workers") && args.has(option))
+      if ((context.command != Command::kTranscribe || std::string_view(option) != "diarization-workers") &&
+          args.has(option))
         throw Error(ErrorCode::kInvalidArgument, std::string("--") + option + " needs --diarization-model PATH|NAME");
     return nullptr;
   }

@@ -3,7 +3,7 @@
 //   --diarization-model PATH|NAME  the model (turns the stage on)
 //   --max-speakers N               1..4 (default 4)
 //   --diarization-chunk-ms MS      audio per model step: what the speaker fields wait for
-//   --diarization-workers N        serve: streams whose model work runs at once (default 1)
+//   --diarization-workers N        serve (and bench --capacity): streams whose model work runs at once (default 1)
 // A stream is diarized unless its protocol says not (Deepgram's diarize=false,
 // its default); the model's loader comes with the registry line, so the stage
 // itself names no model.
