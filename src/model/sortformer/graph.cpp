@@ -78,6 +78,17 @@ void check_mel(const Hparams& hp, std::span<const float> mel, int n_mel) {
 
 }  // namespace
 
+features::NemoMelConfig mel_config(const fastconformer::Hparams& e) {
+  features::NemoMelConfig c;
+  c.n_fft = e.n_fft;
+  c.hop_length = e.hop_length;
+  c.n_mels = e.n_mels;
+  c.preemph = e.preemph;
+  c.log_guard = e.log_guard;
+  c.normalize_per_feature = false;
+  return c;
+}
+
 Runner::Runner(const Model& model, const RunOptions& options) : model_(model) {
   if (options.backend) {
     backend_ = options.backend;

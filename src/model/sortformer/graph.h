@@ -12,10 +12,15 @@
 #include <span>
 #include <vector>
 
+#include "features/nemo_mel.h"
 #include "model/runtime/graph_runner.h"
 #include "model/sortformer/model.h"
 
 namespace earshot::sortformer::detail {
+
+// The log-mel the encoder takes (NeMo's, without per-feature normalisation), for
+// the offline and the streaming paths alike.
+features::NemoMelConfig mel_config(const fastconformer::Hparams& encoder);
 
 struct StepOutput {
   int n_chunk = 0;               // pre-encoded frames of the chunk's mel

@@ -15,14 +15,8 @@ FrameProbabilities frame_probabilities_from_mel(const Model& model, std::span<co
 FrameProbabilities frame_probabilities(const Model& model, std::span<const float> samples, const RunOptions& options) {
   const fastconformer::Hparams& e = model.hparams().encoder;
   if (samples.empty()) throw Error(ErrorCode::kInvalidArgument, "frame_probabilities: no samples");
-  features::NemoMelConfig c;
-  c.n_fft = e.n_fft;
-  c.hop_length = e.hop_length;
-  c.n_mels = e.n_mels;
-  c.preemph = e.preemph;
-  c.log_guard = e.log_guard;
-  c.normalize_per_feature = false;
-  const features::FrameMajorMel mel = features::nemo_log_mel(samples, c, model.mel_filters(), model.window());
+  const features::FrameMajorMel mel =
+      features::nemo_log_mel(samples, detail::mel_config(e), model.mel_filters(), model.window());
   return frame_probabilities_from_mel(model, mel.data, mel.n_frames, options);
 }
 

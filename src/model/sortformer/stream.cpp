@@ -31,17 +31,6 @@ void require_option(bool ok, const char* field, const std::string& what) {
   if (!ok) throw OptionError(field, "diarization stream: " + what);
 }
 
-features::NemoMelConfig mel_config(const fastconformer::Hparams& e) {
-  features::NemoMelConfig c;
-  c.n_fft = e.n_fft;
-  c.hop_length = e.hop_length;
-  c.n_mels = e.n_mels;
-  c.preemph = e.preemph;
-  c.log_guard = e.log_guard;
-  c.normalize_per_feature = false;
-  return c;
-}
-
 }  // namespace
 
 Stream::Stream(const Model& model, StreamOptions options) : model_(model), options_(options) {
@@ -79,8 +68,8 @@ void Stream::push(std::span<const float> samples) {
   require(!features_, "a stream takes samples or features, not both");
   samples_ = true;
   if (!impl_->mel)
-    impl_->mel = std::make_unique<features::NemoMelStream>(mel_config(model_.hparams().encoder), model_.mel_filters(),
-                                                           model_.window());
+    impl_->mel = std::make_unique<features::NemoMelStream>(detail::mel_config(model_.hparams().encoder),
+                                                           model_.mel_filters(), model_.window());
   const features::FrameMajorMel m = impl_->mel->push(samples);
   mel_.insert(mel_.end(), m.data.begin(), m.data.end());
   n_mel_ += m.n_frames;
