@@ -578,14 +578,16 @@ std::optional<TranslationBench> translation_bench(const stages::StageChain& chai
 
 // The p95 diarization lag a diarized capacity run must stay under:
 // --diarization-lag-limit, else the source's chunk (--diarization-chunk-ms, in
-// whole 80 ms frames, or the model's default) + 0.5 s: a session's speakers may
-// wait for one chunk of the model plus half a second, as its words may for one
-// chunk of the client's.
-double diarization_lag_limit(const CapacitySettings& c, const Args& args) {
+// whole 80 ms frames, or the model's default) + the ASR's lag limit: a session's
+// speakers may wait for one chunk of the model plus the slack its words have (by
+// default the client's chunk + 0.5 s). A lone stream's lag already reaches the
+// chunk plus one step's compute (~0.5 s for a 4 s chunk of the real model on one
+// core), so "+ 0.5 s" alone would fail a machine that keeps up.
+double diarization_lag_limit(const CapacitySettings& c, const Args& args, double asr_lag_limit) {
   if (c.diarization_lag_limit > 0) return c.diarization_lag_limit;
   stages::diarization::ModelRequest request;
   request.chunk_ms = static_cast<int>(args.get_int("diarization-chunk-ms"));
-  return stages::diarization::sortformer_stream_options(request).chunk_frames * 0.08 + 0.5;
+  return stages::diarization::sortformer_stream_options(request).chunk_frames * 0.08 + asr_lag_limit;
 }
 
 // What every system of a run shares besides the settings: the inputs, the
@@ -690,7 +692,7 @@ int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
   const std::optional<DiarizationBench> diarization =
       s.capacity ? std::nullopt : diarization_bench(chain, args, config.utterances, s.language, s.threads);
   if (s.capacity && chain.find("diarization"))
-    capacity_report.diarization_lag_limit = diarization_lag_limit(*s.capacity, args);
+    capacity_report.diarization_lag_limit = diarization_lag_limit(*s.capacity, args, s.lag_limit());
   const std::optional<TranslationBench> translation = translation_bench(chain, s, config.utterances);
   if (translation) s.stream.keep_tails = true;  // the translation's drafts read each emission's provisional words
 

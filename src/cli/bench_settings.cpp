@@ -96,7 +96,7 @@ void BenchSettings::declare(Args& args) {
       .option("lag-limit", "--capacity: the p95 lag (s) every session must stay under; default the chunk + 0.5 s")
       .option("diarization-lag-limit",
               "--capacity with --diarization-model: the p95 diarization lag (s) every session must stay under; "
-              "default the diarization chunk + 0.5 s")
+              "default the diarization chunk + --lag-limit's value")
       .flag("baseline-no-fallback", "whispercpp-stream without temperature fallback (stream.cpp -nf)")
       .option("baseline-binary", "path of earshot-whispercpp-stream (default: next to earshot)")
       .option("json", "write every number as JSON to this file")

@@ -33,7 +33,7 @@ struct CapacitySettings {
   int max_sessions = 64;
   double max_buffered_seconds = 60;  // the server's --max-buffered-seconds
   double lag_limit = 0;              // --lag-limit; 0: the chunk + 0.5 s
-  // --diarization-lag-limit (with --diarization-model); 0: the diarization source's chunk + 0.5 s.
+  // --diarization-lag-limit (with --diarization-model); 0: the diarization source's chunk + the ASR's lag limit.
   double diarization_lag_limit = 0;
 };
 
