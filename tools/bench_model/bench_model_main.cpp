@@ -343,14 +343,22 @@ int run(const Args& args) {
           key.c_str(), gflops, gflops / limits.sgemm_gflops, limits.sgemm_gflops,
           limits.ggml_gflops / limits.sgemm_gflops, limits.op_gflops / limits.sgemm_gflops);
     }
-    // 10 s of audio alone (500 frames): the streaming policies' encoder input.
-    const double flop10 = earshot::tools::encoder_flop(earshot::tools::encoder_products(hp, hp.n_audio_ctx / 3));
+    // 10 s of audio alone (500 frames): the streaming policies' encoder input,
+    // against sgemm at its own shapes (fewer rows: a lower rate than the 30 s shapes').
+    const int ctx10 = hp.n_audio_ctx / 3;
+    const double flop10 = earshot::tools::encoder_flop(earshot::tools::encoder_products(hp, ctx10));
+    const earshot::tools::MachineRates limits10 =
+        earshot::tools::measure_machine(*model, ctx10, args.threads, 3, /*bandwidth=*/false);
     for (const char* k : {"fa=on", "openblas"}) {
       const std::string key = std::string("encoder 10s ") + k;
       if (times[key + " ours"].empty()) continue;
       const double t = median(times[key + " ours"]);
-      std::printf("%-36s ours %9.3f ms %7.1f GFLOP/s = %.2f of sgemm's %.1f at the 30 s shapes\n", key.c_str(), t * 1e3,
-                  flop10 / t * 1e-9, flop10 / t * 1e-9 / limits.sgemm_gflops, limits.sgemm_gflops);
+      const double gflops = flop10 / t * 1e-9;
+      std::printf(
+          "%-36s ours %9.3f ms %7.1f GFLOP/s = %.2f of sgemm's %.1f at its shapes (%.2f of the 30 s shapes' "
+          "%.1f)\n",
+          key.c_str(), t * 1e3, gflops, gflops / limits10.sgemm_gflops, limits10.sgemm_gflops,
+          gflops / limits.sgemm_gflops, limits.sgemm_gflops);
     }
   }
   const double step_bytes = earshot::tools::decoder_step_weight_bytes(*model);

@@ -37,7 +37,7 @@ double decoder_step_weight_bytes(const whisper::Model& model) {
   return bytes;
 }
 
-MachineRates measure_machine(const whisper::Model& model, int n_ctx, int threads, int reps) {
+MachineRates measure_machine(const whisper::Model& model, int n_ctx, int threads, int reps, bool bandwidth) {
   const std::vector<EncoderProduct> products = encoder_products(model.hparams(), n_ctx);
   const ggml_type weight_type = model.weight_type();
   std::printf("machine limits, %d threads: %s\n", threads, openblas_description().c_str());
@@ -62,12 +62,13 @@ MachineRates measure_machine(const whisper::Model& model, int n_ctx, int threads
   rates.sgemm_gflops = flop / sgemm_seconds * 1e-9;
   rates.ggml_gflops = flop / ggml_seconds * 1e-9;
   rates.op_gflops = flop / op_seconds * 1e-9;
-  rates.bandwidth_gbs = read_bandwidth_gbs(size_t{512} << 20, threads, reps);
   std::printf(
       "encoder pass over %d frames: %.2f GFLOP; at sgemm's rates %.1f GFLOP/s (%.1f ms), at ggml's "
       "products alone %.1f GFLOP/s (%.1f ms), at the OpenBLAS op's %.1f GFLOP/s (%.1f ms)\n",
       n_ctx, flop * 1e-9, rates.sgemm_gflops, sgemm_seconds * 1e3, rates.ggml_gflops, ggml_seconds * 1e3,
       rates.op_gflops, op_seconds * 1e3);
+  if (!bandwidth) return rates;
+  rates.bandwidth_gbs = read_bandwidth_gbs(size_t{512} << 20, threads, reps);
   std::printf("streaming read, %d threads: %.1f GB/s; a decoder step reads %.1f MB of weights\n", threads,
               rates.bandwidth_gbs, decoder_step_weight_bytes(model) * 1e-6);
   return rates;

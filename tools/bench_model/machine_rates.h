@@ -40,7 +40,8 @@ struct MachineRates {
 
 // Times OpenBLAS's sgemm and ggml's mul_mat at every product shape of an encoder pass
 // over n_ctx frames with `threads` threads, prints a row per shape (GFLOP/s of both,
-// ratio) and the streaming-read bandwidth, and returns the pass-weighted rates.
-MachineRates measure_machine(const whisper::Model& model, int n_ctx, int threads, int reps);
+// ratio) and (with `bandwidth`) the streaming-read bandwidth, and returns the
+// pass-weighted rates.
+MachineRates measure_machine(const whisper::Model& model, int n_ctx, int threads, int reps, bool bandwidth = true);
 
 }  // namespace earshot::tools
