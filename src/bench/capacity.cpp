@@ -303,6 +303,11 @@ double CapacityRun::diarization_dropped_seconds() const {
     if (s.diarization) sum += s.diarization->dropped_seconds;
   return sum;
 }
+std::optional<double> DiarizationFigures::speaker_delay(double p) const {
+  if (speaker_delays.empty()) return std::nullopt;
+  return percentile(speaker_delays, p);
+}
+
 std::optional<double> CapacityRun::speaker_delay(double p) const {
   std::vector<double> all;
   for (const SessionFigures& s : per_session)

@@ -21,7 +21,7 @@
 // committed word's speaker delay (its WordsCommitted to its SpeakersAssigned on
 // the run's clock, seen by a probe stage after the chain). Such a run is within
 // capacity when, besides the ASR's rule, every session's diarization p95 lag is
-// under the diarization limit (earshot bench: the source's chunk + 0.5 s, or
+// under the diarization limit (earshot bench: the source's chunk + the ASR's lag limit, or
 // --diarization-lag-limit) and no diarization audio was dropped (within()).
 //
 // Time comes from a bench::Clock (null: the steady clock): when the feeder
@@ -112,6 +112,9 @@ struct DiarizationFigures {
   double compute_seconds = 0;          // wall time inside its source
   long words = 0;                      // committed words awaiting a speaker from the stage
   std::vector<double> speaker_delays;  // per such word given one: its commit to its SpeakersAssigned
+
+  // A percentile (0..1) of speaker_delays; nullopt without any.
+  std::optional<double> speaker_delay(double p) const;
 };
 
 struct SessionFigures {

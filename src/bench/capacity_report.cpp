@@ -1,6 +1,5 @@
 #include "bench/capacity_report.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -62,14 +61,6 @@ std::string fixed(double v, int decimals) {
 
 std::string optional_json(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
 
-double percentile_of(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double rank = p * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(rank);
-  const size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
-
 // A run's diarization figures (null without the stage).
 void write_diarization_json(std::ostream& out, const CapacityRun& r) {
   if (!r.diarized()) {
@@ -98,16 +89,13 @@ void write_session_diarization_json(std::ostream& out, const std::optional<Diari
     out << "null";
     return;
   }
-  const std::vector<double>& delays = d->speaker_delays;
-  const auto delay = [&](double p) {
-    return delays.empty() ? std::string("null") : json_number(percentile_of(delays, p));
-  };
   out << "{\"p95_lag\":" << json_number(d->p95_lag) << ",\"max_lag\":" << json_number(d->max_lag)
       << ",\"audio_seconds\":" << json_number(d->received_seconds)
       << ",\"dropped_seconds\":" << json_number(d->dropped_seconds)
-      << ",\"compute_seconds\":" << json_number(d->compute_seconds) << ",\"speaker_delay_p50\":" << delay(0.5)
-      << ",\"speaker_delay_p95\":" << delay(0.95) << ",\"speaker_delay_words\":" << delays.size()
-      << ",\"committed_words\":" << d->words << "}";
+      << ",\"compute_seconds\":" << json_number(d->compute_seconds)
+      << ",\"speaker_delay_p50\":" << optional_json(d->speaker_delay(0.5))
+      << ",\"speaker_delay_p95\":" << optional_json(d->speaker_delay(0.95))
+      << ",\"speaker_delay_words\":" << d->speaker_delays.size() << ",\"committed_words\":" << d->words << "}";
 }
 
 }  // namespace

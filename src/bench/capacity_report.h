@@ -44,7 +44,7 @@ struct CapacityReport {
   double lag_limit = 1.0;  // the p95 lag a run must stay under (earshot bench: the chunk + 0.5 s, or --lag-limit)
   double max_buffered_seconds = 0;  // audio waiting per stream beyond which the oldest is skipped
   // With a diarization stage: the p95 of its lag a run must stay under (earshot
-  // bench: the source's chunk + 0.5 s, or --diarization-lag-limit); nullopt without.
+  // bench: the source's chunk + the ASR's lag limit, or --diarization-lag-limit); nullopt without.
   std::optional<double> diarization_lag_limit;
   std::vector<CapacityRow> rows;
   std::vector<CapacitySearch> searches;

@@ -2,11 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "bench/der.h"
 #include "bench/text_records.h"
@@ -14,20 +10,6 @@
 
 namespace earshot::bench {
 namespace {
-
-[[noreturn]] void bad_line(const std::string& source, size_t line, const std::string& what) {
-  throw Error(ErrorCode::kInvalidArgument, source + ":" + std::to_string(line) + ": " + what);
-}
-
-double parse_time(const std::string& field, const char* name, const std::string& source, size_t line) {
-  const char* begin = field.c_str();
-  char* end = nullptr;
-  const double value = std::strtod(begin, &end);
-  if (field.empty() || end != begin + field.size() || !std::isfinite(value))
-    bad_line(source, line, std::string(name) + " time '" + field + "' is not a number of seconds");
-  if (value < 0) bad_line(source, line, std::string(name) + " time " + field + " is negative");
-  return value;
-}
 
 bool is_ignore(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -113,8 +95,8 @@ std::vector<StmSegment> parse_stm(std::string_view text, const std::string& sour
     s.file = fields[0];
     s.channel = fields[1];
     s.speaker = fields[2];
-    s.begin = parse_time(fields[3], "begin", source, line_no);
-    s.end = parse_time(fields[4], "end", source, line_no);
+    s.begin = parse_seconds(fields[3], "begin time", source, line_no);
+    s.end = parse_seconds(fields[4], "end time", source, line_no);
     if (s.end < s.begin) bad_line(source, line_no, "the segment ends (" + fields[4] + ") before it begins");
     size_t first = 5;
     if (first < fields.size() && fields[first].front() == '<' && fields[first].back() == '>') ++first;
@@ -126,12 +108,7 @@ std::vector<StmSegment> parse_stm(std::string_view text, const std::string& sour
 }
 
 std::vector<StmSegment> read_stm(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open STM file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, "cannot read STM file " + path.string());
-  return parse_stm(text.str(), path.string());
+  return parse_stm(read_text(path, "STM"), path.string());
 }
 
 CpwerScore score_cpwer_words(const std::vector<StmSegment>& reference, const std::vector<Word>& hypothesis,

@@ -30,36 +30,16 @@ std::string upper(std::string s) {
   return s;
 }
 
-[[noreturn]] void bad_line(const std::string& source, size_t line, const std::string& what) {
-  throw Error(ErrorCode::kInvalidArgument, source + ":" + std::to_string(line) + ": " + what);
-}
-
-// A time field: a finite decimal number (md-eval drops '*' marks).
+// A time field: a finite decimal number >= 0 (md-eval drops '*' marks).
 double parse_time(std::string field, const std::string& name, const std::string& source, size_t line) {
   field.erase(std::remove(field.begin(), field.end(), '*'), field.end());
-  const char* begin = field.c_str();
-  char* end = nullptr;
-  const double value = std::strtod(begin, &end);
-  if (field.empty() || end != begin + field.size() || !std::isfinite(value))
-    bad_line(source, line, name + " '" + field + "' is not a number of seconds");
-  if (value < 0) bad_line(source, line, name + " " + field + " is negative");
-  return value;
+  return parse_seconds(field, name, source, line);
 }
 
 std::string format_seconds(double seconds) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6f", seconds);
   return buf;
-}
-
-// The whole of a `kind` file (RTTM, UEM), or Error(kIo) naming it.
-std::string read_text(const std::filesystem::path& path, const char* kind) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, std::string("cannot open ") + kind + " file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, std::string("cannot read ") + kind + " file " + path.string());
-  return text.str();
 }
 
 }  // namespace

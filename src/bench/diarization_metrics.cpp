@@ -110,58 +110,55 @@ std::string compute_text(const DiarizationSummary& d) {
   return out;
 }
 
+// The file AUDIO.extension next to an utterance's audio.
+fs::path beside(const Utterance& utterance, const char* extension) {
+  fs::path path = utterance.audio_path;
+  path.replace_extension(std::string(".") + extension);
+  return path;
+}
+
+// One entry per utterance: the file AUDIO.extension next to its audio read with
+// `read` into a Truth{path, segments}, or none where there is no such file. A
+// file whose segments name more than one (file id, channel) is refused: a clip's
+// truth describes that clip alone. `kind` and `short_kind` name it in the
+// message ("RTTM truth", "truth").
+template <typename Truth, typename Read>
+std::vector<std::optional<Truth>> load_clip_files(const std::vector<Utterance>& utterances, const char* extension,
+                                                  Read read, const char* kind, const char* short_kind) {
+  std::vector<std::optional<Truth>> out;
+  for (const Utterance& u : utterances) {
+    const fs::path path = beside(u, extension);
+    if (!fs::is_regular_file(path)) {
+      out.emplace_back();
+      continue;
+    }
+    Truth truth{path.string(), read(path)};
+    std::set<std::pair<std::string, std::string>> ids;
+    for (const auto& s : truth.segments) ids.insert({s.file, s.channel});
+    if (ids.size() > 1)
+      throw Error(ErrorCode::kInvalidArgument, truth.path + ": the " + kind + " of " + u.audio_path + " holds " +
+                                                   std::to_string(ids.size()) + " file ids or channels; a clip's " +
+                                                   short_kind + " (AUDIO." + extension +
+                                                   " next to it) describes that clip alone");
+    out.push_back(std::move(truth));
+  }
+  return out;
+}
+
 }  // namespace
 
-fs::path speaker_truth_path(const Utterance& utterance) {
-  fs::path path = utterance.audio_path;
-  path.replace_extension(".rttm");
-  return path;
-}
+fs::path speaker_truth_path(const Utterance& utterance) { return beside(utterance, "rttm"); }
 
 std::vector<std::optional<SpeakerTruth>> load_speaker_truths(const std::vector<Utterance>& utterances) {
-  std::vector<std::optional<SpeakerTruth>> out;
-  for (const Utterance& u : utterances) {
-    const fs::path path = speaker_truth_path(u);
-    if (!fs::is_regular_file(path)) {
-      out.emplace_back();
-      continue;
-    }
-    SpeakerTruth truth{path.string(), read_rttm(path)};
-    std::set<std::pair<std::string, std::string>> ids;
-    for (const SpeakerSegment& s : truth.segments) ids.insert({s.file, s.channel});
-    if (ids.size() > 1)
-      throw Error(ErrorCode::kInvalidArgument,
-                  truth.path + ": the RTTM truth of " + u.audio_path + " holds " + std::to_string(ids.size()) +
-                      " file ids or channels; a clip's truth (AUDIO.rttm next to it) describes that clip alone");
-    out.push_back(std::move(truth));
-  }
-  return out;
+  return load_clip_files<SpeakerTruth>(
+      utterances, "rttm", [](const fs::path& p) { return read_rttm(p); }, "RTTM truth", "truth");
 }
 
-fs::path word_truth_path(const Utterance& utterance) {
-  fs::path path = utterance.audio_path;
-  path.replace_extension(".stm");
-  return path;
-}
+fs::path word_truth_path(const Utterance& utterance) { return beside(utterance, "stm"); }
 
 std::vector<std::optional<WordTruth>> load_word_truths(const std::vector<Utterance>& utterances) {
-  std::vector<std::optional<WordTruth>> out;
-  for (const Utterance& u : utterances) {
-    const fs::path path = word_truth_path(u);
-    if (!fs::is_regular_file(path)) {
-      out.emplace_back();
-      continue;
-    }
-    WordTruth truth{path.string(), read_stm(path)};
-    std::set<std::pair<std::string, std::string>> ids;
-    for (const StmSegment& s : truth.segments) ids.insert({s.file, s.channel});
-    if (ids.size() > 1)
-      throw Error(ErrorCode::kInvalidArgument,
-                  truth.path + ": the STM transcript of " + u.audio_path + " holds " + std::to_string(ids.size()) +
-                      " file ids or channels; a clip's STM (AUDIO.stm next to it) describes that clip alone");
-    out.push_back(std::move(truth));
-  }
-  return out;
+  return load_clip_files<WordTruth>(
+      utterances, "stm", [](const fs::path& p) { return read_stm(p); }, "STM transcript", "STM");
 }
 
 DiarizationSummary summarize_diarization(std::string detail, std::vector<DiarizedClip> clips,

@@ -1,7 +1,9 @@
 // Line-oriented text formats the bench reads (RTTM, UEM, STM): one record per
-// line, fields separated by whitespace.
+// line, fields separated by whitespace; the file read whole, and errors that
+// name the file and the line.
 #pragma once
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -28,5 +30,15 @@ void for_each_record(std::string_view text, Record record) {
     record(fields, line_no);
   }
 }
+
+// Throws Error(kInvalidArgument) "SOURCE:LINE: what".
+[[noreturn]] void bad_line(const std::string& source, size_t line, const std::string& what);
+
+// A time field: a finite decimal number >= 0, else bad_line naming `name` ("start",
+// "end time"...).
+double parse_seconds(const std::string& field, const std::string& name, const std::string& source, size_t line);
+
+// The whole of a `kind` file (RTTM, UEM, STM), or Error(kIo) naming it.
+std::string read_text(const std::filesystem::path& path, const char* kind);
 
 }  // namespace earshot::bench

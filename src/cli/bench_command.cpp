@@ -421,9 +421,10 @@ void print_capacity_row(const std::string& name, const bench::CapacityRun& r, co
   if (r.diarized()) {
     const auto delay = [&](double p) {
       const std::optional<double> d = r.speaker_delay(p);
+      if (!d) return std::string("-");
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.2f s", d.value_or(0));
-      return d ? std::string(buf) : std::string("-");
+      std::snprintf(buf, sizeof buf, "%.2f s", *d);
+      return std::string(buf);
     };
     std::printf(
         "  diarization: p95 lag %.2f s, max lag %.2f s, dropped %.1f s, speaker delay p50 %s p95 %s (%ld words), "

@@ -103,7 +103,7 @@ TEST(CliBenchSettings, TheDiarizationLagLimitNeedsTheStage) {
       {"--capacity", "--diarization-model", "sf.gguf", "--diarization-lag-limit", "3.5", "--diarization-workers", "2"});
   ASSERT_TRUE(s.capacity);
   EXPECT_DOUBLE_EQ(s.capacity->diarization_lag_limit, 3.5);
-  // Without the flag: 0, the source's chunk + 0.5 s (bench_command.cpp, with the model's chunk).
+  // Without the flag: 0, the source's chunk + the ASR's lag limit (bench_command.cpp, with the model's chunk).
   EXPECT_DOUBLE_EQ(bench({"--capacity", "--diarization-model", "sf.gguf"}).capacity->diarization_lag_limit, 0.0);
 }
 
