@@ -50,6 +50,14 @@ GGML_C_FLAGS=""
 # configuration. EARSHOT_GGML_AMX=OFF builds ggml without them (-mno-amx-*: the same
 # code as on every other x86 CPU).
 AMX="${EARSHOT_GGML_AMX:-ON}"
+# EARSHOT_GGML_NATIVE=OFF builds ggml's CPU code for any x86-64 CPU with AVX2 and FMA
+# (x86-64-v3) instead of this machine's: for binaries that run on another machine,
+# such as a CUDA build made here for a GPU machine whose CPU may lack this one's
+# AVX-512 or AMX (scripts/gpu-check.sh).
+NATIVE="${EARSHOT_GGML_NATIVE:-ON}"
+case "$NATIVE" in ON | OFF) ;; *) echo "EARSHOT_GGML_NATIVE must be ON or OFF, not '$NATIVE'" >&2; exit 2 ;; esac
+if [ "$NATIVE" = ON ]; then GGML_CPU_ARGS="-DGGML_NATIVE=ON"
+else GGML_CPU_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"; fi
 case "$AMX" in ON | OFF) ;; *) echo "EARSHOT_GGML_AMX must be ON or OFF, not '$AMX'" >&2; exit 2 ;; esac
 [ "$AMX" = OFF ] && GGML_C_FLAGS="$GGML_C_FLAGS -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
@@ -144,6 +152,7 @@ cuda_args() {
 
 # A stamp holds the recipe it was made with: a changed recipe rebuilds.
 GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args) -DGGML_LLAMAFILE=$LLAMAFILE; C flags '$GGML_C_FLAGS'"
+[ "$NATIVE" = ON ] || GGML_RECIPE="$GGML_RECIPE; $GGML_CPU_ARGS"
 WHISPER_RECIPE="whisper.cpp 1.9.1 on $GGML_RECIPE"
 LLAMA_RECIPE="libllama + libmtmd from llama.cpp v0.5.0 on $GGML_RECIPE"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
@@ -157,7 +166,7 @@ build_ggml() {
   cmake -S "$ROOT/cmake/ggml" -B "$TP/build/ggml$FLAVOR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DEARSHOT_GGML_SOURCE="$TP/src/llama.cpp/ggml" \
     -DCMAKE_INSTALL_PREFIX="$INSTALL" -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
-    -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DGGML_LLAMAFILE="$LLAMAFILE" $(cuda_args) \
+    $GGML_CPU_ARGS -DGGML_CCACHE=OFF -DGGML_LLAMAFILE="$LLAMAFILE" $(cuda_args) \
     -DCMAKE_C_FLAGS="$GGML_C_FLAGS" -DCMAKE_CXX_FLAGS="$GGML_C_FLAGS" \
     -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
     >"$TP/build/ggml$FLAVOR.log" 2>&1 || { tail -30 "$TP/build/ggml$FLAVOR.log"; die "ggml configure failed"; }

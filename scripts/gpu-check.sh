@@ -5,14 +5,18 @@
 # large-v3 dimensions), then the product on it: `earshot transcribe` with each
 # policy and beam search, and `earshot serve --pcm-input` with a streaming client
 # (scripts/ws-pcm-client.py); with PARTS="transducer", batched live streams of a
-# cache-aware streaming transducer. Needs a CUDA build (EARSHOT_CUDA=ON
-# scripts/build.sh release) and a machine with the GPU.
+# cache-aware streaming transducer; with PARTS="translation", live translation
+# sessions on one LLM (earshot_bench_tcap). Needs a CUDA build (EARSHOT_CUDA=ON
+# scripts/build.sh release; EARSHOT_GGML_NATIVE=OFF when it is built on another
+# machine than the GPU's) and a machine with the GPU.
 #   scripts/gpu-check.sh [LOG_DIR]
 # Environment: DEVICE (default CUDA0), BIN (folder holding earshot, earshot-parity,
 # earshot-bench-model and earshot-make-model; default: build/release-cuda's),
 # SHARED (default ../shared), MODELS (where models are generated; default a
 # temporary folder), REPS (bench repetitions, default 10), PARTS (default
-# "engine product").
+# "engine product"), TRANSDUCER_SESSIONS (default 1,16), TRANSLATION_SECONDS
+# (each translation stream's length, default 30), TRANSLATION_MAX_SESSIONS
+# (default 16), TRANSLATION_BATCH (sessions of the batched comparison, default 8).
 # Exit status: the number of failed checks.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +34,12 @@ else
   parity="$b/parity/earshot-parity" bench="$b/bench_model/earshot-bench-model" make_model="$b/make_model/earshot-make-model"
   earshot="$ROOT/build/release-cuda/src/cli/earshot"
 fi
-for tool in "$parity" "$bench" "$make_model" "$earshot"; do
+# The tools each part runs (the transducer part also runs earshot-make-parakeet,
+# the translation part earshot_bench_tcap: checked there).
+tools=("$earshot")
+[[ " $PARTS " == *" engine "* ]] && tools+=("$parity" "$bench" "$make_model")
+[[ " $PARTS " == *" product "* ]] && tools+=("$make_model")
+for tool in "${tools[@]}"; do
   [ -x "$tool" ] || { echo "gpu-check: $tool not found (EARSHOT_CUDA=ON scripts/build.sh release, or BIN=...)" >&2; exit 2; }
 done
 mkdir -p "$LOG_DIR" "$MODELS"
@@ -132,9 +141,23 @@ if [[ " $PARTS " == *" transducer "* ]]; then
   for lookahead in 160 560; do
     check "transducer-capacity-$lookahead" "$earshot" bench --dataset "$SHARED/data/librivox" \
       --model "$MODELS/s35.gguf" --device "$DEVICE" --policy native --lookahead-ms "$lookahead" \
-      --workload reference --vad-model "$SHARED/models/silero-v6.2.0-ggml.bin" --capacity --sessions 1,16 \
-      --workers 16 --batch-decode 16 --profile
+      --workload reference --vad-model "$SHARED/models/silero-v6.2.0-ggml.bin" --capacity \
+      --sessions "${TRANSDUCER_SESSIONS:-1,16}" --workers 16 --batch-decode 16 --profile
   done
+fi
+
+# Live translation sessions on the GPU (PARTS="translation"): Hy-MT2-1.8B's
+# dimensions, random Q4_0 weights, the reference workload; N doubles until a run
+# is not sustained, then N sessions with and without their steps batched.
+if [[ " $PARTS " == *" translation "* ]]; then
+  tcap="${BIN:-$ROOT/build/release-cuda/benchmarks}/earshot_bench_tcap"
+  [ -x "$tcap" ] || { echo "gpu-check: $tcap not found (a CUDA build with -DEARSHOT_MICRO_BENCHMARKS=ON)" >&2; exit 2; }
+  export EARSHOT_BENCH_LLM_DIR="$MODELS/llm"
+  seconds="${TRANSLATION_SECONDS:-30}"
+  check translation-capacity "$tcap" --type q4_0 --workload reference --workers 16 --threads 2 \
+    --seconds "$seconds" --max-sessions "${TRANSLATION_MAX_SESSIONS:-16}"
+  check translation-batched "$tcap" --type q4_0 --workload reference --threads 2 --seconds "$seconds" \
+    --batch "${TRANSLATION_BATCH:-8}"
 fi
 
 echo "== summary ($DEVICE; logs in $LOG_DIR)"
