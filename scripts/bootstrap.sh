@@ -150,8 +150,17 @@ cuda_args() {
   echo "-DGGML_CUDA=ON -DCMAKE_CUDA_COMPILER=$nvcc -DCMAKE_CUDA_ARCHITECTURES=$arch -DGGML_CUDA_FA=OFF"
 }
 
+# Documented patches to the pinned llama.cpp tree (cmake/ggml/patches/*.patch, each
+# one explained in its own header and in docs/development.md "Patches to ggml"),
+# applied in name order on the pristine tree; their digest is part of the recipes.
+PATCHES=("$ROOT"/cmake/ggml/patches/*.patch)
+[ -e "${PATCHES[0]}" ] || PATCHES=()
+PATCHES_ID="none"
+[ ${#PATCHES[@]} -gt 0 ] && PATCHES_ID=$(cat "${PATCHES[@]}" | openssl dgst -sha256 -r | cut -c1-16)
+
 # A stamp holds the recipe it was made with: a changed recipe rebuilds.
 GGML_RECIPE="ggml 0.25.1 standalone from llama.cpp v0.5.0; $(cuda_args) -DGGML_LLAMAFILE=$LLAMAFILE; C flags '$GGML_C_FLAGS'"
+[ "$PATCHES_ID" = none ] || GGML_RECIPE="$GGML_RECIPE; patches $PATCHES_ID"
 [ "$NATIVE" = ON ] || GGML_RECIPE="$GGML_RECIPE; $GGML_CPU_ARGS"
 WHISPER_RECIPE="whisper.cpp 1.9.1 on $GGML_RECIPE"
 LLAMA_RECIPE="libllama + libmtmd from llama.cpp v0.5.0 on $GGML_RECIPE"
@@ -212,9 +221,24 @@ build_llama() {
   echo "$LLAMA_RECIPE" >"$stamp"
 }
 
+# Puts the llama.cpp tree (a git checkout of the pinned bundle) in the state the
+# patches describe: pristine files, then every patch; a marker holds their digest.
+apply_patches() {
+  local tree="$TP/src/llama.cpp" marker="$TP/src/llama.cpp/.earshot-patches"
+  [ -f "$marker" ] && [ "$(cat "$marker")" = "$PATCHES_ID" ] && return 0
+  git -C "$tree" checkout -q -- . || die "could not restore the pristine llama.cpp tree in $tree"
+  local p
+  for p in "${PATCHES[@]}"; do
+    log "patching llama.cpp: ${p#$ROOT/}"
+    git -C "$tree" apply "$p" || die "patch ${p#$ROOT/} does not apply to llama.cpp v0.5.0"
+  done
+  echo "$PATCHES_ID" >"$marker"
+}
+
 install_debian_packages
 mkdir -p "$TP/build"
 unpack_sources
+apply_patches
 build_ggml
 build_whisper
 build_llama

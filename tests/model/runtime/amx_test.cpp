@@ -56,7 +56,7 @@ struct QuantisedWeight {
 // w x for activations of shape `shape` ([k, ...]; transposed: built as [shape[1],
 // k, ...] and transposed to a strided view), with the product written by `product`.
 std::vector<float> product(const ModelWeights& weights, std::array<int64_t, 3> shape, bool transposed, uint32_t seed,
-                           int threads) {
+                           int threads, const std::vector<float>* given_input = nullptr) {
   ggml_tensor* w = weights.find("w");
   const ggml_init_params params{64 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, true};
   const ggml_context_ptr ctx(ggml_init(params));
@@ -74,6 +74,7 @@ std::vector<float> product(const ModelWeights& weights, std::array<int64_t, 3> s
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> input(static_cast<size_t>(ggml_nelements(x)));
   for (float& v : input) v = normal(rng);
+  if (given_input != nullptr) input = *given_input;
   ggml_backend_tensor_set(x, input.data(), 0, input.size() * sizeof(float));
   const ggml_backend_ptr backend = create_backend(cpu_device(), threads);
   EXPECT_EQ(ggml_backend_graph_compute(backend.get(), graph), GGML_STATUS_SUCCESS);
@@ -133,7 +134,44 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{GGML_TYPE_Q8_0, 128, 64, {128, 7, 3}, false},   // 3-D activations: flattened
                       Case{GGML_TYPE_Q8_0, 128, 32, {128, 40, 1}, false},
                       Case{GGML_TYPE_Q4_0, 256, 64, {256, 33, 1}, false},
+                      Case{GGML_TYPE_Q4_0, 256, 160, {256, 3, 1}, false},  // few rows: the vector kernel per row
+                      Case{GGML_TYPE_Q8_0, 256, 96, {256, 4, 1}, false},
                       Case{GGML_TYPE_Q4_K, 512, 64, {512, 20, 2}, false}));
+
+// Each row of a product of a few rows is its one-row product bit for bit,
+// whatever the other rows and the threads: with the one-row kernel run row by
+// row (up to 4 rows: cmake/ggml/patches/amx-few-rows.patch) as with ggml's
+// tiles (from 5 rows, or every row count with GGML_AMX_VNNI_MAX_ROWS=1). It is
+// what makes a session's greedy steps batched with others equal its lone ones.
+TEST(AmxFewRows, EachRowIsItsOneRowProductBitForBit) {
+  for (const ggml_type type : {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0}) {
+    const QuantisedWeight weight(512, 160, type, 5);
+    const ModelWeights amx = weight.load(true);
+    if (amx_buffer_type() == nullptr) {
+      EXPECT_EQ(amx.n_amx(), 0u) << amx_status();
+      continue;
+    }
+    ASSERT_EQ(amx.n_amx(), 1u);
+    std::mt19937 rng(17);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t rows = 2; rows <= 8; ++rows) {
+      std::vector<float> input(static_cast<size_t>(512 * rows));
+      for (float& v : input) v = normal(rng);
+      for (int threads : {1, 2, 3}) {
+        const std::vector<float> all = product(amx, {512, rows, 1}, false, 0, threads, &input);
+        ASSERT_EQ(all.size(), static_cast<size_t>(160 * rows));
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<float> row(input.begin() + r * 512, input.begin() + (r + 1) * 512);
+          const std::vector<float> one = product(amx, {512, 1, 1}, false, 0, threads, &row);
+          for (size_t i = 0; i < one.size(); ++i)
+            ASSERT_EQ(all[static_cast<size_t>(r) * 160 + i], one[i])
+                << ggml_type_name(type) << ", " << rows << " rows, row " << r << ", " << threads << " threads, feature "
+                << i;
+        }
+      }
+    }
+  }
+}
 
 TEST(AmxPlacement, WeightsItsKernelsCannotTakeStayInTheOrdinaryBuffer) {
   EXPECT_FALSE(amx_can_hold(GGML_TYPE_F16, 2, {256, 64, 1, 1})) << "no AMX kernel for f16 weights";
