@@ -1,6 +1,9 @@
 #include "model/qwen3asr/model_writer.h"
 
+#include <llama.h>
+
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -265,6 +268,29 @@ WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path&
   write_text(dims.text, vocab, pair.text, random, type);
   write_mmproj(dims.audio, dims.text.n_embd, pair.mmproj, random, type);
   return pair;
+}
+
+void quantize_text_model(const std::filesystem::path& text, ggml_type type) {
+  llama_ftype ftype;
+  if (type == GGML_TYPE_Q8_0) {
+    ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
+  } else if (type == GGML_TYPE_Q4_0) {
+    ftype = LLAMA_FTYPE_MOSTLY_Q4_0;
+  } else {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("a Qwen3-ASR text model is quantised to q8_0 or q4_0, not ") + ggml_type_name(type));
+  }
+  llama_backend_init();
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  params.ftype = ftype;
+  const std::filesystem::path tmp = text.string() + ".quantising";
+  const uint32_t status = llama_model_quantize(text.c_str(), tmp.c_str(), &params);
+  if (status != 0) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw Error(ErrorCode::kIo, "libllama could not quantise " + text.string() + " to " + ggml_type_name(type));
+  }
+  std::filesystem::rename(tmp, text);
 }
 
 }  // namespace earshot::qwen3asr

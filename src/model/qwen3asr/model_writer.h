@@ -7,6 +7,8 @@
 // control tokens put at their ids. Tests and benchmarks only: no real weights.
 #pragma once
 
+#include <ggml.h>
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -65,5 +67,13 @@ struct WrittenPair {
 // kInvalidModel for a vocabulary that is not Qwen2's 151936 tokens).
 WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path& vocab,
                               const std::filesystem::path& out_prefix, uint32_t seed = 1);
+
+// Rewrites the text GGUF at `text` with its matrices quantised to `type`
+// (GGML_TYPE_Q8_0 or GGML_TYPE_Q4_0) by libllama's quantizer, exactly as
+// llama.cpp's llama-quantize writes such a file (norms and the token embedding
+// as that tool leaves them). The mmproj is not touched: libllama's quantizer does
+// not take it. Throws earshot::Error (kInvalidArgument for another type, kIo when
+// libllama fails).
+void quantize_text_model(const std::filesystem::path& text, ggml_type type);
 
 }  // namespace earshot::qwen3asr

@@ -195,6 +195,41 @@ TEST_F(Qwen3Asr, KvSuffixRemovalAndEncoderReuseReproduceTheSameSteps) {
   EXPECT_EQ(s.n_past(), after_prompt + 2);
 }
 
+TEST_F(Qwen3Asr, AQ8TextModelFromLibllamasQuantizerLoadsAndStepsLikeTheF16One) {
+  // The same pair with the text model's matrices quantised as llama-quantize
+  // does (earshot-make-qwen3asr --type q8_0): its products take ggml's int8
+  // kernels (AMX where the CPU has it); the mmproj stays F16.
+  const fs::path q8 = pair.text.parent_path() / "tiny-q8.gguf";
+  fs::copy_file(pair.text, q8, fs::copy_options::overwrite_existing);
+  quantize_text_model(q8, GGML_TYPE_Q8_0);
+  const runtime::GgufFile file = runtime::GgufFile::open(q8);
+  ASSERT_NE(file.find_tensor("blk.0.ffn_up.weight"), nullptr);
+  EXPECT_EQ(file.find_tensor("blk.0.ffn_up.weight")->type, GGML_TYPE_Q8_0);
+  EXPECT_EQ(file.find_tensor("blk.3.attn_q.weight")->type, GGML_TYPE_Q8_0);
+  EXPECT_EQ(file.find_tensor("blk.0.attn_norm.weight")->type, GGML_TYPE_F32);
+  EXPECT_NE(error_of([&] { quantize_text_model(q8, GGML_TYPE_Q5_1); }).find("q8_0 or q4_0"), std::string::npos);
+
+  const std::shared_ptr<const Model> quantised = Model::load(q8, pair.mmproj);
+  Session a(model, {{3, 1}}), b(quantised, {{3, 1}});
+  a.encode(tone(1.5));
+  b.encode(tone(1.5));
+  int32_t token = a.prefill({"", "English", {}});
+  b.prefill({"", "English", {}});
+  for (int i = 0; i < 3; ++i) {  // teacher-forced: both models step the F16 model's tokens
+    const int32_t next = a.step(token);
+    b.step(token);
+    ASSERT_EQ(b.step_frames().size(), 1u);
+    ASSERT_GE(b.step_frames()[0], 0);
+    float diff = 0, scale = 0;
+    for (size_t k = 0; k < a.logits().size(); ++k) {
+      diff = std::max(diff, std::abs(a.logits()[k] - b.logits()[k]));
+      scale = std::max(scale, std::abs(a.logits()[k]));
+    }
+    EXPECT_LT(diff, 0.05f * scale) << "step " << i << ": max |logit diff| " << diff << " of max |logit| " << scale;
+    token = next;
+  }
+}
+
 TEST_F(Qwen3Asr, AlignmentHeadsOutsideTheModelAreRejected) {
   EXPECT_THROW(Session(model, {{4, 0}}), Error);
   EXPECT_THROW(Session(model, {{0, 4}}), Error);
