@@ -31,15 +31,6 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
   if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
-void init_backend() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llama_log_set(quiet_log, nullptr);
-    mtmd_log_set(quiet_log, nullptr);
-    llama_backend_init();
-  });
-}
-
 // Checks the pair before libllama/libmtmd see it, so a wrong file gets a message
 // that says what it is instead of a loader's log line.
 void check_pair(const std::filesystem::path& text, const std::filesystem::path& mmproj) {
@@ -84,6 +75,19 @@ bool capture_callback(ggml_tensor* t, bool ask, void* user) { return static_cast
 
 }  // namespace
 
+namespace detail {
+
+void init_backend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(quiet_log, nullptr);
+    mtmd_log_set(quiet_log, nullptr);
+    llama_backend_init();
+  });
+}
+
+}  // namespace detail
+
 std::string language_name(const std::string& code) {
   for (const auto& l : kLanguages) {
     if (code == l.code) return l.name;
@@ -104,7 +108,7 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
     throw Error(ErrorCode::kInvalidArgument, "Hugging Face's mel frame count goes with the reference audio length");
   }
   check_pair(text, mmproj);
-  init_backend();
+  detail::init_backend();
   std::shared_ptr<Model> m(new Model());
   m->options_ = options;
   llama_model_params mp = llama_model_default_params();

@@ -140,4 +140,10 @@ class Session {
   std::vector<float> logits_;
 };
 
+namespace detail {
+// libllama's and libmtmd's one-time set-up for this family: their logs reduced
+// to errors, then llama_backend_init (model loading and the writer's quantizer).
+void init_backend();
+}  // namespace detail
+
 }  // namespace earshot::qwen3asr

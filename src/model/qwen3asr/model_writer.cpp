@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "model/qwen3asr/model.h"
 #include "model/runtime/gguf_file.h"
 
 namespace earshot::qwen3asr {
@@ -280,7 +281,7 @@ void quantize_text_model(const std::filesystem::path& text, ggml_type type) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("a Qwen3-ASR text model is quantised to q8_0 or q4_0, not ") + ggml_type_name(type));
   }
-  llama_backend_init();
+  detail::init_backend();
   llama_model_quantize_params params = llama_model_quantize_default_params();
   params.ftype = ftype;
   const std::filesystem::path tmp = text.string() + ".quantising";

@@ -54,7 +54,8 @@ struct QuantisedWeight {
 };
 
 // w x for activations of shape `shape` ([k, ...]; transposed: built as [shape[1],
-// k, ...] and transposed to a strided view), with the product written by `product`.
+// k, ...] and transposed to a strided view), with the product written by `product`;
+// the activations are `given_input` when given, else normal values from `seed`.
 std::vector<float> product(const ModelWeights& weights, std::array<int64_t, 3> shape, bool transposed, uint32_t seed,
                            int threads, const std::vector<float>* given_input = nullptr) {
   ggml_tensor* w = weights.find("w");
@@ -70,11 +71,15 @@ std::vector<float> product(const ModelWeights& weights, std::array<int64_t, 3> s
   ggml_build_forward_expand(graph, y);
   const ggml_gallocr_ptr alloc(ggml_gallocr_new(ggml_backend_cpu_buffer_type()));
   EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc.get(), graph));
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> input(static_cast<size_t>(ggml_nelements(x)));
-  for (float& v : input) v = normal(rng);
-  if (given_input != nullptr) input = *given_input;
+  if (given_input != nullptr) {
+    EXPECT_EQ(given_input->size(), input.size());
+    std::copy_n(given_input->begin(), std::min(input.size(), given_input->size()), input.begin());
+  } else {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : input) v = normal(rng);
+  }
   ggml_backend_tensor_set(x, input.data(), 0, input.size() * sizeof(float));
   const ggml_backend_ptr backend = create_backend(cpu_device(), threads);
   EXPECT_EQ(ggml_backend_graph_compute(backend.get(), graph), GGML_STATUS_SUCCESS);
