@@ -38,7 +38,8 @@ using Clock = std::chrono::steady_clock;
 
 const char* kUsage =
     "usage: earshot-bench-qwen3asr --model PREFIX.gguf [--mmproj FILE] [--threads T] [--reps N]\n"
-    "                              [--seconds 5,10,15] [--steps S] [--context-tokens C]\n"
+    "                              [--seconds 5,10,15] [--steps S] [--context-tokens C] [--profile on]\n"
+    "                              [--cpu-kernels auto|ggml|openblas]\n"
     "\n"
     "Times, per buffered audio length (default 5, 10 and 15 s; medians of N repetitions, default 3):\n"
     "the encoder (libmtmd; also alone on one 800-frame window), the prefill of the prompt around\n"
@@ -50,12 +51,82 @@ const char* kUsage =
     "CPU milliseconds (the step: the median over all S x N steps). The encoder's and the prefill's\n"
     "GFLOP/s (their matrix products, counted from the files' shapes) are printed beside OpenBLAS's\n"
     "sgemm at the same shapes and threads, measured in the same run. --mmproj defaults to\n"
-    "PREFIX-mmproj.gguf. --threads defaults to 2.\n";
+    "PREFIX-mmproj.gguf. --threads defaults to 2. --profile on: the encoder's window again, each of its\n"
+    "ops timed on its own (libmtmd's evaluation callback; one ggml compute a node, so the total is a\n"
+    "little above the plain pass): milliseconds and share per op class, GFLOP/s of each product class.\n"
+    "--cpu-kernels: the encoder's products (default auto: OpenBLAS inside libmtmd's graph; ggml: libmtmd's\n"
+    "graph as upstream builds it).\n";
 
 struct Args {
   std::string model, mmproj;
   int threads = 2, reps = 3, steps = 16, context_tokens = 30;
   std::vector<double> seconds = {5, 10, 15};
+  bool profile = false;
+  earshot::runtime::CpuKernels cpu_kernels = earshot::runtime::CpuKernels::kAuto;
+};
+
+// Per-op time of a graph computed node by node (the scheduler's evaluation
+// callback asks for every node, so each is computed alone and timed): op
+// classes, the products split by what they multiply, with their FLOPs.
+class OpProfile {
+ public:
+  static bool callback(ggml_tensor* t, bool ask, void* self) {
+    auto* p = static_cast<OpProfile*>(self);
+    if (ask) {  // only while profiling: otherwise the scheduler computes the graph whole
+      p->start_ = Clock::now();
+      return p->on_;
+    }
+    if (p->on_) {
+      Entry& e = p->by_class_[op_class(t)];
+      e.ms += std::chrono::duration<double, std::milli>(Clock::now() - p->start_).count();
+      e.flop += flop(t);
+      ++e.nodes;
+    }
+    return true;
+  }
+  void start() { by_class_.clear(), on_ = true; }
+  void stop() { on_ = false; }
+  void print() const {
+    double total = 0;
+    for (const auto& [name, e] : by_class_) total += e.ms;
+    std::vector<std::pair<std::string, Entry>> rows(by_class_.begin(), by_class_.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    std::printf("encoder ops, one 800-frame window timed node by node: %.1f ms\n", total);
+    for (const auto& [name, e] : rows) {
+      std::printf("  %-34s %5d nodes %8.1f ms %5.1f%%", name.c_str(), e.nodes, e.ms, 100 * e.ms / total);
+      if (e.flop > 0) std::printf("  %6.2f GFLOP %7.1f GFLOP/s", e.flop * 1e-9, e.flop / (e.ms * 1e-3) * 1e-9);
+      std::printf("\n");
+    }
+  }
+
+ private:
+  struct Entry {
+    double ms = 0, flop = 0;
+    int nodes = 0;
+  };
+  static bool named(const ggml_tensor* t, const char* prefix) {
+    return t && std::string(ggml_get_name(t)).starts_with(prefix);
+  }
+  // earshot's OpenBLAS ops (runtime/openblas_ops.h) are custom ops: a product has two sources.
+  static bool blas_product(const ggml_tensor* t) { return t->op == GGML_OP_CUSTOM && t->src[1] != nullptr; }
+  static std::string op_class(const ggml_tensor* t) {
+    if (blas_product(t)) return std::string("OpenBLAS product ") + ggml_type_name(t->src[0]->type) + " weights";
+    if (t->op == GGML_OP_CUSTOM) return "OpenBLAS op: to f32";
+    if (t->op != GGML_OP_MUL_MAT) return ggml_op_desc(t);
+    const ggml_tensor *a = t->src[0], *b = t->src[1];
+    const std::string types = std::string(" ") + ggml_type_name(a->type) + " x " + ggml_type_name(b->type);
+    if (named(a, "a.conv2d") || named(b, "a.conv2d")) return "MUL_MAT conv (im2col)" + types;
+    if (named(a, "a.") || named(a, "mm.")) return "MUL_MAT weights" + types;
+    return "MUL_MAT attention" + types;
+  }
+  static double flop(const ggml_tensor* t) {
+    if (t->op != GGML_OP_MUL_MAT && !blas_product(t)) return 0;
+    const ggml_tensor* a = t->src[0];
+    return 2.0 * static_cast<double>(a->ne[0]) * static_cast<double>(ggml_nelements(t));
+  }
+  bool on_ = false;
+  Clock::time_point start_;
+  std::map<std::string, Entry> by_class_;
 };
 
 double cpu_ms() {
@@ -198,19 +269,27 @@ void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Product
 
 Args parse(int argc, char** argv) {
   Args a;
-  earshot::tools::parse_options(argc, argv, kUsage,
-                                {{"--model", [&](const std::string& v) { a.model = v; }},
-                                 {"--mmproj", [&](const std::string& v) { a.mmproj = v; }},
-                                 {"--threads", [&](const std::string& v) { a.threads = std::stoi(v); }},
-                                 {"--reps", [&](const std::string& v) { a.reps = std::stoi(v); }},
-                                 {"--steps", [&](const std::string& v) { a.steps = std::stoi(v); }},
-                                 {"--context-tokens", [&](const std::string& v) { a.context_tokens = std::stoi(v); }},
-                                 {"--seconds", [&](const std::string& v) {
-                                    a.seconds.clear();
-                                    std::stringstream in(v);
-                                    for (std::string item; std::getline(in, item, ',');)
-                                      a.seconds.push_back(std::stod(item));
-                                  }}});
+  earshot::tools::parse_options(
+      argc, argv, kUsage,
+      {{"--model", [&](const std::string& v) { a.model = v; }},
+       {"--mmproj", [&](const std::string& v) { a.mmproj = v; }},
+       {"--threads", [&](const std::string& v) { a.threads = std::stoi(v); }},
+       {"--reps", [&](const std::string& v) { a.reps = std::stoi(v); }},
+       {"--steps", [&](const std::string& v) { a.steps = std::stoi(v); }},
+       {"--context-tokens", [&](const std::string& v) { a.context_tokens = std::stoi(v); }},
+       {"--cpu-kernels",
+        [&](const std::string& v) { a.cpu_kernels = earshot::runtime::parse_cpu_kernels(v, "--cpu-kernels"); }},
+       {"--profile",
+        [&](const std::string& v) {
+          if (v != "on" && v != "off")
+            throw earshot::Error(earshot::ErrorCode::kInvalidArgument, "--profile must be on or off, not " + v);
+          a.profile = v == "on";
+        }},
+       {"--seconds", [&](const std::string& v) {
+          a.seconds.clear();
+          std::stringstream in(v);
+          for (std::string item; std::getline(in, item, ',');) a.seconds.push_back(std::stod(item));
+        }}});
   using earshot::Error, earshot::ErrorCode;
   if (a.model.empty()) throw Error(ErrorCode::kInvalidArgument, std::string("--model is required\n") + kUsage);
   if (a.mmproj.empty()) {
@@ -237,12 +316,18 @@ int main(int argc, char** argv) {
     Products work(a.threads);
     q::ModelOptions options;
     options.n_threads = a.threads;
+    options.encoder_kernels = a.cpu_kernels;
+    OpProfile profile;
+    if (a.profile) options.encoder_eval_callback = &OpProfile::callback, options.encoder_eval_data = &profile;
     const auto model = q::Model::load(a.model, a.mmproj, options);
     const std::vector<q::Head> heads = q::default_alignment_heads(model->n_layer(), model->n_head(), 20);
     std::printf(
         "model %s: decoder %d layers x %d heads, n_embd %d; %zu alignment heads; %d threads, %d reps "
-        "(medians, ms)\n",
-        a.model.c_str(), model->n_layer(), model->n_head(), model->n_embd(), heads.size(), a.threads, a.reps);
+        "(medians, ms); encoder products: %s\n",
+        a.model.c_str(), model->n_layer(), model->n_head(), model->n_embd(), heads.size(), a.threads, a.reps,
+        earshot::runtime::resolve_cpu_kernels(a.cpu_kernels, true) == earshot::runtime::CpuKernels::kOpenBlas
+            ? "OpenBLAS"
+            : "ggml (libmtmd as upstream)");
 
     q::Session session(model, heads, 1024);
     // The committed tokens AlignAtt carries after the prompt (any text will do).
@@ -270,6 +355,12 @@ int main(int argc, char** argv) {
           session.n_audio_tokens(), t.str().c_str(), work.flop() / 1e9, gflops, gflops / sgemm, sgemm,
           earshot::tools::openblas_description().c_str());
       work.clear();
+      if (a.profile) {
+        profile.start();
+        session.encode(pcm);
+        profile.stop();
+        profile.print();
+      }
     }
 
     std::printf(

@@ -102,6 +102,29 @@ std::string language_code(const std::string& name) {
   return "";
 }
 
+namespace {
+
+// libmtmd's weight products (the patch's mtmd_context_params::mul_mat) on OpenBLAS,
+// 2-D f32 activations against 2-D weights, both of at least 8 rows: every product
+// of the qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an
+// 8 s window at 0.6B, as 9-element dot products).
+// (Called from libmtmd's graph builder: nothing may throw through it.)
+ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void*) noexcept {
+  const auto two_d_rows = [](const ggml_tensor* t) {
+    return t->ne[2] == 1 && t->ne[3] == 1 && t->nb[0] == ggml_type_size(t->type);
+  };
+  if (!two_d_rows(w) || !two_d_rows(x) || x->type != GGML_TYPE_F32 || w->ne[0] != x->ne[0] || w->ne[1] < 8 ||
+      x->ne[1] < 8)
+    return nullptr;
+  try {
+    return runtime::blas_mul_mat(ctx, w, x);
+  } catch (const std::exception&) {
+    return nullptr;  // ggml's product instead
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, const std::filesystem::path& mmproj,
                                          ModelOptions options) {
   if (options.mel_frames == MelFrames::kHf && !options.reference_audio_length) {
@@ -124,6 +147,11 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   cp.print_timings = false;
   cp.warmup = false;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.cb_eval = options.encoder_eval_callback;
+  cp.cb_eval_user_data = options.encoder_eval_data;
+  if (runtime::resolve_cpu_kernels(options.encoder_kernels, true) == runtime::CpuKernels::kOpenBlas) {
+    cp.mul_mat = openblas_mul_mat;
+  }
   m->mtmd_ = mtmd_init_from_file(mmproj.string().c_str(), m->model_, cp);
   if (!m->mtmd_ || !mtmd_support_audio(m->mtmd_)) {
     throw Error(ErrorCode::kInvalidModel, "libmtmd could not load the audio encoder " + mmproj.string() + " for " +

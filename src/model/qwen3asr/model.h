@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/runtime/openblas_ops.h"
+
 struct llama_model;
 struct llama_context;
 struct mtmd_context;
@@ -39,6 +41,15 @@ struct ModelOptions {
   bool reference_audio_length = true;       // drop mtmd's padding tokens (model-families.md); false: mtmd's count
   MelFrames mel_frames = MelFrames::kMtmd;  // kHf needs reference_audio_length
   bool f32_kv_cache = false;                // F32 K/V instead of F16 (exact comparisons with a reference)
+  // The audio encoder's large products (--cpu-kernels): kAuto and kOpenBlas run them
+  // on OpenBLAS inside libmtmd's graph (earshot's patch to libmtmd: the weight
+  // products and the conv stem as f32 im2col products, in f32 throughout); kGgml
+  // leaves libmtmd's graph as it is upstream (f16 im2col, ggml's kernels).
+  runtime::CpuKernels encoder_kernels = runtime::CpuKernels::kAuto;
+  // Called for every node of the audio encoder's graph (libmtmd's cb_eval, a
+  // ggml_backend_sched_eval_callback): earshot-bench-qwen3asr --profile times its ops with it.
+  bool (*encoder_eval_callback)(ggml_tensor* t, bool ask, void* user_data) = nullptr;
+  void* encoder_eval_data = nullptr;
 };
 
 // The loaded pair, shared by every stream.

@@ -230,6 +230,55 @@ TEST_F(Qwen3Asr, AQ8TextModelFromLibllamasQuantizerLoadsAndStepsLikeTheF16One) {
   }
 }
 
+// The audio encoder's products on OpenBLAS (--cpu-kernels auto/openblas: earshot's
+// patch to libmtmd hands every weight product, and the conv stem as f32 im2col
+// products, to runtime::blas_mul_mat) agree with libmtmd's graph as it is upstream
+// (--cpu-kernels ggml: f16 im2col, ggml's kernels), and they do run on OpenBLAS.
+TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
+  struct Ops {
+    int custom = 0, mul_mat = 0, conv_im2col_f32 = 0;
+    static bool count(ggml_tensor* t, bool ask, void* self) {
+      if (!ask) return true;
+      auto* ops = static_cast<Ops*>(self);
+      ops->custom += t->op == GGML_OP_CUSTOM;
+      ops->mul_mat += t->op == GGML_OP_MUL_MAT;
+      ops->conv_im2col_f32 += t->op == GGML_OP_IM2COL && t->type == GGML_TYPE_F32;
+      return false;  // only counted: the graph is computed whole
+    }
+  } upstream_ops, blas_ops;
+  ModelOptions upstream_options, blas_options;
+  upstream_options.encoder_kernels = runtime::CpuKernels::kGgml;
+  upstream_options.encoder_eval_callback = blas_options.encoder_eval_callback = &Ops::count;
+  upstream_options.encoder_eval_data = &upstream_ops;
+  blas_options.encoder_kernels = runtime::CpuKernels::kOpenBlas;
+  blas_options.encoder_eval_data = &blas_ops;
+  Session upstream(Model::load(pair.text, pair.mmproj, upstream_options), {{3, 1}});
+  Session blas(Model::load(pair.text, pair.mmproj, blas_options), {{3, 1}});
+  for (const auto& [seconds, windows] : {std::pair{1.0, 1}, std::pair{9.5, 2}}) {  // 800-frame windows, a graph each
+    SCOPED_TRACE(seconds);
+    upstream_ops = blas_ops = {};
+    ASSERT_EQ(upstream.encode(tone(seconds)), blas.encode(tone(seconds)));
+    // Upstream: every product on ggml. Ours: q, k, v, out, up, down per layer, the
+    // three convs, conv_out and the projector's two on OpenBLAS; only attention's
+    // two products per layer stay with ggml.
+    EXPECT_EQ(upstream_ops.custom, 0);
+    EXPECT_EQ(upstream_ops.conv_im2col_f32, 0);
+    EXPECT_GE(blas_ops.custom, windows * (2 * 6 + 3 + 1 + 2));
+    EXPECT_EQ(blas_ops.conv_im2col_f32, windows * 3);
+    EXPECT_EQ(blas_ops.mul_mat, windows * 2 * 2);
+    const std::vector<float>&a = upstream.audio_embeddings(), &b = blas.audio_embeddings();
+    ASSERT_EQ(a.size(), b.size());
+    float diff = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, std::abs(a[i] - b[i]));
+      scale = std::max(scale, std::abs(a[i]));
+    }
+    // Upstream rounds the activations to f16 against f16 weights; ours are f32.
+    EXPECT_LT(diff, 2e-3f * scale) << "max |diff| " << diff << " of max |value| " << scale;
+    EXPECT_GT(diff, 0.0f);  // two different computations, not one path twice
+  }
+}
+
 TEST_F(Qwen3Asr, AlignmentHeadsOutsideTheModelAreRejected) {
   EXPECT_THROW(Session(model, {{4, 0}}), Error);
   EXPECT_THROW(Session(model, {{0, 4}}), Error);
