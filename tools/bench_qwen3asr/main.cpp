@@ -107,10 +107,19 @@ class OpProfile {
   static bool named(const ggml_tensor* t, const char* prefix) {
     return t && std::string(ggml_get_name(t)).starts_with(prefix);
   }
-  // earshot's OpenBLAS ops (runtime/openblas_ops.h) are custom ops: a product has two sources.
-  static bool blas_product(const ggml_tensor* t) { return t->op == GGML_OP_CUSTOM && t->src[1] != nullptr; }
+  // earshot's OpenBLAS ops (runtime/openblas_ops.h) are custom ops: attention has
+  // three sources of one shape (q, k, v), a product two (and maybe a bias), to_f32 one.
+  static bool blas_attention(const ggml_tensor* t) {
+    return t->op == GGML_OP_CUSTOM && t->src[2] != nullptr && ggml_are_same_shape(t->src[1], t->src[2]);
+  }
+  static bool blas_product(const ggml_tensor* t) {
+    return t->op == GGML_OP_CUSTOM && t->src[1] != nullptr && !blas_attention(t);
+  }
   static std::string op_class(const ggml_tensor* t) {
-    if (blas_product(t)) return std::string("OpenBLAS product ") + ggml_type_name(t->src[0]->type) + " weights";
+    if (blas_attention(t)) return "OpenBLAS attention";
+    if (blas_product(t))
+      return std::string("OpenBLAS product ") + ggml_type_name(t->src[0]->type) + " x " +
+             ggml_type_name(t->src[1]->type);
     if (t->op == GGML_OP_CUSTOM) return "OpenBLAS op: to f32";
     if (t->op != GGML_OP_MUL_MAT) return ggml_op_desc(t);
     const ggml_tensor *a = t->src[0], *b = t->src[1];
@@ -120,8 +129,10 @@ class OpProfile {
     return "MUL_MAT attention" + types;
   }
   static double flop(const ggml_tensor* t) {
-    if (t->op != GGML_OP_MUL_MAT && !blas_product(t)) return 0;
     const ggml_tensor* a = t->src[0];
+    if (blas_attention(t))  // q k^T and the weights times v: 2 x 2 n^2 d
+      return 4.0 * static_cast<double>(a->ne[1]) * static_cast<double>(ggml_nelements(t));
+    if (t->op != GGML_OP_MUL_MAT && !blas_product(t)) return 0;
     return 2.0 * static_cast<double>(a->ne[0]) * static_cast<double>(ggml_nelements(t));
   }
   bool on_ = false;
@@ -316,7 +327,7 @@ int main(int argc, char** argv) {
     Products work(a.threads);
     q::ModelOptions options;
     options.n_threads = a.threads;
-    options.encoder_kernels = a.cpu_kernels;
+    options.cpu_kernels = a.cpu_kernels;
     OpProfile profile;
     if (a.profile) options.encoder_eval_callback = &OpProfile::callback, options.encoder_eval_data = &profile;
     const auto model = q::Model::load(a.model, a.mmproj, options);

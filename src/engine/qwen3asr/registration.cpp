@@ -51,7 +51,8 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
 
 // Whisper's encoder input, attention and beams do not apply.
 std::string how_it_runs(const ModelSpec& spec, const std::string& /*policy*/) {
-  return std::string("libllama + libmtmd, mel frames ") +
+  const bool openblas = runtime::resolve_cpu_kernels(spec.runtime.cpu_kernels, true) == runtime::CpuKernels::kOpenBlas;
+  return std::string("libllama + libmtmd") + (openblas ? " (OpenBLAS products)" : "") + ", mel frames " +
          (spec.options<Qwen3AsrOptions>().hf_mel_frames ? "hf" : "mtmd") + ", greedy";
 }
 

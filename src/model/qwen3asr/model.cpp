@@ -6,6 +6,7 @@
 #include <mtmd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -105,9 +106,10 @@ std::string language_code(const std::string& name) {
 namespace {
 
 // libmtmd's weight products (the patch's mtmd_context_params::mul_mat) on OpenBLAS,
+// The patched libmtmd's weight products (mtmd_context_params::mul_mat) on OpenBLAS:
 // 2-D f32 activations against 2-D weights, both of at least 8 rows: every product
-// of the qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an
-// 8 s window at 0.6B, as 9-element dot products).
+// of the qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an 8 s
+// window at 0.6B, as 9-element dot products).
 // (Called from libmtmd's graph builder: nothing may throw through it.)
 ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void*) noexcept {
   const auto two_d_rows = [](const ggml_tensor* t) {
@@ -120,6 +122,23 @@ ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x,
     return runtime::blas_mul_mat(ctx, w, x);
   } catch (const std::exception&) {
     return nullptr;  // ggml's product instead
+  }
+}
+
+// libmtmd's unmasked attention (the patch's mtmd_context_params::attention) on
+// OpenBLAS (runtime::blas_attention: exact softmax in f32, per head), where its scale
+// is the 1 / sqrt(head_dim) that op applies.
+ggml_tensor* openblas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head,
+                                float kq_scale, void*) noexcept {
+  if (n_head < 1 || q->ne[0] % n_head != 0 || q->type != GGML_TYPE_F32 || k->type != GGML_TYPE_F32 ||
+      v->type != GGML_TYPE_F32)
+    return nullptr;
+  const float head_scale = 1.0f / std::sqrt(static_cast<float>(q->ne[0] / n_head));
+  if (std::abs(kq_scale - head_scale) > 1e-6f * head_scale) return nullptr;
+  try {
+    return runtime::blas_attention(ctx, q, k, v, n_head);
+  } catch (const std::exception&) {
+    return nullptr;  // ggml's ops instead
   }
 }
 
@@ -149,8 +168,9 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.cb_eval = options.encoder_eval_callback;
   cp.cb_eval_user_data = options.encoder_eval_data;
-  if (runtime::resolve_cpu_kernels(options.encoder_kernels, true) == runtime::CpuKernels::kOpenBlas) {
+  if (runtime::resolve_cpu_kernels(options.cpu_kernels, true) == runtime::CpuKernels::kOpenBlas) {
     cp.mul_mat = openblas_mul_mat;
+    cp.attention = openblas_attention;
   }
   m->mtmd_ = mtmd_init_from_file(mmproj.string().c_str(), m->model_, cp);
   if (!m->mtmd_ || !mtmd_support_audio(m->mtmd_)) {

@@ -43,9 +43,11 @@ struct ModelOptions {
   bool f32_kv_cache = false;                // F32 K/V instead of F16 (exact comparisons with a reference)
   // The audio encoder's large products (--cpu-kernels): kAuto and kOpenBlas run them
   // on OpenBLAS inside libmtmd's graph (earshot's patch to libmtmd: the weight
-  // products and the conv stem as f32 im2col products, in f32 throughout); kGgml
-  // leaves libmtmd's graph as it is upstream (f16 im2col, ggml's kernels).
-  runtime::CpuKernels encoder_kernels = runtime::CpuKernels::kAuto;
+  // products, the conv stem as f32 im2col products and the attention, in f32); kGgml
+  // leaves the graph as upstream builds it (f16 im2col, ggml's kernels). The text
+  // model stays on libllama's own kernels (an f16 one measured no faster on OpenBLAS,
+  // which converts its weights to f32 on every prompt; a Q8_0 one runs on AMX).
+  runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
   // Called for every node of the audio encoder's graph (libmtmd's cb_eval, a
   // ggml_backend_sched_eval_callback): earshot-bench-qwen3asr --profile times its ops with it.
   bool (*encoder_eval_callback)(ggml_tensor* t, bool ask, void* user_data) = nullptr;

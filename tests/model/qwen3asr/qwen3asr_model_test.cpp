@@ -230,10 +230,11 @@ TEST_F(Qwen3Asr, AQ8TextModelFromLibllamasQuantizerLoadsAndStepsLikeTheF16One) {
   }
 }
 
-// The audio encoder's products on OpenBLAS (--cpu-kernels auto/openblas: earshot's
-// patch to libmtmd hands every weight product, and the conv stem as f32 im2col
-// products, to runtime::blas_mul_mat) agree with libmtmd's graph as it is upstream
-// (--cpu-kernels ggml: f16 im2col, ggml's kernels), and they do run on OpenBLAS.
+// The audio encoder on OpenBLAS (--cpu-kernels auto/openblas: earshot's patch to
+// libmtmd hands every weight product, and the conv stem as f32 im2col products, to
+// runtime::blas_mul_mat, and the attention to runtime::blas_attention) agrees with
+// libmtmd's graph as it is upstream (--cpu-kernels ggml: f16 im2col, ggml's
+// kernels), and it does run on OpenBLAS.
 TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
   struct Ops {
     int custom = 0, mul_mat = 0, conv_im2col_f32 = 0;
@@ -247,10 +248,10 @@ TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
     }
   } upstream_ops, blas_ops;
   ModelOptions upstream_options, blas_options;
-  upstream_options.encoder_kernels = runtime::CpuKernels::kGgml;
+  upstream_options.cpu_kernels = runtime::CpuKernels::kGgml;
   upstream_options.encoder_eval_callback = blas_options.encoder_eval_callback = &Ops::count;
   upstream_options.encoder_eval_data = &upstream_ops;
-  blas_options.encoder_kernels = runtime::CpuKernels::kOpenBlas;
+  blas_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
   blas_options.encoder_eval_data = &blas_ops;
   Session upstream(Model::load(pair.text, pair.mmproj, upstream_options), {{3, 1}});
   Session blas(Model::load(pair.text, pair.mmproj, blas_options), {{3, 1}});
@@ -258,14 +259,15 @@ TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
     SCOPED_TRACE(seconds);
     upstream_ops = blas_ops = {};
     ASSERT_EQ(upstream.encode(tone(seconds)), blas.encode(tone(seconds)));
-    // Upstream: every product on ggml. Ours: q, k, v, out, up, down per layer, the
-    // three convs, conv_out and the projector's two on OpenBLAS; only attention's
-    // two products per layer stay with ggml.
+    // Upstream: every product on ggml. Ours: q, k, v, attention, out, up, down per
+    // layer, the three convs, conv_out and the projector's two on OpenBLAS; nothing
+    // on ggml's products.
     EXPECT_EQ(upstream_ops.custom, 0);
     EXPECT_EQ(upstream_ops.conv_im2col_f32, 0);
-    EXPECT_GE(blas_ops.custom, windows * (2 * 6 + 3 + 1 + 2));
+    EXPECT_GE(upstream_ops.mul_mat, windows * (2 * 8 + 3 + 1 + 2));
+    EXPECT_GE(blas_ops.custom, windows * (2 * 7 + 3 + 1 + 2));
     EXPECT_EQ(blas_ops.conv_im2col_f32, windows * 3);
-    EXPECT_EQ(blas_ops.mul_mat, windows * 2 * 2);
+    EXPECT_EQ(blas_ops.mul_mat, 0);
     const std::vector<float>&a = upstream.audio_embeddings(), &b = blas.audio_embeddings();
     ASSERT_EQ(a.size(), b.size());
     float diff = 0, scale = 0;
