@@ -246,11 +246,12 @@ void prefill_products(const std::vector<Tensor>& text, int64_t tokens, Products&
     if (t.name.starts_with("blk.") && two_d(t)) p.add({tokens, t.ne[1], t.ne[0]});
 }
 
-// The audio encoder over `frames` mel frames, as libmtmd's qwen3a graph runs it:
-// 100-frame chunks through three stride-2 3x3 conv2d (im2col products: positions x
-// C_out x 9 C_in), 13 tokens a chunk through conv_out, the blocks (full attention
-// over all tokens: two n x n x d products a layer) and the projector.
-void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Products& p) {
+// One window of the audio encoder over `frames` mel frames (at most 800), as
+// libmtmd's qwen3a graph runs it: 100-frame chunks through three stride-2 3x3 conv2d
+// (im2col products: positions x C_out x 9 C_in), 13 tokens a chunk through
+// conv_out, the blocks (full attention over the window's tokens: two n x n x d
+// products a layer) and the projector.
+void window_products(const std::vector<Tensor>& mmproj, int64_t frames, Products& p) {
   const int64_t chunks = (frames + 99) / 100;
   int64_t w = 100, h = 0, n_layer = 0, d = 0;
   const Tensor* conv_out = nullptr;
@@ -276,6 +277,13 @@ void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Product
       p.add({tokens, t.ne[1], t.ne[0]});
   p.add({tokens, tokens, d}, static_cast<double>(n_layer));
   p.add({tokens, d, tokens}, static_cast<double>(n_layer));
+}
+
+// The audio encoder over `frames` mel frames: libmtmd encodes them as 800-frame
+// windows (8 s), each a graph of its own, the last one padded to whole chunks.
+void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Products& p) {
+  for (int64_t start = 0; start < frames; start += 800)
+    window_products(mmproj, std::min<int64_t>(800, frames - start), p);
 }
 
 Args parse(int argc, char** argv) {
