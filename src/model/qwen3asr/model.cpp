@@ -105,19 +105,14 @@ std::string language_code(const std::string& name) {
 
 namespace {
 
-// libmtmd's weight products (the patch's mtmd_context_params::mul_mat) on OpenBLAS,
 // The patched libmtmd's weight products (mtmd_context_params::mul_mat) on OpenBLAS:
-// 2-D f32 activations against 2-D weights, both of at least 8 rows: every product
-// of the qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an 8 s
-// window at 0.6B, as 9-element dot products).
-// (Called from libmtmd's graph builder: nothing may throw through it.)
+// f32 activations against weights, both of at least 8 rows: every product of the
+// qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an 8 s window
+// at 0.6B, as 9-element dot products). Shapes runtime::blas_mul_mat refuses (not 2-D
+// rows) stay with ggml. (Called from libmtmd's graph builder: nothing may throw
+// through it.)
 ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void*) noexcept {
-  const auto two_d_rows = [](const ggml_tensor* t) {
-    return t->ne[2] == 1 && t->ne[3] == 1 && t->nb[0] == ggml_type_size(t->type);
-  };
-  if (!two_d_rows(w) || !two_d_rows(x) || x->type != GGML_TYPE_F32 || w->ne[0] != x->ne[0] || w->ne[1] < 8 ||
-      x->ne[1] < 8)
-    return nullptr;
+  if (x->type != GGML_TYPE_F32 || w->ne[1] < 8 || x->ne[1] < 8) return nullptr;
   try {
     return runtime::blas_mul_mat(ctx, w, x);
   } catch (const std::exception&) {
@@ -127,12 +122,10 @@ ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x,
 
 // libmtmd's unmasked attention (the patch's mtmd_context_params::attention) on
 // OpenBLAS (runtime::blas_attention: exact softmax in f32, per head), where its scale
-// is the 1 / sqrt(head_dim) that op applies.
+// is the 1 / sqrt(head_dim) that op applies; inputs that op refuses stay with ggml.
 ggml_tensor* openblas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head,
                                 float kq_scale, void*) noexcept {
-  if (n_head < 1 || q->ne[0] % n_head != 0 || q->type != GGML_TYPE_F32 || k->type != GGML_TYPE_F32 ||
-      v->type != GGML_TYPE_F32)
-    return nullptr;
+  if (n_head < 1) return nullptr;
   const float head_scale = 1.0f / std::sqrt(static_cast<float>(q->ne[0] / n_head));
   if (std::abs(kq_scale - head_scale) > 1e-6f * head_scale) return nullptr;
   try {

@@ -2,8 +2,8 @@
 // im2col shares its output rows among the threads (upstream interleaved them over
 // input channels) and gives the same columns for any thread count, in f32 and f16;
 // GELU with the exact erf, vectorised through erfc, stays within a few millionths
-// (relative; the far negative tail a little more) of the exact value over the whole range, for contiguous tensors and
-// rows of any length, and keeps infinities and NaN.
+// (relative; the far negative tail a little more) of the exact value over the whole
+// range, for contiguous tensors and rows of any length, and keeps infinities and NaN.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpp.h>
