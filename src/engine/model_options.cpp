@@ -56,10 +56,10 @@ void declare_model_options(Args& args, CommandKind command) {
               "softmax, bit-identical to libwhisper with flash attention off)",
               "on");
   args.option("cpu-kernels",
-              "the encoders' matrix products on the CPU: auto (a quantised model's on ggml's AMX kernels where the "
-              "CPU has AMX, the rest on OpenBLAS where Debian's libopenblas0 loads, else ggml), openblas (sgemm in "
-              "f32, about twice ggml's rate; --flash-attention then unused) or ggml (ggml's own kernels, as "
-              "libwhisper)",
+              "the encoders' matrix products on the CPU (and a float Qwen3-ASR text model's): auto (a quantised "
+              "model's on ggml's AMX kernels where the CPU has AMX, the rest on OpenBLAS where Debian's libopenblas0 "
+              "loads, else ggml), openblas (sgemm in f32, about twice ggml's rate; --flash-attention then unused) or "
+              "ggml (ggml's own kernels, as libwhisper)",
               "auto");
   for (const Family& f : families())
     if (f.declare_options) f.declare_options(args, command);

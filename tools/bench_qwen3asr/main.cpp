@@ -50,12 +50,14 @@ const char* kUsage =
     "random weights it depends on where the attention happens to peak). Each time is wall / process\n"
     "CPU milliseconds (the step: the median over all S x N steps). The encoder's and the prefill's\n"
     "GFLOP/s (their matrix products, counted from the files' shapes) are printed beside OpenBLAS's\n"
-    "sgemm at the same shapes and threads, measured in the same run. --mmproj defaults to\n"
+    "sgemm at the same shapes and threads, measured in the same run; the step's GB/s (the weights it\n"
+    "reads: every layer's and the output head) beside the read bandwidth measured on the same\n"
+    "threads. --mmproj defaults to\n"
     "PREFIX-mmproj.gguf. --threads defaults to 2. --profile on: the encoder's window again, each of its\n"
     "ops timed on its own (libmtmd's evaluation callback; one ggml compute a node, so the total is a\n"
     "little above the plain pass): milliseconds and share per op class, GFLOP/s of each product class.\n"
-    "--cpu-kernels: the encoder's products (default auto: OpenBLAS inside libmtmd's graph; ggml: libmtmd's\n"
-    "graph as upstream builds it).\n";
+    "--cpu-kernels: the large products (default auto: OpenBLAS inside libmtmd's and libllama's graphs,\n"
+    "the text model's where its weights are float; ggml: both graphs as upstream builds them).\n";
 
 struct Args {
   std::string model, mmproj;
@@ -188,6 +190,7 @@ std::vector<float> audio(double seconds) {
 struct Tensor {
   std::string name;
   int64_t ne[4] = {1, 1, 1, 1};
+  size_t bytes = 0;
 };
 
 // The tensors' names and shapes of a GGUF file (no data read).
@@ -200,6 +203,7 @@ std::vector<Tensor> tensor_shapes(const std::string& path) {
     Tensor x;
     x.name = ggml_get_name(t);
     for (int i = 0; i < 4; ++i) x.ne[i] = t->ne[i];
+    x.bytes = ggml_nbytes(t);
     out.push_back(x);
   }
   gguf_free(g);
@@ -244,6 +248,18 @@ bool two_d(const Tensor& t) { return t.ne[1] > 1 && t.ne[2] == 1 && t.ne[3] == 1
 void prefill_products(const std::vector<Tensor>& text, int64_t tokens, Products& p) {
   for (const Tensor& t : text)
     if (t.name.starts_with("blk.") && two_d(t)) p.add({tokens, t.ne[1], t.ne[0]});
+}
+
+// The bytes a decoding step reads at least: every layer's weights and the output
+// head (output.weight, or the tied token_embd.weight), once each.
+double step_bytes(const std::vector<Tensor>& text) {
+  double bytes = 0;
+  bool has_output = false;
+  for (const Tensor& t : text) has_output |= t.name == "output.weight";
+  for (const Tensor& t : text) {
+    if (t.name.starts_with("blk.") || t.name == (has_output ? "output.weight" : "token_embd.weight")) bytes += t.bytes;
+  }
+  return bytes;
 }
 
 // One window of the audio encoder over `frames` mel frames (at most 800), as
@@ -382,11 +398,16 @@ int main(int argc, char** argv) {
       }
     }
 
+    // The step's reference: summing a buffer far beyond the caches on the same threads.
+    const double bandwidth = earshot::tools::read_bandwidth_gbs(size_t{1} << 30, a.threads, 3);
+    const double bytes_per_step = step_bytes(text_tensors);
     std::printf(
         "each time: wall / process CPU ms; enc/pre GF/s: GFLOP/s of the encoder / prefill, x sgemm: that over "
-        "OpenBLAS's sgemm at the same shapes\n%7s %6s %7s %20s %9s %7s %6s %20s %9s %7s %18s %20s %10s\n",
-        "audio s", "tokens", "windows", "encoder", "enc GF/s", "x sgemm", "prompt", "prefill", "pre GF/s", "x sgemm",
-        "step", "alignatt pass", "steps/pass");
+        "OpenBLAS's sgemm at the same shapes; step GB/s: its %.0f MB of weights over the step's wall time, x bw: "
+        "that over the read bandwidth (%.1f GB/s on %d threads)\n"
+        "%7s %6s %7s %20s %9s %7s %6s %20s %9s %7s %18s %8s %5s %20s %10s\n",
+        bytes_per_step / 1e6, bandwidth, a.threads, "audio s", "tokens", "windows", "encoder", "enc GF/s", "x sgemm",
+        "prompt", "prefill", "pre GF/s", "x sgemm", "step", "GB/s", "x bw", "alignatt pass", "steps/pass");
     for (double seconds : a.seconds) {
       const std::vector<float> pcm = audio(seconds);
       Times enc, pre, step, pass;
@@ -432,10 +453,11 @@ int main(int argc, char** argv) {
       prefill_products(text_tensors, prompt, work);
       const double pre_gflops = work.flop() / (median(pre.wall) * 1e-3) / 1e9, pre_sgemm = work.sgemm_gflops();
       work.clear();
-      std::printf("%7.1f %6d %7d %20s %9.1f %7.2f %6d %20s %9.1f %7.2f %18s %20s %10.1f\n", seconds,
+      const double step_gbs = bytes_per_step / (median(step.wall) * 1e-3) / 1e9;
+      std::printf("%7.1f %6d %7d %20s %9.1f %7.2f %6d %20s %9.1f %7.2f %18s %8.1f %5.2f %20s %10.1f\n", seconds,
                   session.n_audio_tokens(), windows, enc.str().c_str(), enc_gflops, enc_gflops / enc_sgemm, prompt,
-                  pre.str().c_str(), pre_gflops, pre_gflops / pre_sgemm, step.str().c_str(), pass.str().c_str(),
-                  median(pass_steps));
+                  pre.str().c_str(), pre_gflops, pre_gflops / pre_sgemm, step.str().c_str(), step_gbs,
+                  step_gbs / bandwidth, pass.str().c_str(), median(pass_steps));
     }
     return 0;
   } catch (const std::exception& e) {

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "common/error.h"
 #include "model/qwen3asr/model_writer.h"
+#include "model/runtime/gemv_ops.h"
 #include "model/runtime/gguf_file.h"
 
 namespace earshot::qwen3asr {
@@ -33,8 +35,14 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
 }
 
 // Checks the pair before libllama/libmtmd see it, so a wrong file gets a message
-// that says what it is instead of a loader's log line.
-void check_pair(const std::filesystem::path& text, const std::filesystem::path& mmproj) {
+// that says what it is instead of a loader's log line. Returns what the loader
+// takes from the text model's header.
+struct TextHeader {
+  bool float_weights = true;       // its layer weights are all float (F16, BF16, F32: none quantised)
+  runtime::GgufTensor token_embd;  // where the token embeddings are in the file
+};
+
+TextHeader check_pair(const std::filesystem::path& text, const std::filesystem::path& mmproj) {
   const runtime::GgufFile t = runtime::GgufFile::open(text);  // kIo / kInvalidModel with the reason
   if (t.architecture() == "clip") {
     throw Error(ErrorCode::kInvalidModel, t.label() +
@@ -59,6 +67,17 @@ void check_pair(const std::filesystem::path& text, const std::filesystem::path& 
     throw Error(ErrorCode::kInvalidModel,
                 m.label() + " has projector '" + projector + "', not Qwen3-ASR's audio encoder 'qwen3a'");
   }
+  TextHeader h;
+  h.float_weights = std::ranges::none_of(t.tensors(), [](const runtime::GgufTensor& w) {
+    return w.name.starts_with("blk.") && ggml_is_quantized(w.type);
+  });
+  const runtime::GgufTensor* embd = t.find_tensor("token_embd.weight");
+  if (embd == nullptr || embd->n_dims != 2 ||
+      (embd->type != GGML_TYPE_F32 && ggml_get_type_traits(embd->type)->to_float == nullptr)) {
+    throw Error(ErrorCode::kInvalidModel, t.label() + " has no 2-D token_embd.weight of a type ggml can read");
+  }
+  h.token_embd = *embd;
+  return h;
 }
 
 // Audio tokens of the reference model for n_frames mel frames: 13 per 100-frame
@@ -135,6 +154,25 @@ ggml_tensor* openblas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* 
   }
 }
 
+// The patched libllama's weight products (llama_context_params::mul_mat) where the
+// text model's weights are float, which ggml multiplies at 0.4-0.5 of sgemm (it
+// rounds the activations to f16 and takes f16 dot products): a prompt's rows on
+// OpenBLAS (runtime::blas_mul_mat converts the weight to f32 in chunks as it goes
+// and multiplies all the rows by each, so the weight is read once in its own type),
+// a step's row or few by runtime::gemv_mul_mat (the weight streamed once, the
+// activations kept in f32). Quantised weights stay with ggml's int8 kernels (on AMX
+// they outrun sgemm).
+ggml_tensor* openblas_text_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void*) noexcept {
+  if (x->type != GGML_TYPE_F32 || ggml_is_quantized(w->type)) return nullptr;
+  try {
+    if (x->ne[1] <= runtime::kGemvMaxRows)
+      return runtime::gemv_supports(w, x) ? runtime::gemv_mul_mat(ctx, w, x) : nullptr;
+    return runtime::blas_mul_mat(ctx, w, x);
+  } catch (const std::exception&) {
+    return nullptr;  // ggml's product instead
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, const std::filesystem::path& mmproj,
@@ -142,16 +180,26 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   if (options.mel_frames == MelFrames::kHf && !options.reference_audio_length) {
     throw Error(ErrorCode::kInvalidArgument, "Hugging Face's mel frame count goes with the reference audio length");
   }
-  check_pair(text, mmproj);
+  const TextHeader header = check_pair(text, mmproj);
   detail::init_backend();
   std::shared_ptr<Model> m(new Model());
   m->options_ = options;
+  m->on_openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, true) == runtime::CpuKernels::kOpenBlas;
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
+  // Float weights in plain CPU memory, where the OpenBLAS products read them: ggml's
+  // extra buffer types (AMX) take F16 weights too, and only ggml's own product may
+  // read a weight there.
+  if (m->on_openblas_ && header.float_weights) mp.use_extra_bufts = false;
   m->model_ = llama_model_load_from_file(text.string().c_str(), mp);
   if (!m->model_) throw Error(ErrorCode::kInvalidModel, "libllama could not load " + text.string());
   if (llama_vocab_n_tokens(llama_model_get_vocab(m->model_)) != kVocabSize) {
     throw Error(ErrorCode::kInvalidModel, text.string() + ": not Qwen3-ASR's vocabulary of 151936 tokens");
+  }
+  m->text_path_ = text;
+  m->token_embd_ = header.token_embd;
+  if (m->token_embd_.ne[0] != llama_model_n_embd(m->model_) || m->token_embd_.ne[1] < kVocabSize) {
+    throw Error(ErrorCode::kInvalidModel, text.string() + ": token_embd.weight is not n_embd x the vocabulary");
   }
   mtmd_context_params cp = mtmd_context_params_default();
   cp.use_gpu = false;
@@ -161,7 +209,7 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.cb_eval = options.encoder_eval_callback;
   cp.cb_eval_user_data = options.encoder_eval_data;
-  if (runtime::resolve_cpu_kernels(options.cpu_kernels, true) == runtime::CpuKernels::kOpenBlas) {
+  if (m->on_openblas_) {
     cp.mul_mat = openblas_mul_mat;
     cp.attention = openblas_attention;
   }
@@ -211,6 +259,31 @@ std::string Model::detokenize(std::span<const int32_t> tokens) const {
 
 bool Model::is_end(int32_t token) const { return token == kImEnd || token == kEndOfText; }
 
+std::vector<float> Model::token_embeddings(std::span<const int32_t> tokens) const {
+  const int64_t n_file = token_embd_.ne[0], n_inp = n_embd();
+  const size_t row_bytes = ggml_row_size(token_embd_.type, n_file);
+  std::vector<float> out(tokens.size() * static_cast<size_t>(n_inp), 0.0f);  // zeros past n_embd, as libllama pads
+  std::ifstream file(text_path_, std::ios::binary);
+  std::vector<char> row(row_bytes);
+  const ggml_to_float_t to_float =
+      token_embd_.type == GGML_TYPE_F32 ? nullptr : ggml_get_type_traits(token_embd_.type)->to_float;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= token_embd_.ne[1]) {
+      throw Error(ErrorCode::kInvalidArgument, "token " + std::to_string(tokens[i]) + " is outside the vocabulary");
+    }
+    file.seekg(static_cast<std::streamoff>(token_embd_.offset + static_cast<uint64_t>(tokens[i]) * row_bytes));
+    file.read(row.data(), static_cast<std::streamsize>(row_bytes));
+    if (!file) throw Error(ErrorCode::kIo, "could not read the token embeddings from " + text_path_.string());
+    float* dst = out.data() + i * static_cast<size_t>(n_inp);
+    if (to_float) {
+      to_float(row.data(), dst, n_file);
+    } else {
+      std::memcpy(dst, row.data(), row_bytes);  // f32 (ggml has no conversion for it)
+    }
+  }
+  return out;
+}
+
 void check_alignment_heads(const std::vector<Head>& heads, int n_layer, int n_head) {
   for (const auto& [layer, head] : heads) {
     if (layer < 0 || layer >= n_layer || head < 0 || head >= n_head) {
@@ -250,6 +323,7 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
   if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
+  if (model_->on_openblas()) cp.mul_mat = openblas_text_mul_mat;
   ctx_ = llama_init_from_model(model_->llama(), cp);
   if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
 }
@@ -335,27 +409,38 @@ int32_t Session::prefill(const PromptSpec& p) {
   const std::vector<int32_t> head = model_->tokenize(before, true);
   std::vector<int32_t> tail = model_->tokenize(after, true);
   tail.insert(tail.end(), p.prefix_tokens.begin(), p.prefix_tokens.end());
-  decode_tokens(head);
-  audio_begin_ = n_past_;
-  {
-    // The embeddings with M-RoPE positions: all four sections at the sequence position.
-    const int n = n_audio_;
-    std::vector<llama_pos> pos(static_cast<size_t>(n) * 4);
-    for (int s = 0; s < 4; ++s) {
-      for (int i = 0; i < n; ++i) pos[static_cast<size_t>(s * n + i)] = n_past_ + i;
-    }
-    std::vector<int32_t> n_seq(static_cast<size_t>(n), 1);
-    llama_seq_id seq0 = 0;
-    std::vector<llama_seq_id*> seq(static_cast<size_t>(n), &seq0);
-    std::vector<int8_t> logits(static_cast<size_t>(n), 0);
-    llama_batch b{n, nullptr, embd_.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
-    if (llama_decode(ctx_, b) != 0) throw Error(ErrorCode::kInternal, "libllama could not decode the audio");
-    n_past_ += n;
+  audio_begin_ = static_cast<int>(head.size());
+
+  // The whole prompt as one batch of embeddings (a batch is tokens or embeddings,
+  // and three calls would read every weight three times, two of them for a few
+  // rows): the text tokens' rows of token_embd (what libllama's get_rows takes,
+  // zero-padded to n_embd_inp) around the audio's. M-RoPE positions as libllama
+  // gives them: text tokens (p, p, p, 0), the audio all four sections at p.
+  const size_t n_embd = static_cast<size_t>(model_->n_embd());
+  std::vector<float> embd = model_->token_embeddings(head);
+  embd.insert(embd.end(), embd_.begin(), embd_.end());
+  const std::vector<float> tail_embd = model_->token_embeddings(tail);
+  embd.insert(embd.end(), tail_embd.begin(), tail_embd.end());
+  const int n = static_cast<int>(embd.size() / n_embd);
+  const int audio_end = audio_begin_ + n_audio_;
+  std::vector<llama_pos> pos(static_cast<size_t>(n) * 4);
+  for (int i = 0; i < n; ++i) {
+    const bool audio = i >= audio_begin_ && i < audio_end;
+    for (int s = 0; s < 4; ++s) pos[static_cast<size_t>(s * n + i)] = s < 3 || audio ? i : 0;
   }
+  std::vector<int32_t> n_seq(static_cast<size_t>(n), 1);
+  llama_seq_id seq0 = 0;
+  std::vector<llama_seq_id*> seq(static_cast<size_t>(n), &seq0);
+  std::vector<int8_t> logits(static_cast<size_t>(n), 0);
+  logits.back() = 1;
+  llama_batch b{n, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
+  if (llama_decode(ctx_, b) != 0) throw Error(ErrorCode::kInternal, "libllama could not decode the prompt");
+  n_past_ = n;
+
   prompt_tokens_ = head;
   prompt_tokens_.insert(prompt_tokens_.end(), static_cast<size_t>(n_audio_), kAudioPad);
   prompt_tokens_.insert(prompt_tokens_.end(), tail.begin(), tail.end());
-  return decode_tokens(tail);
+  return argmax_logits();
 }
 
 int32_t Session::step(int32_t token) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/runtime/gguf_file.h"
 #include "model/runtime/openblas_ops.h"
 
 struct llama_model;
@@ -41,12 +42,14 @@ struct ModelOptions {
   bool reference_audio_length = true;       // drop mtmd's padding tokens (model-families.md); false: mtmd's count
   MelFrames mel_frames = MelFrames::kMtmd;  // kHf needs reference_audio_length
   bool f32_kv_cache = false;                // F32 K/V instead of F16 (exact comparisons with a reference)
-  // The audio encoder's large products (--cpu-kernels): kAuto and kOpenBlas run them
-  // on OpenBLAS inside libmtmd's graph (earshot's patch to libmtmd: the weight
-  // products, the conv stem as f32 im2col products and the attention, in f32); kGgml
-  // leaves the graph as upstream builds it (f16 im2col, ggml's kernels). The text
-  // model stays on libllama's own kernels (an f16 one measured no faster on OpenBLAS,
-  // which converts its weights to f32 on every prompt; a Q8_0 one runs on AMX).
+  // The large products (--cpu-kernels). kAuto and kOpenBlas run them on OpenBLAS
+  // inside libmtmd's and libllama's graphs (earshot's patches to both): the audio
+  // encoder's weight products, conv stem (f32 im2col products) and attention; the
+  // text model's weight products of a prompt's rows where its weights are float
+  // (F16, BF16, F32; converted to f32 in cache-sized chunks as they are used). A
+  // quantised text model keeps libllama's int8 kernels (AMX where the CPU has it) and
+  // a decoding step (one row, memory-bound) ggml's. kGgml leaves both graphs as
+  // upstream builds them (f16 im2col, ggml's kernels).
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
   // Called for every node of the audio encoder's graph (libmtmd's cb_eval, a
   // ggml_backend_sched_eval_callback): earshot-bench-qwen3asr --profile times its ops with it.
@@ -67,6 +70,8 @@ class Model {
   llama_model* llama() const { return model_; }
   mtmd_context* mtmd() const { return mtmd_; }
   const ModelOptions& options() const { return options_; }
+  // Whether the large products run on OpenBLAS (options().cpu_kernels resolved at load).
+  bool on_openblas() const { return on_openblas_; }
   int n_layer() const;
   int n_head() const;
   int n_embd() const;
@@ -76,12 +81,18 @@ class Model {
   std::string piece(int32_t token) const;  // raw bytes (may cut a UTF-8 character)
   std::string detokenize(std::span<const int32_t> tokens) const;
   bool is_end(int32_t token) const;  // <|im_end|> or <|endoftext|>
+  // The tokens' input embeddings (token_embd's rows as f32, zero-padded to
+  // n_embd()), read from the file: what libllama's graph takes for a token.
+  std::vector<float> token_embeddings(std::span<const int32_t> tokens) const;
 
  private:
   Model() = default;
   llama_model* model_ = nullptr;
   mtmd_context* mtmd_ = nullptr;
   ModelOptions options_;
+  bool on_openblas_ = false;
+  std::filesystem::path text_path_;
+  runtime::GgufTensor token_embd_;
 };
 
 // The alignment heads (layer, query head).

@@ -281,6 +281,49 @@ TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
   }
 }
 
+// The text model's products with F16 weights (earshot's patch to libllama: a
+// prompt's rows on OpenBLAS, a step's row on runtime::gemv_mul_mat, both in f32)
+// agree with libllama's own kernels (--cpu-kernels ggml: activations rounded to
+// f16), teacher-forced over the prompt and steps, where the whole prompt is one batch
+// of embeddings (the text tokens' rows read from the file) either way.
+TEST_F(Qwen3Asr, TextProductsOnOpenBlasAgreeWithLibllamasOwnKernels) {
+  ModelOptions upstream_options, blas_options;
+  upstream_options.cpu_kernels = runtime::CpuKernels::kGgml;
+  blas_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
+  const auto upstream_model = Model::load(pair.text, pair.mmproj, upstream_options);
+  const auto blas_model = Model::load(pair.text, pair.mmproj, blas_options);
+  EXPECT_FALSE(upstream_model->on_openblas());
+  EXPECT_TRUE(blas_model->on_openblas());
+  Session upstream(upstream_model, {{3, 1}}), blas(blas_model, {{3, 1}});
+  ASSERT_EQ(upstream.encode(tone(3.0)), blas.encode(tone(3.0)));
+  float worst = 0, scale = 0;
+  auto compare = [&](const char* what) {
+    const std::vector<float>&a = upstream.logits(), &b = blas.logits();
+    ASSERT_EQ(a.size(), b.size()) << what;
+    float diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, std::abs(a[i] - b[i]));
+      scale = std::max(scale, std::abs(a[i]));
+    }
+    worst = std::max(worst, diff);
+  };
+  int32_t token = upstream.prefill({"some earlier words", "English", {}});
+  blas.prefill({"some earlier words", "English", {}});
+  EXPECT_EQ(upstream.prompt_tokens(), blas.prompt_tokens());
+  EXPECT_EQ(upstream.n_past(), blas.n_past());
+  compare("prefill");
+  for (int s = 0; s < 6; ++s) {  // teacher-forced: both decode upstream's choice
+    const int32_t next = upstream.step(token);
+    blas.step(token);
+    compare("step");
+    token = next;
+  }
+  // Upstream rounds the activations to f16 against f16 weights (and the audio
+  // encoder's too); ours are f32.
+  EXPECT_LT(worst, 2e-3f * scale) << "max |diff| " << worst << " of max |logit| " << scale;
+  EXPECT_GT(worst, 0.0f);  // two different computations, not one path twice
+}
+
 TEST_F(Qwen3Asr, AlignmentHeadsOutsideTheModelAreRejected) {
   EXPECT_THROW(Session(model, {{4, 0}}), Error);
   EXPECT_THROW(Session(model, {{0, 4}}), Error);
