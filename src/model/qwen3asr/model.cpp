@@ -173,6 +173,22 @@ ggml_tensor* openblas_text_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tenso
   }
 }
 
+// The patched libllama's attention (llama_context_params::attention) over a prompt's
+// rows on OpenBLAS (runtime::blas_masked_attention: the scores and values by sgemm,
+// an exact f32 softmax), where ggml multiplies the f16 cache by f16-rounded queries.
+// A step (fewer than 8 rows) keeps ggml's ops: AlignAtt reads its kq_soft_max node.
+constexpr int64_t kMinAttentionRows = 8;
+
+ggml_tensor* openblas_text_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, bool v_trans,
+                                     ggml_tensor* kq_mask, float kq_scale, void*) noexcept {
+  if (q->ne[1] < kMinAttentionRows) return nullptr;
+  try {
+    return runtime::blas_masked_attention(ctx, q, k, v, v_trans, kq_mask, kq_scale);
+  } catch (const std::exception&) {
+    return nullptr;  // ggml's ops instead
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, const std::filesystem::path& mmproj,
@@ -323,7 +339,10 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
   if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
-  if (model_->on_openblas()) cp.mul_mat = openblas_text_mul_mat;
+  if (model_->on_openblas()) {
+    cp.mul_mat = openblas_text_mul_mat;
+    cp.attention = openblas_text_attention;
+  }
   ctx_ = llama_init_from_model(model_->llama(), cp);
   if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
 }

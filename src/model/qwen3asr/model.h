@@ -44,12 +44,14 @@ struct ModelOptions {
   bool f32_kv_cache = false;                // F32 K/V instead of F16 (exact comparisons with a reference)
   // The large products (--cpu-kernels). kAuto and kOpenBlas run them on OpenBLAS
   // inside libmtmd's and libllama's graphs (earshot's patches to both): the audio
-  // encoder's weight products, conv stem (f32 im2col products) and attention; the
-  // text model's weight products of a prompt's rows where its weights are float
-  // (F16, BF16, F32; converted to f32 in cache-sized chunks as they are used). A
-  // quantised text model keeps libllama's int8 kernels (AMX where the CPU has it) and
-  // a decoding step (one row, memory-bound) ggml's. kGgml leaves both graphs as
-  // upstream builds them (f16 im2col, ggml's kernels).
+  // encoder's weight products, conv stem (f32 im2col products) and attention; a
+  // prompt's attention over the KV cache; and where the text model's weights are
+  // float (F16, BF16, F32), a prompt's weight products (converted to f32 in chunks
+  // as they are used) and a step's (runtime::gemv_mul_mat, the weights streamed
+  // once). A quantised text model keeps libllama's int8 kernels (AMX where the CPU
+  // has it); a step's attention stays ggml's (AlignAtt reads its kq_soft_max
+  // node). kGgml leaves both graphs as upstream builds them (f16 im2col, ggml's
+  // kernels).
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
   // Called for every node of the audio encoder's graph (libmtmd's cb_eval, a
   // ggml_backend_sched_eval_callback): earshot-bench-qwen3asr --profile times its ops with it.

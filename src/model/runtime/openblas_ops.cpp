@@ -96,7 +96,9 @@ std::pair<int64_t, int64_t> share(int64_t n, int ith, int nth, int64_t step) {
 
 // One row of n values of a ggml type as f32.
 void row_to_f32(ggml_type type, const void* in, float* out, int64_t n) {
-  if (type == GGML_TYPE_F16) {
+  if (type == GGML_TYPE_F32) {
+    std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
+  } else if (type == GGML_TYPE_F16) {
     ggml_cpu_fp16_to_fp32(static_cast<const ggml_fp16_t*>(in), out, n);
   } else if (type == GGML_TYPE_BF16) {
     ggml_cpu_bf16_to_fp32(static_cast<const ggml_bf16_t*>(in), out, n);
@@ -384,6 +386,69 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   }
 }
 
+// Masked grouped-query attention over the views a graph has (libllama's KV cache):
+// q [d, T, H] f32, k [d, n_kv, Hk] and v ([n_kv, d, Hk] when stored transposed,
+// else [d, n_kv, Hk]) of any type ggml converts, mask [n_kv, T] f32 or null;
+// userdata: the scale's bits, and bit 32 set for a transposed v.
+// Per head and block of queries: the head's query rows, and its KV head's keys and
+// values as f32 rows (converted once per KV head a thread meets in turn), then the
+// scores by sgemm, the mask added, and softmax_times_values.
+void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+  const ggml_tensor* q = dst->src[0];
+  const ggml_tensor* k = dst->src[1];
+  const ggml_tensor* v = dst->src[2];
+  const ggml_tensor* mask = dst->src[3];
+  const auto packed = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(userdata));
+  const auto bits = static_cast<uint32_t>(packed);
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  const bool v_trans = (packed >> 32) != 0;
+  const int64_t d = q->ne[0], T = q->ne[1], H = q->ne[2], n_kv = k->ne[1], Hk = k->ne[2];
+  const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+  const auto [t0, t1] = share(blocks * H, ith, nth, 1);
+  if (t1 <= t0) return;
+  thread_local std::vector<float> scores, queries, keys, values, column;
+  scores.resize(static_cast<size_t>(kQueryBlock * n_kv));
+  queries.resize(static_cast<size_t>(kQueryBlock * d));
+  keys.resize(static_cast<size_t>(n_kv * d));
+  values.resize(static_cast<size_t>(n_kv * d));
+  column.resize(static_cast<size_t>(n_kv));
+  const OpenBlas::Sgemm sgemm = openblas().sgemm;
+  const auto base = [](const ggml_tensor* t) { return static_cast<const char*>(t->data); };
+  int64_t converted = -1;  // the KV head in keys / values
+  for (int64_t task = t0; task < t1; ++task) {
+    const int64_t h = task / blocks, i0 = (task % blocks) * kQueryBlock, hk = h / (H / Hk);
+    const int rows = static_cast<int>(std::min(kQueryBlock, T - i0));
+    if (hk != converted) {
+      for (int64_t j = 0; j < n_kv; ++j)
+        row_to_f32(k->type, base(k) + j * k->nb[1] + hk * k->nb[2], keys.data() + j * d, d);
+      if (v_trans) {  // d rows of n_kv: transposed into n_kv rows of d
+        for (int64_t c = 0; c < d; ++c) {
+          row_to_f32(v->type, base(v) + c * v->nb[1] + hk * v->nb[2], column.data(), n_kv);
+          for (int64_t j = 0; j < n_kv; ++j) values[j * d + c] = column[j];
+        }
+      } else {
+        for (int64_t j = 0; j < n_kv; ++j)
+          row_to_f32(v->type, base(v) + j * v->nb[1] + hk * v->nb[2], values.data() + j * d, d);
+      }
+      converted = hk;
+    }
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(queries.data() + r * d, base(q) + (i0 + r) * q->nb[1] + h * q->nb[2], d * sizeof(float));
+    float* S = scores.data();
+    sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(n_kv), static_cast<int>(d), scale, queries.data(),
+          static_cast<int>(d), keys.data(), static_cast<int>(d), 0.0f, S, static_cast<int>(n_kv));
+    if (mask != nullptr) {
+      for (int r = 0; r < rows; ++r) {
+        const auto* m = reinterpret_cast<const float*>(base(mask) + (i0 + r) * mask->nb[1]);
+        for (int64_t j = 0; j < n_kv; ++j) S[r * n_kv + j] += m[j];
+      }
+    }
+    softmax_times_values(S, rows, n_kv, values.data(), static_cast<int>(d),
+                         static_cast<float*>(dst->data) + i0 * ld(dst) + h * d, ld(dst), d);
+  }
+}
+
 // Relative-position attention (Transformer-XL's, as the FastConformer computes it):
 // src q, k, v [D, T], p [D, 2T - 1] (positions T - 1 ... -(T - 1)), u and w [D] (the
 // content and position biases), mask [T, T] or null. Per head and block of queries:
@@ -540,6 +605,29 @@ ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, g
   ggml_tensor* args[] = {q, k, v};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], 1, 1, args, 3, attention_op, GGML_N_TASKS_MAX,
                         reinterpret_cast<void*>(static_cast<intptr_t>(n_head)));
+}
+
+ggml_tensor* blas_masked_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, bool v_trans,
+                                   ggml_tensor* mask, float scale) {
+  static_assert(sizeof(uintptr_t) >= 8, "the op's userdata packs the scale and the layout");
+  require_openblas();
+  const int64_t d = q->ne[0], T = q->ne[1], H = q->ne[2], n_kv = k->ne[1], Hk = k->ne[2];
+  const auto converts = [](const ggml_tensor* t) {
+    return t->type == GGML_TYPE_F32 || ggml_get_type_traits(t->type)->to_float != nullptr;
+  };
+  if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || q->ne[3] != 1 || k->ne[3] != 1 || v->ne[3] != 1 ||
+      k->ne[0] != d || Hk < 1 || H % Hk != 0 || k->nb[0] != ggml_type_size(k->type) ||
+      v->nb[0] != ggml_type_size(v->type) || !converts(k) || !converts(v) || v->ne[2] != Hk ||
+      (v_trans ? (v->ne[0] != n_kv || v->ne[1] != d) : (v->ne[0] != d || v->ne[1] != n_kv)) ||
+      (mask && (mask->type != GGML_TYPE_F32 || mask->nb[0] != sizeof(float) || mask->ne[0] != n_kv || mask->ne[1] < T ||
+                mask->ne[2] != 1 || mask->ne[3] != 1))) {
+    throw Error(ErrorCode::kInternal, "OpenBLAS masked attention: unsupported shapes, types or strides");
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &scale, sizeof bits);
+  ggml_tensor* args[] = {q, k, v, mask};
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, d * H, T, 1, 1, args, mask ? 4 : 3, masked_attention_op, GGML_N_TASKS_MAX,
+                        reinterpret_cast<void*>(static_cast<uintptr_t>(bits) | (uintptr_t{v_trans} << 32)));
 }
 
 ggml_tensor* blas_relpos_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* p,

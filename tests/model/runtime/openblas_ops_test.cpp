@@ -196,6 +196,104 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasAttention,
                                            AttentionCase{4, 32, 300, 301, 4.0f, 2}  // peaked: exps down to 0
                                            ));
 
+// blas_masked_attention over the views libllama's KV cache gives: grouped-query
+// heads, keys and values in a cache of more cells than are used (strided views),
+// V stored transposed or not, f16 or f32, a causal mask of -inf past each query
+// (and a cell masked out in every row), queries as a permuted view.
+struct MaskedCase {
+  ggml_type type;
+  bool v_trans;
+  int64_t d, n_head, n_head_kv, t, n_kv;
+  int threads;
+};
+
+class BlasMaskedAttention : public ::testing::TestWithParam<MaskedCase> {};
+
+TEST_P(BlasMaskedAttention, EqualsGroupedQueryAttentionInDouble) {
+  ASSERT_TRUE(openblas_available()) << openblas_status();
+  const MaskedCase c = GetParam();
+  const int64_t cells = c.n_kv + 9;     // the cache is larger than the view
+  const int64_t n_pos0 = c.n_kv - c.t;  // cells before the first query
+  const float scale = 1.0f / std::sqrt(float(c.d));
+  const std::vector<float> q = random_values(c.d * c.n_head * c.t, 6), k = random_values(c.d * c.n_head_kv * cells, 7),
+                           v = random_values(c.d * c.n_head_kv * cells, 8);
+  Graph g(4 * (q.size() + 3 * k.size() + c.n_kv * c.t + c.d * c.n_head * c.t) + (1 << 20));
+  // q as llama builds it: [d, H, T] permuted to [d, T, H].
+  ggml_tensor* q3 = g.matrix(GGML_TYPE_F32, c.d * c.n_head, c.t, q);
+  ggml_tensor* qv = ggml_permute(g.ctx.get(), ggml_reshape_3d(g.ctx.get(), q3, c.d, c.n_head, c.t), 0, 2, 1, 3);
+  // The caches: K rows of d per cell and head ([d * Hk, cells]); V either the same
+  // or transposed ([cells, d * Hk]: a row of cells per channel).
+  ggml_tensor* kc = g.matrix(c.type, c.d * c.n_head_kv, cells, k);
+  const size_t es = ggml_type_size(c.type);
+  ggml_tensor* kv = ggml_view_3d(g.ctx.get(), kc, c.d, c.n_kv, c.n_head_kv, kc->nb[1], c.d * es, 0);
+  std::vector<float> vt(v.size());  // channel-major copy for the transposed cache
+  for (int64_t j = 0; j < cells; ++j)
+    for (int64_t ch = 0; ch < c.d * c.n_head_kv; ++ch) vt[ch * cells + j] = v[j * c.d * c.n_head_kv + ch];
+  ggml_tensor* vv;
+  if (c.v_trans) {
+    ggml_tensor* vc = g.matrix(c.type, cells, c.d * c.n_head_kv, vt);
+    vv = ggml_view_3d(g.ctx.get(), vc, c.n_kv, c.d, c.n_head_kv, vc->nb[1], c.d * vc->nb[1], 0);
+  } else {
+    ggml_tensor* vc = g.matrix(c.type, c.d * c.n_head_kv, cells, v);
+    vv = ggml_view_3d(g.ctx.get(), vc, c.d, c.n_kv, c.n_head_kv, vc->nb[1], c.d * es, 0);
+  }
+  std::vector<float> mask(c.n_kv * c.t);
+  for (int64_t r = 0; r < c.t; ++r)
+    for (int64_t j = 0; j < c.n_kv; ++j) mask[r * c.n_kv + j] = j > n_pos0 + r || j == 1 ? -INFINITY : 0.0f;
+  ggml_tensor* out =
+      blas_masked_attention(g.ctx.get(), qv, kv, vv, c.v_trans, g.matrix(GGML_TYPE_F32, c.n_kv, c.t, mask), scale);
+  ASSERT_EQ(out->ne[0], c.d * c.n_head);
+  ASSERT_EQ(out->ne[1], c.t);
+  const std::vector<float> got = g.compute(out, c.threads);
+  const std::vector<float> ks = as_stored(c.type, k, c.d * c.n_head_kv, cells);
+  const std::vector<float> vs = as_stored(c.type, v, c.d * c.n_head_kv, cells);
+  double worst = 0;
+  for (int64_t h = 0; h < c.n_head; ++h) {
+    const int64_t hk = h / (c.n_head / c.n_head_kv);
+    for (int64_t r = 0; r < c.t; ++r) {
+      std::vector<double> p(c.n_kv, 0.0);
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < c.n_kv; ++j) {
+        if (std::isinf(mask[r * c.n_kv + j])) continue;
+        double dot = 0;
+        for (int64_t e = 0; e < c.d; ++e)
+          dot += double(q[(r * c.n_head + h) * c.d + e]) * double(ks[(j * c.n_head_kv + hk) * c.d + e]);
+        mx = std::max(mx, p[j] = dot * scale);
+      }
+      for (int64_t j = 0; j < c.n_kv; ++j) sum += p[j] = std::isinf(mask[r * c.n_kv + j]) ? 0.0 : std::exp(p[j] - mx);
+      for (int64_t e = 0; e < c.d; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < c.n_kv; ++j) acc += p[j] * double(vs[(j * c.n_head_kv + hk) * c.d + e]);
+        worst = std::max(worst, std::fabs(acc / sum - got[r * c.d * c.n_head + h * c.d + e]));
+      }
+    }
+  }
+  EXPECT_LT(worst, 2e-6) << ggml_type_name(c.type) << (c.v_trans ? " transposed V" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, BlasMaskedAttention,
+                         ::testing::Values(MaskedCase{GGML_TYPE_F16, true, 64, 4, 2, 20, 32,
+                                                      2},  // llama's default cache
+                                           MaskedCase{GGML_TYPE_F16, false, 32, 3, 3, 9, 9, 3},
+                                           MaskedCase{GGML_TYPE_F32, true, 16, 6, 2, 300, 310, 2},  // two query blocks
+                                           MaskedCase{GGML_TYPE_F32, false, 24, 2, 1, 12, 40, 1}));
+
+TEST(BlasMaskedAttention, RefusesShapesItDoesNotTake) {
+  ASSERT_TRUE(openblas_available()) << openblas_status();
+  Graph g(1 << 20);
+  ggml_context* c = g.ctx.get();
+  ggml_tensor* q = ggml_new_tensor_3d(c, GGML_TYPE_F32, 16, 4, 3);
+  ggml_tensor* k = ggml_new_tensor_3d(c, GGML_TYPE_F16, 16, 8, 2);
+  ggml_tensor* v = ggml_new_tensor_3d(c, GGML_TYPE_F16, 16, 8, 2);
+  EXPECT_THROW(blas_masked_attention(c, q, k, v, false, nullptr, 0.25f), Error);  // 3 heads over 2 KV heads
+  ggml_tensor* q4 = ggml_new_tensor_3d(c, GGML_TYPE_F32, 16, 4, 4);
+  EXPECT_NO_THROW(blas_masked_attention(c, q4, k, v, false, nullptr, 0.25f));
+  EXPECT_THROW(blas_masked_attention(c, q4, k, v, false, ggml_new_tensor_2d(c, GGML_TYPE_F32, 7, 4), 0.25f), Error);
+  EXPECT_THROW(blas_masked_attention(c, q4, ggml_new_tensor_3d(c, GGML_TYPE_F16, 8, 8, 2), v, false, nullptr, 0.25f),
+               Error);
+  EXPECT_THROW(blas_masked_attention(c, q4, k, v, true, nullptr, 0.25f), Error);  // v is not [n_kv, d, Hk]
+}
+
 TEST(CpuKernels, NamesParseAndBadOnesAreRefusedWithTheOptionName) {
   EXPECT_EQ(parse_cpu_kernels("auto", "--cpu-kernels"), CpuKernels::kAuto);
   EXPECT_EQ(parse_cpu_kernels("ggml", "--cpu-kernels"), CpuKernels::kGgml);
