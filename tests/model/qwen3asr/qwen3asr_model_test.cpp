@@ -281,11 +281,12 @@ TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
   }
 }
 
-// The text model's products with F16 weights (earshot's patch to libllama: a
-// prompt's rows on OpenBLAS, a step's row on runtime::gemv_mul_mat, both in f32)
-// agree with libllama's own kernels (--cpu-kernels ggml: activations rounded to
-// f16), teacher-forced over the prompt and steps, where the whole prompt is one batch
-// of embeddings (the text tokens' rows read from the file) either way.
+// The text model with F16 weights on earshot's patch to libllama (a prompt's
+// products and attention on OpenBLAS, a step's products on runtime::gemv_mul_mat,
+// all in f32) agrees with libllama's own kernels (--cpu-kernels ggml: activations
+// and queries rounded to f16), teacher-forced over the prompt and steps, where the
+// whole prompt is one batch of embeddings (the text tokens' rows read from the
+// file) either way.
 TEST_F(Qwen3Asr, TextProductsOnOpenBlasAgreeWithLibllamasOwnKernels) {
   ModelOptions upstream_options, blas_options;
   upstream_options.cpu_kernels = runtime::CpuKernels::kGgml;
