@@ -11,21 +11,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "common/error.h"
+#include "ops_test_util.h"
 
 namespace earshot::runtime {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::normal_values;
 
 struct GemvCase {
   ggml_type type;
@@ -38,7 +32,7 @@ class GemvMulMat : public ::testing::TestWithParam<GemvCase> {};
 TEST_P(GemvMulMat, EqualsTheProductInDouble) {
   const GemvCase c = GetParam();
   const int64_t pad = 5;  // b's rows are a view with a longer stride
-  std::vector<float> a = random_values(c.k * c.i, 1), b = random_values((c.k + pad) * c.j, 2);
+  std::vector<float> a = normal_values(c.k * c.i, 1), b = normal_values((c.k + pad) * c.j, 2);
   const ggml_init_params params{size_t(c.k * (c.i + c.j + pad) * 4 + c.i * c.j * 4) + (1 << 20), nullptr, false};
   ggml_context_ptr ctx(ggml_init(params));
   ggml_tensor* wa = ggml_new_tensor_2d(ctx.get(), c.type, c.k, c.i);

@@ -12,22 +12,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <tuple>
 #include <vector>
 
 #include "common/error.h"
+#include "ops_test_util.h"
 
 namespace earshot::runtime {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::normal_values;
 
 // A graph over tensors whose data lives in the context (no allocator needed).
 struct Graph {
@@ -77,7 +71,7 @@ class BlasMulMat : public ::testing::TestWithParam<ProductCase> {};
 TEST_P(BlasMulMat, EqualsTheProductInDouble) {
   ASSERT_TRUE(openblas_available()) << openblas_status();
   const ProductCase c = GetParam();
-  const std::vector<float> a = random_values(c.k * c.i, 1), b = random_values(c.k * c.j, 2);
+  const std::vector<float> a = normal_values(c.k * c.i, 1), b = normal_values(c.k * c.j, 2);
   Graph g(ggml_row_size(GGML_TYPE_F32, c.k) * (c.i + 2 * c.j) + 4 * (c.i * c.j) * 2 + (1 << 20));
   ggml_tensor* out = blas_mul_mat(g.ctx.get(), g.matrix(c.type, c.k, c.i, a), g.matrix(GGML_TYPE_F32, c.k, c.j, b));
   ASSERT_EQ(out->ne[0], c.i);
@@ -117,8 +111,8 @@ TEST(BlasMulMatEpilogue, BiasAndGeluEqualTheReference) {
                                       {GGML_TYPE_F16, 48, 37, 90},
                                       {GGML_TYPE_F16, 48, 90, 37}}) {
     for (bool gelu : {false, true}) {
-      const std::vector<float> a = random_values(k * i, 6, 0.3f), b = random_values(k * j, 7),
-                               bias = random_values(i, 8);
+      const std::vector<float> a = normal_values(k * i, 6, 0.3f), b = normal_values(k * j, 7),
+                               bias = normal_values(i, 8);
       const std::vector<float> a_stored = as_stored(type, a, k, i);
       Graph g(4 * (k * i + k * j + i + 2 * i * j) + (1 << 20));
       ggml_tensor* bias_t = ggml_new_tensor_1d(g.ctx.get(), GGML_TYPE_F32, i);
@@ -176,8 +170,8 @@ TEST_P(BlasAttention, EqualsSoftmaxAttentionInDouble) {
   ASSERT_TRUE(openblas_available()) << openblas_status();
   const AttentionCase c = GetParam();
   const int64_t D = c.n_head * c.head_dim;
-  const std::vector<float> q = random_values(D * c.nq, 3, c.scale), k = random_values(D * c.nk, 4, c.scale),
-                           v = random_values(D * c.nk, 5);
+  const std::vector<float> q = normal_values(D * c.nq, 3, c.scale), k = normal_values(D * c.nk, 4, c.scale),
+                           v = normal_values(D * c.nk, 5);
   Graph g(4 * D * (c.nq * 2 + c.nk * 2) + (1 << 20));
   ggml_tensor* out = blas_attention(g.ctx.get(), g.matrix(GGML_TYPE_F32, D, c.nq, q),
                                     g.matrix(GGML_TYPE_F32, D, c.nk, k), g.matrix(GGML_TYPE_F32, D, c.nk, v), c.n_head);
@@ -215,8 +209,8 @@ TEST_P(BlasMaskedAttention, EqualsGroupedQueryAttentionInDouble) {
   const int64_t cells = c.n_kv + 9;     // the cache is larger than the view
   const int64_t n_pos0 = c.n_kv - c.t;  // cells before the first query
   const float scale = 1.0f / std::sqrt(float(c.d));
-  const std::vector<float> q = random_values(c.d * c.n_head * c.t, 6), k = random_values(c.d * c.n_head_kv * cells, 7),
-                           v = random_values(c.d * c.n_head_kv * cells, 8);
+  const std::vector<float> q = normal_values(c.d * c.n_head * c.t, 6), k = normal_values(c.d * c.n_head_kv * cells, 7),
+                           v = normal_values(c.d * c.n_head_kv * cells, 8);
   Graph g(4 * (q.size() + 3 * k.size() + c.n_kv * c.t + c.d * c.n_head * c.t) + (1 << 20));
   // q as llama builds it: [d, H, T] permuted to [d, T, H].
   ggml_tensor* q3 = g.matrix(GGML_TYPE_F32, c.d * c.n_head, c.t, q);
