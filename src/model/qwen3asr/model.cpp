@@ -436,10 +436,10 @@ int32_t Session::prefill(const PromptSpec& p) {
   // zero-padded to n_embd_inp) around the audio's. M-RoPE positions as libllama
   // gives them: text tokens (p, p, p, 0), the audio all four sections at p.
   const size_t n_embd = static_cast<size_t>(model_->n_embd());
-  std::vector<float> embd = model_->token_embeddings(head);
-  embd.insert(embd.end(), embd_.begin(), embd_.end());
-  const std::vector<float> tail_embd = model_->token_embeddings(tail);
-  embd.insert(embd.end(), tail_embd.begin(), tail_embd.end());
+  std::vector<int32_t> text = head;  // the text tokens' rows in one read of the file
+  text.insert(text.end(), tail.begin(), tail.end());
+  std::vector<float> embd = model_->token_embeddings(text);
+  embd.insert(embd.begin() + static_cast<std::ptrdiff_t>(head.size() * n_embd), embd_.begin(), embd_.end());
   const int n = static_cast<int>(embd.size() / n_embd);
   const int audio_end = audio_begin_ + n_audio_;
   std::vector<llama_pos> pos(static_cast<size_t>(n) * 4);
