@@ -11,6 +11,7 @@ small so the fuzzer stays fast: the smallest Whisper model the generator writes
 MAKE_PARAKEET (earshot-make-parakeet) writes the FastConformer seeds: whole
 files of its tiny dimensions (8 mels, d_model 8, 1 layer; 11-16 KB each).
 """
+import math
 import os
 import struct
 import subprocess
@@ -145,27 +146,91 @@ def audio_seeds(out):
                                            ("extensible_3ch.wav", ["-c:a", "pcm_s16le", "-rf64", "never",
                                                                    "-write_bext", "0"], 16000, 3)]:
             write(out, "wav", name, ff(name, *args, rate=rate, channels=channels, seconds=0.01))
+        # The size paths (wav_size_seeds): rates below 8 kHz, sizes that claim more than
+        # follows, files back to back, NaN samples.
+        for name, data in wav_size_seeds().items():
+            write(out, "wav", name, data)
         # Stream decoder inputs: byte 0 picks how many piece sizes follow (fuzz_input.h); then the stream.
         header = bytes([3, 5, 40, 200, 0])
         for name, args in [("opus.webm", ["-c:a", "libopus", "-b:a", "16k"]), ("vorbis.ogg", ["-c:a", "libvorbis"]),
                            ("a.mp3", ["-c:a", "libmp3lame", "-b:a", "32k"]), ("a.flac", ["-c:a", "flac"]),
                            ("s16.wav", ["-c:a", "pcm_s16le"]), ("opus.ogg", ["-c:a", "libopus", "-b:a", "16k"])]:
             write(out, "stream_decoder", name, header + ff(name, *args, seconds=0.1))
+        sizes = wav_size_seeds()
+        for name in ["two_files.wav", "rate_8hz.wav", "nan_f32.wav", "unknown_size_then_wav.wav"]:
+            write(out, "stream_decoder", name, header + sizes[name])
+        # A decompression bomb: 4 minutes of 8 kHz silence in ~10 KB of FLAC, which decodes
+        # past the target's 30 s budget.
+        path = os.path.join(tmp, "bomb.flac")
+        subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                        "anullsrc=r=8000:cl=mono", "-t", "240", "-c:a", "flac", "-frame_size", "16384", path],
+                       check=True)
+        write(out, "stream_decoder", "flac_bomb.flac", header + open(path, "rb").read())
+
+
+def wav_file(data, rate=16000, channels=1, bits=16, tag=1, data_size=None, extra=b""):
+    """A RIFF/WAVE file around `data` (`extra`: chunks between 'fmt ' and 'data')."""
+    fmt = struct.pack("<HHIIHH", tag, channels, rate, rate * channels * bits // 8, channels * bits // 8, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + extra
+    body += b"data" + struct.pack("<I", len(data) if data_size is None else data_size) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def wav_size_seeds():
+    tone = b"".join(struct.pack("<h", int(8000 * math.sin(i * 0.3))) for i in range(64))
+    odd = bytes(128 + int(60 * math.sin(i * 0.2)) for i in range(33))  # 8-bit: an odd size, so a pad byte
+    list_chunk = b"LIST" + struct.pack("<I", 4) + b"INFO"
+    second = wav_file(tone[:64], rate=22050, channels=2)
+    return {
+        # 64 bytes of 8 Hz 8-bit audio: refused on the header (upsampled it made 2000 samples a byte).
+        "rate_8hz.wav": wav_file(bytes(range(64)), rate=8, bits=8),
+        "rate_7999.wav": wav_file(tone, rate=7999),
+        # Sizes that claim more than follows: the data chunk, and a LIST chunk of 1.4 GB before it.
+        "huge_data_size.wav": wav_file(tone[:16], data_size=0xFFFFFFF0),
+        "list_claims_gb.wav": wav_file(tone, extra=b"LIST" + struct.pack("<I", 0x55555555) + b"INFO"),
+        # Files back to back: an odd 'data', its pad byte, a LIST of the same file, then a second file.
+        "two_files.wav": wav_file(odd, rate=8000, bits=8) + b"\0" + list_chunk + second,
+        # A 'data' size of "until the end": the second file is the first one's data.
+        "unknown_size_then_wav.wav": wav_file(tone[:32], data_size=0xFFFFFFFF) + second,
+        "nan_f32.wav": wav_file(struct.pack("<4f", 0.25, float("nan"), float("inf"), -0.5), tag=3, bits=32),
+    }
 
 
 def text_seeds(out):
     for i, t in enumerate(["/asr\n", "/asr?language=en&mode=diff\n\x03\x01\x02\x07\x00\x01\x02\x03\x04\x05\x06",
                            "/asr?language=auto&mode=full&token=abc%20d&target_language=fr\n",
                            "/asr?mode=x%41&language=%zz&&=&a\n\x01\x00\xff\x7f",
-                           "/asr?language=de+DE&mode=\n"]):
+                           "/asr?language=de+DE&mode=\n",
+                           # A NUL, a line break and an escape in values (they cut or broke error texts).
+                           "/asr?mode=full%00diff%0D%0A%1B[2J&language=e%00n\n\x02\x07\xc8" + "\x10\x27" * 300]):
         write(out, "wlk_request", "seed%d" % i, t)
     for i, t in enumerate(["/v1/listen\n{\"type\":\"KeepAlive\"}",
                            "/v1/listen?encoding=linear16&sample_rate=16000&interim_results=true&utterance_end_ms=1000"
                            "\n{\"type\":\"Finalize\"}\n{\"type\":\"CloseStream\"}",
                            "/v1/listen?language=en-US&punctuate=true&smart_format=1&endpointing=false&vad_events=true"
                            "&diarize=false&channels=1&model=nova-2\n{\"type\":\"Other\"}\n[1,2]\n{\"type\":3}",
-                           "/v1/listen?language=multi&endpointing=300&token=x\n{\"type\":\"KeepAlive\",\"x\":[{}]}"]):
+                           "/v1/listen?language=multi&endpointing=300&token=x\n{\"type\":\"KeepAlive\",\"x\":[{}]}",
+                           # A NUL and line breaks in values; a long unknown type (a 1 MB one was echoed whole).
+                           "/v1/listen?punctuate=tr%00ue&language=en%0D%0AX&sample_rate=9%00\n{\"type\":\"" +
+                           "Keep\\u0000Alive" * 50 + "\"}\n{\"type\":\"\\u001b[2J\"}",
+                           "/v1/listen?encoding=mulaw&sample_rate=8000&channels=2&multichannel=true&keyterm=earshot"
+                           "&keyterm=ggml%20kernels&keywords=Parakeet:3&keywords=um:-2\n{\"type\":\"Finalize\"}"]):
         write(out, "deepgram", "seed%d" % i, t)
+    realtime = [
+        '{"type":"session.update","session":{"type":"transcription","audio":{"input":{"format":{"type":"audio/pcm",'
+        '"rate":24000},"transcription":{"model":"gpt-4o-transcribe","language":"en","prompt":"earshot, ggml",'
+        '"keywords":["Parakeet"]},"turn_detection":{"type":"server_vad","threshold":0.5,"prefix_padding_ms":300,'
+        '"silence_duration_ms":500}}},"include":["item.input_audio_transcription.logprobs"]}}\n'
+        '{"type":"input_audio_buffer.append","audio":"AAABAAIA","event_id":"e1"}\n{"type":"input_audio_buffer.commit"}',
+        '{"type":"transcription_session.update","session":{"input_audio_format":"g711_ulaw",'
+        '"input_audio_transcription":{"model":"whisper-1","language":"fr"},"turn_detection":null}}\n'
+        '{"type":"input_audio_buffer.append","audio":"/38A/w=="}\n{"type":"input_audio_buffer.clear"}\n'
+        '{"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"semantic_vad",'
+        '"eagerness":"low"},"format":{"type":"audio/pcma"}}}}}',
+        '{"type":"response.create"}\n[1]\n{"type":"input_audio_buffer.append","audio":"A$=="}\n{"type":7}',
+    ]
+    for i, t in enumerate(realtime):
+        write(out, "openai_realtime", "seed%d" % i, t)
     b = "----earshotBoundary7MA4YWxk"
     form = ("--{b}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n"
             "--{b}\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\nverbose_json\r\n"

@@ -4,13 +4,17 @@
 # /v1/listen, looping over the shared recordings at real time, a third leaving
 # mid-stream), RSS/fds/threads sampled into a CSV, every finished stream checked
 # against the same audio alone, the RSS slope after warm-up reported.
-#   scripts/soak.sh [--streams N] [--minutes T] [--model FILE] [--out DIR] [--interval S] [-- serve options]
+#   scripts/soak.sh [--streams N] [--minutes T] [--model FILE] [--out DIR] [--interval S]
+#                   [--fast-share F] [--sigterm-after S] [-- serve options]
+# --fast-share: that share of the streams is sent as fast as the server reads it (backpressure);
+# --sigterm-after: the server gets SIGTERM S seconds in, with streams running (their final
+# results must hold every committed word).
 # Without --model, a random-weight model (tiny dimensions, as the tests use) is made
 # with earshot-make-model. Needs build/release (earshot, earshot-make-model).
 # Exit status 1 when a stream differed from its lone run or a client failed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-streams=4 minutes=20 model="" out="" interval=5
+streams=4 minutes=20 model="" out="" interval=5 fast_share=0 sigterm_after=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --streams) streams="$2"; shift 2 ;;
@@ -18,8 +22,10 @@ while [ $# -gt 0 ]; do
     --model) model="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --interval) interval="$2"; shift 2 ;;
+    --fast-share) fast_share="$2"; shift 2 ;;
+    --sigterm-after) sigterm_after="$2"; shift 2 ;;
     --) shift; break ;;
-    *) echo "usage: scripts/soak.sh [--streams N] [--minutes T] [--model FILE] [--out DIR] [--interval S] [-- serve options]" >&2; exit 2 ;;
+    *) echo "usage: scripts/soak.sh [--streams N] [--minutes T] [--model FILE] [--out DIR] [--interval S] [--fast-share F] [--sigterm-after S] [-- serve options]" >&2; exit 2 ;;
   esac
 done
 BIN="${EARSHOT_BIN:-$ROOT/build/release/src/cli/earshot}"
@@ -47,8 +53,10 @@ for _ in $(seq 600); do
 done
 status=0
 python3 "$ROOT/scripts/soak.py" --port "$port" --pid "$pid" --streams "$streams" --minutes "$minutes" \
-  --interval "$interval" --csv "$out/samples.csv" --data "$SHARED/data" || status=1
-kill -TERM $pid; wait $pid || { echo "earshot serve exited with $? after SIGTERM" >&2; status=1; }
+  --interval "$interval" --fast-share "$fast_share" --sigterm-after "$sigterm_after" \
+  --csv "$out/samples.csv" --data "$SHARED/data" || status=1
+kill -TERM $pid 2>/dev/null || true  # soak.py --sigterm-after may have sent it already
+wait $pid || { echo "earshot serve exited with $? after SIGTERM" >&2; status=1; }
 trap - EXIT
 echo "soak: samples in $out/samples.csv, server log in $out/serve.log"
 exit $status

@@ -11,20 +11,33 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${JOBS:-$(nproc)}"
+# Each phase's wall time, so a slow CI run says where its minutes went.
+phase_start=$SECONDS
+phase_summary=""
+phase() {
+  phase_summary+="$(printf '%6d s  %s' $((SECONDS - phase_start)) "$*")"$'\n'
+  echo "== [$((SECONDS - phase_start)) s] $*"
+  phase_start=$SECONDS
+}
 "$ROOT/scripts/build.sh" release
+phase "built Release (bootstrap included)"
 "$ROOT/scripts/build.sh" sanitize
+phase "built ASan+UBSan"
 TSAN_TARGETS=(tests/server/earshot_server_test tests/session/earshot_session_test tests/model/earshot_model_session_test
   tests/model/earshot_model_fastconformer_test)
 # The model's other tests are single-threaded and slow under TSan (over 8 min on 2 cores): only the shared-model one.
 declare -A TSAN_FILTER=([tests/model/earshot_model_session_test]=SessionTest.TwoSessionsOnOneModelInTwoThreadsEqualEachAlone:DecodeBatcher.*
   [tests/model/earshot_model_fastconformer_test]=FastConformerBatchErrors.*)
 EARSHOT_TARGETS="$(printf '%s ' "${TSAN_TARGETS[@]##*/}")" "$ROOT/scripts/build.sh" tsan
+phase "built TSan"
 status=0
 echo "== Release tests"
 ctest --test-dir "$ROOT/build/release" --output-on-failure -j "$JOBS" || status=1
+phase "Release tests"
 echo "== ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build/sanitize" --output-on-failure -j "$JOBS" -LE slow || status=1
+phase "ASan+UBSan tests"
 echo "== ThreadSanitizer tests"
 for t in "${TSAN_TARGETS[@]}"; do
   # Gtest executables run directly: ctest in build/tsan would list the targets not built there.
@@ -32,9 +45,18 @@ for t in "${TSAN_TARGETS[@]}"; do
     EARSHOT_SHARED_DIR="$ROOT/../shared" "$ROOT/build/tsan/$t" --gtest_brief=1 "--gtest_filter=${TSAN_FILTER[$t]:-*}" \
     || status=1
 done
+phase "TSan tests"
 fuzz_seconds="${EARSHOT_FUZZ_SECONDS:-15}"
 if [ "$fuzz_seconds" != 0 ]; then
   echo "== libFuzzer targets, ${fuzz_seconds} s each"
   "$ROOT/scripts/fuzz.sh" all "$fuzz_seconds" || status=1
+  phase "fuzz build and runs"
 fi
+printf '== where the time went (%d s in all)\n%s' "$SECONDS" "$phase_summary"
+for flavour in release sanitize; do
+  cost="$ROOT/build/$flavour/Testing/Temporary/CTestCostData.txt"
+  [ -f "$cost" ] || continue
+  echo "== the slowest $flavour tests (s, ctest's record)"
+  awk 'NF == 3 { printf "%8.1f  %s\n", $3, $1 }' "$cost" | sort -rn | head -8
+done
 exit $status

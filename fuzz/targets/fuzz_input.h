@@ -75,4 +75,13 @@ inline void check(bool condition, const char* what) {
   }
 }
 
+// An error message that quotes what a client sent: short, with no control
+// character (a quoted NUL cut the text read through what(), a newline or an
+// escape reached logs raw) and no byte that is not printable ASCII or UTF-8's
+// (quote_client_text writes bad bytes out as \xNN).
+inline void check_client_message(std::string_view text) {
+  check(text.size() < 1024, "an error message quoting a client is short");
+  for (unsigned char c : text) check(c >= 0x20 && c != 0x7F, "an error message holds no control character");
+}
+
 }  // namespace earshot::fuzz

@@ -7,6 +7,8 @@ extern "C" {
 #include <libavutil/mem.h>
 }
 
+#include <cmath>
+#include <cstdio>
 #include <mutex>
 
 #include "common/error.h"
@@ -91,6 +93,9 @@ FfmpegAudioDecoder::FfmpegAudioDecoder(AVFormatContext* format, std::string name
                                               std::string(format->iformat ? format->iformat->name : "?") +
                                               " container: " + ffmpeg_error_text(stream_index_) + ")");
   }
+  // A rate the header declares is refused before any packet is decoded (an 8 Hz
+  // WAV would be upsampled 2000-fold); frames are checked again (emit).
+  if (const int rate = format->streams[stream_index_]->codecpar->sample_rate; rate > 0) check_input_rate(rate, name_);
   codec_ = avcodec_alloc_context3(codec);
   frame_ = av_frame_alloc();
   if (!codec_ || !frame_) throw Error(ErrorCode::kInternal, "out of memory allocating an FFmpeg decoder");
@@ -142,9 +147,22 @@ void FfmpegAudioDecoder::receive_frames(std::vector<float>& output) {
 void FfmpegAudioDecoder::emit(const AVFrame* frame, std::vector<float>& output) {
   const int channels = frame->ch_layout.nb_channels;
   if (channels <= 0 || frame->nb_samples <= 0) return;
+  if (!resampler_ || resampler_->input_rate() != frame->sample_rate) {
+    check_input_rate(frame->sample_rate, name_);
+    // A mid-stream rate change (chained Ogg streams) restarts the filter after draining the old one.
+    if (resampler_) {
+      if (output_check_) output_check_(resampler_->max_output(0));
+      resampler_->flush(output);
+    }
+    resampler_ = std::make_unique<Resampler>(frame->sample_rate);
+  }
+  // Checked before the frame is converted: a caller's limit stops a decompression
+  // bomb (hours of silence in a small FLAC) at the limit, not after making it all.
+  if (output_check_) output_check_(resampler_->max_output(size_t(frame->nb_samples)));
   const auto format = AVSampleFormat(frame->format);
   const bool planar = av_sample_fmt_is_planar(format);
-  switch (av_get_packed_sample_fmt(format)) {
+  const AVSampleFormat packed = av_get_packed_sample_fmt(format);
+  switch (packed) {
     case AV_SAMPLE_FMT_U8: downmix<uint8_t>(frame, channels, planar, mono_); break;
     case AV_SAMPLE_FMT_S16: downmix<int16_t>(frame, channels, planar, mono_); break;
     case AV_SAMPLE_FMT_S32: downmix<int32_t>(frame, channels, planar, mono_); break;
@@ -155,18 +173,29 @@ void FfmpegAudioDecoder::emit(const AVFrame* frame, std::vector<float>& output) 
       throw Error(ErrorCode::kUnsupported,
                   name_ + ": unsupported decoded sample format " + std::to_string(int(format)));
   }
-  decoded_frames_ += size_t(frame->nb_samples);
-  if (!resampler_ || resampler_->input_rate() != frame->sample_rate) {
-    // A mid-stream rate change (chained Ogg streams) restarts the filter after draining the old one.
-    if (resampler_) resampler_->flush(output);
-    resampler_ = std::make_unique<Resampler>(frame->sample_rate);
+  if (packed == AV_SAMPLE_FMT_FLT || packed == AV_SAMPLE_FMT_DBL) {
+    // NaN and infinity are no sound: they would reach the model and poison every
+    // feature of their window. Only corrupt or hostile streams carry them; refused.
+    for (size_t i = 0; i < mono_.size(); ++i) {
+      if (!std::isfinite(mono_[i])) {
+        char at[48];
+        std::snprintf(at, sizeof at, "%.3f", double(decoded_frames_ + i) / frame->sample_rate);
+        throw Error(ErrorCode::kInvalidAudio, name_ + ": float sample " + std::to_string(decoded_frames_ + i) +
+                                                  " (at " + at +
+                                                  " s) is not a finite number (NaN or infinity): the audio is corrupt");
+      }
+    }
   }
+  decoded_frames_ += size_t(frame->nb_samples);
   resampler_->push(mono_, output);
 }
 
 void FfmpegAudioDecoder::finish(std::vector<float>& output) {
   decode(nullptr, output);
-  if (resampler_) resampler_->flush(output);
+  if (resampler_) {
+    if (output_check_) output_check_(resampler_->max_output(0));
+    resampler_->flush(output);
+  }
 }
 
 std::vector<float> decode_file_with_ffmpeg(const std::filesystem::path& path) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,15 +37,22 @@ void configure_ffmpeg();
 class FfmpegAudioDecoder {
  public:
   // Picks the best audio stream of an opened container and opens its decoder.
-  // Throws earshot::Error(kInvalidAudio) naming `name` when there is none or it cannot be decoded.
+  // Throws earshot::Error(kInvalidAudio) naming `name` when there is none, it cannot
+  // be decoded, or its sample rate is outside check_input_rate's range.
   FfmpegAudioDecoder(AVFormatContext* format, std::string name);
   ~FfmpegAudioDecoder();
   FfmpegAudioDecoder(const FfmpegAudioDecoder&) = delete;
   FfmpegAudioDecoder& operator=(const FfmpegAudioDecoder&) = delete;
 
   int stream_index() const { return stream_index_; }
+  // Called with how many samples at most are about to be appended to the output,
+  // before anything is converted or allocated for them: a caller with an output
+  // limit throws there (StreamDecoder's OutputLimitExceeded). Unset: no limit.
+  void set_output_check(std::function<void(size_t more)> check) { output_check_ = std::move(check); }
   // Decodes one packet of our stream and appends the resulting 16 kHz samples.
-  // Corrupt packets are skipped; a long run of them throws kInvalidAudio.
+  // Corrupt packets are skipped; a long run of them throws kInvalidAudio, and so
+  // does a frame whose rate is outside check_input_rate's range or, in a float
+  // format, a sample that is NaN or infinite (which would reach the model).
   void decode(const AVPacket* packet, std::vector<float>& output);
   // End of stream: drains the decoder and the resampler.
   void finish(std::vector<float>& output);
@@ -63,6 +71,7 @@ class FfmpegAudioDecoder {
   std::vector<float> mono_;
   int consecutive_errors_ = 0;
   size_t decoded_frames_ = 0;
+  std::function<void(size_t)> output_check_;
 };
 
 // Decodes a whole file of any format FFmpeg knows to 16 kHz mono.

@@ -6,7 +6,9 @@ extern "C" {
 #include <libswresample/swresample.h>
 }
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 
 #include "audio/audio.h"
@@ -14,10 +16,22 @@ extern "C" {
 
 namespace earshot::audio {
 
+void check_input_rate(int rate, const std::string& source) {
+  const std::string prefix = source.empty() ? "" : source + ": ";
+  if (rate < kMinInputSampleRate) {
+    throw Error(ErrorCode::kInvalidAudio,
+                prefix + "sample rate " + std::to_string(rate) + " Hz is below the lowest earshot takes, " +
+                    std::to_string(kMinInputSampleRate) + " Hz (send audio at 8-48 kHz; 16 kHz needs no resampling)");
+  }
+  if (rate > kMaxInputSampleRate) {
+    throw Error(ErrorCode::kInvalidAudio, prefix + "sample rate " + std::to_string(rate) +
+                                              " Hz is above the highest earshot takes, " +
+                                              std::to_string(kMaxInputSampleRate) + " Hz");
+  }
+}
+
 Resampler::Resampler(int input_rate) : input_rate_(input_rate) {
-  // 8 Hz .. 1 MHz covers every real recording; beyond that the rate field is corrupt.
-  if (input_rate < 8 || input_rate > 1'000'000)
-    throw Error(ErrorCode::kInvalidAudio, "unsupported sample rate " + std::to_string(input_rate) + " Hz");
+  check_input_rate(input_rate);
   if (input_rate == kSampleRate) return;
   AVChannelLayout mono = AV_CHANNEL_LAYOUT_MONO;
   if (swr_alloc_set_opts2(&swr_, &mono, AV_SAMPLE_FMT_FLT, kSampleRate, &mono, AV_SAMPLE_FMT_FLT, input_rate, 0,
@@ -40,6 +54,18 @@ void Resampler::convert(const float* input, int count, std::vector<float>& outpu
   const int produced = swr_convert(swr_, &out, capacity, input ? &in : nullptr, count);
   if (produced < 0) throw Error(ErrorCode::kInternal, "libswresample failed to convert");
   output.resize(old_size + produced);
+}
+
+size_t Resampler::max_output(size_t input_samples) const {
+  if (!swr_) return input_samples;
+  // swr_get_out_samples is what convert() sizes its output by; it counts in int, so a
+  // larger input is bounded by its rate ratio plus the delay line instead.
+  if (input_samples <= (size_t(1) << 20)) {
+    const int n = swr_get_out_samples(swr_, int(input_samples));
+    if (n >= 0) return size_t(n);
+  }
+  const auto delay = size_t(std::max<int64_t>(0, swr_get_delay(swr_, kSampleRate)));
+  return (input_samples * kSampleRate + size_t(input_rate_) - 1) / size_t(input_rate_) + delay + 64;
 }
 
 void Resampler::push(std::span<const float> input, std::vector<float>& output) {

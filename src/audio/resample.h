@@ -7,21 +7,39 @@
 // well-tested one rather than ours. 16 kHz input passes through untouched.
 #pragma once
 
+#include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 struct SwrContext;
 
 namespace earshot::audio {
 
+// The input rates earshot takes. 8 kHz (telephone audio) is the lowest any real
+// recording uses; below it a rate is a corrupt or hostile header, and upsampling
+// from a few Hz turned each input byte into thousands of samples (an 8 Hz WAV of
+// 64 KB decoded to 1.3 GB). From 8 kHz up, one input sample makes at most two.
+inline constexpr int kMinInputSampleRate = 8000;
+inline constexpr int kMaxInputSampleRate = 1'000'000;
+
+// Throws earshot::Error(kInvalidAudio) naming the rate and the range when `rate`
+// is outside it; `source` (a file or stream name, may be empty) starts the message.
+// Called wherever a rate enters: WAV headers, FFmpeg's streams and frames, the
+// resampler, Deepgram's linear16 decoder.
+void check_input_rate(int rate, const std::string& source = "");
+
 class Resampler {
  public:
-  explicit Resampler(int input_rate);  // throws earshot::Error(kInvalidAudio) for unusable rates
+  explicit Resampler(int input_rate);  // throws earshot::Error(kInvalidAudio) outside check_input_rate's range
   ~Resampler();
   Resampler(const Resampler&) = delete;
   Resampler& operator=(const Resampler&) = delete;
 
   int input_rate() const { return input_rate_; }
+  // At most how many samples push() of `input_samples` more (or flush(), 0) appends
+  // now: what a caller with an output limit checks before pushing.
+  size_t max_output(size_t input_samples) const;
   // Appends the 16 kHz samples that the new input makes available.
   void push(std::span<const float> input, std::vector<float>& output);
   // Appends the samples held back in the filter's delay line (end of stream).

@@ -1,8 +1,11 @@
 #include "audio/wav.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
+#include "audio/resample.h"
 #include "common/error.h"
 
 namespace earshot::audio {
@@ -41,6 +44,7 @@ struct Layout {
   Format format;
   size_t data_offset = 0;
   size_t data_size = 0;
+  bool size_known = true;  // false: the 'data' size said "until the end" (0xFFFFFFFF)
 };
 
 Format parse_fmt(const uint8_t* p, size_t size, const std::string& name) {
@@ -61,6 +65,7 @@ Format parse_fmt(const uint8_t* p, size_t size, const std::string& name) {
   }
   if (f.channels == 0) fail(name, "'fmt ' chunk declares 0 channels");
   if (f.sample_rate <= 0) fail(name, "'fmt ' chunk declares sample rate " + std::to_string(u32(p + 4)));
+  check_input_rate(f.sample_rate, name);  // before any sample is read: 8 Hz would be upsampled 2000-fold
   if (f.block_align == 0) fail(name, "'fmt ' chunk declares a block size of 0 bytes");
   return f;
 }
@@ -71,7 +76,9 @@ bool encoding_supported(const Format& f) {
   return false;
 }
 
-Layout parse_layout(std::span<const uint8_t> b, const std::string& name) {
+Layout parse_layout(std::span<const uint8_t> whole, const std::string& name, size_t start = 0) {
+  // A later file of a concatenation is parsed as a file of its own; offsets are the whole input's.
+  const std::span<const uint8_t> b = whole.subspan(start);
   if (b.empty()) fail(name, "the file is empty");
   if (b.size() < 12)
     fail(name, "file ends after " + std::to_string(b.size()) + " bytes, inside the 12-byte RIFF header");
@@ -94,10 +101,12 @@ Layout parse_layout(std::span<const uint8_t> b, const std::string& name) {
       Layout layout{*format, body, size};
       if (size == kUnknownSize) {
         layout.data_size = available;
+        layout.size_known = false;
       } else if (size > available) {
         fail(name, "truncated: the 'data' chunk declares " + std::to_string(size) + " bytes but only " +
                        std::to_string(available) + " follow");
       }
+      layout.data_offset += start;
       return layout;
     }
     if (size > available) {
@@ -131,18 +140,28 @@ float sample_at(const uint8_t* p, const Format& f) {
   }
 }
 
-}  // namespace
-
-bool looks_like_wav(std::span<const uint8_t> b) {
-  return b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WAVE", 4) == 0;
+// Where the file whose data chunk `layout` describes is followed by another RIFF/WAVE
+// file: its offset, else nullopt. After the data chunk (and its pad byte, a zero,
+// which some writers leave out) come chunks of the same file (LIST, id3...),
+// skipped, until a RIFF header that starts a WAVE file; a chunk running past the
+// end ends the search (trailing bytes are ignored, as before). The stream decoder
+// walks the same way (stream_decoder.cpp, find_next_wav).
+std::optional<size_t> next_wav_file(std::span<const uint8_t> b, const Layout& layout) {
+  // 0 and 0xFFFFFFFF are streaming writers' "until the end" (FFmpeg reads them so):
+  // what follows is that file's audio, not another file.
+  if (!layout.size_known || layout.data_size == 0) return std::nullopt;
+  size_t pos = layout.data_offset + layout.data_size;
+  if ((layout.data_size & 1) && pos < b.size() && b[pos] == 0) ++pos;
+  while (pos + 8 <= b.size()) {
+    if (looks_like_wav(b.subspan(pos))) return pos;
+    const uint32_t size = u32(b.data() + pos + 4);
+    if (size > b.size() - pos - 8) return std::nullopt;
+    pos += 8 + size + (size & 1);
+  }
+  return std::nullopt;
 }
 
-bool wav_encoding_supported(std::span<const uint8_t> bytes, const std::string& name) {
-  return encoding_supported(parse_layout(bytes, name).format);
-}
-
-PcmAudio parse_wav(std::span<const uint8_t> bytes, const std::string& name) {
-  const Layout layout = parse_layout(bytes, name);
+PcmAudio decode_layout(std::span<const uint8_t> bytes, const Layout& layout, const std::string& name) {
   const Format& f = layout.format;
   if (!encoding_supported(f)) {
     throw Error(ErrorCode::kUnsupported, name + ": WAV sample encoding (format tag " + std::to_string(f.tag) + ", " +
@@ -163,7 +182,48 @@ PcmAudio parse_wav(std::span<const uint8_t> bytes, const std::string& name) {
   for (size_t i = 0; i < out.interleaved.size(); ++i, p += bytes_per_sample) {
     out.interleaved[i] = sample_at(p, f);
   }
+  if (f.tag == kFormatFloat) {
+    // NaN and infinity are no sound: they would reach the model and poison every
+    // feature of their window. Only corrupt or hostile files carry them; refused.
+    // (A double beyond float's range becomes infinity here and is refused too.)
+    for (size_t i = 0; i < out.interleaved.size(); ++i) {
+      if (!std::isfinite(out.interleaved[i])) {
+        const size_t frame = i / size_t(f.channels);
+        char at[48];
+        std::snprintf(at, sizeof at, "%.3f", double(frame) / f.sample_rate);
+        fail(name, "float sample " + std::to_string(frame) + " (at " + at +
+                       " s) is not a finite number (NaN or infinity): the audio is corrupt");
+      }
+    }
+  }
   return out;
+}
+
+}  // namespace
+
+bool looks_like_wav(std::span<const uint8_t> b) {
+  return b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WAVE", 4) == 0;
+}
+
+bool wav_encoding_supported(std::span<const uint8_t> bytes, const std::string& name) {
+  return encoding_supported(parse_layout(bytes, name).format);
+}
+
+PcmAudio parse_wav(std::span<const uint8_t> bytes, const std::string& name) {
+  return decode_layout(bytes, parse_layout(bytes, name), name);
+}
+
+std::vector<PcmAudio> parse_wav_files(std::span<const uint8_t> bytes, const std::string& name) {
+  std::vector<PcmAudio> files;
+  Layout layout = parse_layout(bytes, name);
+  while (true) {
+    files.push_back(decode_layout(bytes, layout, name));
+    const std::optional<size_t> next = next_wav_file(bytes, layout);
+    if (!next) return files;
+    layout = parse_layout(
+        bytes, name + " (WAV file " + std::to_string(files.size() + 1) + ", at byte " + std::to_string(*next) + ")",
+        *next);
+  }
 }
 
 std::vector<float> downmix_to_mono(std::span<const float> interleaved, int channels) {

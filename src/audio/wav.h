@@ -29,13 +29,23 @@ bool wav_encoding_supported(std::span<const uint8_t> bytes, const std::string& n
 
 // Decodes a whole WAV file. Unknown chunks are skipped. Throws
 // earshot::Error(kInvalidAudio) naming `name` and what is wrong (truncated
-// header or data, missing chunk, inconsistent format fields...).
+// header or data, missing chunk, inconsistent format fields, a sample rate
+// outside check_input_rate's range (checked before any sample is read), a float
+// sample that is NaN or infinite...).
 PcmAudio parse_wav(std::span<const uint8_t> bytes, const std::string& name);
+
+// Every WAV file of `bytes`: the first, then each RIFF/WAVE file that follows the
+// one before's 'data' chunk (WAV files sent back to back), skipping the chunks in
+// between; trailing bytes that start no WAVE file are ignored, as parse_wav
+// ignores them. A 'data' size of 0 or 0xFFFFFFFF (streaming writers' "until the
+// end") ends the list.
+std::vector<PcmAudio> parse_wav_files(std::span<const uint8_t> bytes, const std::string& name);
 
 // Averages the channels of interleaved samples into one.
 std::vector<float> downmix_to_mono(std::span<const float> interleaved, int channels);
 
-// parse_wav, downmix_to_mono and resample_to_16k: a whole WAV file as 16 kHz mono.
+// parse_wav_files, downmix_to_mono and resample_to_16k: a whole WAV file (or
+// several back to back, each resampled from its own rate) as 16 kHz mono.
 std::vector<float> wav_to_16k_mono(std::span<const uint8_t> bytes, const std::string& name);
 
 // The whole file's bytes. Throws earshot::Error(kIo) naming the file: no such file,

@@ -9,8 +9,12 @@
 namespace earshot::audio {
 
 std::vector<float> wav_to_16k_mono(std::span<const uint8_t> bytes, const std::string& name) {
-  const PcmAudio pcm = parse_wav(bytes, name);
-  return resample_to_16k(downmix_to_mono(pcm.interleaved, pcm.channels), pcm.sample_rate);
+  std::vector<float> out;
+  for (const PcmAudio& pcm : parse_wav_files(bytes, name)) {
+    const std::vector<float> samples = resample_to_16k(downmix_to_mono(pcm.interleaved, pcm.channels), pcm.sample_rate);
+    out.insert(out.end(), samples.begin(), samples.end());
+  }
+  return out;
 }
 
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "bench/prompted_reference.h"
 #include "bench/transducer_reference.h"
 #include "common/error.h"
 #include "common/sample_rate.h"
@@ -85,42 +86,73 @@ std::vector<TimedWord> estimate_word_times(const std::string& reference, const s
   return words;
 }
 
-ReferenceDecoder::ReferenceDecoder(std::unique_ptr<AsrDecoder> inner, std::vector<TimedWord> words,
-                                   std::shared_ptr<FedAudio> fed, PartialWord partial)
-    : inner_(std::move(inner)), fed_(std::move(fed)), partial_(partial) {
-  if (!inner_ || !fed_) throw Error(ErrorCode::kInternal, "ReferenceDecoder needs a decoder and a fed-audio record");
-  const AsrText& text = inner_->text();
+ReferenceTokens reference_tokens(const std::vector<TimedWord>& words,
+                                 const std::function<std::vector<int32_t>(const std::string&)>& encode,
+                                 const std::function<std::string(int32_t)>& decode,
+                                 const std::function<bool(int32_t)>& keep) {
   std::string joined;
   std::vector<size_t> word_end_byte;  // each word's end in `joined`, its leading space included before it
   for (const TimedWord& w : words) {
     joined += " " + w.text;
     word_end_byte.push_back(joined.size());
   }
-  const std::vector<int32_t> all = text.encode(joined);
-  const std::vector<int32_t> suppressed_list = text.suppressed_tokens();
-  const std::unordered_set<int32_t> suppressed(suppressed_list.begin(), suppressed_list.end());
-  // Each token belongs to the word holding its first byte; tokens a Whisper
-  // model never chooses are dropped (a real model could not write them either).
+  ReferenceTokens out;
   std::vector<size_t> word_of;
   size_t byte = 0, word = 0;
-  for (int32_t id : all) {
+  for (int32_t id : encode(joined)) {
     while (word + 1 < word_end_byte.size() && byte >= word_end_byte[word]) ++word;
-    byte += text.decode(std::span<const int32_t>(&id, 1)).size();
-    if (suppressed.count(id) || text.is_special(id)) continue;
-    tokens_.push_back(id);
+    byte += decode(id).size();
+    if (!keep(id)) continue;
+    out.tokens.push_back(id);
     word_of.push_back(word);
   }
-  for (size_t i = 0; i < tokens_.size();) {
+  for (size_t i = 0; i < out.tokens.size();) {
     size_t j = i;
-    while (j < tokens_.size() && word_of[j] == word_of[i]) ++j;
+    while (j < out.tokens.size() && word_of[j] == word_of[i]) ++j;
     const TimedWord& w = words[word_of[i]];
     for (size_t k = i; k < j; ++k) {
-      token_time_.push_back(w.start + (w.end - w.start) * static_cast<double>(k - i) / static_cast<double>(j - i));
-      word_start_.push_back(w.start);
-      word_end_.push_back(w.end);
+      out.time.push_back(w.start + (w.end - w.start) * static_cast<double>(k - i) / static_cast<double>(j - i));
+      out.word_start.push_back(w.start);
+      out.word_end.push_back(w.end);
     }
     i = j;
   }
+  return out;
+}
+
+size_t ReferencePlace::locate(const std::vector<int32_t>& reference, const std::vector<int32_t>& history) {
+  size_t best_length = 0, best_end = 0;
+  for (size_t e = floor + 1; e <= reference.size(); ++e) {
+    size_t k = 0;
+    while (k < history.size() && k < e - floor && reference[e - 1 - k] == history[history.size() - 1 - k]) ++k;
+    if (k > best_length) {
+      best_length = k;
+      best_end = e;
+      if (k == history.size()) break;
+    }
+  }
+  if (best_length == 0) return known_end;
+  floor = best_end - best_length;
+  known_end = std::max(known_end, best_end);
+  return best_end;
+}
+
+ReferenceDecoder::ReferenceDecoder(std::unique_ptr<AsrDecoder> inner, std::vector<TimedWord> words,
+                                   std::shared_ptr<FedAudio> fed, PartialWord partial)
+    : inner_(std::move(inner)), fed_(std::move(fed)), partial_(partial) {
+  if (!inner_ || !fed_) throw Error(ErrorCode::kInternal, "ReferenceDecoder needs a decoder and a fed-audio record");
+  const AsrText& text = inner_->text();
+  const std::vector<int32_t> suppressed_list = text.suppressed_tokens();
+  const std::unordered_set<int32_t> suppressed(suppressed_list.begin(), suppressed_list.end());
+  // Tokens a Whisper model never chooses are dropped (a real model could not write them either).
+  ReferenceTokens r = reference_tokens(
+      words, [&](const std::string& s) { return text.encode(s); },
+      [&](int32_t id) { return text.decode(std::span<const int32_t>(&id, 1)); },
+      [&](int32_t id) { return !suppressed.count(id) && !text.is_special(id); });
+  tokens_ = std::move(r.tokens);
+  token_time_ = std::move(r.time);
+  word_start_ = std::move(r.word_start);
+  word_end_ = std::move(r.word_end);
   // A first step that has nothing to say cannot end the pass (the end token is
   // suppressed there): it says whitespace, which no policy shows or commits.
   const std::vector<int32_t> blank_list = text.blank_tokens();
@@ -151,29 +183,10 @@ void ReferenceDecoder::reset(int n_sequences) {
 }
 
 void ReferenceDecoder::locate(std::span<const int32_t> prompt) {
-  // The prompt's text tokens (context, then the forced prefix) are reference
-  // tokens already committed: the pass continues after the longest suffix of
-  // them found in the reference (the earliest such place at or after the last).
   std::vector<int32_t> history;
   for (int32_t id : prompt)
     if (!inner_->text().is_special(id)) history.push_back(id);
-  size_t best_length = 0, best_end = 0;
-  for (size_t e = floor_ + 1; e <= tokens_.size(); ++e) {
-    size_t k = 0;
-    while (k < history.size() && k < e - floor_ && tokens_[e - 1 - k] == history[history.size() - 1 - k]) ++k;
-    if (k > best_length) {
-      best_length = k;
-      best_end = e;
-      if (k == history.size()) break;
-    }
-  }
-  if (best_length == 0) {
-    cursor_ = known_end_;
-    return;
-  }
-  floor_ = best_end - best_length;
-  cursor_ = best_end;
-  known_end_ = std::max(known_end_, cursor_);
+  cursor_ = place_.locate(tokens_, history);
 }
 
 DecodeResult ReferenceDecoder::decode(const DecodeRequest& request) {
@@ -264,8 +277,21 @@ ReferenceStream open_reference_stream(const engine::Engine& engine, engine::Stre
     out.decoder = d.get();
     return d;
   };
+  // An audio-LLM decoder (Qwen3-ASR): its AlignAtt's border holds words back.
+  auto inner_prompted = std::move(request.wrap_prompted_decoder);
+  request.wrap_prompted_decoder =
+      [&](std::unique_ptr<PromptedAsrDecoder> decoder) -> std::unique_ptr<PromptedAsrDecoder> {
+    if (inner_prompted) decoder = inner_prompted(std::move(decoder));
+    if (policy != "alignatt") {
+      throw Error(ErrorCode::kUnsupported, "--workload reference runs " + engine.capabilities().family +
+                                               " with --policy alignatt only (not " + policy + ")");
+    }
+    auto d = std::make_unique<PromptedReference>(std::move(decoder), std::move(words), fed);
+    out.prompted = d.get();
+    return d;
+  };
   std::unique_ptr<OnlineProcessor> processor = engine.open_stream(request);
-  if (out.decoder) {
+  if (out.decoder || out.prompted) {
     out.processor = std::make_unique<FedAudioProcessor>(std::move(processor), fed);
   } else if (steer->bound()) {
     out.transducer = steer.get();

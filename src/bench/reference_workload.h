@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,6 +71,28 @@ std::vector<SpeechSpan> speech_segments(std::shared_ptr<const vad::VadModel> mod
 // audio), in proportion to their length + 1, clamped to [0, audio_seconds - 0.12].
 std::vector<TimedWord> estimate_word_times(const std::string& reference, const std::vector<SpeechSpan>& speech,
                                            double audio_seconds);
+
+// The reference as a model's tokens: `words` joined with a space before each,
+// encoded whole; each token belongs to the word holding its first byte, and the
+// k-th of a word's n tokens is placed at start + k/n of its span. Tokens `keep`
+// refuses are left out (a Whisper model's suppressed tokens).
+struct ReferenceTokens {
+  std::vector<int32_t> tokens;
+  std::vector<double> time, word_start, word_end;  // per token
+};
+ReferenceTokens reference_tokens(const std::vector<TimedWord>& words,
+                                 const std::function<std::vector<int32_t>(const std::string&)>& encode,
+                                 const std::function<std::string(int32_t)>& decode,
+                                 const std::function<bool(int32_t)>& keep);
+
+// Where a pass starts in the reference: the prompt's text tokens (context, then
+// the forced prefix) are reference tokens already committed, so the pass goes on
+// after the longest suffix of them found in the reference (the earliest such
+// place at or after the last); with none found, where the furthest pass got.
+struct ReferencePlace {
+  size_t floor = 0, known_end = 0;
+  size_t locate(const std::vector<int32_t>& reference, const std::vector<int32_t>& history);
+};
 
 // How a word the audio has begun but not finished is offered.
 enum class PartialWord {
@@ -122,9 +145,9 @@ class ReferenceDecoder : public AsrDecoder {
   int32_t filler_ = -1;  // a whitespace token, for a first step with nothing to say
   double buffer_start_ = 0, buffer_end_ = 0;
   int content_frames_ = 0;
-  size_t floor_ = 0, known_end_ = 0;  // where prompts were last found in tokens_
-  size_t cursor_ = 0;                 // next reference token of this pass
-  bool derailed_ = false;             // the policy chose something else: end the pass
+  ReferencePlace place_;   // where prompts were last found in tokens_
+  size_t cursor_ = 0;      // next reference token of this pass
+  bool derailed_ = false;  // the policy chose something else: end the pass
 };
 
 // OnlineProcessor decorator that records the stream time of the audio inserted
@@ -159,19 +182,24 @@ class FedAudioProcessor : public OnlineProcessor {
 };
 
 class TransducerReference;
+class PromptedReference;
 
 struct ReferenceStream {
   std::unique_ptr<OnlineProcessor> processor;
   const ReferenceDecoder* decoder = nullptr;  // owned by the processor
+  // An audio-LLM decoder's instead (prompted_reference.h: Qwen3-ASR), owned by the processor.
+  const PromptedReference* prompted = nullptr;
   // A streaming transducer's steer instead (transducer_reference.h), owned by the processor.
   const TransducerReference* transducer = nullptr;
 };
 
 // A stream of `engine` whose decoder is a ReferenceDecoder over `words` (the
 // policy's hold-back mode chosen from request.policy; a wrap_decoder the
-// request has wraps the model's decoder first), or, for a cache-aware
-// streaming transducer, whose greedy choices a TransducerReference makes.
-// Throws kUnsupported for any other model (an offline transducer, Qwen3-ASR).
+// request has wraps the model's decoder first), for an audio-LLM decoder
+// (Qwen3-ASR's AlignAtt) a PromptedReference, or, for a cache-aware streaming
+// transducer, whose greedy choices a TransducerReference makes. Throws
+// kUnsupported for any other model or policy (an offline transducer, Qwen3-ASR's
+// rolling mode).
 ReferenceStream open_reference_stream(const engine::Engine& engine, engine::StreamRequest request,
                                       std::vector<TimedWord> words);
 

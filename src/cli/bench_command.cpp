@@ -35,6 +35,7 @@
 #include "bench/translation_reference.h"
 #include "cli/bench_diarization.h"
 #include "cli/bench_settings.h"
+#include "cli/bench_turns.h"
 #include "cli/commands.h"
 #include "common/command_line.h"
 #include "common/error.h"
@@ -538,7 +539,7 @@ BenchInputs load_inputs(const BenchSettings& s, bench::BenchConfig& config) {
     config.utterances.push_back(u);
   }
   const bool reference = s.workload == BenchWorkload::kReference;
-  if (reference || s.capacity) in.vad = vad::VadModel::load(vad_model_path(s.vad_model));
+  if (reference || s.capacity || s.turns) in.vad = vad::VadModel::load(vad_model_path(s.vad_model));
   if (reference) {
     for (size_t i = 0; i < in.audio.size(); ++i) {
       const bench::Utterance& u = config.utterances[i];
@@ -597,7 +598,9 @@ struct BenchRun {
   const BenchInputs& in;
   const TranslationBench* translation;
   const DiarizationBench* diarization;
-  const stages::StageChain* capacity_stages;  // --capacity: every session's chain (null: none)
+  const stages::StageChain* capacity_stages;       // --capacity: every session's chain (null: none)
+  const stages::StageChain& chain;                 // every stage loaded (--turns: the turn stage)
+  const std::vector<bench::TurnClip>& turn_clips;  // --turns: the dataset's clips (else empty)
   bench::BenchReport& report;
   bench::CapacityReport& capacity_report;
 };
@@ -622,6 +625,10 @@ void measure_policies(const fs::path& model_file, const std::string& suffix, boo
   }
   for (const std::string& p : own) {
     engine->resolve_policy(p);  // a policy this model lacks fails before the run
+    if (s.turns) {
+      run_turn_bench(*engine, p + suffix, p, s, run.turn_clips, run.in.vad, run.chain);
+      continue;
+    }
     if (s.capacity) {
       run_capacity_mode(*engine, p + suffix, p, s, run.in, run.capacity_stages, run.capacity_report);
       continue;
@@ -639,6 +646,7 @@ void measure_policies(const fs::path& model_file, const std::string& suffix, boo
 // The reports: capacity's files, or the table on stdout and the files asked for.
 void write_reports(const BenchSettings& s, const bench::BenchReport& report,
                    const bench::CapacityReport& capacity_report) {
+  if (s.turns) return;  // its rows went to stdout as each policy finished
   if (s.capacity) {
     if (s.json) write_file(*s.json, [&](std::ostream& o) { bench::write_capacity_json(o, capacity_report); });
     if (s.markdown)
@@ -696,11 +704,19 @@ int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
     capacity_report.diarization_lag_limit = diarization_lag_limit(*s.capacity, args, s.lag_limit());
   const std::optional<TranslationBench> translation = translation_bench(chain, s, config.utterances);
   if (translation) s.stream.keep_tails = true;  // the translation's drafts read each emission's provisional words
+  std::vector<bench::TurnClip> turn_clips;
+  if (s.turns) {
+    std::vector<std::string> ids;
+    for (const bench::Utterance& u : config.utterances) ids.push_back(u.id);
+    turn_clips = cli::turn_clips(in.audio, ids, in.reference_words, in.vad, *s.turns);
+  }
 
   BenchRun run{in,
                translation ? &*translation : nullptr,
                diarization ? &*diarization : nullptr,
                s.capacity && !chain.empty() ? &chain : nullptr,
+               chain,
+               turn_clips,
                report,
                capacity_report};
   for (const fs::path& model_file : models) {

@@ -82,13 +82,19 @@ void BenchSettings::declare(Args& args) {
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
       .option("beams", "alignatt beam width (1 = greedy)", "1")
       .option("workload",
-              "model (the model's own tokens) or reference (real graphs, reference tokens: Whisper's decoder or a "
-              "streaming transducer's greedy choices; with --translate-to the translation LLM's too, which copies "
-              "its source; docs/benchmarks.md)",
+              "model (the model's own tokens) or reference (real graphs, reference tokens: Whisper's decoder, "
+              "Qwen3-ASR's AlignAtt or a streaming transducer's greedy choices; with --translate-to the translation "
+              "LLM's too, which copies its source; docs/benchmarks.md)",
               "model")
       .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
       .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")
-      .option("workers", "--capacity: scheduler worker threads (the server's --workers)", "2")
+      .option("workers", "--capacity and --turns: scheduler worker threads (the server's --workers)", "2")
+      .option(
+          "turns",
+          "measure end-of-turn delays instead (multi-turn or two-speaker: turns made from the dataset's files; "
+          "real time, 20 ms frames, --sessions streams at once): end of speech to VAD end, final text, end of turn; "
+          "false ends inside pauses",
+          "")
       .option("max-sessions", "--capacity with --sessions auto: the largest N tried", "64")
       .option("max-buffered-seconds",
               "--capacity: audio waiting per stream beyond which the oldest is skipped (the server's option)", "60")
@@ -131,6 +137,13 @@ BenchSettings BenchSettings::read(const Args& args) {
   } else if (args.has("diarization-workers")) {
     refuse("--diarization-workers goes with --capacity (without it each stream is diarized in order, after its ASR)");
   }
+  if (!args.get("turns").empty()) {
+    if (s.capacity) refuse("--turns and --capacity are separate runs: give one");
+    if (args.get_flag("as-fast-as-possible")) refuse("--turns runs in real time (drop --as-fast-as-possible)");
+    s.turns = bench::parse_turn_dataset_kind(args.get("turns"));
+    s.turn_workers = static_cast<int>(args.get_int("workers"));
+    if (s.turn_workers < 1) refuse("--workers must be >= 1");
+  }
   s.sessions = s.capacity ? 1 : static_cast<int>(args.get_int("sessions"));
   if (s.sessions < 1) refuse("--sessions must be >= 1");
   s.threads = engine::read_threads(args);
@@ -160,6 +173,7 @@ BenchSettings BenchSettings::read(const Args& args) {
   if (s.workload == BenchWorkload::kReference && s.model.policies.alignatt.beams != 1)
     refuse("--workload reference decodes greedily: use --beams 1");
   if (s.capacity && !s.baselines.empty()) refuse("--capacity measures earshot's policies; drop --baseline");
+  if (s.turns && !s.baselines.empty()) refuse("--turns measures earshot's policies; drop --baseline");
   s.baseline_binary = args.get("baseline-binary");
   s.models = split_list(args.get("model"));
   s.vad_model = args.get("vad-model");

@@ -13,6 +13,7 @@
 
 #include "bench/normalizer.h"
 #include "bench/runner.h"
+#include "bench/turns.h"
 #include "cli/commands.h"
 #include "common/command_line.h"
 #include "engine/model_spec.h"
@@ -69,6 +70,10 @@ struct BenchSettings {
   std::string vad_model;                            // --vad-model; "" = the model cache's
   std::optional<CapacitySettings> capacity;         // --capacity
   std::optional<std::string> json, markdown, plot;  // the report files (--json, --markdown, --plot)
+  // --turns: the delays from each end of speech to its final text and end of turn (bench/turns.h),
+  // over --sessions streams of this turn dataset at once, on --workers scheduler threads.
+  std::optional<bench::TurnDatasetKind> turns;
+  int turn_workers = 2;
 
   // The p95 lag a capacity run must stay under: --lag-limit, else the chunk + 0.5 s
   // (1 s at the default 0.5 s chunk).

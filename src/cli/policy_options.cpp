@@ -1,5 +1,7 @@
 #include "cli/policy_options.h"
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "common/error.h"
@@ -52,6 +54,30 @@ policy::AlignAttConfig read_alignatt_options(const Args& args, policy::AlignAttC
   config.set_guards(guards == "on");
   config.validate();
   return config;
+}
+
+void declare_keyterm_options(Args& args) {
+  args.option("keyterms",
+              "a file of terms every stream expects (names, products, jargon): one per line, optionally "
+              "term:weight; a stream's own (Deepgram keyterm/keywords, OpenAI prompt) are added. Whisper and "
+              "Qwen3-ASR read them as prompt text, transducers boost them (--keyterm-bonus)",
+              "");
+}
+
+Keyterms read_keyterms(const Args& args, policy::AlignAttConfig& alignatt) {
+  Keyterms keyterms;
+  const std::string file = args.get("keyterms");
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) throw Error(ErrorCode::kInvalidArgument, "--keyterms: cannot read '" + file + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    keyterms = parse_keyterms_list(text.str(), "--keyterms " + file);
+  }
+  keyterms.prompt = alignatt.static_init_prompt;
+  alignatt.static_init_prompt.clear();
+  keyterms.check_limits("--keyterms");
+  return keyterms;
 }
 
 }  // namespace earshot::cli

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/command_line.h"
+#include "common/keyterms.h"
 #include "policy/alignatt/alignatt_config.h"
 
 namespace earshot::cli {
@@ -22,5 +23,15 @@ policy::AlignAttConfig read_alignatt_options(const Args& args, policy::AlignAttC
 // beam search is AlignAtt's. Throws Error(kInvalidArgument) "--beams applies to
 // --policy alignatt only" for a width other than 1 with another policy.
 void check_beams_policy(int beams, const std::string& policy);
+
+// --keyterms FILE: the vocabulary every stream expects (one term per line, term:weight).
+void declare_keyterm_options(Args& args);
+// The command's vocabulary: --keyterms' file, with --static-init-prompt (WhisperLiveKit's
+// option, read into `alignatt` by read_alignatt_options) moved out of the AlignAtt
+// settings into its prompt text: Whisper's engine puts it back in the same place,
+// verbatim, and the other families read it too (Qwen3-ASR's context, the
+// transducers' phrases). Throws Error naming the option for an unreadable file or
+// one over the limits.
+Keyterms read_keyterms(const Args& args, policy::AlignAttConfig& alignatt);
 
 }  // namespace earshot::cli

@@ -160,9 +160,10 @@ ServeSetup prepare_serve(ServeSettings settings, const Args& args) {
       throw Error(ErrorCode::kIo, "--trace-dir " + trace_dir.string() + ": cannot create the folder");
   }
   auto streams = std::make_shared<std::atomic<uint64_t>>(0);
-  hooks.make_processor = [engine, defaults, trace_dir, streams](const std::string& language) {
+  hooks.make_processor = [engine, defaults, trace_dir, streams](const server::ProcessorRequest& r) {
     engine::StreamRequest request = defaults;
-    request.language = language;
+    request.language = r.language;
+    request.keyterms = r.keyterms;
     if (!trace_dir.empty()) {
       // One file per stream, written by the one worker that runs the stream's step.
       const std::filesystem::path file = trace_dir / ("stream-" + std::to_string(++*streams) + ".jsonl");
@@ -187,12 +188,12 @@ ServeSetup prepare_serve(ServeSettings settings, const Args& args) {
 
   if (settings.warmup_file) {
     std::vector<float> pcm = audio::load_file(*settings.warmup_file);
-    auto processor = hooks.make_processor(config.default_language);
+    auto processor = hooks.make_processor({config.default_language, config.keyterms});
     pcm.resize(std::min<size_t>(pcm.size(), kSampleRate * 5));
     processor->insert_audio(pcm, static_cast<double>(pcm.size()) / kSampleRate);
     processor->finish();
   } else {
-    hooks.make_processor(config.default_language)->warmup();
+    hooks.make_processor({config.default_language, config.keyterms})->warmup();
   }
   return ServeSetup{std::move(config), std::move(hooks)};
 }

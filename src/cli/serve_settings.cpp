@@ -43,6 +43,10 @@ server::ServerConfig read_server_config(const Args& args) {
   config.write_timeout_seconds = args.get_double("write-timeout");
   config.shutdown_grace_seconds = args.get_double("shutdown-grace-s");
   config.max_uploads = static_cast<int>(args.get_int("max-uploads"));
+  config.body_timeout_seconds = args.get_double("body-timeout-s");
+  config.body_min_bytes_per_second = 1024.0 * args.get_double("body-min-rate-kb");
+  if (!(config.body_timeout_seconds > 0)) refuse("--body-timeout-s must be > 0");
+  if (!(config.body_min_bytes_per_second >= 0)) refuse("--body-min-rate-kb must be >= 0");
   const long max_connections = args.get_int("max-connections");
   if (max_connections < 1 || max_connections > 1000000) refuse("--max-connections must be 1..1000000");
   config.max_connections = static_cast<int>(max_connections);
@@ -83,6 +87,7 @@ void ServeSettings::declare(Args& args) {
       .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
       .option("beams", "beam search width (1 = greedy)", "1");
   declare_alignatt_options(args);
+  declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kServe);
   stages::StageChain::declare(args, stages::Command::kServe);
   args.option("ssl-certfile", "TLS certificate (PEM); with --ssl-keyfile serves https/wss", "")
@@ -116,6 +121,9 @@ void ServeSettings::declare(Args& args) {
       .option("shutdown-grace-s",
               "SIGINT/SIGTERM: seconds streams get to finish; then their text so far is sent as final", "30")
       .option("max-uploads", "upload bodies received at once (more get 503 with Retry-After)", "4")
+      .option("body-timeout-s", "seconds a request body (an upload) may take to arrive in full (then 408)", "600")
+      .option("body-min-rate-kb",
+              "slowest average rate of a request body after its first 10 s (KiB/s; slower gets 408; 0 = any)", "8")
       .option("max-connections",
               "open TCP connections at once (HTTP, WebSocket, TLS handshakes); more are closed at accept "
               "(plain HTTP first gets 503 with Retry-After)",
@@ -126,7 +134,12 @@ void ServeSettings::declare(Args& args) {
               "0")
       .option("transcription-timeout", "seconds a file transcription may take (then 408)", "600")
       .option("max-step-seconds", "most audio one model step takes when a session fell behind", "10")
-      .option("max-buffered-seconds", "audio waiting per stream beyond which the oldest is skipped", "60");
+      .option("max-buffered-seconds",
+              "audio waiting per stream: a client sending faster than real time is no longer read at this "
+              "limit (backpressure); for one paced in real time the oldest is skipped, and announced; also the "
+              "most one WebSocket message may decode to (0: no limit on waiting audio, and --max-audio-minutes "
+              "per message)",
+              "60");
 }
 
 std::optional<ServeSettings> ServeSettings::parse(Args& args, const CommandArgs& argv) {
@@ -141,7 +154,8 @@ ServeSettings ServeSettings::read(const Args& args) {
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.long_silence = s.config.stream.pause_segmentation_seconds;
   alignatt.language = s.config.default_language;
-  const policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(alignatt));
+  policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(alignatt));
+  s.config.keyterms = read_keyterms(args, policy_config);
   s.model = engine::read_model_spec(args, CommandKind::kServe);
   s.model.policies.alignatt = policy_config;
   s.model.policies.localagreement.long_silence = s.config.stream.pause_segmentation_seconds;

@@ -79,6 +79,7 @@ int transcribe_files(TranscribeSettings s, const Args& args) {
   engine::StreamRequest request;
   request.policy = engine->resolve_policy(s.policy);
   request.language = s.language;
+  request.keyterms = s.keyterms;
   check_beams_policy(s.model.policies.alignatt.beams, request.policy);
   if (request.policy != "alignatt" && trace.is_open()) {
     throw Error(ErrorCode::kInvalidArgument, "--trace applies to --policy alignatt only");

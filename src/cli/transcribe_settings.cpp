@@ -31,6 +31,7 @@ void TranscribeSettings::declare(Args& args) {
       .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
       .option("output", "write the transcript here instead of stdout", "");
   declare_alignatt_options(args);
+  declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kTranscribe);
   stages::StageChain::declare(args, stages::Command::kTranscribe);
 }
@@ -52,6 +53,7 @@ TranscribeSettings TranscribeSettings::read(const Args& args) {
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   alignatt.never_fire = args.get_flag("never-fire");
   s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
+  s.keyterms = read_keyterms(args, s.model.policies.alignatt);
   s.policy = args.get("policy");
   s.language = args.get("language");
   s.format = args.get("format");

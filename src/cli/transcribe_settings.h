@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/transcribe.h"
 #include "common/command_line.h"
+#include "common/keyterms.h"
 #include "engine/model_spec.h"
 
 namespace earshot::cli {
@@ -36,6 +37,7 @@ struct TranscribeSettings {
   engine::ModelSpec model;
   std::string policy;                                // --policy; "" = the model's first
   std::string language;                              // --language: a code, or auto
+  Keyterms keyterms;                                 // --keyterms, --static-init-prompt
   TranscribeOptions feed;                            // --chunk, --realtime
   std::string format;                                // txt, json, srt, vtt or rttm
   std::optional<std::string> events, trace, output;  // --events, --trace, --output files

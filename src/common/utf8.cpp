@@ -1,5 +1,6 @@
 #include "common/utf8.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace earshot {
@@ -66,6 +67,41 @@ std::string valid_utf8_prefix(std::string_view text, size_t max_bytes) {
   // Back off over continuation bytes (10xxxxxx) to the start of the character cut in two.
   while (end > 0 && (static_cast<unsigned char>(out[end]) & 0xC0) == 0x80) --end;
   out.resize(end);
+  return out;
+}
+
+std::string quote_client_text(std::string_view text, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "'";
+  size_t i = 0;
+  while (i < text.size()) {
+    char32_t cp = 0;
+    const size_t n = utf8_sequence_length(text, i, &cp);
+    if (i + std::max<size_t>(n, 1) > max_bytes) break;
+    if (n == 0 || cp < 0x20 || cp == 0x7F) {
+      const auto byte = static_cast<unsigned char>(text[i]);
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+      i += 1;
+    } else if (cp >= 0x80 && cp <= 0x9F) {
+      out += "\\u00";
+      out += kHex[cp >> 4];
+      out += kHex[cp & 0xF];
+      i += n;
+    } else if (cp == '\\') {
+      out += "\\\\";
+      i += 1;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  out += '\'';
+  if (i < text.size()) {
+    out.insert(out.size() - 1, "...");
+    out += " (" + std::to_string(text.size()) + " bytes)";
+  }
   return out;
 }
 

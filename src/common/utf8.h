@@ -25,4 +25,14 @@ std::string to_valid_utf8(std::string_view text);
 // WebSocket close reason, say: 123 bytes at most, and valid UTF-8).
 std::string valid_utf8_prefix(std::string_view text, size_t max_bytes);
 
+// What a client sent, as an error message quotes it: in single quotes, printable
+// and short. Control characters (C0, DEL, C1) and bytes that are not well-formed
+// UTF-8 are written as \xNN (C1 as \u0080..\u009F), a backslash as \\, so a
+// NUL no longer cuts the message where it is read through what() and a newline
+// or a terminal escape does not reach a log raw. At most `max_bytes` of the text
+// are quoted (cut at a character boundary); a longer one ends in "..." and says
+// its length: 'KeepAliveKeepAlive...' (1048576 bytes).
+inline constexpr size_t kMaxQuotedBytes = 64;
+std::string quote_client_text(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
+
 }  // namespace earshot

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace earshot::engine {
 
@@ -13,7 +14,7 @@ std::string Engine::language_problem(const std::string& language) const {
     return language == "en" ? "" : "this model is English-only: use language=en or auto";
   }
   if (std::find(c.languages.begin(), c.languages.end(), language) != c.languages.end()) return "";
-  return "unknown language code '" + language + "'";
+  return "unknown language code " + quote_client_text(language);
 }
 
 std::string Engine::resolve_policy(const std::string& policy) const {

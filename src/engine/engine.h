@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "common/keyterms.h"
 #include "common/sample_rate.h"
 #include "model/asr_decoder.h"
 #include "model/model_pass.h"
+#include "model/prompted_asr.h"
 #include "model/transducer_stream.h"
 #include "policy/online_processor.h"
 
@@ -32,8 +34,11 @@ struct Capabilities {
 };
 
 struct StreamRequest {
-  std::string language = "auto";                       // a code, or auto
-  std::string policy;                                  // one of Capabilities::policies; "" = the default
+  std::string language = "auto";  // a code, or auto
+  std::string policy;             // one of Capabilities::policies; "" = the default
+  // The vocabulary to expect: Whisper and Qwen3-ASR take it as prompt text, the
+  // transducers boost its phrases while decoding. Empty: the model as it is.
+  Keyterms keyterms;
   PassReport on_pass;                                  // optional: every model pass of this stream, timed
   std::function<void(const std::string&)> on_warning;  // optional: per-pass warnings (loop guards...)
   // Optional: one JSON line per policy pass (AlignAtt's --trace format; a policy without a trace ignores it).
@@ -42,6 +47,8 @@ struct StreamRequest {
   // the stream's decoder (already timed by on_pass) before the policy gets it. A
   // family without an AsrDecoder never calls it (the caller can tell).
   std::function<std::unique_ptr<AsrDecoder>(std::unique_ptr<AsrDecoder>)> wrap_decoder;
+  // The same for an audio-LLM family's decoder (model/prompted_asr.h: Qwen3-ASR).
+  std::function<std::unique_ptr<PromptedAsrDecoder>(std::unique_ptr<PromptedAsrDecoder>)> wrap_prompted_decoder;
   // Optional, for measurement tools only: a streaming transducer's greedy choices
   // (model/transducer_stream.h); bound when the stream opens. A family or model
   // without a streaming transducer never binds it (the caller can tell).

@@ -57,12 +57,26 @@ struct StreamError {
 
 // The client asked for a flush (StreamSession::finalize): every word of the
 // audio before `at` has been committed (the words of that flush precede this).
+// Requests at the same stream position merge into one Finalized: `requests`
+// counts the finalize() calls answered so far (cumulative), so a caller that
+// numbered its requests knows which are done.
 struct Finalized {
   double at = 0;
+  uint64_t requests = 0;
 };
 
 // Everything the stream will ever produce has been emitted.
 struct EndOfStream {};
+
+// Audio of [start, end) (stream seconds) was received but never reached the
+// model: the session fell too far behind a client paced in real time and
+// skipped its oldest waiting audio to stay live. Nothing is transcribed there;
+// the words before it were flushed first. A client sending faster than real
+// time is held back instead (the transport stops reading) and loses nothing.
+struct AudioSkipped {
+  double start = 0;
+  double end = 0;
+};
 
 // Translation (stages/translation). Segments are numbered from 0 in stream order;
 // `start` is the stream time of the segment's first source word.
@@ -100,8 +114,48 @@ struct SpeakersAssigned {
   std::vector<int> speakers;
 };
 
-using Event = std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected,
-                           StreamError, Finalized, EndOfStream, TranslationCommitted, TranslationDraftChanged,
-                           SegmentTranslated, SpeakersAssigned>;
+// Turn detection (stages/turns): a speaker's turn as a voice agent needs it. Turns
+// are numbered from 0 in stream order. A turn starts with speech (TurnStarted); it
+// may be judged likely over (TurnEndLikely: an eager end, on which an agent may
+// start preparing a reply), after which it either resumes (TurnResumed: speech came
+// back before the end was confirmed) or ends (TurnEnded). Every word of a turn is
+// committed before its TurnEnded in the log, and before its TurnEndLikely: a
+// TurnEnded that follows a TurnEndLikely without a TurnResumed between them has the
+// same words.
+struct TurnEvidence {
+  double silence_seconds = 0;          // of the pause after the turn's last speech (VAD)
+  bool all_committed = false;          // no word of the turn is still provisional
+  bool sentence_end = false;           // the committed text ends a sentence (. ? ! and their CJK forms)
+  bool trailing_continuation = false;  // it ends on a word that continues ("and", "but", "um"...)
+  double semantic = -1;                // a semantic end-of-turn model's probability; -1 = none ran
+  // What decided: "silence", "semantic", "timeout" (the longest pause allowed),
+  // "finalize" (the client asked), "end_of_stream".
+  std::string reason;
+};
+struct TurnStarted {
+  int turn = 0;
+  double at = 0;  // stream seconds: the start of its speech
+};
+struct TurnEndLikely {
+  int turn = 0;
+  double at = 0;          // the end of its speech
+  double confidence = 0;  // that the turn is over, 0..1
+  TurnEvidence evidence;
+};
+struct TurnResumed {
+  int turn = 0;
+  double at = 0;  // where speech came back
+};
+struct TurnEnded {
+  int turn = 0;
+  double at = 0;  // the end of its speech
+  double confidence = 0;
+  TurnEvidence evidence;
+};
+
+using Event =
+    std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected, StreamError,
+                 Finalized, EndOfStream, TranslationCommitted, TranslationDraftChanged, SegmentTranslated,
+                 SpeakersAssigned, AudioSkipped, TurnStarted, TurnEndLikely, TurnResumed, TurnEnded>;
 
 }  // namespace earshot::events

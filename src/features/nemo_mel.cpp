@@ -7,6 +7,11 @@
 
 namespace earshot::features {
 
+int nemo_frame_count(long long n_samples, const NemoMelConfig& c) {
+  if (n_samples <= 0) return 0;
+  return static_cast<int>(n_samples / c.hop_length) + (c.frame_count == NemoFrameCount::kLibparakeet ? 1 : 0);
+}
+
 void nemo_mel_frames(std::span<const float> x, int n_frames, const NemoMelConfig& c, std::span<const float> filters,
                      std::span<const float> window, float* out) {
   const int n_bins = c.n_fft / 2 + 1;
@@ -38,11 +43,11 @@ FrameMajorMel nemo_log_mel(std::span<const float> samples, const NemoMelConfig& 
   for (int i = 0; i < n; ++i) x[pad + i] = i == 0 ? samples[0] : samples[i] - c.preemph * samples[i - 1];
   FrameMajorMel mel;
   mel.n_mel = c.n_mels;
-  mel.n_frames = (static_cast<int>(x.size()) - c.n_fft) / c.hop_length + 1;
+  mel.n_frames = nemo_frame_count(n, c);
   mel.data.resize(static_cast<size_t>(mel.n_frames) * c.n_mels);
   nemo_mel_frames(x, mel.n_frames, c, filters, window, mel.data.data());
   if (c.normalize_per_feature) {
-    // NeMo's sequence length: the frames whose centre lies on audio (n / hop).
+    // Over NeMo's sequence length: the frames whose centre lies on audio (n / hop).
     const int valid = std::min(n / c.hop_length, mel.n_frames);
     for (int m = 0; m < c.n_mels; ++m) {
       double sum = 0, sq = 0;

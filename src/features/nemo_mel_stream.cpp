@@ -29,18 +29,20 @@ FrameMajorMel NemoMelStream::push(std::span<const float> samples) {
     last_sample_ = s;
     ++n_samples_;
   }
-  // Frame f spans padded samples [f * hop, f * hop + n_fft).
+  // Frame f spans padded samples [f * hop, f * hop + n_fft); none past the
+  // count the samples so far give (which only grows), so a frame pushed is
+  // one the whole stream keeps.
   const long long available = padded_base_ + static_cast<long long>(padded_.size());
   const int end =
       available < config_.n_fft ? 0 : static_cast<int>((available - config_.n_fft) / config_.hop_length) + 1;
-  return frames(end);
+  return frames(std::min(end, nemo_frame_count(n_samples_, config_)));
 }
 
 FrameMajorMel NemoMelStream::finish() {
   FrameMajorMel out;
   if (n_samples_ > 0) {
     padded_.insert(padded_.end(), config_.n_fft / 2, 0.0f);  // the centre padding after the last sample
-    out = frames(static_cast<int>(n_samples_ / config_.hop_length) + 1);
+    out = frames(nemo_frame_count(n_samples_, config_));
   } else {
     out.n_mel = config_.n_mels;
   }

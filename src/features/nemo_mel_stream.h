@@ -19,7 +19,7 @@ class NemoMelStream {
   // Appends samples; returns the frames now complete ([n][n_mels]; a frame is
   // complete once its whole n_fft span has arrived).
   FrameMajorMel push(std::span<const float> samples);
-  // The end of the stream: the remaining frames (n_samples / hop + 1 in all), then a new stream.
+  // The end of the stream: the remaining frames (nemo_frame_count(n_samples) in all), then a new stream.
   FrameMajorMel finish();
   void reset();
 

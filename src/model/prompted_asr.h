@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+
 namespace earshot {
 
 struct PromptedRequest {
@@ -31,10 +33,22 @@ class PromptedAsrDecoder {
   // alignment head, the audio token (0-based) the step attended to most.
   virtual int32_t step(int32_t token) = 0;
   virtual const std::vector<int>& step_frames() const = 0;
+  // The encoder's window in samples, where the encoder's output for the audio of a
+  // window depends on that window's audio only (Qwen3-ASR: 8 s); 0 when it has no
+  // such windows. A buffer trimmed by whole windows from the front keeps its other
+  // windows as they were, so what the model kept of earlier passes stays valid.
+  virtual int window_samples() const { return 0; }
 
   virtual bool is_end(int32_t token) const = 0;  // end of the transcription
   virtual int32_t text_marker() const = 0;       // the token after which the transcript starts (<asr_text>)
   virtual std::string detokenize(std::span<const int32_t> tokens) const = 0;
+  // Plain text (no special tokens) as the model's tokens, and the token that ends
+  // a transcription: what a measurement tool needs to speak for the model (the
+  // bench's reference workload). Throws Error(kUnsupported) where not offered.
+  virtual std::vector<int32_t> tokenize(const std::string& /*text*/) const {
+    throw Error(ErrorCode::kUnsupported, "this decoder does not tokenize text");
+  }
+  virtual int32_t end_token() const { throw Error(ErrorCode::kUnsupported, "this decoder names no end token"); }
   virtual bool supports_language(const std::string& code) const = 0;
   // The language code named by a decoded header ("language English" -> "en"); "" when none.
   virtual std::string language_of_header(const std::string& header) const = 0;

@@ -31,9 +31,12 @@ class TimedPromptedDecoder : public PromptedAsrDecoder {
     return inner_->step(token);
   }
   const std::vector<int>& step_frames() const override { return inner_->step_frames(); }
+  int window_samples() const override { return inner_->window_samples(); }
   bool is_end(int32_t token) const override { return inner_->is_end(token); }
   int32_t text_marker() const override { return inner_->text_marker(); }
   std::string detokenize(std::span<const int32_t> tokens) const override { return inner_->detokenize(tokens); }
+  std::vector<int32_t> tokenize(const std::string& text) const override { return inner_->tokenize(text); }
+  int32_t end_token() const override { return inner_->end_token(); }
   bool supports_language(const std::string& code) const override { return inner_->supports_language(code); }
   std::string language_of_header(const std::string& header) const override {
     return inner_->language_of_header(header);

@@ -7,6 +7,7 @@
 // immutable, a stream object is used by one thread at a time.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,37 @@ class TokenPieces {
   virtual bool starts_word(int token) const = 0;
   // A language tag token's locale ("de-DE", "auto"); "" for any other token.
   virtual std::string language_tag(int token) const = 0;
+  // The number of pieces (token ids 0 .. size() - 1; blank is not one).
+  virtual int size() const = 0;
+};
+
+// Phrase boosting (context biasing), as a decoder sees it: a score added to a
+// piece's log-probability while decoding, read off a state each hypothesis
+// carries (state 0: no phrase under way). policy/transducer/phrase_boost.h
+// builds one from a stream's keyterms: a token trie with a bonus per matched
+// piece, taken back when the match breaks off, as sherpa-onnx's hotwords and
+// NeMo's boosting tree do. Immutable; shared by the hypotheses of one stream.
+class TokenBoost {
+ public:
+  struct Arc {
+    int token = 0;    // a piece
+    float score = 0;  // added to the piece's log-probability
+    int next = 0;     // the state after it
+  };
+  virtual ~TokenBoost() = default;
+  // The pieces that move `state` anywhere but back to 0, sorted by token.
+  virtual std::span<const Arc> arcs(int state) const = 0;
+  // Any other piece from `state`: the score it adds (a partial match's bonus taken
+  // back, so <= 0 for boosted phrases); the state after it is 0.
+  virtual float leave(int state) const = 0;
+  // Decoding ends in `state`: the same taking back, for a match cut short.
+  virtual float finish(int state) const { return leave(state); }
+};
+
+// How a transducer stream decodes: greedy or a beam, with or without boosting.
+struct TransducerDecoding {
+  int beam = 1;                             // 1 = greedy
+  std::shared_ptr<const TokenBoost> boost;  // null: no boosting (exactly the model's own choices)
 };
 
 // For measurement tools only (the bench's reference workload, bench/
@@ -63,6 +95,9 @@ class TransducerStream {
   virtual void reset_state() = 0;
   // One pass over a second of silence, leaving the stream's state as it is.
   virtual void warmup() = 0;
+  // Greedy or beam decoding, boosted or not, from the next pass on (a measurement
+  // tool's steer, when one is bound, keeps greedy decoding).
+  virtual void set_decoding(TransducerDecoding decoding) = 0;
 };
 
 // An offline model (Parakeet-TDT): a stretch of audio encoded at once.
@@ -71,7 +106,8 @@ class OfflineTransducer : public TransducerStream {
   // Encodes `audio` (16 kHz; its features normalised over it, as the model
   // expects) and decodes it greedily from the prediction network's state; frames
   // count from its first sample. keep_state: the state then stays where the
-  // decoding ended, else as before the call. Empty audio: nothing, no pass.
+  // decoding ended, else as before the call. Audio without a feature frame
+  // (NeMo's count: under 10 ms) gives nothing and runs no pass.
   virtual std::vector<TokenEmission> decode(std::span<const float> audio, bool keep_state) = 0;
 };
 

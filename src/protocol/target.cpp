@@ -44,9 +44,17 @@ Target parse_target(std::string_view target) {
     size_t eq = pair.find('=');
     std::string key = url_decode(pair.substr(0, eq));
     std::string value = eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1));
+    t.pairs.emplace_back(key, value);
     t.query[key] = value;  // the last occurrence wins, as in Starlette
   }
   return t;
+}
+
+std::vector<std::string> Target::all(const std::string& key) const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : pairs)
+    if (k == key) out.push_back(v);
+  return out;
 }
 
 }  // namespace earshot::protocol

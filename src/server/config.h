@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "audio/audio.h"
+#include "common/keyterms.h"
 #include "policy/online_processor.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
@@ -24,6 +25,9 @@ struct ServerConfig {
   uint16_t port = 8000;  // 0 = any free port (tests)
   bool pcm_input = false;
   std::string default_language = "auto";
+  // Vocabulary every stream gets (serve --keyterms, --static-init-prompt); a stream's
+  // own (Deepgram's keyterm, OpenAI's prompt...) is added to it (Keyterms::merge).
+  Keyterms keyterms;
   // The stages the server runs (stages::StageChain::names()): /health says `"<name>": true`
   // for each (the page shows its target-language box when "translation" is there).
   std::vector<std::string> stages;
@@ -36,13 +40,25 @@ struct ServerConfig {
   double idle_timeout_seconds = 60;       // a stream that sends nothing this long is ended
   size_t max_upload_bytes = 25u << 20;    // POST /v1/audio/transcriptions
   int max_uploads = 4;                    // upload bodies received at once (each up to max_upload_bytes)
+  // A request body (an upload holds a session slot and an upload permit meanwhile) must
+  // arrive within this long, and at this average rate at least once the grace passed:
+  // a client trickling bytes cannot hold the permits. 25 MiB at 8 KiB/s takes 53 min, so
+  // the deadline binds first for a large body; a stalled one ends after --idle-timeout.
+  double body_timeout_seconds = 600;
+  double body_min_bytes_per_second = 8192;
+  double body_rate_grace_seconds = 10;
   // Decoded length of one uploaded file: a low-bitrate upload under the byte limit
   // can still decode to hours of samples (1 h of 16 kHz float audio is 230 MB).
   double max_audio_seconds = 3600;
   double transcription_timeout_seconds = 600;
-  double update_interval_seconds = 0.05;  // how often a stream's state is checked for changes
-  double shutdown_grace_seconds = 30;     // SIGINT/SIGTERM: time left to sessions to drain
-  double write_timeout_seconds = 30;      // a stream update not written this long ends the stream
+  // Streams send what their sessions produce as soon as the session signals it; this is
+  // the housekeeping period (idle timeout, lag sampling, a slow client's write timeout).
+  double update_interval_seconds = 0.25;
+  double shutdown_grace_seconds = 30;  // SIGINT/SIGTERM: time left to sessions to drain
+  // When the grace is over, a stream's final result waits this long at most for the
+  // model pass running then (its words belong in the final result).
+  double final_pass_wait_seconds = 5;
+  double write_timeout_seconds = 30;  // a stream update not written this long ends the stream
   // SO_SNDBUF of each accepted connection; 0: the kernel's, autotuned (up to
   // net.ipv4.tcp_wmem's maximum, megabytes, before a client that stops reading stalls a write).
   int send_buffer_bytes = 0;
@@ -73,11 +89,17 @@ struct BatchTotals {
   int64_t max_batch = 0;
 };
 
+// What one stream asks of the model.
+struct ProcessorRequest {
+  std::string language = "auto";  // "auto" or a code
+  Keyterms keyterms;              // the server's defaults and the stream's own, merged
+};
+
 struct ServerHooks {
-  // A new online processor for one stream in `language` ("auto" or a code).
-  // Throws Error(kInvalidArgument) with a message for a language the model
-  // cannot do; the client gets it as an error message.
-  std::function<std::unique_ptr<OnlineProcessor>(const std::string& language)> make_processor;
+  // A new online processor for one stream. Throws Error(kInvalidArgument) with a
+  // message for a language (or vocabulary) the model cannot take; the client
+  // gets it as an error message.
+  std::function<std::unique_ptr<OnlineProcessor>(const ProcessorRequest& request)> make_processor;
   session::VadFactory make_vad;  // null: every sample is speech (--no-vac)
   // Decoder for encoded input (webm/opus...); null means encoded input is refused.
   std::function<std::unique_ptr<audio::StreamDecoder>()> make_decoder;
@@ -91,7 +113,8 @@ struct ServerHooks {
   std::function<std::vector<std::unique_ptr<stages::Stage>>(const stages::StreamRequest& request)> make_stages;
   // The stages' figures for /metrics (stages::StageChain::metrics); optional.
   std::function<std::vector<stages::Metric>()> stage_metrics;
-  // The clock the once-a-second lag sampler reads (the lag histogram of /metrics);
+  // The clock the once-a-second lag sampler reads (the lag histogram of /metrics) and
+  // the sessions' clock (lag figures; whether a client sends faster than real time);
   // optional: steady_clock's when unset (tests step their own).
   std::function<std::chrono::steady_clock::time_point()> now;
 };

@@ -11,16 +11,12 @@
 
 #include "common/error.h"
 #include "common/text.h"
-#include "protocol/deepgram/messages.h"
 #include "protocol/target.h"
-#include "protocol/wlk/protocol.h"
-#include "server/deepgram_adapter.h"
-#include "server/web_page.h"
+#include "server/routes.h"
 
 namespace earshot::server {
 
 using protocol::parse_target;
-using protocol::Target;
 
 namespace {
 
@@ -36,10 +32,6 @@ HttpResponse json_response(int status, const nlohmann::json& body) {
   r.status = status;
   r.body = body.dump();
   return r;
-}
-
-HttpResponse deepgram_rest_error(int status, const std::string& code, const std::string& message) {
-  return json_response(status, deepgram::rest_error(code, message, ""));
 }
 
 }  // namespace
@@ -91,8 +83,8 @@ void Core::count_refusal(Refusal reason) {
 HttpResponse Core::draining_refusal(const std::string& path) {
   count_refusal(Refusal::kDraining);
   const std::string message = "server draining (shutting down): connect again to reach another instance";
-  HttpResponse r = path == "/v1/listen" ? deepgram_rest_error(503, "SERVICE_UNAVAILABLE", message)
-                                        : json_response(503, protocol::wlk::error_message(message));
+  const Route* route = find_route(path);
+  HttpResponse r = dialect_error(route ? route->dialect : Dialect::kWlk, 503, message);
   r.headers.emplace_back("Retry-After", "1");
   return r;
 }
@@ -135,17 +127,28 @@ std::shared_ptr<session::StreamSession> Core::open_session(const std::string& la
 std::shared_ptr<session::StreamSession> Core::open_session(const std::string& language, bool file,
                                                            const session::StreamOptions& options,
                                                            std::map<std::string, std::string> stage_params) {
+  return open_session({language, file, options, std::move(stage_params), {}});
+}
+
+std::shared_ptr<session::StreamSession> Core::open_session(SessionRequest request) {
+  const std::string& language = request.language;
+  const bool file = request.file;
+  const session::StreamOptions options = request.options.value_or(file ? config_.file : config_.stream);
   if (hooks_.check_language && language != "auto") {
     std::string problem = hooks_.check_language(language);
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
   }
-  std::unique_ptr<OnlineProcessor> processor = hooks_.make_processor(language);
+  std::unique_ptr<OnlineProcessor> processor =
+      hooks_.make_processor({language, Keyterms::merge(config_.keyterms, request.keyterms)});
   std::unique_ptr<session::VoiceActivityDetector> vad;
   if (hooks_.make_vad) vad = hooks_.make_vad();
   std::vector<std::unique_ptr<stages::Stage>> chain;
-  if (hooks_.make_stages) chain = hooks_.make_stages({language, std::move(stage_params), !file});
+  if (hooks_.make_stages) chain = hooks_.make_stages({language, std::move(request.stage_params), !file});
+  session::StreamSession::Clock clock;  // steady_clock's unless the hooks bring one
+  if (hooks_.now)
+    clock = [now = hooks_.now] { return std::chrono::duration<double>(now().time_since_epoch()).count(); };
   auto session = std::make_shared<session::StreamSession>(std::move(processor), std::move(vad), options,
-                                                          session::StreamSession::Clock{}, std::move(chain));
+                                                          std::move(clock), std::move(chain));
   std::lock_guard lock(mutex_);
   // Checked where fail_all() reads the list: a session is either failed by it or never opened.
   if (stopped_) throw Error(ErrorCode::kIo, "server stopped");
@@ -163,6 +166,7 @@ void Core::close_session(const std::shared_ptr<session::StreamSession>& session)
   totals_.model_seconds += stats.model_seconds;
   totals_.audio_seconds += stats.audio_seconds;
   totals_.skipped_seconds += status.skipped_seconds;
+  totals_.received_seconds += status.received_seconds;
   if (!status.error.empty()) ++totals_.session_errors;
   session_ended_ = true;
   live_.erase(std::remove_if(live_.begin(), live_.end(),
@@ -210,6 +214,11 @@ void Core::trim_heap_if_sessions_ended() {
 #endif
 }
 
+void Core::count_read_pause() {
+  std::lock_guard lock(mutex_);
+  ++totals_.read_pauses;
+}
+
 void Core::count_slow_client() {
   std::lock_guard lock(mutex_);
   ++totals_.slow_clients;
@@ -247,8 +256,8 @@ bool Core::origin_allowed(const std::string& origin, const std::string& host) co
 
 bool Core::is_blocking_route(const HttpRequest& request) const {
   if (request.method != "POST") return false;
-  const std::string path = parse_target(request.target).path;
-  return path == "/v1/audio/transcriptions" || path == "/v1/listen";
+  const Route* route = find_route(parse_target(request.target).path);
+  return route && route->upload;
 }
 
 HttpResponse Core::handle(const HttpRequest& request) {
@@ -259,38 +268,38 @@ HttpResponse Core::handle(const HttpRequest& request) {
 
 std::optional<HttpResponse> Core::admit(const HttpRequest& request, SessionSlot& slot) {
   count_http_request();
-  const std::string path = parse_target(request.target).path;
   if (request.method == "OPTIONS") {
     HttpResponse r;
     r.status = 204;
     r.content_type.clear();
     return r;
   }
-  const bool deepgram = path == "/v1/listen";
-  const bool needs_token = path.rfind("/v1/", 0) == 0 || path == "/metrics";
-  // Deepgram's clients send "Authorization: Token <key>" (or the token query parameter).
-  const std::string token =
-      deepgram ? deepgram_support::token(parse_target(request.target).query, request.header("authorization"), "")
-               : bearer_token(request.header("authorization"));
-  if (needs_token && !token_ok(token)) {
+  const std::string path = parse_target(request.target).path;
+  const Route* route = find_route(path);
+  const Dialect dialect = route && route->dialect != Dialect::kWlk ? route->dialect : Dialect::kOpenAi;
+  // An unknown /v1/ path asks for the token as the known ones do.
+  const bool needs_token = route ? route->needs_token : path.rfind("/v1/", 0) == 0;
+  if (needs_token && !token_ok(request_token(dialect, request))) {
     if (is_blocking_route(request)) count_refusal(Refusal::kUnauthorized);
-    HttpResponse r = deepgram ? deepgram_rest_error(401, "INVALID_AUTH", "invalid or missing API token")
-                              : openai_error(401, "invalid or missing API token", "authentication_error");
-    r.headers.emplace_back("WWW-Authenticate", deepgram ? "Token" : "Bearer");
+    HttpResponse r = dialect_error(dialect, 401, "invalid or missing API token");
+    r.headers.emplace_back("WWW-Authenticate", dialect == Dialect::kDeepgram ? "Token" : "Bearer");
     return r;
   }
-  if (path == "/v1/audio/transcriptions" && request.method != "POST")
-    return openai_error(405, "use POST with multipart/form-data for " + path);
-  if (deepgram && request.method != "POST")
-    return deepgram_rest_error(405, "Method Not Allowed",
-                               "use POST with the audio as the body, or a WebSocket upgrade, for " + path);
+  if (!route) return std::nullopt;  // route() answers 404
+  const bool get = request.method == "GET" || request.method == "HEAD";
+  if (!(get && route->get) && !(request.method == "POST" && route->upload)) {
+    HttpResponse r = dialect_error(dialect, 405, std::string(route->usage) + " for " + path);
+    std::string allow = route->get ? "GET, HEAD" : "";
+    if (route->upload) allow += allow.empty() ? "POST" : ", POST";
+    if (!allow.empty()) r.headers.emplace_back("Allow", allow);
+    return r;
+  }
   if (!is_blocking_route(request)) return std::nullopt;
   // The slot before the body is parsed or decoded: a full server refuses at once, cheaply.
   if (!acquire_slot()) {
-    const std::string busy =
-        "server busy: " + std::to_string(config_.max_sessions) + " sessions running (--max-sessions); retry later";
-    HttpResponse r =
-        deepgram ? deepgram_rest_error(429, "TOO_MANY_REQUESTS", busy) : openai_error(429, busy, "rate_limit_error");
+    HttpResponse r = dialect_error(
+        dialect, 429,
+        "server busy: " + std::to_string(config_.max_sessions) + " sessions running (--max-sessions); retry later");
     r.headers.emplace_back("Retry-After", "1");
     return r;
   }
@@ -300,55 +309,15 @@ std::optional<HttpResponse> Core::admit(const HttpRequest& request, SessionSlot&
 
 HttpResponse Core::run(const HttpRequest& request, SessionSlot slot) {
   (void)slot;  // held until the transcription is over
-  return parse_target(request.target).path == "/v1/listen" ? listen(request) : transcribe(request);
+  const Route* route = find_route(parse_target(request.target).path);
+  if (!route || !route->upload) return openai_error(404, "no upload route for " + request.target);
+  return route->upload(*this, request);
 }
 
 HttpResponse Core::route(const HttpRequest& request) {
-  const Target target = parse_target(request.target);
-  const std::string& path = target.path;
-  if (path == "/" || path == "/index.html") {
-    if (request.method != "GET" && request.method != "HEAD") return openai_error(405, "use GET for " + path);
-    HttpResponse r;
-    r.content_type = "text/html; charset=utf-8";
-    r.body = std::string(web_page());
-    return r;
-  }
-  const bool get_only = path == "/health" || path == "/ready" || path == "/v1/models" || path == "/metrics";
-  if (get_only && request.method != "GET" && request.method != "HEAD") {
-    HttpResponse r = openai_error(405, "use GET for " + path);
-    r.headers.emplace_back("Allow", "GET, HEAD");
-    return r;
-  }
-  if (path == "/health") {
-    // Liveness: 200 for as long as the process serves. "draining" appears only while it
-    // drains (the body's fields are otherwise as before).
-    nlohmann::json body = {{"status", "ok"}, {"backend", config_.backend}, {"ready", !draining_}};
-    if (draining_) body["draining"] = true;
-    // Each stage the server runs, by name: the page shows its target-language box
-    // when "translation" is there; absent otherwise.
-    for (const std::string& stage : config_.stages) body[stage] = true;
-    return json_response(200, body);
-  }
-  if (path == "/ready") {
-    // Readiness (a balancer's or Kubernetes' probe): 503 while draining or full.
-    const bool ok = ready();
-    HttpResponse r = json_response(ok ? 200 : 503, {{"ready", ok},
-                                                    {"draining", draining_.load()},
-                                                    {"sessions", active_.load()},
-                                                    {"max_sessions", config_.max_sessions}});
-    if (!ok) r.headers.emplace_back("Retry-After", draining_ ? "5" : "1");
-    return r;
-  }
-  if (path == "/v1/models") {
-    return json_response(200, {{"object", "list"},
-                               {"data", {{{"id", config_.model_id}, {"object", "model"}, {"owned_by", "earshot"}}}}});
-  }
-  if (path == "/metrics") {
-    HttpResponse r;
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = metrics_text();
-    return r;
-  }
+  const std::string path = parse_target(request.target).path;
+  const Route* route = find_route(path);
+  if (route && route->get && (request.method == "GET" || request.method == "HEAD")) return route->get(*this, request);
   return openai_error(404, "no route for " + request.method + " " + path);
 }
 
@@ -378,6 +347,7 @@ std::string Core::metrics_text() const {
     t.model_seconds += stats.model_seconds;
     t.audio_seconds += stats.audio_seconds;
     t.skipped_seconds += status.skipped_seconds;
+    t.received_seconds += status.received_seconds;
     max_lag = std::max(max_lag, status.lag_transcription());
     sum_lag += status.lag_transcription();
     ++streams;
@@ -395,8 +365,15 @@ std::string Core::metrics_text() const {
          t.sessions_refused);
   metric("earshot_session_errors_total", "counter", "Sessions ended by an error.", t.session_errors);
   metric("earshot_audio_seconds_total", "counter", "Seconds of audio handed to VAD and model.", t.audio_seconds);
+  metric("earshot_audio_received_seconds_total", "counter", "Seconds of audio received from clients.",
+         t.received_seconds);
   metric("earshot_audio_skipped_seconds_total", "counter",
-         "Seconds of audio skipped because a session fell too far behind.", t.skipped_seconds);
+         "Seconds of audio skipped because a session fell too far behind a client paced in real time.",
+         t.skipped_seconds);
+  metric("earshot_stream_read_pauses_total", "counter",
+         "Times a stream's client, sending faster than real time, was not read until its session caught up "
+         "(backpressure at --max-buffered-seconds; nothing is lost).",
+         t.read_pauses);
   metric("earshot_passes_total", "counter", "Policy passes (process/flush calls) run.", t.passes);
   metric("earshot_model_seconds_total", "counter", "Wall seconds spent in VAD and model passes.", t.model_seconds);
   if (hooks_.model_times) {

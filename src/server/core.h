@@ -1,6 +1,6 @@
 // The network-free heart of the server: configuration, hooks, the scheduler,
-// session slots, metrics, and the HTTP routes other than WebSocket. server.cpp
-// puts Beast around it.
+// session slots, drain, metrics, and admission of HTTP requests by the route table
+// (routes.h: what each path answers). server.cpp puts Beast around it.
 #pragma once
 
 #include <atomic>
@@ -49,6 +49,8 @@ struct MetricTotals {
   double model_seconds = 0;
   double audio_seconds = 0;
   double skipped_seconds = 0;
+  double received_seconds = 0;
+  uint64_t read_pauses = 0;  // backpressure: a stream's reads paused until its session caught up
   uint64_t http_requests = 0;
   uint64_t slow_clients = 0;  // streams ended because the client stopped reading
 };
@@ -71,6 +73,17 @@ struct LagHistogram {
 };
 
 class Core;
+
+// What a protocol opens a session with.
+struct SessionRequest {
+  std::string language = "auto";  // "auto" or a code; checked against the model
+  bool file = false;              // a whole-file transcription (else a live stream)
+  // nullopt: the server's stream or file options (ServerConfig::stream / ::file).
+  std::optional<session::StreamOptions> options;
+  // The protocol's stage parameters (stages::StreamRequest: target_language, diarize...).
+  std::map<std::string, std::string> stage_params;
+  Keyterms keyterms;  // the stream's own vocabulary; the server's defaults are added to it
+};
 
 // One of the --max-sessions slots, held for as long as the object lives (move-only).
 class SessionSlot {
@@ -123,6 +136,8 @@ class Core {
   std::shared_ptr<session::StreamSession> open_session(const std::string& language, bool file,
                                                        const session::StreamOptions& options,
                                                        std::map<std::string, std::string> stage_params);
+  // The general form: everything a protocol asks of a session.
+  std::shared_ptr<session::StreamSession> open_session(SessionRequest request);
   // Folds a finished session's counters into the totals and forgets it.
   void close_session(const std::shared_ptr<session::StreamSession>& session);
 
@@ -174,15 +189,13 @@ class Core {
   void count_http_request();
   void count_error();
   void count_slow_client();
+  void count_read_pause();
   // Returns the heap's free memory to the system (glibc's malloc_trim) when a session
   // ended since the last call: glibc keeps what a session freed otherwise, and RSS only
   // ratchets up under churn. Cheap when nothing ended; the server calls it once a second.
   void trim_heap_if_sessions_ended();
 
  private:
-  HttpResponse transcribe(const HttpRequest& request);
-  HttpResponse listen(const HttpRequest& request);  // POST /v1/listen (listen.cpp)
-
   ServerConfig config_;
   ServerHooks hooks_;
   session::Scheduler scheduler_;

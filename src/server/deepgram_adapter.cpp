@@ -2,17 +2,18 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <random>
 
+#include "audio/raw_decoder.h"
 #include "common/error.h"
 #include "common/text.h"
 #include "protocol/deepgram/projection.h"
 #include "server/audio_stream_protocol.h"
 #include "server/core.h"
-#include "server/pcm_decoder.h"
 
 namespace earshot::server {
 
@@ -41,9 +42,9 @@ std::string token(const std::map<std::string, std::string>& query, const std::st
 }
 
 std::unique_ptr<audio::StreamDecoder> make_decoder(const Core& core, const deepgram::ListenOptions& options) {
-  if (options.encoding == "linear16") {
+  if (const auto raw = audio::raw_encoding(options.encoding)) {
     try {
-      return std::make_unique<Linear16Decoder>(options.sample_rate);
+      return std::make_unique<audio::RawDecoder>(*raw, options.sample_rate, options.channels);
     } catch (const Error& e) {
       throw Error(ErrorCode::kInvalidArgument, "invalid option 'sample_rate': " + std::string(e.what()));
     }
@@ -53,6 +54,16 @@ std::unique_ptr<audio::StreamDecoder> make_decoder(const Core& core, const deepg
                 "invalid option 'encoding': this server cannot decode containers; send raw PCM with "
                 "encoding=linear16&sample_rate=16000");
   return core.hooks().make_decoder();
+}
+
+std::unique_ptr<audio::RawChannelsDecoder> make_channels_decoder(const deepgram::ListenOptions& options) {
+  const auto raw = audio::raw_encoding(options.encoding);
+  if (!raw) throw Error(ErrorCode::kInvalidArgument, "invalid option 'multichannel': needs raw audio (encoding)");
+  try {
+    return std::make_unique<audio::RawChannelsDecoder>(*raw, options.sample_rate, options.channels);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument, "invalid option 'sample_rate': " + std::string(e.what()));
+  }
 }
 
 std::string language(const Core& core, const deepgram::ListenOptions& options) {
@@ -124,12 +135,13 @@ namespace {
 
 // Close codes: Deepgram closes 1008 for bad input (options, audio) and 1011 when it failed.
 constexpr uint16_t kClosePolicy = 1008;
-constexpr uint16_t kCloseFailed = 1011;
 constexpr uint16_t kCloseNormal = 1000;
 
-class DeepgramProtocol : public AudioStreamProtocol {
+// One session per transcript: one for mono (or channels mixed down), one per
+// channel with multichannel (each holds a --max-sessions slot).
+class DeepgramProtocol : public StreamProtocol {
  public:
-  explicit DeepgramProtocol(Core& core) : AudioStreamProtocol(core) {}
+  explicit DeepgramProtocol(Core& core) : core_(core) {}
 
   std::string token(const UpgradeRequest& r) const override {
     return deepgram_support::token(r.target.query, r.authorization, r.websocket_protocols);
@@ -139,9 +151,12 @@ class DeepgramProtocol : public AudioStreamProtocol {
 
   std::optional<Outgoing> prepare(const UpgradeRequest& request) override {
     try {
-      options_ = deepgram::parse_listen_options(request.target.query);
+      options_ = deepgram::parse_listen_options(request.target.query, request.target.pairs);
       language_ = deepgram_support::language(core_, options_);
-      decoder_ = deepgram_support::make_decoder(core_, options_);
+      if (options_.multichannel)
+        split_ = deepgram_support::make_channels_decoder(options_);
+      else
+        decoder_ = deepgram_support::make_decoder(core_, options_);
     } catch (const Error& e) {
       return refusal(e.what(), kClosePolicy);
     }
@@ -156,12 +171,31 @@ class DeepgramProtocol : public AudioStreamProtocol {
   }
 
   Outgoing start() override {
+    const int n = options_.multichannel ? options_.channels : 1;
+    for (int i = 1; i < n; ++i) {
+      if (!core_.acquire_slot()) {
+        extra_slots_.clear();
+        return refusal("server busy: multichannel audio of " + std::to_string(n) + " channels needs " +
+                           std::to_string(n) + " sessions (--max-sessions " +
+                           std::to_string(core_.config().max_sessions) + "); try again later",
+                       1013);
+      }
+      extra_slots_.emplace_back(&core_);
+    }
+    deepgram::StreamInfo info = deepgram_support::stream_info(core_);
+    info.channels = n;
     try {
-      session_ = core_.open_session(language_, false, core_.config().stream, deepgram_support::stage_params(options_));
+      for (int i = 0; i < n; ++i) {
+        Channel c;
+        c.session = core_.open_session(
+            {language_, false, std::nullopt, deepgram_support::stage_params(options_), options_.keyterms});
+        c.projection.emplace(options_, info, i);
+        channels_.push_back(std::move(c));
+      }
     } catch (const std::exception& e) {
+      on_close();
       return refusal(e.what(), kClosePolicy);
     }
-    projection_.emplace(options_, deepgram_support::stream_info(core_));
     return {};
   }
 
@@ -171,11 +205,12 @@ class DeepgramProtocol : public AudioStreamProtocol {
       switch (deepgram::parse_client_message(text)) {
         case deepgram::ClientMessage::kKeepAlive: break;
         case deepgram::ClientMessage::kFinalize:
-          // The session flushes now; its Finalized event makes the from_finalize final.
-          if (!ended_) {
-            session_->finalize();
-            core_.scheduler().notify(session_);
-          }
+          // The sessions flush now; their Finalized events make the from_finalize finals.
+          if (!ended_)
+            for (Channel& c : channels_) {
+              c.session->finalize();
+              core_.scheduler().notify(c.session);
+            }
           break;
         case deepgram::ClientMessage::kCloseStream: end_stream(); break;
       }
@@ -185,17 +220,58 @@ class DeepgramProtocol : public AudioStreamProtocol {
     return out;
   }
 
+  Outgoing on_binary(std::span<const uint8_t> chunk) override {
+    if (ended_ || channels_.empty()) return {};
+    if (chunk.empty()) {  // the client's end of audio
+      end_stream();
+      return {};
+    }
+    sha_.update(chunk.data(), chunk.size());
+    push([&] { return decode_message(chunk); });
+    return {};
+  }
+
+  // Flushes the decoder and the models.
+  void end_stream() override {
+    if (ended_ || closed_ || channels_.empty()) return;
+    ended_ = true;
+    push([&] {
+      if (!split_) decoder_->set_output_limit(max_message_samples(core_));
+      return split_ ? split_->finish() : std::vector<std::vector<float>>{decoder_->finish()};
+    });
+    for (Channel& c : channels_) {
+      c.session->end_of_stream();
+      core_.scheduler().notify(c.session);
+    }
+  }
+  bool ended() const override { return ended_; }
+  bool accepting_audio() const override {
+    return std::all_of(channels_.begin(), channels_.end(),
+                       [](const Channel& c) { return c.session->accepting_audio(); });
+  }
+  void halt() override {
+    for (Channel& c : channels_) c.session->halt();
+  }
+  // Every channel's session wakes the stream when it has something new.
+  void watch(std::function<void()> wake) override {
+    for (Channel& c : channels_) c.session->set_listener(wake);
+  }
+  bool model_running() const override {
+    return std::any_of(channels_.begin(), channels_.end(), [](const Channel& c) { return c.session->stepping(); });
+  }
+
   Outgoing on_tick() override {
     Outgoing out;
     if (final_sent_) return out;
-    send_all(out, tick_messages());
-    if (projection_->ended()) {
+    for (Channel& c : channels_) send_all(out, tick_messages(c));
+    if (std::all_of(channels_.begin(), channels_.end(), [](const Channel& c) { return c.projection->ended(); })) {
       final_sent_ = true;
       out.finished_now = true;
-      if (!status_.error.empty()) {
-        out.close_with(status_.error.rfind("invalid audio", 0) == 0 ? kClosePolicy : kCloseFailed, status_.error);
+      const std::string error = first_error();
+      if (!error.empty()) {
+        out.close_for_error(error);
       } else {
-        out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
+        out.send(metadata().dump());
         out.close_with(kCloseNormal, "");
       }
     }
@@ -209,35 +285,95 @@ class DeepgramProtocol : public AudioStreamProtocol {
     Outgoing out;
     if (final_sent_) return out;
     final_sent_ = true;
-    send_all(out, tick_messages());
-    send_all(out, projection_->force_final());
-    out.send(deepgram::metadata_message(projection_->info(), status_.received_seconds, sha_.hex()).dump());
+    for (Channel& c : channels_) {
+      send_all(out, tick_messages(c));
+      send_all(out, c.projection->force_final());
+    }
+    out.send(metadata().dump());
     out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
     out.finished_now = true;
     return out;
   }
 
- private:
-  void on_audio_bytes(std::span<const uint8_t> chunk) override { sha_.update(chunk.data(), chunk.size()); }
+  void on_close() override {
+    if (closed_) return;
+    closed_ = true;
+    for (Channel& c : channels_) {
+      if (!c.session->done()) c.session->fail("client disconnected");
+      core_.close_session(c.session);
+    }
+    extra_slots_.clear();
+  }
 
-  // The session's new events, released from its log (this connection is its only reader).
-  std::vector<nlohmann::json> tick_messages() {
-    session::EventBatch batch = session_->events_since(cursor_);
-    cursor_ = batch.next;
-    session_->release_until(cursor_);
-    status_ = batch.status;
-    return projection_->on_events(batch.events, batch.status.processed_seconds);
+ private:
+  struct Channel {
+    std::shared_ptr<session::StreamSession> session;
+    std::optional<deepgram::Projection> projection;
+    uint64_t cursor = 0;
+    session::StreamStatus status;
+  };
+
+  // Decoded audio (one vector per channel) to the sessions; a decoder's failure fails them all.
+  template <class Decode>
+  void push(Decode decode) {
+    try {
+      std::vector<std::vector<float>> samples = decode();
+      for (size_t i = 0; i < channels_.size() && i < samples.size(); ++i) {
+        channels_[i].session->push_audio(samples[i]);
+        core_.scheduler().notify(channels_[i].session);
+      }
+    } catch (const audio::OutputLimitExceeded& e) {
+      for (Channel& c : channels_) c.session->fail(message_too_long(core_, e.limit()));
+    } catch (const std::exception& e) {
+      for (Channel& c : channels_) c.session->fail(std::string("invalid audio: ") + e.what());
+    }
+  }
+
+  // One message's audio, bounded before anything is converted (max_message_samples):
+  // the mono decoder by its output limit, the channels' by the frames the bytes hold.
+  std::vector<std::vector<float>> decode_message(std::span<const uint8_t> chunk) {
+    const size_t limit = max_message_samples(core_);
+    if (!split_) {
+      decoder_->set_output_limit(limit);
+      return {decoder_->push(chunk)};
+    }
+    if (split_->seconds_in(chunk.size()) * kSampleRate > static_cast<double>(limit))
+      throw audio::OutputLimitExceeded(limit);
+    return split_->push(chunk);
+  }
+
+  // A session's new events, released from its log (this connection is its only reader).
+  std::vector<nlohmann::json> tick_messages(Channel& c) {
+    session::EventBatch batch = c.session->events_since(c.cursor);
+    c.cursor = batch.next;
+    c.session->release_until(c.cursor);
+    c.status = batch.status;
+    return c.projection->on_events(batch.events, batch.status.heard_seconds);
   }
   static void send_all(Outgoing& out, const std::vector<nlohmann::json>& messages) {
     for (const nlohmann::json& m : messages) out.send(m.dump());
   }
+  std::string first_error() const {
+    for (const Channel& c : channels_)
+      if (!c.status.error.empty()) return c.status.error;
+    return "";
+  }
+  nlohmann::json metadata() {
+    const session::StreamStatus& s = channels_.front().status;
+    return deepgram::metadata_message(channels_.front().projection->info(), s.received_seconds, sha_.hex(),
+                                      s.skipped_seconds);
+  }
 
+  Core& core_;
   deepgram::ListenOptions options_;
   std::string language_;
-  std::optional<deepgram::Projection> projection_;
-  uint64_t cursor_ = 0;
-  session::StreamStatus status_;
+  std::unique_ptr<audio::StreamDecoder> decoder_;     // mono, or channels mixed down
+  std::unique_ptr<audio::RawChannelsDecoder> split_;  // multichannel
+  std::vector<SessionSlot> extra_slots_;              // a channel's beyond the connection's own
+  std::vector<Channel> channels_;
   deepgram_support::Sha256 sha_;
+  bool ended_ = false;
+  bool closed_ = false;
   bool final_sent_ = false;
 };
 

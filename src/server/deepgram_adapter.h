@@ -7,6 +7,7 @@
 #include <string>
 
 #include "audio/audio.h"
+#include "audio/raw_decoder.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/deepgram/options.h"
 #include "server/stream_protocol.h"
@@ -26,6 +27,8 @@ std::string token(const std::map<std::string, std::string>& query, const std::st
 // The decoder for options.encoding. Throws Error(kInvalidArgument) naming the option
 // when this server cannot decode it.
 std::unique_ptr<audio::StreamDecoder> make_decoder(const Core& core, const deepgram::ListenOptions& options);
+// multichannel: raw audio split into its channels. Throws as make_decoder.
+std::unique_ptr<audio::RawChannelsDecoder> make_channels_decoder(const deepgram::ListenOptions& options);
 // The language to open the session in ("auto" or a code), checked against the model;
 // throws Error(kInvalidArgument) naming the option.
 std::string language(const Core& core, const deepgram::ListenOptions& options);

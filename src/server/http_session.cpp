@@ -106,39 +106,70 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     read_body();
   }
 
-  // The body in pieces, each within --idle-timeout: a stalled upload gets 408, a slow
-  // but steady one is not cut off. Our own timer: the stream's would close the socket
-  // and leave no way to answer.
+  // The body in pieces, each within --idle-timeout, the whole within --body-timeout-s,
+  // and at --body-min-rate-kb on average once its grace passed: a stalled, trickling or
+  // endless body gets 408 and frees its permit. Our own timer: the stream's would close
+  // the socket and leave no way to answer.
   void read_body() {
     beast::get_lowest_layer(stream_).expires_never();
+    const ServerConfig& config = impl_.core.config();
+    const auto now = std::chrono::steady_clock::now();
+    if (body_started_ == std::chrono::steady_clock::time_point{}) body_started_ = now;
+    auto deadline = std::min(now + idle(), body_started_ + seconds_of(config.body_timeout_seconds));
+    if (config.body_min_bytes_per_second > 0)  // when the average rate would fall below the minimum
+      deadline = std::min(
+          deadline, body_started_ + seconds_of(config.body_rate_grace_seconds + static_cast<double>(body_bytes_ + 1) /
+                                                                                    config.body_min_bytes_per_second));
     const uint64_t generation = ++read_generation_;
-    body_timer_.expires_after(idle());
+    body_timer_.expires_at(deadline);
     body_timer_.async_wait([self = this->shared_from_this(), generation](beast::error_code ec) {
       if (ec || generation != self->read_generation_) return;
       self->stalled_ = true;
       beast::error_code ignored;
       beast::get_lowest_layer(self->stream_).socket().cancel(ignored);
     });
-    http::async_read_some(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      ++self->read_generation_;
-      self->body_timer_.cancel();
-      if (self->stalled_) {
-        self->permit_ = Permit();
-        log_line("closing a stalled upload (nothing received for --idle-timeout)");
-        return self->refuse(openai_error(408, "request body stalled: nothing received for " +
-                                                  std::to_string(self->impl_.core.config().idle_timeout_seconds) +
-                                                  " s (--idle-timeout)"),
-                            self->pending_->origin);
-      }
-      if (ec == http::error::body_limit) return self->too_large(self->pending_->origin, bool(self->pending_->slot));
-      if (ec) return;
-      if (!self->parser_->is_done()) return self->read_body();
-      self->permit_ = Permit();
-      Pending p = std::move(*self->pending_);
-      self->pending_.reset();
-      p.request.body = std::move(self->parser_->get().body());
-      self->dispatch(std::move(p.request), std::move(p.slot), std::move(p.origin));
-    });
+    const auto read_started = now;
+    http::async_read_some(stream_, buffer_, *parser_,
+                          [self = this->shared_from_this(), read_started](beast::error_code ec, size_t n) {
+                            self->on_body(ec, n, read_started);
+                          });
+  }
+
+  // Why a body timer fired, in words the client can act on.
+  std::string slow_body_reason(std::chrono::steady_clock::time_point read_started) const {
+    const ServerConfig& config = impl_.core.config();
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - body_started_).count();
+    auto number = [](double v) { return std::to_string(static_cast<long long>(v)); };
+    if (elapsed >= config.body_timeout_seconds)
+      return "request body not complete after " + number(config.body_timeout_seconds) + " s (--body-timeout-s)";
+    if (std::chrono::duration<double>(now - read_started).count() >= config.idle_timeout_seconds)
+      return "request body stalled: nothing received for " + number(config.idle_timeout_seconds) +
+             " s (--idle-timeout)";
+    return "request body too slow: " + number(static_cast<double>(body_bytes_)) + " bytes in " + number(elapsed) +
+           " s, below the minimum of " + number(config.body_min_bytes_per_second) + " bytes/s (--body-min-rate-kb)";
+  }
+
+  void on_body(beast::error_code ec, size_t n, std::chrono::steady_clock::time_point read_started) {
+    ++read_generation_;
+    body_timer_.cancel();
+    body_bytes_ += n;
+    if (stalled_) {
+      permit_ = Permit();
+      const std::string reason = slow_body_reason(read_started);
+      log_line("closing an HTTP request: " + reason);
+      return refuse(openai_error(408, reason), pending_->origin);
+    }
+    if (ec == http::error::body_limit) return too_large(pending_->origin, bool(pending_->slot));
+    if (ec) return;
+    if (!parser_->is_done()) return read_body();
+    permit_ = Permit();
+    body_bytes_ = 0;
+    body_started_ = {};
+    Pending p = std::move(*pending_);
+    pending_.reset();
+    p.request.body = std::move(parser_->get().body());
+    dispatch(std::move(p.request), std::move(p.slot), std::move(p.origin));
   }
 
   void dispatch(HttpRequest request, SessionSlot slot, std::string origin) {
@@ -273,7 +304,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   std::optional<Pending> pending_;
   Permit permit_;
   net::steady_timer body_timer_;
-  uint64_t read_generation_ = 0;  // a body timer armed for an earlier read is stale
+  std::chrono::steady_clock::time_point body_started_;  // of the body being read ({} between bodies)
+  uint64_t body_bytes_ = 0;                             // of the body being read
+  uint64_t read_generation_ = 0;                        // a body timer armed for an earlier read is stale
   bool stalled_ = false;
   bool keep_alive_ = true;
   size_t linger_limit_ = 0;  // > 0: linger after the response, then close

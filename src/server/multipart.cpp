@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/text.h"
+#include "common/utf8.h"
 
 namespace earshot::server {
 
@@ -42,7 +43,8 @@ std::string header_param(const std::string& header, const std::string& key) {
 
 std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body) {
   if (lower(content_type).find("multipart/form-data") == std::string::npos)
-    throw Error(ErrorCode::kInvalidArgument, "expected Content-Type multipart/form-data, got '" + content_type + "'");
+    throw Error(ErrorCode::kInvalidArgument,
+                "expected Content-Type multipart/form-data, got " + quote_client_text(content_type));
   std::string boundary = header_param(content_type, "boundary");
   if (boundary.empty()) throw Error(ErrorCode::kInvalidArgument, "multipart/form-data without a boundary parameter");
   const std::string delimiter = "--" + boundary;

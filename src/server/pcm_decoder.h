@@ -1,6 +1,7 @@
 // --pcm-input: raw s16le 16 kHz mono in frames of any size. A frame may end in
-// the middle of a sample; the odd byte waits for the next frame. Linear16Decoder:
-// the same at another sample rate.
+// the middle of a sample; the odd byte waits for the next frame. It honours
+// StreamDecoder's output limit before converting anything. (Other rates, channels
+// and encodings: audio/raw_decoder.h.)
 #pragma once
 
 #include <cstdint>
@@ -9,13 +10,13 @@
 #include <vector>
 
 #include "audio/audio.h"
-#include "audio/resample.h"
 
 namespace earshot::server {
 
 class PcmDecoder : public audio::StreamDecoder {
  public:
   std::vector<float> push(std::span<const uint8_t> bytes) override {
+    check_output(0, samples_in(bytes.size()));
     std::vector<float> out;
     out.reserve((bytes.size() + 1) / 2);
     size_t i = 0;
@@ -32,32 +33,14 @@ class PcmDecoder : public audio::StreamDecoder {
     carry_.reset();  // half a sample at the very end carries no sound
     return {};
   }
+  // The samples push() makes of `bytes` more bytes.
+  size_t samples_in(size_t bytes) const { return (bytes + (carry_ ? 1 : 0)) / 2; }
 
  private:
   static float sample(uint8_t low, uint8_t high) {
     return static_cast<float>(static_cast<int16_t>(static_cast<uint16_t>(low | (high << 8)))) / 32768.0f;
   }
   std::optional<uint8_t> carry_;
-};
-
-// Deepgram's encoding=linear16: raw s16le mono at any sample rate, resampled to 16 kHz.
-class Linear16Decoder : public audio::StreamDecoder {
- public:
-  explicit Linear16Decoder(int sample_rate) : resampler_(sample_rate) {}  // throws Error for unusable rates
-  std::vector<float> push(std::span<const uint8_t> bytes) override {
-    std::vector<float> out;
-    resampler_.push(pcm_.push(bytes), out);
-    return out;
-  }
-  std::vector<float> finish() override {
-    std::vector<float> out;
-    resampler_.flush(out);
-    return out;
-  }
-
- private:
-  PcmDecoder pcm_;
-  audio::Resampler resampler_;
 };
 
 }  // namespace earshot::server

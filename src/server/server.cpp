@@ -47,7 +47,8 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
         impl_(impl),
         connection_(std::move(connection)),
         protocol_(std::move(protocol)),
-        timer_(ws_.get_executor()) {}
+        timer_(ws_.get_executor()),
+        finish_timer_(ws_.get_executor()) {}
 
   ~WsSession() override { finish_connection(); }
 
@@ -74,24 +75,54 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   void begin_shutdown() override {
     net::post(ws_.get_executor(), [self = this->shared_from_this()] {
       self->shutting_down_ = true;
-      if (self->started_ && !self->finished_) self->protocol_->end_stream();
+      if (self->started_ && !self->finished_) {
+        // The server, not the client, ends this stream: its close says so (1001).
+        self->server_ended_ = !self->protocol_->ended();
+        self->protocol_->end_stream();
+      }
     });
   }
 
+  // No model pass starts after this; the one running (whose words the client must
+  // get) is waited for, within final_pass_wait_seconds, then the final result goes out.
   void force_finish(std::shared_ptr<std::atomic<int>> done) override {
     net::post(ws_.get_executor(), [self = this->shared_from_this(), done] {
-      if (self->started_ && !self->finished_ && !self->close_code_ && !self->protocol_->finished()) {
-        log_line("shutdown grace time over: sending a stream its text so far as final (--shutdown-grace-s)");
-        self->apply(self->protocol_->force_finish());
-        self->finish_connection();  // the model stops working on it
+      if (!self->started_ || self->finished_ || self->close_code_ || self->protocol_->finished()) {
+        --*done;
+        return;
       }
-      --*done;
+      self->protocol_->halt();
+      self->finish_after_pass(
+          std::chrono::steady_clock::now() + seconds_of(self->impl_.core.config().final_pass_wait_seconds),
+          std::move(done));
     });
   }
 
   size_t queued_bytes() const override { return queued_bytes_.load(); }
 
  private:
+  void finish_after_pass(std::chrono::steady_clock::time_point deadline, std::shared_ptr<std::atomic<int>> done) {
+    if (protocol_->model_running() && std::chrono::steady_clock::now() < deadline && !finished_) {
+      finish_timer_.expires_after(std::chrono::milliseconds(5));
+      finish_timer_.async_wait([self = this->shared_from_this(), deadline, done](beast::error_code) mutable {
+        self->finish_after_pass(deadline, std::move(done));
+      });
+      return;
+    }
+    if (!finished_ && !close_code_ && !protocol_->finished()) {
+      if (protocol_->model_running()) {
+        char waited[32];
+        std::snprintf(waited, sizeof waited, "%g", impl_.core.config().final_pass_wait_seconds);
+        log_line(std::string("shutdown: a model pass still running after ") + waited +
+                 " s; its words are left out of the stream's final result");
+      }
+      log_line("shutdown grace time over: sending a stream its text so far as final (--shutdown-grace-s)");
+      apply(protocol_->force_finish());
+      finish_connection();  // the model stops working on it
+    }
+    --*done;
+  }
+
   void on_accept(beast::error_code ec) {
     if (ec) return;
     const Core& core = impl_.core;
@@ -119,9 +150,34 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     if (refused) return;
     started_ = true;
     impl_.register_stream(this->shared_from_this());
+    protocol_->watch([weak = this->weak_from_this()] {
+      if (auto self = weak.lock()) self->wake();
+    });
     last_activity_ = std::chrono::steady_clock::now();
     do_read();
     arm_timer();
+  }
+
+  // The session has something new (any thread): one tick on the strand, however many
+  // wakes arrive before it runs.
+  void wake() {
+    if (wake_posted_.exchange(true)) return;
+    net::post(ws_.get_executor(), [self = this->shared_from_this()] {
+      self->wake_posted_ = false;
+      if (self->closing_ || self->finished_ || self->close_code_) return;
+      self->resume_if_accepting(std::chrono::steady_clock::now());
+      self->tick(std::chrono::steady_clock::now());
+    });
+  }
+
+  // Backpressure's end: reads on once the session takes audio again.
+  void resume_if_accepting(std::chrono::steady_clock::time_point now) {
+    if (!paused_) return;
+    last_activity_ = now;  // the server is the one not reading: the client is not idle
+    if (protocol_->accepting_audio()) {
+      paused_ = false;
+      do_read();
+    }
   }
 
   void apply(const Outgoing& out) {
@@ -157,7 +213,15 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
       }
     }
     buffer_.consume(buffer_.size());
-    if (!closing_) do_read();
+    if (closing_) return;
+    // Backpressure: a client ahead of real time is not read while its session holds
+    // as much audio as it may; it is read again once the session took audio (wake).
+    if (started_ && !finished_ && !protocol_->accepting_audio()) {
+      paused_ = true;
+      impl_.core.count_read_pause();
+      return;
+    }
+    do_read();
   }
 
   void arm_timer() {
@@ -166,10 +230,14 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     timer_.async_wait(beast::bind_front_handler(&WsSession::on_timer, this->shared_from_this()));
   }
 
+  // Housekeeping every update interval: the lag sampler, the idle timeout, a client
+  // that stopped reading, and a tick in case a wake was missed (the session's events
+  // normally wake the stream at once).
   void on_timer(beast::error_code ec) {
     if (ec || closing_ || finished_ || close_code_) return;
     impl_.core.sample_lags();
     const auto now = std::chrono::steady_clock::now();
+    resume_if_accepting(now);
     const double idle = std::chrono::duration<double>(now - last_activity_).count();
     if (idle > impl_.core.config().idle_timeout_seconds) {
       if (protocol_->finished()) return close_after_writes(websocket::close_code::normal, "done");
@@ -183,14 +251,30 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     if (protocol_->finished() && shutting_down_)
       return close_after_writes(websocket::close_code::going_away, "server shutting down");
     if (writing_) {
-      // The client reads slower than updates come: none is made until the last one is
-      // written, so the queue stays one update long and the next one carries every change
-      // since (full mode: the latest snapshot; diff mode: one diff from what the client has).
       const double write_timeout = impl_.core.config().write_timeout_seconds;
       if (std::chrono::duration<double>(now - write_started_).count() > write_timeout) return end_slow_client();
-      return arm_timer();
     }
+    tick(now);
+    if (!close_code_) arm_timer();
+  }
+
+  // What the session produced since the last tick, to the client. While an update is
+  // being written none is made: the client reads slower than updates come, and the next
+  // one (made when the write completes) carries every change since (full mode: the
+  // latest snapshot; diff mode: one diff from what the client has). The queue stays
+  // one update long.
+  void tick(std::chrono::steady_clock::time_point now) {
+    if (closing_ || finished_ || close_code_) return;
+    if (writing_) {
+      dirty_ = true;
+      return;
+    }
+    dirty_ = false;
     Outgoing out = protocol_->on_tick();
+    // A stream the server ended (shutdown) closes with 1001 even where the protocol's
+    // own end is a normal close (Deepgram's 1000 after Metadata).
+    if (out.close && server_ended_ && out.close->first == websocket::close_code::normal)
+      out.close_with(websocket::close_code::going_away, "server shutting down");
     apply(out);
     if (out.close) return;
     if (out.finished_now) {
@@ -198,7 +282,6 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
       if (shutting_down_) return close_after_writes(websocket::close_code::going_away, "server shutting down");
       if (idle_ended_) return close_after_writes(websocket::close_code::normal, "idle timeout");
     }
-    arm_timer();
   }
 
   void send(std::string text) {
@@ -251,6 +334,12 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
       if (ec) return self->finish_connection();
       self->queued_bytes_ -= self->queue_.front().size();
       self->queue_.pop_front();
+      // What changed while the update was written goes out next.
+      if (self->queue_.empty() && self->dirty_ && !self->close_code_) {
+        self->writing_ = false;
+        self->tick(std::chrono::steady_clock::now());
+        if (self->writing_ || self->close_code_) return;
+      }
       self->do_write();
     });
   }
@@ -268,6 +357,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
     finished_ = true;
     beast::error_code ignored;
     timer_.cancel();
+    finish_timer_.cancel();
     protocol_->on_close();
     slot_ = SessionSlot();
   }
@@ -277,6 +367,7 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   Permit connection_;  // --max-connections
   std::unique_ptr<StreamProtocol> protocol_;
   net::steady_timer timer_;
+  net::steady_timer finish_timer_;  // force_finish's wait for the running pass
   beast::flat_buffer buffer_;
   UpgradeRequest upgrade_;
   SessionSlot slot_;
@@ -289,6 +380,10 @@ class WsSession : public StreamConnection, public std::enable_shared_from_this<W
   bool started_ = false;
   bool idle_ended_ = false;
   bool shutting_down_ = false;
+  bool server_ended_ = false;  // the server ended the stream (shutdown), not the client
+  bool paused_ = false;        // not reading: backpressure (see on_read)
+  bool dirty_ = false;         // the session changed while an update was being written
+  std::atomic<bool> wake_posted_{false};
   std::chrono::steady_clock::time_point last_activity_;
   std::chrono::steady_clock::time_point write_started_;  // of the write in flight
   std::atomic<size_t> queued_bytes_{0};
@@ -478,12 +573,14 @@ void Server::shutdown() {
   // sessions get a refusal (not a reset) while live streams go on.
   const auto drain_end =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().drain_seconds);
-  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < drain_end)
+  // A second signal (hurry_up) cuts the drain and the grace short.
+  auto busy = [&] { return (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && !impl_->hurry; };
+  while (busy() && std::chrono::steady_clock::now() < drain_end)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   for (auto& s : impl_->live_connections()) s->begin_shutdown();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(impl_->core.config().shutdown_grace_seconds);
-  while ((impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) && std::chrono::steady_clock::now() < deadline)
+  while (busy() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (impl_->live_streams() > 0 || impl_->blocking.in_flight() > 0) {
     log_line("shutdown grace time over; ending the sessions still running");
@@ -492,7 +589,8 @@ void Server::shutdown() {
     auto pending = std::make_shared<std::atomic<int>>(static_cast<int>(live.size()));
     for (auto& s : live) s->force_finish(pending);
     live.clear();
-    const auto forced_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    const auto forced_deadline = std::chrono::steady_clock::now() +
+                                 seconds_of(impl_->core.config().final_pass_wait_seconds) + std::chrono::seconds(2);
     while (*pending > 0 && std::chrono::steady_clock::now() < forced_deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -509,18 +607,31 @@ void Server::shutdown() {
   impl_->stop_threads();
 }
 
+void Server::hurry_up() {
+  if (!impl_->hurry.exchange(true)) log_line("ending the remaining streams now: their text so far as final");
+}
+
 void Server::run_until_signal() {
   std::mutex mutex;
   std::condition_variable cv;
   bool signalled = false;
   net::signal_set signals(impl_->ioc, SIGINT, SIGTERM);
-  signals.async_wait([&](beast::error_code ec, int sig) {
+  // The first signal drains (shutdown()); a second one ends the streams still running at once.
+  std::function<void(beast::error_code, int)> on_signal = [&](beast::error_code ec, int sig) {
     if (ec) return;
-    log_line(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", finishing sessions");
+    const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     std::lock_guard lock(mutex);
+    if (signalled) {
+      log_line(std::string("received ") + name + " again");
+      hurry_up();
+      return;
+    }
+    log_line(std::string("received ") + name + ", finishing sessions (send it again to end them now)");
     signalled = true;
     cv.notify_all();
-  });
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
   {
     std::unique_lock lock(mutex);
     cv.wait(lock, [&] { return signalled; });

@@ -31,7 +31,10 @@ class Server {
   // Graceful stop: no new connections; every stream is ended and gets its final
   // update and ready_to_stop; returns when all are gone or the grace time ran out.
   void shutdown();
-  // Blocks until SIGINT or SIGTERM, then shutdown().
+  // During shutdown(): cut the drain and the grace short, so the streams still
+  // running get their text so far as final now (what a second signal does).
+  void hurry_up();
+  // Blocks until SIGINT or SIGTERM, then shutdown(); a second signal calls hurry_up().
   void run_until_signal();
 
   size_t active_sessions() const;

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -29,7 +30,6 @@
 
 #include "common/error.h"
 #include "protocol/target.h"
-#include "protocol/wlk/projection.h"
 #include "server/core.h"
 #include "server/server.h"
 #include "server/stream_protocol.h"
@@ -111,6 +111,7 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   uint16_t port = 0;
   std::atomic<bool> shutting_down{false};
+  std::atomic<bool> hurry{false};   // a second signal: the drain and the grace are cut short
   std::atomic<int> uploads{0};      // upload bodies being received (--max-uploads)
   std::atomic<int> connections{0};  // open connections (--max-connections), each holding a Permit
   bool connections_full = false;    // refusing at --max-connections (logged once); the accept handler's

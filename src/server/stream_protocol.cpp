@@ -1,15 +1,13 @@
-// The WebSocket routes: which protocol adapter speaks at which path.
+// The WebSocket routes: the route table's stream adapters (routes.cpp).
 #include "server/stream_protocol.h"
 
-#include "server/deepgram_adapter.h"
-#include "server/wlk_adapter.h"
+#include "server/routes.h"
 
 namespace earshot::server {
 
 std::unique_ptr<StreamProtocol> make_stream_protocol(const std::string& path, Core& core) {
-  if (path == "/asr") return make_wlk_protocol(core);
-  if (path == "/v1/listen") return make_deepgram_protocol(core);
-  return nullptr;
+  const Route* route = find_route(path);
+  return route && route->stream ? route->stream(core) : nullptr;
 }
 
 }  // namespace earshot::server

@@ -3,10 +3,13 @@
 // timeout, shutdown, the write queue) calls an adapter for everything the
 // protocol decides: what the client's messages mean, which session to open,
 // what to send from the session's state, and when to close. Adapters:
-// WhisperLiveKit at /asr (wlk_adapter.h), Deepgram at /v1/listen (deepgram_adapter.h).
+// WhisperLiveKit at /asr (wlk_adapter.h), Deepgram at /v1/listen (deepgram_adapter.h),
+// Deepgram Flux at /v2/listen (flux_adapter.h), OpenAI's Realtime transcription at
+// /v1/realtime (realtime_adapter.h); the route table (routes.cpp) names them.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -32,6 +35,11 @@ struct Outgoing {
   // A close reason is at most 123 bytes of valid UTF-8 (RFC 6455 5.5.1, 5.5): error texts may
   // quote the client's bytes, so they are repaired and cut at a character boundary here.
   void close_with(uint16_t code, std::string_view reason) { close.emplace(code, valid_utf8_prefix(reason, 120)); }
+  // A stream that ended with `error`: 1008 when the client's audio was at fault
+  // ("invalid audio: ..."), 1011 for the server's own failure.
+  void close_for_error(const std::string& error) {
+    close_with(error.rfind("invalid audio", 0) == 0 ? 1008 : 1011, error);
+  }
 };
 
 // The upgrade request as an adapter sees it.
@@ -61,7 +69,21 @@ class StreamProtocol {
   // No more audio will come (idle timeout, server shutdown). Idempotent.
   virtual void end_stream() = 0;
   virtual bool ended() const = 0;
-  // Called every update interval: what the session produced since the last call.
+  // Backpressure: false while the session holds as much audio from a client
+  // sending faster than real time as it may; the transport stops reading until
+  // it is true again (on a later tick).
+  virtual bool accepting_audio() const { return true; }
+  // The server gives up on the stream (shutdown grace over): no model pass starts
+  // after this; model_running() tells when the one running has finished, so that
+  // force_finish() includes its words.
+  virtual void halt() {}
+  virtual bool model_running() const { return false; }
+  // After start(): `wake` is to be called (from any thread, never blocking) whenever
+  // the session may have something new to send or can take audio again; the
+  // transport then calls on_tick() on its own thread.
+  virtual void watch(std::function<void()> wake) { (void)wake; }
+  // What the session produced since the last call: called when woken, and at least
+  // every update interval (idle and lag figures).
   virtual Outgoing on_tick() = 0;
   // The server stops before the session is done: everything so far (the provisional
   // text included) as the final result, the protocol's end message, and a close.

@@ -6,35 +6,47 @@
 
 #include "common/error.h"
 #include "common/text.h"
+#include "common/utf8.h"
 #include "protocol/transcript.h"
 #include "server/core.h"
+#include "server/routes.h"
 
 namespace earshot::server {
 
 Core::UploadAudio Core::decode_upload(const std::string& bytes, audio::StreamDecoder& decoder) const {
-  // In pieces, so an over-long file is refused after decoding just past the limit.
+  // In pieces, each allowed what is left of the limit: the decoder stops at the
+  // limit before making the samples past it (a small compressed upload of silence
+  // can decode to days), and the upload is refused.
   constexpr size_t kPiece = 256 * 1024;
   const double limit = config_.max_audio_seconds;
+  const auto max_samples = static_cast<size_t>(limit * kSampleRate);
   UploadAudio out;
   auto too_long = [&] {
-    if (static_cast<double>(out.samples.size()) <= limit * kSampleRate) return false;
     out.samples = {};
     char text[160];
     std::snprintf(text, sizeof text, "audio longer than this server's limit of %.0f s of decoded audio per file",
                   limit);
     out.too_long = text;
-    return true;
+    return out;
   };
-  for (size_t at = 0; at < bytes.size(); at += kPiece) {
-    const size_t n = std::min(kPiece, bytes.size() - at);
-    std::vector<float> piece =
-        decoder.push(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()) + at, n));
-    out.samples.insert(out.samples.end(), piece.begin(), piece.end());
-    if (too_long()) return out;
+  auto add = [&](std::vector<float> piece) {
+    if (out.samples.empty()) {
+      out.samples = std::move(piece);
+    } else {
+      out.samples.insert(out.samples.end(), piece.begin(), piece.end());
+    }
+  };
+  try {
+    for (size_t at = 0; at < bytes.size(); at += kPiece) {
+      const size_t n = std::min(kPiece, bytes.size() - at);
+      decoder.set_output_limit(max_samples - out.samples.size());
+      add(decoder.push(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()) + at, n)));
+    }
+    decoder.set_output_limit(max_samples - out.samples.size());
+    add(decoder.finish());
+  } catch (const audio::OutputLimitExceeded&) {
+    return too_long();
   }
-  std::vector<float> tail = decoder.finish();
-  out.samples.insert(out.samples.end(), tail.begin(), tail.end());
-  too_long();
   return out;
 }
 
@@ -57,7 +69,8 @@ Core::FileResult Core::transcribe_samples(const std::shared_ptr<session::StreamS
   return result;
 }
 
-HttpResponse Core::transcribe(const HttpRequest& request) {
+HttpResponse openai_transcription(Core& core, const HttpRequest& request) {
+  const ServerConfig& config = core.config();
   std::vector<FormPart> parts;
   try {
     parts = parse_multipart(request.header("content-type"), request.body);
@@ -66,44 +79,51 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   }
   const FormPart* file = nullptr;
   std::string language, response_format = "json";
+  Keyterms keyterms;  // OpenAI's prompt: the stream's vocabulary (common/keyterms.h)
   for (const FormPart& p : parts) {
     if (p.name == "file") file = &p;
     if (p.name == "language") language = trim(p.data);
     if (p.name == "response_format") response_format = trim(p.data);
+    if (p.name == "prompt") keyterms.prompt = trim(p.data);
+  }
+  try {
+    keyterms.check_limits("prompt");
+  } catch (const Error& e) {
+    return openai_error(400, e.what());
   }
   if (!file) return openai_error(400, "missing multipart field 'file' (the audio to transcribe)");
   static const char* kFormats[] = {"json", "verbose_json", "diarized_json", "text", "srt", "vtt"};
   if (std::find(std::begin(kFormats), std::end(kFormats), response_format) == std::end(kFormats))
-    return openai_error(400, "unknown response_format '" + response_format +
-                                 "': expected json, verbose_json, diarized_json, text, srt or vtt");
+    return openai_error(400, "unknown response_format " + quote_client_text(response_format) +
+                                 ": expected json, verbose_json, diarized_json, text, srt or vtt");
   if (response_format == "diarized_json" &&
-      std::find(config_.stages.begin(), config_.stages.end(), "diarization") == config_.stages.end())
+      std::find(config.stages.begin(), config.stages.end(), "diarization") == config.stages.end())
     return openai_error(400,
                         "response_format 'diarized_json' needs a server that diarizes: start it with "
                         "--diarization-model (json, verbose_json, text, srt and vtt work without)");
-  if (language.empty()) language = config_.default_language.empty() ? "auto" : config_.default_language;
-  if (!hooks_.make_decoder) return openai_error(415, "this server cannot decode uploaded audio files");
+  if (language.empty()) language = config.default_language.empty() ? "auto" : config.default_language;
+  if (!core.hooks().make_decoder) return openai_error(415, "this server cannot decode uploaded audio files");
 
-  UploadAudio audio;
+  Core::UploadAudio audio;
   try {
-    std::unique_ptr<audio::StreamDecoder> decoder = hooks_.make_decoder();
-    audio = decode_upload(file->data, *decoder);
+    std::unique_ptr<audio::StreamDecoder> decoder = core.hooks().make_decoder();
+    audio = core.decode_upload(file->data, *decoder);
   } catch (const std::exception& e) {
-    return openai_error(400, "cannot decode '" + file->filename + "': " + e.what());
+    return openai_error(400, "cannot decode " + quote_client_text(file->filename) + ": " + e.what());
   }
-  if (!audio.too_long.empty()) return openai_error(413, "'" + file->filename + "': " + audio.too_long);
+  if (!audio.too_long.empty()) return openai_error(413, quote_client_text(file->filename) + ": " + audio.too_long);
   const std::vector<float>& samples = audio.samples;
 
   std::shared_ptr<session::StreamSession> session;
   try {
-    session = open_session(language, true);
+    session = core.open_session({language, true, std::nullopt, {}, keyterms});
   } catch (const Error& e) {
     return openai_error(e.code() == ErrorCode::kInvalidArgument ? 400 : 500, e.what());
   }
-  FileResult result = transcribe_samples(session, samples);
+  Core::FileResult result = core.transcribe_samples(session, samples);
   if (result.timed_out)
     return openai_error(408, "transcription took longer than " +
-                                 std::to_string(static_cast<int>(config_.transcription_timeout_seconds)) + " s");
+                                 std::to_string(static_cast<int>(config.transcription_timeout_seconds)) + " s");
   const session::EventBatch& batch = result.batch;
   if (!batch.status.error.empty())
     return openai_error(500, "transcription failed: " + batch.status.error, "server_error");
@@ -111,7 +131,7 @@ HttpResponse Core::transcribe(const HttpRequest& request) {
   const double duration = static_cast<double>(samples.size()) / kSampleRate;
   const std::vector<Word> words = protocol::committed_words(batch.events);
   const std::vector<protocol::Segment> segments =
-      protocol::segments(words, {.pause_seconds = config_.file.pause_segmentation_seconds});
+      protocol::segments(words, {.pause_seconds = config.file.pause_segmentation_seconds});
   HttpResponse r;
   if (response_format == "text") {
     r.content_type = "text/plain; charset=utf-8";

@@ -1,6 +1,7 @@
 #include "server/wlk_adapter.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/error.h"
 #include "protocol/wlk/projection.h"
@@ -88,19 +89,22 @@ class WlkProtocol : public AudioStreamProtocol {
       out.send(ready_to_stop_message().dump());
       out.finished_now = true;
     } else if (!final_sent_) {
-      if (auto message = encoder_->next(snap)) out.send(message->dump());
+      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      if (auto message = encoder_->next(snap, false, now)) out.send(message->dump());
     }
     return out;
   }
   bool finished() const override { return final_sent_; }
 
   // What a client would have got at the end had the model caught up, as far as it got:
-  // the provisional tail closes the last line (or opens one), then ready_to_stop.
+  // every committed word in the lines (those still waiting for a speaker without one),
+  // the provisional tail closing the last line (or opening one), then ready_to_stop.
   Outgoing force_finish() override {
     Outgoing out;
     if (final_sent_) return out;
     final_sent_ = true;
     protocol::wlk::Snapshot snap = projection_.pull(*session_);
+    snap = projection_.release_held(snap);
     if (!snap.buffer_transcription.empty()) {
       if (snap.lines.empty() || snap.lines.back().speaker == -2) {
         protocol::wlk::Line line;

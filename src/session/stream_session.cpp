@@ -44,9 +44,13 @@ struct StreamSession::State {
   int64_t received_samples = 0;
   int64_t consumed_samples = 0;   // taken by steps or skipped
   int64_t processed_samples = 0;  // fully handled by finished steps
+  int64_t heard_samples = 0;      // run through the VAD by finished steps
   int64_t skipped_samples = 0;
   int64_t pending_gap = 0;  // oldest waiting samples dropped since the last step
   bool end_requested = false;
+  bool sender_ahead = false;  // latched: the client sent faster than real time once
+  bool halted = false;
+  bool stepping = false;
   bool finished = false;
   std::string error;
   double first_audio_wall = -1;
@@ -55,6 +59,11 @@ struct StreamSession::State {
   double committed_end = 0;
   SessionStats stats;
   bool finalize_requested = false;
+  uint64_t finalize_requests = 0;  // finalize() calls so far
+  // Each pending finalize() call: the stream position (samples received, skipped ones
+  // counted) it flushes at, and its number. A step stops at the first one's position,
+  // so audio received after a request is not flushed with it.
+  std::deque<std::pair<int64_t, uint64_t>> finalize_at;
   std::deque<events::Event> log;
   uint64_t log_base = 0;    // index of log.front() since the stream started
   bool log_closed = false;  // EndOfStream is in the log
@@ -71,6 +80,10 @@ struct StreamSession::State {
   std::vector<float> held;  // audio the VAD has not decided on yet
   int64_t held_start = 0;   // stream sample of held[0]
   bool fed_since_process = false;
+  // The processor flushed (a pause, a finalize) and was fed nothing since: the end
+  // of the stream has nothing left to decode (a second last pass over the audio it
+  // keeps would only repeat or invent words after a turn that already ended).
+  bool flushed = false;
   uint64_t passes = 0;
   std::vector<Word> provisional;  // the tail of the last ProvisionalChanged
   std::string language;           // of the last LanguageDetected
@@ -97,6 +110,21 @@ StreamSession::StreamSession(std::unique_ptr<OnlineProcessor> processor, std::un
 // Stages first: one still working on its own thread may post until it is gone.
 StreamSession::~StreamSession() { stages_.clear(); }
 
+void StreamSession::set_listener(std::function<void()> listener) {
+  auto shared = listener ? std::make_shared<const std::function<void()>>(std::move(listener)) : nullptr;
+  std::lock_guard lock(listener_mutex_);
+  listener_ = std::move(shared);
+}
+
+void StreamSession::notify_listener() {
+  std::shared_ptr<const std::function<void()>> listener;
+  {
+    std::lock_guard lock(listener_mutex_);
+    listener = listener_;
+  }
+  if (listener) (*listener)();
+}
+
 void StreamSession::post_from(size_t first_stage, std::vector<events::Event> events) {
   {
     std::lock_guard chain_lock(chain_mutex_);
@@ -107,23 +135,31 @@ void StreamSession::post_from(size_t first_stage, std::vector<events::Event> eve
       events = std::move(next);
     }
   }
-  std::lock_guard lock(mutex_);
-  if (state_->chain_pending) {
-    for (events::Event& e : events) state_->posted.push_back(std::move(e));
-    return;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_->chain_pending) {  // they follow the session thread's events, which notifies
+      for (events::Event& e : events) state_->posted.push_back(std::move(e));
+      return;
+    }
+    append_locked(events);
   }
-  append_locked(events);
+  notify_listener();
 }
 
 void StreamSession::push_audio(std::span<const float> samples) {
   std::lock_guard lock(mutex_);
   State& s = *state_;
   if (s.end_requested || !s.error.empty() || samples.empty()) return;
-  if (s.first_audio_wall < 0) s.first_audio_wall = clock_();
+  const double now = clock_();
+  if (s.first_audio_wall < 0) s.first_audio_wall = now;
   s.pending.insert(s.pending.end(), samples.begin(), samples.end());
   s.received_samples += static_cast<int64_t>(samples.size());
+  if (to_seconds(s.received_samples) > now - s.first_audio_wall + options_.ahead_tolerance_seconds)
+    s.sender_ahead = true;
   if (options_.max_pending_seconds > 0) {
-    size_t limit = static_cast<size_t>(options_.max_pending_seconds * kSampleRate);
+    // A sender held back is no longer read at the limit (accepting_audio); should its
+    // transport read on regardless, memory still stays bounded, at twice the limit.
+    const size_t limit = pending_limit_samples() * (s.sender_ahead ? 2 : 1);
     if (s.pending.size() > limit) {
       size_t drop = s.pending.size() - limit;
       s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(drop));
@@ -131,6 +167,29 @@ void StreamSession::push_audio(std::span<const float> samples) {
     }
   }
   ++s.version;
+}
+
+size_t StreamSession::pending_limit_samples() const {
+  return static_cast<size_t>(options_.max_pending_seconds * kSampleRate);
+}
+
+bool StreamSession::accepting_audio() const {
+  std::lock_guard lock(mutex_);
+  const State& s = *state_;
+  if (!s.sender_ahead || options_.max_pending_seconds <= 0 || s.end_requested || !s.error.empty() || s.halted)
+    return true;
+  return s.pending.size() < pending_limit_samples();
+}
+
+void StreamSession::halt() {
+  std::lock_guard lock(mutex_);
+  state_->halted = true;
+  ++state_->version;
+}
+
+bool StreamSession::stepping() const {
+  std::lock_guard lock(mutex_);
+  return state_->stepping;
 }
 
 void StreamSession::end_of_stream() {
@@ -158,20 +217,27 @@ void StreamSession::fail(const std::string& message) {
       out.push_back(std::move(event));
     }
   }
-  std::lock_guard lock(mutex_);
-  append_locked(out);
-  if (!state_->log_closed) {  // a stage held EndOfStream back: the log still ends
-    std::vector<events::Event> end{events::EndOfStream{}};
-    append_locked(end);
+  {
+    std::lock_guard lock(mutex_);
+    append_locked(out);
+    if (!state_->log_closed) {  // a stage held EndOfStream back: the log still ends
+      std::vector<events::Event> end{events::EndOfStream{}};
+      append_locked(end);
+    }
   }
+  notify_listener();
 }
 
-void StreamSession::finalize() {
+uint64_t StreamSession::finalize() {
   std::lock_guard lock(mutex_);
   State& s = *state_;
-  if (s.end_requested || s.finished || !s.error.empty()) return;
+  if (s.end_requested || s.finished || !s.error.empty()) return 0;
   s.finalize_requested = true;
   ++s.version;
+  ++s.finalize_requests;
+  s.finalize_at.emplace_back(s.consumed_samples + s.pending_gap + static_cast<int64_t>(s.pending.size()),
+                             s.finalize_requests);
+  return s.finalize_requests;
 }
 
 std::vector<events::Event> StreamSession::run_chain(events::Event event) {
@@ -186,6 +252,24 @@ std::vector<events::Event> StreamSession::run_chain(events::Event event) {
     std::vector<events::Event> next;
     const std::function<void(events::Event)> emit = [&next](events::Event e) { next.push_back(std::move(e)); };
     for (const events::Event& e : current) stage->consume(e, emit);
+    current = std::move(next);
+  }
+  return current;
+}
+
+std::vector<events::Event> StreamSession::run_advance(double heard) {
+  std::vector<events::Event> current;
+  if (stages_.empty()) return current;
+  {
+    std::lock_guard lock(mutex_);
+    state_->chain_pending = true;  // until the next append_locked
+  }
+  std::lock_guard chain_lock(chain_mutex_);
+  for (const auto& stage : stages_) {
+    std::vector<events::Event> next;
+    const std::function<void(events::Event)> emit = [&next](events::Event e) { next.push_back(std::move(e)); };
+    for (const events::Event& e : current) stage->consume(e, emit);
+    stage->advance(heard, emit);
     current = std::move(next);
   }
   return current;
@@ -241,7 +325,9 @@ void StreamSession::status_locked(StreamStatus& out) const {
   const State& s = *state_;
   out.received_seconds = to_seconds(s.received_samples);
   out.processed_seconds = to_seconds(s.processed_samples);
+  out.heard_seconds = to_seconds(s.heard_samples);
   out.skipped_seconds = to_seconds(s.skipped_samples);
+  out.sender_ahead = s.sender_ahead;
   // A pause the VAD has seen counts as covered: there is nothing in it to transcribe.
   double covered = s.in_speech ? 0.0 : out.processed_seconds;
   out.committed_until = std::max(s.committed_end, covered);
@@ -256,7 +342,7 @@ void StreamSession::status_locked(StreamStatus& out) const {
 bool StreamSession::has_work() const {
   std::lock_guard lock(mutex_);
   const State& s = *state_;
-  if (s.finished || !s.error.empty()) return false;
+  if (s.finished || !s.error.empty() || s.halted) return false;
   if (s.end_requested || s.pending_gap > 0 || s.finalize_requested) return true;
   return s.pending.size() >= static_cast<size_t>(std::max(1.0, options_.min_step_seconds * kSampleRate));
 }
@@ -277,11 +363,22 @@ SessionStats StreamSession::stats() const {
 }
 
 void StreamSession::step() {
+  {
+    std::lock_guard lock(mutex_);
+    if (state_->halted) return;
+    state_->stepping = true;
+  }
   try {
     run_step();
   } catch (const std::exception& e) {
     fail(e.what());
   }
+  {
+    std::lock_guard lock(mutex_);
+    state_->stepping = false;
+    ++state_->version;
+  }
+  notify_listener();
 }
 
 void StreamSession::run_step() {
@@ -291,6 +388,7 @@ void StreamSession::run_step() {
   int64_t gap = 0;
   bool last = false;
   bool finalize = false;
+  uint64_t finalize_answers = 0;  // the requests this step's Finalized answers
   {
     std::lock_guard lock(mutex_);
     if (s.finished || !s.error.empty()) return;
@@ -300,14 +398,23 @@ void StreamSession::run_step() {
     s.consumed_samples += gap;
     size_t take =
         std::min(s.pending.size(), static_cast<size_t>(std::max(1.0, options_.max_step_seconds * kSampleRate)));
+    // A finalize flushes at the position it was asked at: the step stops there.
+    if (!s.finalize_at.empty())
+      take =
+          std::min(take, static_cast<size_t>(std::max<int64_t>(0, s.finalize_at.front().first - s.consumed_samples)));
     chunk.assign(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(take));
     s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(take));
     chunk_start = s.consumed_samples;
     s.consumed_samples += static_cast<int64_t>(take);
     last = s.end_requested && s.pending.empty() && s.pending_gap == 0;
-    // A finalize waits for the step that takes the last audio received.
-    finalize = s.finalize_requested && s.pending.empty() && s.pending_gap == 0;
-    if (finalize) s.finalize_requested = false;
+    // A finalize is answered by the step that reaches its position (every request at
+    // or before it at once).
+    while (!s.finalize_at.empty() && s.finalize_at.front().first <= s.consumed_samples) {
+      finalize = true;
+      finalize_answers = s.finalize_at.front().second;
+      s.finalize_at.pop_front();
+    }
+    s.finalize_requested = !s.finalize_at.empty();
   }
   const double started = clock_();
   if (!chunk.empty() && !stages_.empty()) {
@@ -369,9 +476,10 @@ void StreamSession::run_step() {
     ++s.passes;
     commit(r.committed);
     s.fed_since_process = false;
+    s.flushed = true;
     processor_->end_silence(0.0, to_seconds(s.held_start));
   }
-  if (last) {
+  if (last && !s.flushed) {
     ProcessResult r = processor_->finish();
     ++s.passes;
     commit(r.committed);
@@ -393,6 +501,10 @@ void StreamSession::run_step() {
     s.provisional = provisional;
     emit(events::ProvisionalChanged{provisional});
   }
+  {
+    std::vector<events::Event> advanced = run_advance(to_seconds(chunk_end));
+    out.insert(out.end(), std::make_move_iterator(advanced.begin()), std::make_move_iterator(advanced.end()));
+  }
   // A pause that has lasted long enough is emitted while it goes on (a live
   // silence line), again whenever its decided end moves.
   const int64_t threshold = static_cast<int64_t>(options_.pause_segmentation_seconds * kSampleRate);
@@ -402,7 +514,7 @@ void StreamSession::run_step() {
     s.pause_emitted_end = to_seconds(silence_end);
     emit(events::Pause{to_seconds(s.silence_start), to_seconds(silence_end), !last});
   }
-  if (finalize) emit(events::Finalized{to_seconds(s.held_start)});
+  if (finalize) emit(events::Finalized{to_seconds(s.held_start), finalize_answers});
   if (last) emit(events::EndOfStream{});
 
   std::lock_guard lock(mutex_);
@@ -410,6 +522,7 @@ void StreamSession::run_step() {
   s.stats.model_seconds += model_seconds;
   s.stats.audio_seconds += to_seconds(chunk_end - chunk_start);
   s.processed_samples = s.held_start;
+  s.heard_samples = chunk_end;
   s.provisional_end = 0;
   for (const Word& w : provisional) s.provisional_end = std::max(s.provisional_end, w.end);
   append_locked(out);
@@ -420,6 +533,7 @@ void StreamSession::run_step() {
 void StreamSession::feed_speech(std::span<const float> samples, int64_t end_sample) {
   processor_->insert_audio(samples, to_seconds(end_sample));
   state_->fed_since_process = true;
+  state_->flushed = false;
 }
 
 void StreamSession::note_language(std::vector<events::Event>& out) {
@@ -451,6 +565,7 @@ void StreamSession::begin_silence(int64_t at_sample) {
   ProcessResult r = processor_->start_silence();
   ++state_->passes;
   state_->fed_since_process = false;
+  state_->flushed = true;
   commit(r.committed);
   std::vector<events::Event> out = run_chain(events::SpeechEnded{to_seconds(at_sample)});
   std::lock_guard lock(mutex_);
@@ -460,12 +575,12 @@ void StreamSession::begin_silence(int64_t at_sample) {
   append_locked(out);
 }
 
-void StreamSession::end_silence(int64_t at_sample) {
+void StreamSession::end_silence(int64_t at_sample, bool heard) {
   State& s = *state_;
   const double duration = to_seconds(at_sample - s.silence_start);
   processor_->end_silence(duration, to_seconds(at_sample));
   std::vector<events::Event> out;
-  if (duration >= options_.pause_segmentation_seconds)
+  if (heard && duration >= options_.pause_segmentation_seconds)
     out = run_chain(events::Pause{to_seconds(s.silence_start), to_seconds(at_sample), false});
   std::vector<events::Event> started = run_chain(events::SpeechStarted{to_seconds(at_sample)});
   out.insert(out.end(), std::make_move_iterator(started.begin()), std::make_move_iterator(started.end()));
@@ -479,10 +594,16 @@ void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample) {
   State& s = *state_;
   // The VAD never sees skipped audio: its sample 0 moves by the gap.
   s.vad_offset += to_sample - from_sample;
-  if (!s.in_speech) return;  // a pause simply gets longer
+  auto announce = [&] {
+    std::vector<events::Event> out = run_chain(events::AudioSkipped{to_seconds(from_sample), to_seconds(to_sample)});
+    std::lock_guard lock(mutex_);
+    append_locked(out);
+  };
+  if (!s.in_speech) return announce();  // a pause simply gets longer
   // A gap inside speech is a pause: the model flushes before it and resumes after.
   begin_silence(from_sample);
-  end_silence(to_sample);
+  announce();
+  end_silence(to_sample, false);  // skipped, not a pause: no Pause for it
 }
 
 }  // namespace earshot::session

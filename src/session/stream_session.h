@@ -32,10 +32,18 @@ struct StreamOptions {
   // The most audio one step hands to the model: a session that fell behind
   // processes chunks up to this size instead of many small ones.
   double max_step_seconds = 10.0;
-  // Audio waiting for the model is bounded: beyond this, the oldest waiting
-  // audio is skipped (treated as a gap) so memory stays bounded. 0 = unbounded
-  // (whole-file transcription, where the upload limit bounds it).
+  // Audio waiting for the model is bounded. A client paced in real time whose
+  // session fell this far behind loses the oldest waiting audio (skipped as a
+  // gap, announced by an AudioSkipped event) so the stream stays live. A client
+  // sending faster than real time (a recording streamed as fast as it can) is
+  // held back instead: accepting_audio() turns false at this limit and the
+  // transport stops reading until the model caught up, so nothing is lost.
+  // 0 = unbounded (whole-file transcription, where the upload limit bounds it).
   double max_pending_seconds = 60.0;
+  // A client counts as sending faster than real time once the audio it sent
+  // exceeds the wall time since its first audio by this much (a real-time
+  // client stays within its message length plus network jitter of it).
+  double ahead_tolerance_seconds = 2.0;
 };
 
 // The live figures of a stream at one moment (what a protocol's lag fields need).
@@ -46,9 +54,14 @@ struct StreamStatus {
   double transcribed_until = 0;  // end of committed + provisional words (or covered silence)
   double wall_seconds_since_first_audio = 0;
   double skipped_seconds = 0;  // audio skipped because the session fell too far behind
+  bool sender_ahead = false;   // the client sends faster than real time (held back, never skipped)
   bool finished = false;       // end of stream fully processed
   std::string error;           // non-empty when the session failed
   uint64_t version = 0;        // bumps on every state change
+  // Stream time of all audio the VAD has run over (finished steps): ahead of
+  // processed_seconds by the VAD's look-ahead, which the model waits for but an
+  // end of speech the VAD has decided does not (the clock endpoints count on).
+  double heard_seconds = 0;
 
   // Lag figures of the protocol (seconds, rounded to 0.1, never negative).
   double lag_transcription() const;
@@ -87,14 +100,28 @@ class StreamSession {
 
   // Network side. Audio after end_of_stream() or after a failure is ignored.
   void push_audio(std::span<const float> samples);
+  // False while a client sending faster than real time has max_pending_seconds
+  // of audio waiting: its transport should stop reading until this is true
+  // again (backpressure). Always true for a client paced in real time, whose
+  // oldest waiting audio is skipped instead, and once the stream ended or failed.
+  bool accepting_audio() const;
   void end_of_stream();
   // Ends the session with an error (undecodable input...); the model is not run
   // again. Emits StreamError then EndOfStream.
   void fail(const std::string& message);
-  // The client asks for a flush now: the next step hands all audio received so
-  // far to the model and flushes it with last-pass semantics (as at a pause)
-  // without ending the stream, then emits Finalized.
-  void finalize();
+  // The client asks for a flush now: the steps hand the model the audio received
+  // up to this call (audio received later waits for the following steps) and flush
+  // it with last-pass semantics (as at a pause) without ending the stream, then
+  // emit Finalized. Returns the request's number
+  // (1, 2, ...; Finalized::requests reaches it once answered), 0 when the stream
+  // has ended or failed (no Finalized will come).
+  uint64_t finalize();
+
+  // The server gives up on the session before its model caught up (shutdown
+  // grace over): no step starts after this call. The step running, if any,
+  // completes and logs its events; stepping() tells when it has.
+  void halt();
+  bool stepping() const;
 
   // Scheduler side.
   bool has_work() const;
@@ -102,6 +129,14 @@ class StreamSession {
   // the last step after end_of_stream() flushes. Never throws: failures end the
   // session with an error.
   void step();
+
+  // Called (on the calling thread, no lock held) whenever the session may have
+  // something new for its reader: after each step (new events, audio taken, the end),
+  // after a stage posted events, after a failure. The reader then pulls with
+  // events_since(); the listener must not block. One listener; it may be set or
+  // replaced while the session is stepped (the transport watches after the
+  // scheduler already holds the session).
+  void set_listener(std::function<void()> listener);
 
   // The event log from `cursor` on (0 = from the start; pass back `next`).
   // Events before the oldest retained one (see release_until) are gone: the
@@ -122,6 +157,8 @@ class StreamSession {
   void run_step();
   // Runs `event` through the stages (serialised by chain_mutex_; not under mutex_).
   std::vector<events::Event> run_chain(events::Event event);
+  // Every stage's advance(heard), each one's events through the stages after it.
+  std::vector<events::Event> run_advance(double heard);
   // A stage's asynchronous events: through the stages from `first_stage` on, then the log.
   void post_from(size_t first_stage, std::vector<events::Event> events);
   // Appends to the log; mutex_ must be held. Nothing follows EndOfStream.
@@ -132,8 +169,11 @@ class StreamSession {
   // LanguageDetected into `out` when the processor's language became known or changed.
   void note_language(std::vector<events::Event>& out);
   void begin_silence(int64_t at_sample);
-  void end_silence(int64_t at_sample);
+  // heard = false: the "silence" was audio skipped (skip_gap), which is no Pause.
+  void end_silence(int64_t at_sample, bool heard = true);
   void skip_gap(int64_t from_sample, int64_t to_sample);
+  void notify_listener();
+  size_t pending_limit_samples() const;
 
   std::unique_ptr<OnlineProcessor> processor_;
   std::unique_ptr<VoiceActivityDetector> vad_;
@@ -143,6 +183,9 @@ class StreamSession {
   std::mutex chain_mutex_;
   mutable std::mutex mutex_;
   std::unique_ptr<State> state_;
+  // Copied out under listener_mutex_ and called without it.
+  std::mutex listener_mutex_;
+  std::shared_ptr<const std::function<void()>> listener_;
 };
 
 }  // namespace earshot::session

@@ -4,6 +4,7 @@
 #include "stages/diarization/registration.h"
 #include "stages/diarization/sortformer/sortformer_source.h"
 #include "stages/translation/registration.h"
+#include "stages/turns/registration.h"
 
 namespace earshot::stages {
 
@@ -11,6 +12,7 @@ const std::vector<StageDefinition>& registry() {
   static const std::vector<StageDefinition> stages = {
       translation::stage_definition(),
       diarization::stage_definition(diarization::sortformer_loader()),
+      turns::stage_definition(),
   };
   return stages;
 }

@@ -38,6 +38,17 @@ class Stage {
     (void)samples;
     (void)start;
   }
+
+  // Once per session step, after the step's events (before the Finalized or
+  // EndOfStream a step may end with): the stream's VAD has now heard every sample
+  // up to `heard` (stream seconds). A stage whose decisions wait on time passing
+  // rather than on an event (turns: the silence after speech) emits here; `emit`
+  // passes events to the next stage as in consume(). Called on the session's
+  // thread, never at the same time as consume().
+  virtual void advance(double heard, const std::function<void(events::Event)>& emit) {
+    (void)heard;
+    (void)emit;
+  }
 };
 
 }  // namespace earshot::stages

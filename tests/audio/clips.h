@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,22 @@ inline std::filesystem::path make_clip(const std::string& name, const std::strin
   if (std::filesystem::exists(out)) return out;
   const std::filesystem::path tmp = dir / (std::to_string(getpid()) + ".tmp." + name);
   const std::string cmd = "ffmpeg -nostdin -hide_banner -loglevel error -y -i '" + jfk_wav().string() + "' " + args +
+                          " '" + tmp.string() + "'";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  std::filesystem::rename(tmp, out);
+  return out;
+}
+
+// The clip `name` made with `ffmpeg -f lavfi -i <source> <args> <file>` (a generated
+// signal: silence, a tone), made once and shared as make_clip's are.
+inline std::filesystem::path make_generated_clip(const std::string& name, const std::string& source,
+                                                 const std::string& args) {
+  const std::filesystem::path dir = EARSHOT_AUDIO_CLIP_DIR;
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path out = dir / name;
+  if (std::filesystem::exists(out)) return out;
+  const std::filesystem::path tmp = dir / (std::to_string(getpid()) + ".tmp." + name);
+  const std::string cmd = "ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi -i '" + source + "' " + args +
                           " '" + tmp.string() + "'";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   std::filesystem::rename(tmp, out);

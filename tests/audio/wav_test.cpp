@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -15,71 +16,18 @@
 #include "audio/audio.h"
 #include "audio/resample.h"
 #include "common/error.h"
+#include "wav_bytes.h"
 
 namespace earshot::audio {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-
-void put16(Bytes& b, uint32_t v) {
-  b.push_back(v & 0xFF);
-  b.push_back((v >> 8) & 0xFF);
-}
-void put32(Bytes& b, uint32_t v) {
-  put16(b, v & 0xFFFF);
-  put16(b, v >> 16);
-}
-void put_id(Bytes& b, const char* id) { b.insert(b.end(), id, id + 4); }
-
-struct WavSpec {
-  uint16_t tag = 1;
-  int channels = 1;
-  int rate = 16000;
-  int bits = 16;
-  bool extensible = false;
-  bool junk_before_fmt = false;
-  bool odd_chunk_before_data = false;
-};
-
-// A RIFF/WAVE file around `data`, optionally with unknown chunks (one of odd size, so padded).
-Bytes make_wav(const WavSpec& s, const Bytes& data) {
-  Bytes chunks;
-  if (s.junk_before_fmt) {
-    put_id(chunks, "JUNK");
-    put32(chunks, 6);
-    chunks.insert(chunks.end(), {1, 2, 3, 4, 5, 6});
-  }
-  put_id(chunks, "fmt ");
-  put32(chunks, s.extensible ? 40 : 16);
-  put16(chunks, s.extensible ? 0xFFFE : s.tag);
-  put16(chunks, s.channels);
-  put32(chunks, s.rate);
-  put32(chunks, s.rate * s.channels * s.bits / 8);
-  put16(chunks, s.channels * s.bits / 8);
-  put16(chunks, s.bits);
-  if (s.extensible) {
-    put16(chunks, 22);
-    put16(chunks, s.bits);  // valid bits
-    put32(chunks, s.channels == 2 ? 3 : 4);
-    put16(chunks, s.tag);
-    const uint8_t suffix[14] = {0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71};
-    chunks.insert(chunks.end(), suffix, suffix + 14);
-  }
-  if (s.odd_chunk_before_data) {
-    put_id(chunks, "LIST");
-    put32(chunks, 5);
-    chunks.insert(chunks.end(), {'I', 'N', 'F', 'O', 'x', 0});  // 5 bytes + 1 pad byte
-  }
-  put_id(chunks, "data");
-  put32(chunks, uint32_t(data.size()));
-  chunks.insert(chunks.end(), data.begin(), data.end());
-  Bytes wav;
-  put_id(wav, "RIFF");
-  put32(wav, uint32_t(chunks.size() + 4));
-  put_id(wav, "WAVE");
-  wav.insert(wav.end(), chunks.begin(), chunks.end());
-  return wav;
-}
+using testing::Bytes;
+using testing::make_wav;
+using testing::put16;
+using testing::put32;
+using testing::put_float;
+using testing::put_id;
+using testing::WavSpec;
 
 ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
   try {
@@ -210,7 +158,7 @@ TEST(Wav, NonPcmEncodingsAreLeftToFfmpeg) {
 
 // A file under gtest's temporary folder holding `bytes`.
 std::filesystem::path write_temp(const std::string& name, const Bytes& bytes) {
-  const std::filesystem::path path = std::filesystem::path(testing::TempDir()) / name;
+  const std::filesystem::path path = std::filesystem::path(::testing::TempDir()) / name;
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   return path;
@@ -238,8 +186,8 @@ TEST(WavFile, ErrorsNameTheFileAndTheProblem) {
     EXPECT_NE(message.find(path.string()), std::string::npos) << message;
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   };
-  expect_error(std::filesystem::path(testing::TempDir()) / "no-such.wav", ErrorCode::kIo, "no such file");
-  expect_error(testing::TempDir(), ErrorCode::kIo, "is a directory");
+  expect_error(std::filesystem::path(::testing::TempDir()) / "no-such.wav", ErrorCode::kIo, "no such file");
+  expect_error(::testing::TempDir(), ErrorCode::kIo, "is a directory");
   expect_error(write_temp("empty.wav", {}), ErrorCode::kInvalidAudio, "empty");
   expect_error(write_temp("tags.mp3", {'I', 'D', '3', 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}), ErrorCode::kInvalidAudio,
                "not a WAV file");
@@ -327,6 +275,142 @@ TEST(Resample, StreamingInPiecesEqualsWholeBuffer) {
 TEST(Resample, RejectsAbsurdRates) {
   EXPECT_EQ(code_of([] { Resampler r(0); }), ErrorCode::kInvalidAudio);
   EXPECT_EQ(code_of([] { Resampler r(-44100); }), ErrorCode::kInvalidAudio);
+  std::string message;
+  EXPECT_EQ(code_of([] { Resampler r(8); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(message,
+            "sample rate 8 Hz is below the lowest earshot takes, 8000 Hz (send audio at 8-48 kHz; 16 kHz "
+            "needs no resampling)");
+  EXPECT_EQ(code_of([] { Resampler r(kMinInputSampleRate - 1); }), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(code_of([] { Resampler r(kMaxInputSampleRate + 1); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(message, "sample rate 1000001 Hz is above the highest earshot takes, 1000000 Hz");
+  EXPECT_EQ(Resampler(kMinInputSampleRate).input_rate(), 8000);
+  EXPECT_EQ(Resampler(kMaxInputSampleRate).input_rate(), 1000000);
+}
+
+// What callers with an output limit check before pushing: never less than push() appends.
+TEST(Resample, MaxOutputBoundsWhatPushAndFlushAppend) {
+  for (int rate : {8000, 11025, 16000, 22050, 44100, 48000, 96000}) {
+    Resampler resampler(rate);
+    std::vector<float> out;
+    size_t pushed = 0;
+    for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(160), size_t(4096), size_t(65535), size_t(3)}) {
+      const size_t bound = resampler.max_output(n);
+      const size_t before = out.size();
+      resampler.push(sine(440, rate, n), out);
+      pushed += n;
+      EXPECT_LE(out.size() - before, bound) << rate << " Hz, " << n << " samples";
+      // From 8 kHz up, an input sample makes at most two (and the filter's delay line).
+      EXPECT_LE(bound, 2 * n + 256) << rate << " Hz, " << n << " samples";
+    }
+    const size_t bound = resampler.max_output(0);
+    const size_t before = out.size();
+    resampler.flush(out);
+    EXPECT_LE(out.size() - before, bound) << rate;
+    EXPECT_NEAR(double(out.size()), double(pushed) * kSampleRate / rate, 2.0) << rate;
+  }
+  // Beyond what swr_get_out_samples counts (int), the bound is the rate ratio plus the delay line.
+  EXPECT_GE(Resampler(8000).max_output(size_t(1) << 32), size_t(2) << 32);
+  EXPECT_LE(Resampler(8000).max_output(size_t(1) << 32), (size_t(2) << 32) + 1024);
+}
+
+TEST(Wav, RatesBelowEightKilohertzAreRefusedBeforeAnySampleIsRead) {
+  std::string message;
+  // 64 KB at 8 Hz: upsampled 2000-fold this made 1.3 GB of samples.
+  const Bytes tiny_rate = make_wav({.rate = 8, .bits = 8}, Bytes(65536, 128));
+  EXPECT_EQ(code_of([&] { parse_wav(tiny_rate, "t.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(message,
+            "t.wav: sample rate 8 Hz is below the lowest earshot takes, 8000 Hz (send audio at 8-48 kHz; 16 kHz needs "
+            "no resampling)");
+  // The header alone refuses it: load_file's format check reads no sample.
+  EXPECT_EQ(code_of([&] { wav_encoding_supported(tiny_rate, "t.wav"); }), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(code_of([&] { load_wav_file(write_temp("8hz.wav", tiny_rate)); }), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(code_of([&] { parse_wav(make_wav({.rate = 7999}, {0, 0}), "t.wav"); }), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(code_of([&] { parse_wav(make_wav({.rate = 1'000'001}, {0, 0}), "t.wav"); }), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(parse_wav(make_wav({.rate = 8000}, {0, 0}), "t.wav").sample_rate, 8000);
+}
+
+TEST(Wav, FloatSamplesThatAreNotFiniteAreRefused) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    Bytes data;
+    for (float v : {0.25f, -0.5f, 0.125f, bad, 0.0f, 0.0f}) put_float(data, v);
+    std::string message;
+    EXPECT_EQ(code_of([&] { parse_wav(make_wav({.tag = 3, .channels = 2, .rate = 8000, .bits = 32}, data), "f.wav"); },
+                      &message),
+              ErrorCode::kInvalidAudio);
+    EXPECT_EQ(message,
+              "f.wav: invalid WAV file: float sample 1 (at 0.000 s) is not a finite number (NaN or infinity): the "
+              "audio is corrupt");
+  }
+  // A double beyond float's range would be an infinity as a float: refused too.
+  Bytes f64;
+  for (double v : {0.5, 1e300}) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    put32(f64, uint32_t(u));
+    put32(f64, uint32_t(u >> 32));
+  }
+  EXPECT_EQ(code_of([&] { parse_wav(make_wav({.tag = 3, .bits = 64}, f64), "d.wav"); }), ErrorCode::kInvalidAudio);
+  // Loud but finite float audio ("overs" past full scale) is audio: kept as it is.
+  Bytes loud;
+  put_float(loud, 1.5f);
+  EXPECT_EQ(parse_wav(make_wav({.tag = 3, .bits = 32}, loud), "l.wav").interleaved, std::vector<float>{1.5f});
+}
+
+// Clients that send each recorded chunk as a WAV file of its own: each is decoded,
+// with the chunks between them (LIST after 'data', a missing pad byte) skipped.
+TEST(Wav, WavFilesBackToBackAreEachDecoded) {
+  const Bytes first = make_wav({.rate = 16000, .bits = 8}, {128, 192, 64});  // odd size, no pad byte
+  Bytes second_data;
+  for (int16_t v : {int16_t(1000), int16_t(-1000), int16_t(2000), int16_t(-2000)}) put16(second_data, uint16_t(v));
+  const Bytes second = make_wav({.channels = 2, .rate = 8000}, second_data);
+  Bytes list;
+  put_id(list, "LIST");
+  put32(list, 4);
+  put_id(list, "INFO");
+  Bytes both = first;
+  both.push_back(0);  // the pad byte after the odd 'data' chunk
+  both.insert(both.end(), list.begin(), list.end());
+  both.insert(both.end(), second.begin(), second.end());
+  Bytes unpadded = first;  // a writer that leaves the pad byte out, then no chunk in between
+  unpadded.insert(unpadded.end(), second.begin(), second.end());
+
+  const std::vector<PcmAudio> files = parse_wav_files(both, "b.wav");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].interleaved, (std::vector<float>{0.0f, 0.5f, -0.5f}));
+  EXPECT_EQ(files[1].sample_rate, 8000);
+  EXPECT_EQ(files[1].channels, 2);
+  EXPECT_EQ(files[1].interleaved, parse_wav(second, "s.wav").interleaved);
+  EXPECT_EQ(parse_wav(both, "b.wav").interleaved, files[0].interleaved);  // parse_wav reads the first
+
+  // As 16 kHz mono: each file resampled from its own rate, one after the other.
+  std::vector<float> expected = wav_to_16k_mono(first, "f.wav");
+  const std::vector<float> tail = wav_to_16k_mono(second, "s.wav");
+  expected.insert(expected.end(), tail.begin(), tail.end());
+  EXPECT_EQ(wav_to_16k_mono(both, "b.wav"), expected);
+  EXPECT_EQ(wav_to_16k_mono(unpadded, "u.wav"), expected);
+  EXPECT_EQ(load_wav_file(write_temp("both.wav", both)), expected);
+
+  // Bytes after the last file that start no WAVE file are ignored, as after a single file.
+  Bytes trailing = both;
+  for (const char* junk : {"JUNKJUNK", "\x01\x02\x03"}) trailing.insert(trailing.end(), junk, junk + std::strlen(junk));
+  EXPECT_EQ(parse_wav_files(trailing, "t.wav").size(), 2u);
+  // A 'data' size of 0xFFFFFFFF runs to the end: what follows is its data, not a file.
+  Bytes unknown = make_wav({.bits = 8, .declared_data_size = 0xFFFFFFFF}, {128, 128});
+  unknown.insert(unknown.end(), second.begin(), second.end());
+  const std::vector<PcmAudio> one = parse_wav_files(unknown, "u.wav");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].frames(), 2 + second.size());
+  Bytes zero = make_wav({.bits = 8, .declared_data_size = 0}, {});  // 0: "until the end" too
+  zero.insert(zero.end(), second.begin(), second.end());
+  EXPECT_EQ(parse_wav_files(zero, "z.wav").size(), 1u);
+  // A second file is checked like the first, and its errors say which it is.
+  Bytes bad = first;
+  const Bytes slow = make_wav({.rate = 8}, {0, 0});
+  bad.insert(bad.end(), slow.begin(), slow.end());
+  std::string message;
+  EXPECT_EQ(code_of([&] { parse_wav_files(bad, "x.wav"); }, &message), ErrorCode::kInvalidAudio);
+  EXPECT_EQ(message.rfind("x.wav (WAV file 2, at byte 47): sample rate 8 Hz is below", 0), 0u) << message;
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class FakePieces : public TokenPieces {
   }
   bool starts_word(int token) const override { return transducer::piece_starts_word(pieces_.at(token)); }
   std::string language_tag(int token) const override { return transducer::language_tag(pieces_.at(token)); }
-  int size() const { return static_cast<int>(pieces_.size()); }
+  int size() const override { return static_cast<int>(pieces_.size()); }
 
  private:
   std::vector<std::string> pieces_;

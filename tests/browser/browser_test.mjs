@@ -39,6 +39,19 @@ const hasText = (u) => (u.buffer_transcription || "").trim() !== "" ||
   (u.lines || []).some((l) => l.speaker !== -2 && (l.text || "").trim() !== "");
 
 // One recording on a fresh page of the shared browser against `server`.
+// The page asks for diff mode: each snapshot or diff as the full update it stands for
+// (drop lines_pruned, keep n_lines - new_lines.length of the rest, append new_lines).
+function fullStates(messages) {
+  const states = [];
+  let held = [];
+  for (const m of messages.filter((m) => m.type === "snapshot" || m.type === "diff")) {
+    const fresh = m.new_lines || [];
+    held = m.type === "snapshot" ? m.lines : held.slice(m.lines_pruned || 0).slice(0, m.n_lines - fresh.length).concat(fresh);
+    states.push({ ...m, lines: held });
+  }
+  return states;
+}
+
 async function recordOnce(mode, server, context) {
   const page = await context.newPage();
   try {
@@ -81,7 +94,7 @@ async function recordOnce(mode, server, context) {
                                { timeout: 15000 });
     phase(`${mode}: recording`);
     await page.waitForTimeout(RECORD_MS);
-    const liveUpdates = received.filter((m) => !m.type && hasText(m)).length;
+    const liveUpdates = fullStates(received).filter(hasText).length;
     const liveShown = await page.evaluate(() =>  // committed lines or the provisional buffer
       (document.getElementById("lines").textContent + document.getElementById("buffer").textContent).trim());
     await page.click("#record");
@@ -94,7 +107,7 @@ async function recordOnce(mode, server, context) {
     await page.waitForFunction(() => document.getElementById("status").textContent === "done", null, { timeout: 5000 });
 
     // The protocol as the page saw it.
-    assert.match(socketUrl, /\/asr\?language=auto$/);
+    assert.match(socketUrl, /\/asr\?language=auto&mode=diff$/);
     assert.equal(received[0].type, "config", "the first message is the config");
     assert.equal(received[0].useAudioWorklet, mode === "pcm");
     const sent = await page.evaluate(() => window.__earshotSent);
@@ -104,7 +117,8 @@ async function recordOnce(mode, server, context) {
     // 16 kHz s16le is 32000 bytes/s; opus at browser rates is a few kB/s.
     const minBytes = mode === "pcm" ? 32000 * (RECORD_MS / 1000) * 0.7 : 2000;
     assert.ok(sentBytes > minBytes, `${mode}: sent ${sentBytes} bytes in ${sentFrames} frames, expected > ${minBytes}`);
-    const updates = received.filter((m) => !m.type);
+    const updates = fullStates(received);
+    assert.equal(received.filter((m) => !m.type).length, 0, "no full-mode update in diff mode");
     assert.ok(updates.length > 0, "updates arrived");
     if (process.env.EARSHOT_EXPECT_LIVE === "1") {
       assert.ok(liveUpdates > 0, `${mode}: no update with text arrived while recording (${updates.length} in all)`);

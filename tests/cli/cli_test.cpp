@@ -157,6 +157,21 @@ TEST_F(Cli, LookaheadIsCheckedAgainstAStreamingTransducer) {
   EXPECT_NE(refused.err.find("is an offline model"), std::string::npos) << refused.err;
 }
 
+// --nemo-mel-frames takes NeMo's count or libparakeet's (tests/engine: it reaches the streams).
+TEST_F(Cli, NemoMelFramesTakesNemoOrLibparakeet) {
+  fastconformer::RandomModelOptions o;
+  o.seed = 3;
+  const fs::path model = dir_ / "parakeet-small.gguf";
+  fastconformer::write_gguf(model, fastconformer::random_model(o));
+  const std::string base = "transcribe " + audio_.string() + " --model " + model.string() + " --threads 1 ";
+  const Outcome ok = earshot(base + "--nemo-mel-frames libparakeet");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_FALSE(ok.out.empty());
+  const Outcome bad = earshot(base + "--nemo-mel-frames hf");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--nemo-mel-frames must be nemo or libparakeet, not 'hf'"), std::string::npos) << bad.err;
+}
+
 // `earshot quantize IN OUT TYPE` writes a file transcribe reads and `earshot models`
 // names (family, layout, quantisation); bad arguments are usage errors naming themselves.
 TEST_F(Cli, QuantizeWritesAModelThatLoadsAndModelsNamesIt) {

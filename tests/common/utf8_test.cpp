@@ -48,5 +48,31 @@ TEST(Utf8, PrefixCutsAtACharacterBoundaryAndRepairs) {
   EXPECT_TRUE(is_valid_utf8(valid_utf8_prefix(std::string(200, '\xC3'), 120)));
 }
 
+TEST(Utf8, QuoteClientTextEscapesControlsAndBadBytesSoNothingCutsTheMessage) {
+  EXPECT_EQ(quote_client_text("fr"), "'fr'");
+  EXPECT_EQ(quote_client_text(""), "''");
+  // A NUL read through what() ended the message there; it is written out instead.
+  const std::string q = quote_client_text(std::string_view("a\0b", 3));
+  EXPECT_EQ(q, "'a\\x00b'");
+  EXPECT_EQ(std::string(q.c_str()), q);
+  EXPECT_EQ(quote_client_text("x\n\r\t\x1B[31m\x7F"), "'x\\x0A\\x0D\\x09\\x1B[31m\\x7F'");
+  EXPECT_EQ(quote_client_text("x\x82y\xC3"), "'x\\x82y\\xC3'");  // not UTF-8: the bytes themselves
+  EXPECT_EQ(quote_client_text("\xC2\x85|\xC2\x9F|\xC2\xA0"),
+            "'\\u0085|\\u009F|\xC2\xA0'");               // C1 controls, then NBSP kept
+  EXPECT_EQ(quote_client_text("a\\x00"), "'a\\\\x00'");  // a backslash the client sent cannot pass for an escape
+  EXPECT_EQ(quote_client_text("caf\xC3\xA9 \xE4\xB8\x96"), "'caf\xC3\xA9 \xE4\xB8\x96'");
+  EXPECT_TRUE(is_valid_utf8(quote_client_text("\xFF\xFE\x80\xED\xA0\x80")));
+}
+
+TEST(Utf8, QuoteClientTextKeepsAShortPrefixOfALongText) {
+  const std::string big(1 << 20, 'A');
+  EXPECT_EQ(quote_client_text(big), "'" + std::string(kMaxQuotedBytes, 'A') + "...' (1048576 bytes)");
+  EXPECT_EQ(quote_client_text("abcdef", 6), "'abcdef'");
+  EXPECT_EQ(quote_client_text("abcdefg", 6), "'abcdef...' (7 bytes)");
+  // Cut at a character boundary: the 3-byte character that would cross the limit is left out whole.
+  EXPECT_EQ(quote_client_text("ab\xE4\xB8\x96", 4), "'ab...' (5 bytes)");
+  EXPECT_EQ(quote_client_text(std::string(100, '\0'), 2), "'\\x00\\x00...' (100 bytes)");
+}
+
 }  // namespace
 }  // namespace earshot

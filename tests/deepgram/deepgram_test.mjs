@@ -165,7 +165,7 @@ async function prerecorded(server) {
 
 async function bad(server) {
   const deepgram = client(server.url);
-  const got = await liveSession(deepgram, { encoding: "linear16", sample_rate: 16000, channels: 2 }, async () => {});
+  const got = await liveSession(deepgram, { encoding: "linear16", sample_rate: 16000, channels: 65 }, async () => {});
   assert.equal(got.close.code, 1008, `close ${JSON.stringify(got.close)}`);
   assert.equal(got.unhandled.length, 1, "one Error message");
   assert.equal(got.unhandled[0].type, "Error");

@@ -125,6 +125,9 @@ TEST(EngineLoad, AFamilyRegisteredByATestLoadsFromItsArchitecture) {
   request.policy = "";
   request.language = "fr";
   EXPECT_EQ(error_of([&] { engine->open_stream(request); }), "unknown language code 'fr'");
+  // A client's language reaches this message: a NUL cut it where it was read through what().
+  request.language = std::string("f\0r\n", 4);
+  EXPECT_EQ(error_of([&] { engine->open_stream(request); }), "unknown language code 'f\\x00r\\x0A'");
 }
 
 TEST(WhisperEngine, CapabilitiesLanguagesAndPoliciesOfAnEnglishModel) {

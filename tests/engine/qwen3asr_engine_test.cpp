@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "engine/families.h"
+#include "engine/model_options.h"
 #include "model/qwen3asr/model_writer.h"
 #include "model/registry.h"
 
@@ -143,6 +144,41 @@ TEST_F(Qwen3AsrEngineTest, AlignmentHeadsComeFromTheFileOrTheLastQuarter) {
   EXPECT_THROW(load(spec), Error);  // layer 9 of a 4-layer model
   std::ofstream(heads) << R"({"heads": []})";
   EXPECT_THROW(load(spec), Error);
+}
+
+// --qwen3-reuse: on by default, off reaches the model's options.
+TEST(Qwen3AsrOptions, ReuseIsOnByDefault) {
+  const auto read = [](std::vector<std::string> argv) {
+    Args args("test", "");
+    args.option("threads", "", "1");
+    declare_model_options(args, CommandKind::kServe);
+    args.parse(argv);
+    return read_model_spec(args, CommandKind::kServe).options<Qwen3AsrOptions>().reuse;
+  };
+  EXPECT_TRUE(read({}));
+  EXPECT_FALSE(read({"--qwen3-reuse", "off"}));
+  EXPECT_THROW(read({"--qwen3-reuse", "maybe"}), Error);
+}
+
+// --qwen3-trim: whole 8 s encoder windows by default, seed 002's sliding trim on request.
+TEST(Qwen3AsrOptions, TrimIsWindowBySlidingOnRequest) {
+  const auto read = [](std::vector<std::string> argv) {
+    Args args("test", "");
+    args.option("threads", "", "1");
+    declare_model_options(args, CommandKind::kTranscribe);
+    args.parse(argv);
+    return read_model_spec(args, CommandKind::kTranscribe).options<Qwen3AsrOptions>().trim;
+  };
+  using Trim = policy::PromptedAlignAttConfig::Trim;
+  EXPECT_EQ(read({}), Trim::kWindow);
+  EXPECT_EQ(read({"--qwen3-trim", "sliding"}), Trim::kSliding);
+  try {
+    read({"--qwen3-trim", "fixed"});
+    FAIL() << "accepted --qwen3-trim fixed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("--qwen3-trim must be window or sliding"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The transducer family through the engine boundary: engine::load picks it for
 // both file formats, its capabilities say native timestamps and no commit
 // policy, and its stream commits append-only words with frame times, the same
-// words however the audio arrives, equal to decoding the encoder output directly.
+// words however the audio arrives, equal to decoding the encoder output directly;
+// --nemo-mel-frames reaches its streams.
 #include "engine/transducer/transducer_engine.h"
 
 #include <gtest/gtest.h>
@@ -257,6 +258,44 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
   spec.path = dir / "parakeet.gguf";
   spec.options<TransducerOptions>().lookahead_ms = 160;
   EXPECT_THROW(load(spec), Error);
+}
+
+// Counts the encoder frames a streaming transducer's greedy decoder steps
+// through (choosing blank on each: the next frame).
+class FrameCounter : public TransducerSteer {
+ public:
+  void bind(const TokenPieces&, int n_vocab, const std::vector<int>&, double) override { blank_ = n_vocab; }
+  Choice choose(int frame) override {
+    frames = std::max(frames, frame + 1);
+    return {blank_, 0};
+  }
+  int frames = 0;
+
+ private:
+  int blank_ = 0;
+};
+
+// --nemo-mel-frames reaches the streams: 0.89 s is NeMo's 89 mel frames, 12
+// encoder frames of the causal subsampling (n / 2 + 1 three times), and
+// libparakeet's 90, 13.
+TEST(TransducerEngine, TheMelFrameCountOptionReachesTheStreams) {
+  TempDir dir("transducer-engine");
+  ModelSpec spec = streaming_model_spec(dir, "nemotron-small.gguf");
+  const std::vector<float> all = jfk();
+  const std::vector<float> pcm(all.begin(), all.begin() + 89 * 160);
+  for (const auto& [count, frames] :
+       {std::pair{features::NemoFrameCount::kNemo, 12}, std::pair{features::NemoFrameCount::kLibparakeet, 13}}) {
+    spec.options<TransducerOptions>().mel_frames = count;
+    const std::shared_ptr<const Engine> engine = load(spec);
+    StreamRequest request;
+    auto counter = std::make_shared<FrameCounter>();
+    request.steer_transducer = counter;
+    auto processor = engine->open_stream(request);
+    processor->insert_audio(pcm, 0.89);
+    processor->process();
+    processor->finish();
+    EXPECT_EQ(counter->frames, frames);
+  }
 }
 
 TEST(TransducerEngine, StreamsOnThreadsShareOneBatcherAndGetTheirLoneWords) {

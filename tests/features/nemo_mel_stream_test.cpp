@@ -1,47 +1,82 @@
 // The streaming NeMo mel equals nemo_log_mel over the whole stream, frame for
-// frame, for any split of the audio; refuses utterance normalisation.
+// frame, for any split of the audio and either frame count (NeMo's n / hop on
+// every length n * 160 + k, or libparakeet's one more); refuses utterance
+// normalisation.
 #include "features/nemo_mel_stream.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <random>
 
 #include "common/error.h"
+#include "nemo_test_tables.h"
 
 namespace earshot::features {
 namespace {
 
+using testing::hann_400;
+using testing::noise;
+using testing::toy_filters;
+
+// The audio pushed in random pieces of 1..max_piece samples, then finished.
+FrameMajorMel streamed(NemoMelStream& stream, const NemoMelConfig& c, const std::vector<float>& audio, size_t max_piece,
+                       std::mt19937& rng) {
+  std::uniform_int_distribution<size_t> size(1, max_piece);
+  FrameMajorMel all;
+  auto append = [&](const FrameMajorMel& m) {
+    all.data.insert(all.data.end(), m.data.begin(), m.data.end());
+    all.n_frames += m.n_frames;
+  };
+  for (size_t at = 0; at < audio.size();) {
+    const size_t s = std::min(size(rng), audio.size() - at);
+    const FrameMajorMel m = stream.push(std::span<const float>(audio).subspan(at, s));
+    // A frame pushed is one the whole stream keeps: never past the samples' count so far.
+    EXPECT_LE(all.n_frames + m.n_frames, nemo_frame_count(static_cast<long long>(at + s), c));
+    append(m);
+    at += s;
+  }
+  append(stream.finish());
+  return all;
+}
+
 TEST(NemoMelStream, EqualsTheWholeStreamForAnySplit) {
-  NemoMelConfig c;
-  c.n_mels = 16, c.normalize_per_feature = false;
-  std::vector<float> filters(static_cast<size_t>(c.n_mels) * (c.n_fft / 2 + 1));
-  for (size_t i = 0; i < filters.size(); ++i) filters[i] = 0.01f * static_cast<float>((i * 7) % 13);
-  std::vector<float> window(400);
-  for (int i = 0; i < 400; ++i) window[i] = 0.5f - 0.5f * std::cos(2 * M_PI * i / 399.0);
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0.0f, 0.3f);
-  NemoMelStream stream(c, filters, window);
-  for (size_t n : {size_t{1}, size_t{100}, size_t{255}, size_t{4321}}) {
-    std::vector<float> audio(n);
-    for (float& v : audio) v = normal(rng);
-    const FrameMajorMel want = nemo_log_mel(audio, c, filters, window);
-    for (size_t max_piece : {size_t{1}, size_t{97}, size_t{1000}}) {
-      std::uniform_int_distribution<size_t> size(1, max_piece);
-      std::vector<float> got;
-      int frames = 0;
-      for (size_t at = 0; at < n;) {
-        const size_t s = std::min(size(rng), n - at);
-        const FrameMajorMel m = stream.push(std::span<const float>(audio).subspan(at, s));
-        got.insert(got.end(), m.data.begin(), m.data.end());
-        frames += m.n_frames;
-        at += s;
+  for (NemoFrameCount count : {NemoFrameCount::kNemo, NemoFrameCount::kLibparakeet}) {
+    NemoMelConfig c;
+    c.n_mels = 16, c.normalize_per_feature = false, c.frame_count = count;
+    const std::vector<float> filters = toy_filters(c), window = hann_400();
+    std::mt19937 rng(1);
+    NemoMelStream stream(c, filters, window);
+    for (size_t n : {size_t{1}, size_t{100}, size_t{255}, size_t{4321}}) {
+      const std::vector<float> audio = noise(n, static_cast<unsigned>(n));
+      const FrameMajorMel want = nemo_log_mel(audio, c, filters, window);
+      for (size_t max_piece : {size_t{1}, size_t{97}, size_t{1000}}) {
+        const FrameMajorMel got = streamed(stream, c, audio, max_piece, rng);
+        ASSERT_EQ(got.n_frames, want.n_frames) << n << " " << max_piece;
+        EXPECT_EQ(got.data, want.data) << n << " " << max_piece;
       }
-      const FrameMajorMel rest = stream.finish();
-      got.insert(got.end(), rest.data.begin(), rest.data.end());
-      frames += rest.n_frames;
-      ASSERT_EQ(frames, want.n_frames) << n << " " << max_piece;
-      EXPECT_EQ(got, want.data) << n << " " << max_piece;
+    }
+  }
+}
+
+// NeMo's count, floor(n / hop), at the end of every length m * 160 + k, as the
+// whole stream's (libparakeet's: one more).
+TEST(NemoMelStream, EndsWithNeMosFrameCountOnEveryLength) {
+  for (NemoFrameCount count : {NemoFrameCount::kNemo, NemoFrameCount::kLibparakeet}) {
+    NemoMelConfig c;
+    c.n_mels = 8, c.normalize_per_feature = false, c.frame_count = count;
+    const std::vector<float> filters = toy_filters(c), window = hann_400();
+    const std::vector<float> audio = noise(9 * 160 + 159, 7);
+    std::mt19937 rng(2);
+    NemoMelStream stream(c, filters, window);
+    for (int m : {0, 1, 2, 9}) {
+      for (int k = 0; k < 160; ++k) {
+        const int n = m * 160 + k;
+        if (n == 0) continue;
+        const std::vector<float> x(audio.begin(), audio.begin() + n);
+        const FrameMajorMel got = streamed(stream, c, x, 200, rng);
+        ASSERT_EQ(got.n_frames, count == NemoFrameCount::kNemo ? m : m + 1) << "n " << n;
+        ASSERT_EQ(got.data, nemo_log_mel(x, c, filters, window).data) << "n " << n;
+      }
     }
   }
 }

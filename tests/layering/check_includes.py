@@ -10,6 +10,10 @@ engine/NAME/ (its Engine, settings and registration) is included only from
 itself and engine/families.cpp, and the family's model folders (model/whisper/;
 model/fastconformer/ and model/transducer/; model/qwen3asr/) from above model/
 only from engine/NAME/.
+And a protocol is named only where it is routed: in server/, the wire formats
+(protocol/NAME/) and the adapters (server/*_adapter.h) are included only by
+the adapters, the upload handlers and the route table (server/routes.cpp), so
+the transport and Core stay protocol-neutral.
 """
 import pathlib
 import re
@@ -41,9 +45,23 @@ FAMILIES = {
     "whisper": ("model/whisper", "engine/whisper"),
     "transducer": ("model/fastconformer", "model/transducer", "engine/transducer"),
     "qwen3asr": ("model/qwen3asr", "engine/qwen3asr"),
+    "voxtral": ("model/voxtral", "engine/voxtral"),
 }
 # The one file besides a family's own that names it: the registry's line.
 REGISTRY = "engine/families.cpp"
+# The server's files that may name a protocol (see the docstring).
+PROTOCOL_FILES = re.compile(r"^server/(routes\.cpp|[a-z_]+_adapter\.(h|cpp)|listen\.cpp|transcribe\.cpp)$")
+PROTOCOL_INCLUDE = re.compile(r'^\s*#\s*include\s+"(protocol/[a-z_0-9]+/[^"]*|server/[a-z_0-9]+_adapter\.h)"', re.MULTILINE)
+
+
+def protocol_problems(rel: str, text: str) -> list:
+    """A protocol's headers included by a server file outside the route table's reach."""
+    if not rel.startswith("server/") or PROTOCOL_FILES.match(rel):
+        return []
+    return [f"{rel}: includes {inc} (only the adapters, upload handlers and server/routes.cpp name a protocol)"
+            for inc in PROTOCOL_INCLUDE.findall(text)]
+
+
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+/[a-z_0-9]+)/', re.MULTILINE)
 
 
@@ -78,6 +96,7 @@ def main(src: pathlib.Path) -> int:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         problems.extend(f"{src}/{p}" for p in family_problems(path.relative_to(src).as_posix(), part, text))
+        problems.extend(f"{src}/{p}" for p in protocol_problems(path.relative_to(src).as_posix(), text))
         for included in INCLUDE.findall(text):
             if included == part or included not in RANKS:
                 continue
@@ -106,7 +125,20 @@ def self_test() -> int:
         if got != want:
             print(f"self-test: {rel} with {line}: {got} problem(s), want {want}")
             failures += 1
-    print(f"{len(cases) - failures}/{len(cases)} family-rule cases as expected")
+    protocol_cases = [
+        ("server/core.cpp", '#include "protocol/deepgram/messages.h"', 1),
+        ("server/server.cpp", '#include "server/wlk_adapter.h"', 1),
+        ("server/routes.cpp", '#include "server/deepgram_adapter.h"', 0),
+        ("server/deepgram_adapter.cpp", '#include "protocol/deepgram/projection.h"', 0),
+        ("server/core.cpp", '#include "protocol/target.h"', 0),
+    ]
+    for rel, line, want in protocol_cases:
+        got = len(protocol_problems(rel, line + "\n"))
+        if got != want:
+            print(f"self-test: {rel} with {line}: {got} problem(s), want {want}")
+            failures += 1
+    total = len(cases) + len(protocol_cases)
+    print(f"{total - failures}/{total} family- and protocol-rule cases as expected")
     return 1 if failures else 0
 
 

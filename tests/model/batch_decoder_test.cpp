@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "decode_compare.h"
@@ -81,9 +82,11 @@ std::vector<Stream> streams() {
   return out;
 }
 
-SessionOptions options_for(std::shared_ptr<DecodeBatcher> batcher = nullptr, int threads = 2) {
+SessionOptions options_for(std::shared_ptr<DecodeBatcher> batcher = nullptr, int threads = 2,
+                           runtime::CpuKernels kernels = runtime::CpuKernels::kGgml) {
   SessionOptions o;
   o.n_threads = threads;
+  o.cpu_kernels = kernels;
   o.encoder_input = EncoderInput::kAudioOnly;  // a different encoder length per stream
   o.audio_bucket_frames = 8;
   o.batcher = std::move(batcher);
@@ -104,10 +107,11 @@ void before_step(Session& s, const Stream& stream, size_t i) {
 // cache length after each step, in n_past when given).
 std::vector<std::vector<DecodeResult>> decode_alone(const std::shared_ptr<const Model>& model,
                                                     const std::vector<Stream>& script,
-                                                    std::vector<std::vector<int>>* n_past = nullptr, int threads = 2) {
+                                                    std::vector<std::vector<int>>* n_past = nullptr, int threads = 2,
+                                                    runtime::CpuKernels kernels = runtime::CpuKernels::kGgml) {
   std::vector<std::vector<DecodeResult>> out;
   for (const Stream& stream : script) {
-    Session s(model, options_for(nullptr, threads));
+    Session s(model, options_for(nullptr, threads, kernels));
     start(s, stream);
     out.emplace_back();
     if (n_past) n_past->emplace_back();
@@ -120,25 +124,29 @@ std::vector<std::vector<DecodeResult>> decode_alone(const std::shared_ptr<const 
   return out;
 }
 
-class BatchedStepTest : public ::testing::TestWithParam<ggml_type> {};
+// The weight type, and the products' kernels: ggml's, or kAuto's few-row op
+// (runtime/rows_ops.h: every row's value is its lone product's, whatever the rows).
+using StepCase = std::tuple<ggml_type, runtime::CpuKernels>;
+class BatchedStepTest : public ::testing::TestWithParam<StepCase> {};
 
 TEST_P(BatchedStepTest, EverySessionsResultEqualsItsLoneDecode) {
+  const auto [type, kernels] = GetParam();
   TempDir dir("batch-step");
-  write_random_model(small_spec("tiny.en", GetParam()), dir / "m.bin");
+  write_random_model(small_spec("tiny.en", type), dir / "m.bin");
   auto model = Model::load(dir / "m.bin");
   ASSERT_FALSE(model->alignment_heads().empty());
   const std::vector<Stream> script = streams();
   std::vector<std::vector<int>> n_past;
-  const auto alone = decode_alone(model, script, &n_past);
+  const auto alone = decode_alone(model, script, &n_past, 2, kernels);
 
   std::vector<std::unique_ptr<Session>> sessions;
   for (const Stream& stream : script) {
-    sessions.push_back(std::make_unique<Session>(model, options_for()));
+    sessions.push_back(std::make_unique<Session>(model, options_for(nullptr, 2, kernels)));
     start(*sessions.back(), stream);
   }
   // The streams really differ in audio length (so in cross-attention shape).
   EXPECT_NE(sessions[0]->n_audio_frames(), sessions[3]->n_audio_frames());
-  BatchExecutor executor(model, 2);
+  BatchExecutor executor(model, 2, kernels);
   for (size_t i = 0; i < script[0].steps.size(); ++i) {
     std::vector<BatchExecutor::Item> items;
     for (size_t k = 0; k < script.size(); ++k) {
@@ -159,9 +167,16 @@ TEST_P(BatchedStepTest, EverySessionsResultEqualsItsLoneDecode) {
             std::vector<float>(alone[1].back().logits_at(1), alone[1].back().logits_at(2)));
 }
 
-INSTANTIATE_TEST_SUITE_P(WeightTypes, BatchedStepTest, ::testing::Values(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0),
-                         [](const ::testing::TestParamInfo<ggml_type>& info) {
-                           return std::string(ggml_type_name(info.param));
+INSTANTIATE_TEST_SUITE_P(WeightTypes, BatchedStepTest,
+                         // ggml's kernels on each type; the few-row op on the types models ship in.
+                         ::testing::Values(std::tuple{GGML_TYPE_F32, runtime::CpuKernels::kGgml},
+                                           std::tuple{GGML_TYPE_F16, runtime::CpuKernels::kGgml},
+                                           std::tuple{GGML_TYPE_Q8_0, runtime::CpuKernels::kGgml},
+                                           std::tuple{GGML_TYPE_F16, runtime::CpuKernels::kAuto},
+                                           std::tuple{GGML_TYPE_Q8_0, runtime::CpuKernels::kAuto}),
+                         [](const ::testing::TestParamInfo<StepCase>& info) {
+                           return std::string(ggml_type_name(std::get<0>(info.param))) + "_" +
+                                  std::string(runtime::to_string(std::get<1>(info.param)));
                          });
 
 TEST(BatchedStep, ABadRequestFailsAloneAndTheOthersStillEqualTheirLoneDecode) {

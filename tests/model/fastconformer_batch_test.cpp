@@ -13,6 +13,7 @@
 #include <cmath>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "decode_compare.h"
 #include "error_of.h"
@@ -22,6 +23,7 @@
 #include "model/fastconformer/streaming_batch.h"
 #include "model/fastconformer/streaming_encoder.h"
 #include "model/runtime/device.h"
+#include "model/runtime/openblas_ops.h"
 #include "model_test_util.h"
 
 namespace earshot::fastconformer {
@@ -97,9 +99,10 @@ std::vector<Plan> plans(int n_mels) {
 }
 
 // Stream s alone: every piece pushed, then finished; the frames in order.
-std::vector<float> lone(const std::shared_ptr<const Model>& model, ggml_backend_t backend, const Plan& p) {
+std::vector<float> lone(const std::shared_ptr<const Model>& model, ggml_backend_t backend, const Plan& p,
+                        runtime::CpuKernels kernels = runtime::CpuKernels::kGgml) {
   const int n_mels = model->hparams().n_mels;
-  StreamingEncoder encoder(model, backend, {.right_context = p.right});
+  StreamingEncoder encoder(model, backend, {.right_context = p.right, .cpu_kernels = kernels});
   std::vector<float> frames;
   size_t at = 0;
   for (int n : p.pieces) {
@@ -112,22 +115,26 @@ std::vector<float> lone(const std::shared_ptr<const Model>& model, ggml_backend_
   return frames;
 }
 
-class FastConformerBatch : public ::testing::TestWithParam<ggml_type> {};
+// The weight type, and the products' kernels: ggml's, or kAuto's few-row op
+// (runtime/rows_ops.h: every row's value is its lone product's, whatever the rows).
+using BatchCase = std::tuple<ggml_type, runtime::CpuKernels>;
+class FastConformerBatch : public ::testing::TestWithParam<BatchCase> {};
 
 TEST_P(FastConformerBatch, BatchedStepsEqualLoneStepsBitForBit) {
+  const auto [type, kernels] = GetParam();
   TempDir dir("nemotron-batch");
-  const auto model = streaming_model(dir, GetParam());
+  const auto model = streaming_model(dir, type);
   const int n_mels = model->hparams().n_mels;
   ggml_backend_ptr backend = runtime::create_backend(nullptr, 2);
   const std::vector<Plan> streams = plans(n_mels);
   std::vector<std::vector<float>> want;
-  for (const Plan& p : streams) want.push_back(lone(model, backend.get(), p));
+  for (const Plan& p : streams) want.push_back(lone(model, backend.get(), p, kernels));
 
-  StreamingBatchExecutor executor(model, 2);
+  StreamingBatchExecutor executor(model, 2, kernels);
   std::vector<std::unique_ptr<StreamingEncoder>> encoders;
   for (const Plan& p : streams)
-    encoders.push_back(
-        std::make_unique<StreamingEncoder>(model, backend.get(), EncoderOptions{.right_context = p.right}));
+    encoders.push_back(std::make_unique<StreamingEncoder>(
+        model, backend.get(), EncoderOptions{.right_context = p.right, .cpu_kernels = kernels}));
   std::vector<std::vector<float>> got(streams.size());
   std::vector<size_t> next_piece(streams.size(), 0), at(streams.size(), 0);
   std::vector<bool> finished(streams.size(), false);
@@ -167,12 +174,21 @@ TEST_P(FastConformerBatch, BatchedStepsEqualLoneStepsBitForBit) {
   for (size_t s = 0; s < streams.size(); ++s) {
     ASSERT_EQ(got[s].size(), want[s].size()) << "stream " << s;
     ASSERT_FALSE(want[s].empty());
-    expect_same_frames(got[s], want[s], "stream " + std::to_string(s) + " (" + ggml_type_name(GetParam()) + ")");
+    expect_same_frames(got[s], want[s], "stream " + std::to_string(s) + " (" + ggml_type_name(type) + ")");
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, FastConformerBatch, ::testing::Values(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0),
-                         [](const auto& info) { return std::string(ggml_type_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Types, FastConformerBatch,
+                         // ggml's kernels on each type; the few-row op on the types models ship in.
+                         ::testing::Values(std::tuple{GGML_TYPE_F32, runtime::CpuKernels::kGgml},
+                                           std::tuple{GGML_TYPE_F16, runtime::CpuKernels::kGgml},
+                                           std::tuple{GGML_TYPE_Q8_0, runtime::CpuKernels::kGgml},
+                                           std::tuple{GGML_TYPE_F16, runtime::CpuKernels::kAuto},
+                                           std::tuple{GGML_TYPE_Q8_0, runtime::CpuKernels::kAuto}),
+                         [](const auto& info) {
+                           return std::string(ggml_type_name(std::get<0>(info.param))) + "_" +
+                                  std::string(runtime::to_string(std::get<1>(info.param)));
+                         });
 
 TEST(FastConformerBatchErrors, ABadStepFailsAloneAndTheOthersRun) {
   TempDir dir("nemotron-batch");

@@ -228,6 +228,15 @@ TEST(FastConformerStreaming, StreamingEqualsOfflineForEveryLookaheadAndSplit) {
       EXPECT_EQ(got_tokens.tokens, want_tokens.tokens) << "r " << r << " split " << split;
       EXPECT_EQ(got_tokens.frames, want_tokens.frames) << "r " << r << " split " << split;
     }
+    // The step's products on the few-row op (kAuto: runtime/rows_ops.h) instead of
+    // ggml's: the same frames to the f32 sums' order, the same tokens.
+    StreamingEncoder rows(model, backend.get(), {.right_context = r, .cpu_kernels = runtime::CpuKernels::kAuto});
+    const EncoderOutput got = stream(rows, mel, audio, random_split(audio.size(), 700, r));
+    ASSERT_EQ(got.n_frames, want.n_frames) << "r " << r << " on the few-row op";
+    float max_diff = 0;
+    for (size_t i = 0; i < want.data.size(); ++i) max_diff = std::max(max_diff, std::abs(got.data[i] - want.data[i]));
+    EXPECT_LT(max_diff, 2e-5f) << "r " << r << " on the few-row op";
+    EXPECT_EQ(greedy(*model, got).tokens, want_tokens.tokens) << "r " << r << " on the few-row op";
   }
 }
 

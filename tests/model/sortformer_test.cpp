@@ -108,7 +108,7 @@ TEST(SortformerModel, OfflineProbabilitiesAreProbabilitiesPerFrame) {
   const auto m = small_model(dir);
   const std::vector<float> audio = test_audio(3.0);
   const FrameProbabilities p = frame_probabilities(*m, audio, {.threads = 1});
-  // 3 s: 301 mel frames, 38 encoder frames ((n + 1) / 2 three times).
+  // 3 s: 300 mel frames (NeMo's n / 160), 38 encoder frames ((n + 1) / 2 three times).
   EXPECT_EQ(p.n_frames, 38);
   EXPECT_EQ(p.n_speakers, 4);
   for (float v : p.data) ASSERT_TRUE(v > 0.0f && v < 1.0f);
@@ -126,7 +126,7 @@ TEST(SortformerStream, PushSizesDoNotChangeTheResult) {
                         .update_period = 6,
                         .run = {.threads = 1}};
   const std::vector<FrameActivity> whole = run_features(*m, mel, mel.n_frames, o);
-  EXPECT_EQ(whole.size(), 151u);  // the encoder frames of 1201 mel frames
+  EXPECT_EQ(whole.size(), 150u);  // the encoder frames of 12 s: 1200 mel frames (NeMo's count)
   expect_same(whole, run_features(*m, mel, 1, o));
   expect_same(whole, run_features(*m, mel, 37, o));
 }
@@ -153,6 +153,43 @@ TEST(SortformerStream, OneChunkIsTheOfflinePass) {
   ASSERT_EQ(static_cast<int>(streamed.size()), offline.n_frames);
   for (size_t i = 0; i < streamed.size(); ++i)
     for (int k = 0; k < 4; ++k) EXPECT_NEAR(streamed[i].prob[k], offline.data[i * 4 + k], 1e-6f);
+}
+
+// NeMo's frame count, n / 160 mel frames of n samples (its forward trims the
+// features to it), offline and streamed from samples, on lengths m * 160 + k
+// either side of an encoder step (96 mel frames are 12 encoder frames, 97 are 13).
+TEST(SortformerStream, OfflineAndStreamedKeepNeMosFrameCount) {
+  TempDir dir("sortformer");
+  const auto m = small_model(dir);
+  const std::vector<float> audio = test_audio(1.0);
+  const StreamOptions one_chunk{.chunk_frames = 100, .run = {.threads = 1}};
+  for (int mel : {95, 96, 97}) {
+    for (int k : {0, 1, 80, 159}) {
+      const int n = mel * 160 + k;
+      const std::span<const float> x(audio.data(), static_cast<size_t>(n));
+      const int frames = m->hparams().encoder.encoder_frames(mel);
+      const FrameProbabilities offline = frame_probabilities(*m, x, {.threads = 1});
+      ASSERT_EQ(offline.n_frames, frames) << "n " << n;
+      Stream s(*m, one_chunk);
+      for (int at = 0; at < n; at += 777) s.push(x.subspan(at, std::min(777, n - at)));
+      s.finish();
+      const std::vector<FrameActivity> streamed = s.take_frames();
+      ASSERT_EQ(static_cast<int>(streamed.size()), frames) << "n " << n;
+      for (int t = 0; t < frames; ++t)
+        for (int sp = 0; sp < 4; ++sp)
+          ASSERT_NEAR(streamed[t].prob[sp], offline.data[static_cast<size_t>(t) * 4 + sp], 1e-6f) << "n " << n;
+    }
+  }
+  EXPECT_EQ(m->hparams().encoder.encoder_frames(96), 12);
+  EXPECT_EQ(m->hparams().encoder.encoder_frames(97), 13);
+  // Under one hop: no frame; the offline pass says so, a stream gives nothing.
+  const Error e = error_of([&] { frame_probabilities(*m, std::span<const float>(audio.data(), 159)); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("159 samples hold no feature frame"), std::string::npos) << e.what();
+  Stream s(*m, one_chunk);
+  s.push(std::span<const float>(audio.data(), 159));
+  s.finish();
+  EXPECT_TRUE(s.take_frames().empty());
 }
 
 TEST(SortformerStream, FramesAreOnTheStreamClockAndMaxSpeakersHidesChannels) {

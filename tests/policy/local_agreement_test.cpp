@@ -2,6 +2,7 @@
 // prefix of consecutive hypotheses, with word times from the attention.
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "fake_decoder.h"
 #include "policy/localagreement/local_agreement_processor.h"
 #include "test_helpers.h"
@@ -80,4 +81,27 @@ TEST_F(LocalAgreement, ALoopingDecodeIsCutAtItsSecondRepetition) {
 }
 
 }  // namespace
+TEST_F(LocalAgreement, TheStaticPromptIsAlwaysFirstAndNeverTrimmed) {
+  const int32_t end = tok(*t, " end"), dot = tok(*t, ".");
+  LocalAgreementConfig c;
+  c.buffer_trimming_sec = 2.0;
+  c.static_prompt = " earshot, Parakeet";
+  auto p = make(
+      {{{one, 10}, {end, 40}, {dot, 50}, {two, 100}}, {{one, 10}, {end, 40}, {dot, 50}, {two, 100}}, {{three, 10}}}, c);
+  p->insert_audio(seconds(2.5), 2.5);
+  p->process();
+  p->process();
+  p->process();
+  auto text_of = [&](const std::vector<int32_t>& prompt) {
+    EXPECT_EQ(prompt.front(), t->special().sot_prev);
+    return t->decode(std::vector<int32_t>(prompt.begin() + 1, prompt.end() - 2));
+  };
+  EXPECT_EQ(text_of(fake->prompts[0]), " earshot, Parakeet");  // nothing committed yet: the static part alone
+  EXPECT_EQ(text_of(fake->prompts[2]), " earshot, Parakeet one end.");
+  // At most half the text context: a longer one is refused, naming what fits.
+  c.static_prompt.clear();
+  for (int i = 0; i < 400; ++i) c.static_prompt += " word";
+  EXPECT_THROW(make({}, c), Error);
+}
+
 }  // namespace earshot::policy::testing

@@ -1,8 +1,8 @@
 // AlignAtt for audio-LLM ASR (seed 002, Qwen3-ASR) against a scripted decoder:
 // every rule of the seed (border = max(2, 0.15 x audio tokens), rewind 0.12,
 // checks after the first 3 steps, median over heads, audio_min_len, audio_max_len
-// trimming, min chunk, the last 30 committed tokens as context, the language
-// header, forced or per-session language, the UTF-8 hold, last passes).
+// trimming (by whole encoder windows, or sliding as the seed), min chunk, the last 30 committed tokens as context, the
+// language header, forced or per-session language, the UTF-8 hold, last passes).
 #include "policy/alignatt/prompted_alignatt.h"
 
 #include <gtest/gtest.h>
@@ -39,6 +39,7 @@ struct Scripted : ScriptedPromptedDecoder {
   size_t at = 0;
   int encodes = 0;
   std::vector<size_t> encoded_samples;
+  int window = 0;  // the encoder's window (window_samples())
 
   Scripted() {
     languages.insert("de");
@@ -58,6 +59,7 @@ struct Scripted : ScriptedPromptedDecoder {
     }
     return current.n_audio;
   }
+  int window_samples() const override { return window; }
   int32_t prefill(const PromptedRequest& r) override {
     requests.push_back(r);
     at = 0;
@@ -202,7 +204,10 @@ TEST_F(PromptedAlignAtt, TheLast30CommittedTokensAreTheContext) {
 }
 
 TEST_F(PromptedAlignAtt, TheBufferIsTrimmedToAudioMaxLen) {
-  auto p = make({pass(100, {{10}, {20}, {30}, {99}})});
+  PromptedAlignAttConfig sliding;
+  sliding.trim = PromptedAlignAttConfig::Trim::kSliding;
+  auto p = make({pass(100, {{10}, {20}, {30}, {99}})}, sliding);
+  fake->window = 8 * 16000;  // ignored: the seed's sliding trim
   feed(*p, 16.0);
   EXPECT_DOUBLE_EQ(p->buffered_seconds(), 15.0);
   EXPECT_DOUBLE_EQ(p->buffer_start_time(), 1.0);
@@ -213,6 +218,41 @@ TEST_F(PromptedAlignAtt, TheBufferIsTrimmedToAudioMaxLen) {
   EXPECT_DOUBLE_EQ(r.committed[0].start, 10.0 / 100 * 15 + 1.0);
   EXPECT_DOUBLE_EQ(r.committed[1].start, 20.0 / 100 * 15 + 1.0);
   EXPECT_DOUBLE_EQ(r.committed[0].end, r.committed[0].start + 0.1);
+}
+
+// The default trim drops whole encoder windows from the front, so the windows
+// left (and what the model kept of them) are unchanged: past 15 s the buffer of
+// an 8 s window model falls to 8 s and grows again. Word times keep the offset.
+TEST_F(PromptedAlignAtt, TheBufferIsTrimmedByWholeEncoderWindows) {
+  auto p = make({pass(100, {{10}, {20}, {30}, {99}})});
+  fake->window = 8 * 16000;
+  feed(*p, 14.0);
+  EXPECT_DOUBLE_EQ(p->buffered_seconds(), 14.0);
+  feed(*p, 2.0);  // 16 s: one window goes
+  EXPECT_DOUBLE_EQ(p->buffered_seconds(), 8.0);
+  EXPECT_DOUBLE_EQ(p->buffer_start_time(), 8.0);
+  const auto r = p->process();
+  EXPECT_EQ(fake->encoded_samples.at(0), 8u * 16000u);
+  ASSERT_EQ(r.committed.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.committed[0].start, 10.0 / 100 * 8 + 8.0);
+  feed(*p, 7.0);  // 15 s: kept whole
+  EXPECT_DOUBLE_EQ(p->buffered_seconds(), 15.0);
+  feed(*p, 20.0);  // 35 s at once: three windows go
+  EXPECT_DOUBLE_EQ(p->buffered_seconds(), 11.0);
+  EXPECT_DOUBLE_EQ(p->buffer_start_time(), 32.0);
+}
+
+// Windows longer than the buffer may be, or a decoder without windows: the sliding trim.
+TEST_F(PromptedAlignAtt, WithoutWindowsThatFitTheBufferTrimsAsTheSeed) {
+  PromptedAlignAttConfig c;
+  c.audio_max_len = 5.0;
+  auto p = make({}, c);
+  fake->window = 8 * 16000;
+  feed(*p, 6.5);
+  EXPECT_DOUBLE_EQ(p->buffered_seconds(), 5.0);
+  auto q = make({});
+  feed(*q, 16.5);
+  EXPECT_DOUBLE_EQ(q->buffered_seconds(), 15.0);
 }
 
 TEST_F(PromptedAlignAtt, AutoLanguageReadsTheHeaderAndKeepsItForTheSession) {

@@ -172,4 +172,22 @@ TEST(RollingThroughTheProcessor, PassesAreCountedPerSegment) {
 }
 
 }  // namespace
+TEST_F(Rolling, TheConfiguredContextComesBeforeTheRequestsOwn) {
+  make({.context = "earshot, Parakeet"});
+  scripted->passes = {range(1, 3), range(1, 3)};
+  pass(0);
+  WindowRequest r;
+  r.audio = audio;
+  r.language = "en";
+  r.pass = 1;
+  r.context = "earlier text";
+  decoder->decode(r);
+  EXPECT_EQ(scripted->requests[0].context, "earshot, Parakeet");  // alone when the request has none
+  EXPECT_EQ(scripted->requests[1].context, "earshot, Parakeet\nearlier text");
+  make();
+  scripted->passes = {range(1, 3)};
+  decoder->decode(r);
+  EXPECT_EQ(scripted->requests[0].context, "earlier text");  // none configured: the request's as it was
+}
+
 }  // namespace earshot::policy::commit

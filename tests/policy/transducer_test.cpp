@@ -1,9 +1,9 @@
 // The transducers' native policies (policy/transducer/) against scripted
 // transducer streams: tokens become words with frame times (the first word of a
 // stream without its space, a language tag labelling words, probabilities
-// multiplied), words are committed append-only as the next one starts, a long
-// pause restarts the prediction network, and rolling passes keep the decoder
-// state only at a segment's end.
+// multiplied, none ending past the audio decoded), words are committed
+// append-only as the next one starts, a long pause restarts the prediction
+// network, and rolling passes keep the decoder state only at a segment's end.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,6 +31,7 @@ class ScriptedPieces : public TokenPieces {
     const std::string& p = pieces.at(token);
     return p.front() == '<' ? p.substr(1, p.size() - 2) : "";
   }
+  int size() const override { return static_cast<int>(pieces.size()); }
 };
 
 // Counts what the policies ask of the model besides tokens.
@@ -48,6 +49,7 @@ class ScriptedStreaming : public StreamingTransducer {
   double frame_seconds() const override { return 0.08; }
   void reset_state() override { ++calls_->resets; }
   void warmup() override { ++calls_->warmups; }
+  void set_decoding(TransducerDecoding) override {}
   std::vector<TokenEmission> push(std::span<const float> samples) override {
     frames_ += static_cast<int>(samples.size() / 1280);
     return next();
@@ -76,6 +78,7 @@ class ScriptedOffline : public OfflineTransducer {
   double frame_seconds() const override { return 0.08; }
   void reset_state() override { ++calls_->resets; }
   void warmup() override { ++calls_->warmups; }
+  void set_decoding(TransducerDecoding) override {}
   std::vector<TokenEmission> decode(std::span<const float> audio, bool keep_state) override {
     if (audio.empty()) return {};
     calls_->kept.push_back(keep_state);
@@ -109,6 +112,38 @@ TEST(WordAssembler, TokensBecomeTimedWordsLabelledByLanguageTags) {
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].language, "de");
   EXPECT_EQ(words.language, "de");
+}
+
+// A TDT duration can reach past the last frame, and the last 80 ms frame past the
+// last sample: a word ends at the end of the audio decoded at the latest.
+TEST(WordAssembler, NoWordEndsPastTheAudio) {
+  ScriptedPieces pieces;
+  WordAssembler words;
+  words.pieces = &pieces;
+  std::vector<Word> out;
+  // The audio ends 0.25 s in: "_hel" at frame 1 for 4 frames would end at 0.4 s.
+  words.add({{0, 1, 4, 0}}, 1.0, out, 1.25);
+  EXPECT_DOUBLE_EQ(words.pending.start, 1.08);
+  EXPECT_DOUBLE_EQ(words.pending.end, 1.25);
+  words.add({{1, 3, 1, 0}}, 1.0, out, 1.25);  // "lo" on the last frame (0.24-0.32 s)
+  EXPECT_DOUBLE_EQ(words.pending.end, 1.25);
+  words.add({{2, 4, 1, 0}}, 1.0, out, 1.25);  // a frame starting past the audio (libparakeet's count): no length
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_DOUBLE_EQ(out[0].end, 1.25);
+  EXPECT_DOUBLE_EQ(words.pending.start, 1.32);
+  EXPECT_DOUBLE_EQ(words.pending.end, 1.32);
+}
+
+TEST(NativeTransducerProcessor, WordsEndWithinTheirWindowsAudio) {
+  Calls calls;
+  // "_hel" on frame 5 for 4 frames (0.4-0.72 s) of a 0.45 s stream.
+  auto p = native_transducer_processor(
+      std::make_unique<ScriptedOffline>(std::vector<TokenEmission>{{0, 5, 4, 0}}, &calls), 1.0, "en");
+  p->insert_audio(std::vector<float>(7200, 0.0f), 2.45);
+  const ProcessResult r = p->finish();
+  ASSERT_EQ(r.committed.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.committed[0].start, 2.4);
+  EXPECT_DOUBLE_EQ(r.committed[0].end, 2.45);
 }
 
 TEST(StreamingTransducerProcessor, CommitsEachWordAsTheNextStartsAndRestartsAfterALongPause) {

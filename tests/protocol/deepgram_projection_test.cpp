@@ -175,7 +175,7 @@ TEST(DeepgramProjection, VadEventsOnlyWhenAsked) {
 TEST(DeepgramProjection, FinalizeErrorAndEndOfStream) {
   Projection p(options(true, 300), StreamInfo{});
   p.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}, events::SpeechEnded{0.6}}, 0.7);
-  auto fin = p.on_finalized(0.8);
+  auto fin = p.on_finalized(0.8, 0.8);
   ASSERT_EQ(fin.size(), 1u);
   EXPECT_EQ(fin[0]["from_finalize"], true);
   EXPECT_EQ(fin[0]["is_final"], true);
@@ -186,7 +186,7 @@ TEST(DeepgramProjection, FinalizeErrorAndEndOfStream) {
   ASSERT_EQ(via_event.size(), 1u);
   EXPECT_EQ(via_event[0]["from_finalize"], true);
   EXPECT_EQ(words_of(via_event[0]), std::vector<std::string>{"b"});
-  auto empty = p.on_finalized(1.0);
+  auto empty = p.on_finalized(1.0, 1.0);
   ASSERT_EQ(empty.size(), 1u);
   EXPECT_TRUE(words_of(empty[0]).empty());
   EXPECT_DOUBLE_EQ(empty[0]["start"], 0.95);
@@ -207,6 +207,58 @@ TEST(DeepgramProjection, FinalizeErrorAndEndOfStream) {
   ASSERT_EQ(last.size(), 1u);
   EXPECT_EQ(last[0]["speech_final"], true);
   EXPECT_TRUE(w.ended());
+}
+
+// Agents send Finalize as speech ends (LiveKit, Pipecat): the flush must not cancel the
+// endpoint the VAD found, or speech_final (their end of turn) never comes.
+TEST(DeepgramProjection, FinalizeKeepsAPendingEndpoint) {
+  // The end of speech and the flush in one batch, the silence already past the endpoint.
+  Projection p(options(true, 25), StreamInfo{});
+  auto out = p.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}},
+                                                    events::SpeechEnded{0.6}, events::Finalized{0.7}},
+                         0.75);
+  ASSERT_EQ(of_type(out, "Results").size(), 1u);
+  EXPECT_EQ(out[0]["is_final"], true);
+  EXPECT_EQ(out[0]["from_finalize"], true);
+  EXPECT_EQ(out[0]["speech_final"], true);
+  EXPECT_EQ(words_of(out[0]), std::vector<std::string>{"a"});
+  EXPECT_TRUE(p.on_events({}, 2.0).empty()) << "the turn ended once";
+
+  // The flush before the endpoint is due: its final, then the endpoint's own (empty) final.
+  Projection q(options(true, 300), StreamInfo{});
+  out = q.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}, events::SpeechEnded{0.6},
+                                               events::Finalized{0.7}},
+                    0.7);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0]["from_finalize"], true);
+  EXPECT_EQ(out[0]["speech_final"], false);
+  EXPECT_TRUE(q.on_events({}, 0.85).empty());
+  out = q.on_events({}, 0.9);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0]["is_final"], true);
+  EXPECT_EQ(out[0]["speech_final"], true);
+  EXPECT_EQ(out[0]["from_finalize"], false);
+  EXPECT_TRUE(words_of(out[0]).empty());
+
+  // A flush before the VAD decided the end: the end of speech that follows is still an endpoint.
+  Projection r(options(true, 25), StreamInfo{});
+  out = r.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}, events::Finalized{0.55}},
+                    0.55);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0]["speech_final"], false);
+  out = r.on_events(std::vector<events::Event>{events::SpeechEnded{0.52}}, 0.7);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0]["speech_final"], true);
+}
+
+// The endpoint counts silence on the clock of the audio the VAD heard: an end it decided
+// is final at once when that silence covers `endpointing`, not after the model's look-ahead.
+TEST(DeepgramProjection, EndpointIsDueOnTheHeardClock) {
+  Projection p(options(true, 25), StreamInfo{});
+  auto out = p.on_events(
+      std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}, events::SpeechEnded{0.52}}, 0.66);
+  ASSERT_EQ(of_type(out, "Results").size(), 1u);
+  EXPECT_EQ(out[0]["speech_final"], true);
 }
 
 TEST(DeepgramProjection, ForcedFinalCarriesHeldWordsAndTheProvisionalTail) {
@@ -232,6 +284,39 @@ TEST(DeepgramProjection, ForcedFinalCarriesHeldWordsAndTheProvisionalTail) {
   ASSERT_EQ(of_type(sent, "Results").size(), 1u);
   EXPECT_TRUE(q.force_final().empty());
   EXPECT_TRUE(q.ended());
+}
+
+// Audio the server skipped (a client in real time, a server behind): the words before it
+// are final, a Warning names the span, and no Results window covers it.
+TEST(DeepgramProjection, SkippedAudioIsAWarningAndNoWindowCoversIt) {
+  Projection p(options(true, 10), StreamInfo{});
+  std::vector<json> out =
+      p.on_events(std::vector<events::Event>{events::WordsCommitted{{word(" a", 0, 0.5)}}, events::SpeechEnded{0.5},
+                                             events::AudioSkipped{0.5, 20.0}, events::SpeechStarted{20.0},
+                                             events::WordsCommitted{{word(" b", 20.1, 20.5)}}},
+                  20.6);
+  std::vector<json> finals;
+  for (const json& m : of_type(out, "Results"))
+    if (m["is_final"]) finals.push_back(m);
+  std::vector<json> warnings = of_type(out, "Warning");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0]["variant"], "audio_skipped");
+  EXPECT_DOUBLE_EQ(warnings[0]["start"], 0.5);
+  EXPECT_DOUBLE_EQ(warnings[0]["duration"], 19.5);
+  EXPECT_NE(warnings[0]["description"].get<std::string>().find("skipped"), std::string::npos);
+  ASSERT_EQ(finals.size(), 2u);
+  EXPECT_EQ(words_of(finals[0]), std::vector<std::string>{"a"});
+  EXPECT_EQ(finals[0]["speech_final"], true) << "the endpoint before the skip ends its turn";
+  EXPECT_DOUBLE_EQ(finals[0]["start"].get<double>() + finals[0]["duration"].get<double>(), 0.5);
+  EXPECT_EQ(words_of(finals[1]), std::vector<std::string>{"b"});
+  EXPECT_DOUBLE_EQ(finals[1]["start"], 20.0) << "the next window starts after the skipped span";
+  // The Warning comes after the final of the words before it.
+  size_t warning_at = 0, first_final_at = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i]["type"] == "Warning") warning_at = i;
+    if (out[i] == finals[0]) first_final_at = i;
+  }
+  EXPECT_LT(first_final_at, warning_at);
 }
 
 TEST(DeepgramProjection, BatchedEventsJudgeEndpointsAndGapsOnTheirOwnClock) {
@@ -273,6 +358,26 @@ TEST(DeepgramProjection, LateWordsNeverReachIntoASentWindow) {
   EXPECT_DOUBLE_EQ(words[0]["end"], 2.0);
   EXPECT_DOUBLE_EQ(words[1]["start"], 2.0);
   EXPECT_DOUBLE_EQ(words[1]["end"], 2.4);
+}
+
+// Multichannel: each channel's projection names its channel in every message it sends.
+TEST(DeepgramProjection, AChannelsProjectionNamesItsChannel) {
+  ListenOptions o = options(true, 10, 1000);
+  o.vad_events = true;
+  StreamInfo info;
+  info.channels = 3;
+  Projection p(o, info, 2);
+  std::vector<json> out =
+      p.on_events(std::vector<events::Event>{events::SpeechStarted{0.0}, events::WordsCommitted{{word(" a", 0.0, 0.3)}},
+                                             events::ProvisionalChanged{{word(" b", 0.4, 0.5)}},
+                                             events::SpeechEnded{0.6}, events::ProvisionalChanged{}},
+                  3.0);
+  ASSERT_EQ(of_type(out, "Results").size(), 1u);  // the final (the batch leaves no interim)
+  for (const json& m : of_type(out, "Results")) EXPECT_EQ(m["channel_index"], json::array({2, 3}));
+  ASSERT_EQ(of_type(out, "SpeechStarted").size(), 1u);
+  EXPECT_EQ(of_type(out, "SpeechStarted")[0]["channel"], json::array({2}));
+  ASSERT_EQ(of_type(out, "UtteranceEnd").size(), 1u);
+  EXPECT_EQ(of_type(out, "UtteranceEnd")[0]["channel"], json::array({2, 3}));
 }
 
 }  // namespace

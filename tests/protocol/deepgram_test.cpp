@@ -1,6 +1,9 @@
 // Deepgram /v1/listen options and message shapes.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "common/error.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/deepgram/options.h"
@@ -61,15 +64,50 @@ TEST(DeepgramOptions, DefaultsAndAcceptedValues) {
   EXPECT_EQ(parse_listen_options({{"endpointing", "false"}}).endpointing_ms, std::nullopt);
   EXPECT_EQ(parse_listen_options({{"language", "multi"}}).language, "auto");
   EXPECT_EQ(parse_listen_options({{"language", "fr"}}).language, "fr");
+  EXPECT_EQ(o.keyterms.terms.size(), 1u);  // keywords=ignored:2 is a term of weight 2
+  EXPECT_EQ(o.keyterms.terms[0].weight, 2);
+}
+
+TEST(DeepgramOptions, TelephonyEncodingsChannelsAndKeyterms) {
+  const ListenOptions o = parse_listen_options(
+      {{"encoding", "MULAW"}, {"sample_rate", "8000"}, {"channels", "2"}, {"multichannel", "true"}});
+  EXPECT_EQ(o.encoding, "mulaw");
+  EXPECT_EQ(o.sample_rate, 8000);
+  EXPECT_EQ(o.channels, 2);
+  EXPECT_TRUE(o.multichannel);
+  EXPECT_FALSE(parse_listen_options({{"encoding", "alaw"}, {"sample_rate", "8000"}, {"channels", "2"}}).multichannel);
+  // keyterm and keywords repeat: every value counts, in order (the map alone keeps the last).
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"keyterm", "earshot"}, {"keywords", "Parakeet:3"}, {"keyterm", "Nemotron streaming"}, {"keywords", "um:-5"}};
+  std::map<std::string, std::string> last;
+  for (const auto& [k, v] : pairs) last[k] = v;
+  const Keyterms k = parse_listen_options(last, pairs).keyterms;
+  ASSERT_EQ(k.terms.size(), 4u);
+  EXPECT_EQ(k.terms[0].text, "earshot");
+  EXPECT_EQ(k.terms[1].text, "Nemotron streaming");
+  EXPECT_EQ(k.terms[2].text, "Parakeet");
+  EXPECT_EQ(k.terms[2].weight, 3);
+  EXPECT_EQ(k.terms[3].weight, -5);
+  EXPECT_EQ(parse_listen_options(last).keyterms.terms.size(), 2u);
 }
 
 TEST(DeepgramOptions, EachBadValueNamesItsOption) {
   EXPECT_EQ(error_of({{"channels", "2"}}),
-            "invalid option 'channels': 2 channels are not supported: earshot transcribes mono audio (send "
-            "channels=1)");
-  EXPECT_EQ(error_of({{"encoding", "mulaw"}, {"sample_rate", "8000"}}).rfind("invalid option 'encoding': 'mulaw'", 0),
+            "invalid option 'channels': applies to raw audio (encoding=linear16, mulaw or alaw); a container says "
+            "its own channels, mixed down to one transcript");
+  EXPECT_EQ(error_of({{"channels", "65"}, {"encoding", "mulaw"}, {"sample_rate", "8000"}}),
+            "invalid option 'channels': 65 is out of range (1-64)");
+  EXPECT_EQ(error_of({{"multichannel", "true"}, {"encoding", "mulaw"}, {"sample_rate", "8000"}}),
+            "invalid option 'multichannel': needs raw audio of 2 or more interleaved channels (encoding and "
+            "channels=N)");
+  EXPECT_EQ(error_of({{"encoding", "opus"}, {"sample_rate", "8000"}}).rfind("invalid option 'encoding': 'opus'", 0),
             0u);
   EXPECT_EQ(error_of({{"encoding", "linear16"}}), "invalid option 'sample_rate': required with encoding=linear16");
+  EXPECT_EQ(error_of({{"encoding", "alaw"}}), "invalid option 'sample_rate': required with encoding=alaw");
+  EXPECT_EQ(error_of({{"keyterm", std::string(300, 'k')}}),
+            "invalid option 'keyterm': a term of 300 bytes, at most 200");
+  EXPECT_EQ(error_of({{"keywords", ":4"}}),
+            "invalid option 'keywords': expected word or word:intensifier (a number), got ':4'");
   EXPECT_EQ(error_of({{"sample_rate", "fast"}}), "invalid option 'sample_rate': expected a whole number, got 'fast'");
   EXPECT_EQ(error_of({{"sample_rate", "100"}}), "invalid option 'sample_rate': 100 is out of range (8000-192000)");
   EXPECT_EQ(error_of({{"interim_results", "maybe"}}),
@@ -145,6 +183,8 @@ TEST(DeepgramMessages, OtherServerMessages) {
   EXPECT_DOUBLE_EQ(meta["duration"], 11.0);
   EXPECT_EQ(meta["channels"], 1);
   EXPECT_EQ(meta["model_info"]["u"]["name"], "earshot");
+  EXPECT_FALSE(meta.contains("skipped_seconds"));
+  EXPECT_DOUBLE_EQ(metadata_message(info, 11.0, "abc", 2.5)["skipped_seconds"], 2.5);
   EXPECT_EQ(speech_started_message(1.2345), json({{"type", "SpeechStarted"}, {"channel", {0}}, {"timestamp", 1.235}}));
   EXPECT_EQ(utterance_end_message(2.5), json({{"type", "UtteranceEnd"}, {"channel", {0, 1}}, {"last_word_end", 2.5}}));
   EXPECT_EQ(error_message("bad")["type"], "Error");
@@ -158,6 +198,27 @@ TEST(DeepgramMessages, OtherServerMessages) {
   EXPECT_EQ(pre["results"]["channels"][0]["detected_language"], "en");
 }
 
+TEST(DeepgramMessages, MultichannelMessagesNameTheirChannel) {
+  StreamInfo info;
+  info.channels = 2;
+  Results r;
+  r.channel = 1;
+  r.words = {word(" Hi", 0, 0.5)};
+  EXPECT_EQ(results_message(r, {}, info)["channel_index"], json::array({1, 2}));
+  EXPECT_EQ(speech_started_message(1.0, 1)["channel"], json::array({1}));
+  EXPECT_EQ(utterance_end_message(2.0, 1, 2)["channel"], json::array({1, 2}));
+  EXPECT_EQ(metadata_message(info, 3, "abc")["channels"], 2);
+  const json pre = prerecorded_response(
+      std::vector<ChannelTranscript>{{{word(" left", 0, 0.5)}, "en"}, {{word(" right", 0.2, 0.6)}, ""}}, 3, {}, info,
+      "abc");
+  ASSERT_EQ(pre["results"]["channels"].size(), 2u);
+  EXPECT_EQ(pre["results"]["channels"][0]["alternatives"][0]["transcript"], "left");
+  EXPECT_EQ(pre["results"]["channels"][0]["detected_language"], "en");
+  EXPECT_EQ(pre["results"]["channels"][1]["alternatives"][0]["transcript"], "right");
+  EXPECT_FALSE(pre["results"]["channels"][1].contains("detected_language"));
+  EXPECT_EQ(pre["metadata"]["channels"], 2);
+}
+
 // The defect libFuzzer found in the WhisperLiveKit refusal (fuzz/targets/wlk_request.cpp)
 // existed here too: an option value that is not UTF-8 ("encoding=%FF") is quoted in the
 // Error message (live) and the REST error (prerecorded), whose dump() threw.
@@ -169,12 +230,37 @@ TEST(DeepgramMessages, ErrorsQuotingBytesThatAreNotUtf8AreValidJson) {
   } catch (const Error& e) {
     message = e.what();
   }
-  ASSERT_EQ(message.rfind("invalid option 'encoding': '\xFF' is not supported", 0), 0u) << message;
+  // The value is quoted with its bad byte written out (common/utf8.h quote_client_text) ...
+  ASSERT_EQ(message.rfind("invalid option 'encoding': '\\xFF' is not supported", 0), 0u) << message;
   const json live = json::parse(error_message(message).dump());
-  EXPECT_EQ(live["description"].get<std::string>().rfind("invalid option 'encoding': '\xEF\xBF\xBD' is", 0), 0u);
+  EXPECT_EQ(live["description"], message);
   EXPECT_EQ(live["message"], live["description"]);
   const json rest = json::parse(rest_error("Bad Request", message, "r").dump());
   EXPECT_EQ(rest["err_msg"], live["description"]);
+  // ... and a message that still holds bad bytes is repaired when it becomes JSON.
+  EXPECT_EQ(json::parse(error_message("x\xFF").dump())["description"], "x\xEF\xBF\xBD");
+  EXPECT_EQ(json::parse(rest_error("Bad Request", "x\xFF", "r").dump())["err_msg"], "x\xEF\xBF\xBD");
+}
+
+// A NUL in a query value ended the error there (what() is a C string); control
+// characters are written out, and a long value is quoted by a short prefix.
+TEST(DeepgramMessages, OptionErrorsShowNulsAndControlCharactersEscaped) {
+  const auto error_of = [](const std::map<std::string, std::string>& query) {
+    try {
+      parse_listen_options(query);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of({{"punctuate", std::string("tr\0ue", 5)}}),
+            "invalid option 'punctuate': expected true or false, got 'tr\\x00ue'");
+  EXPECT_EQ(error_of({{"language", "en\r\nX-Injected: 1"}}),
+            "invalid option 'language': expected a language code such as en or en-US, got "
+            "'en\\x0D\\x0AX-Injected: 1'");
+  EXPECT_EQ(
+      error_of({{"sample_rate", std::string(5000, '9')}}),
+      "invalid option 'sample_rate': expected a whole number, got '" + std::string(64, '9') + "...' (5000 bytes)");
 }
 
 TEST(DeepgramMessages, ClientMessages) {
@@ -188,6 +274,28 @@ TEST(DeepgramMessages, ClientMessages) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "unknown message type 'Configure': expected KeepAlive, Finalize or CloseStream");
+  }
+}
+
+// A 1 MB "type" was echoed whole, and twice (the message's description and
+// message fields): now a 64-byte prefix and the length, in a message of ~200 bytes.
+TEST(DeepgramMessages, AnUnknownTypeIsQuotedByAShortPrefix) {
+  const std::string type(1 << 20, 'K');
+  try {
+    parse_client_message(json{{"type", type}}.dump());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what, "unknown message type '" + std::string(64, 'K') +
+                        "...' (1048576 bytes): expected KeepAlive, Finalize or CloseStream");
+    EXPECT_LT(error_message(what).dump().size(), 500u);
+  }
+  try {
+    parse_client_message(json{{"type", std::string("Keep\0Alive", 10)}}.dump());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unknown message type 'Keep\\x00Alive': expected KeepAlive, Finalize or CloseStream");
   }
 }
 

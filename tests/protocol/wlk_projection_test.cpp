@@ -72,6 +72,29 @@ class UpperCase : public stages::Stage {
   }
 };
 
+// Turn events (stages/turns) show as the update's "turn" (an addition); no turn, no field.
+TEST(WlkProjection, TheSpeakersTurnIsAScalarOfTheUpdate) {
+  Projection p;
+  EXPECT_FALSE(full_update(p.snapshot({})).contains("turn"));
+  p.apply(events::TurnStarted{0, 0.5});
+  json u = full_update(p.snapshot({}));
+  EXPECT_EQ(u["turn"], (json{{"index", 0}, {"state", "speaking"}, {"at", 0.5}}));
+  p.apply(events::TurnEndLikely{0, 1.25, 0.6, {}});
+  EXPECT_EQ(full_update(p.snapshot({}))["turn"]["state"], "likely_over");
+  p.apply(events::TurnResumed{0, 1.5});
+  EXPECT_EQ(full_update(p.snapshot({}))["turn"]["state"], "speaking");
+  p.apply(events::TurnEnded{0, 2.0, 0.9, {}});
+  u = full_update(p.snapshot({}));
+  EXPECT_EQ(u["turn"], (json{{"index", 0}, {"state", "ended"}, {"at", 2.0}}));
+  // In diff mode the turn travels with the scalars.
+  UpdateEncoder diff(true);
+  json first = *diff.next(p.snapshot({}));
+  EXPECT_EQ(first["turn"]["state"], "ended");
+  p.apply(events::TurnStarted{1, 3.0});
+  json next = *diff.next(p.snapshot({}));
+  EXPECT_EQ(next["turn"]["index"], 1);
+}
+
 TEST(WlkProjection, AStageOfTheChainShowsInTheWireOutput) {
   std::vector<std::unique_ptr<stages::Stage>> chain;
   chain.push_back(std::make_unique<UpperCase>());

@@ -65,9 +65,32 @@ TEST(Messages, RefusalQuotingBytesThatAreNotUtf8IsValidJson) {
   } catch (const Error& e) {
     message = e.what();
   }
+  // The value is quoted with its bad byte written out (common/utf8.h quote_client_text) ...
   const std::string text = error_message(message).dump();
-  EXPECT_EQ(json::parse(text)["error"], "invalid mode 'x\xEF\xBF\xBD': expected 'full' or 'diff'");
+  EXPECT_EQ(json::parse(text)["error"], "invalid mode 'x\\x82': expected 'full' or 'diff'");
+  // ... and a message that still holds bad bytes is repaired when it becomes JSON.
+  EXPECT_EQ(json::parse(error_message("x\x82").dump())["error"], "x\xEF\xBF\xBD");
   EXPECT_EQ(error_message("caf\xC3\xA9")["error"], "caf\xC3\xA9");  // valid UTF-8 stays as it is
+}
+
+// A NUL in a query value ended the refusal there: what() is a C string, and the
+// adapters build their messages from it. Control characters are written out instead.
+TEST(Messages, RefusalQuotingANulOrControlCharactersKeepsTheWholeMessage) {
+  try {
+    parse_stream_params(parse_target("/asr?mode=a%00b%0A%1B[2J").query, "");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string what = e.what();  // as the adapters read it
+    EXPECT_EQ(what, "invalid mode 'a\\x00b\\x0A\\x1B[2J': expected 'full' or 'diff'");
+    EXPECT_EQ(json::parse(error_message(what).dump())["error"], what);
+  }
+  try {
+    parse_stream_params({{"mode", std::string(100000, 'd')}}, "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "invalid mode '" + std::string(64, 'd') + "...' (100000 bytes): expected 'full' or 'diff'");
+  }
 }
 
 TEST(Messages, ConfigErrorReady) {
@@ -111,6 +134,46 @@ TEST(UpdateEncoder, FullModeSkipsUnchangedUnlessForced) {
   EXPECT_TRUE(e.next(s, true));
   s.buffer_transcription = " b";
   EXPECT_EQ(e.next(s).value()["buffer_transcription"], " b");
+}
+
+// The lag figures follow the wall clock: a change of them alone goes out at most once
+// per lag_refresh_seconds of the caller's clock; any other change goes out at once.
+TEST(UpdateEncoder, LagFiguresAloneAreRefreshedAtMostOncePerSecond) {
+  for (bool diff : {false, true}) {
+    SCOPED_TRACE(diff ? "diff" : "full");
+    UpdateEncoder e(diff, 300.0, 1.0);
+    Snapshot s = snapshot({{1, " a", 0, 1, "", ""}});
+    s.wall_seconds_since_first_audio = 2.0;
+    ASSERT_TRUE(e.next(s, false, 10.0));
+    s.wall_seconds_since_first_audio = 2.5;  // lag 2.0 -> 2.5
+    EXPECT_FALSE(e.next(s, false, 10.5));
+    s.buffer_transcription = " b";  // a real change: at once, with the current lag
+    auto changed = e.next(s, false, 10.6);
+    ASSERT_TRUE(changed);
+    EXPECT_DOUBLE_EQ((*changed)["remaining_time_transcription"].get<double>(), 2.5);
+    s.wall_seconds_since_first_audio = 3.0;
+    EXPECT_FALSE(e.next(s, false, 11.5));
+    auto refreshed = e.next(s, false, 11.7);
+    ASSERT_TRUE(refreshed);
+    EXPECT_DOUBLE_EQ((*refreshed)["remaining_time_transcription"].get<double>(), 3.0);
+    EXPECT_FALSE(e.next(s, false, 20.0)) << "nothing changed at all";
+    s.wall_seconds_since_first_audio = 4.0;
+    EXPECT_TRUE(e.next(s)) << "without a clock, every change goes out";
+  }
+}
+
+TEST(UpdateEncoder, SkippedAudioIsASilenceLineMarkedSkippedAndCounted) {
+  Line skipped{-2, "", 0, 12.5, "", ""};
+  skipped.skipped = true;
+  Snapshot s = snapshot({skipped, {1, " a", 12.5, 13, "", ""}});
+  s.skipped_seconds = 12.5;
+  json update = full_update(s);
+  EXPECT_EQ(update["lines"][0], json::parse(R"({"speaker":-2,"text":"","start":"0:00:00.00","end":"0:00:12.50",
+    "skipped":true})"));
+  EXPECT_FALSE(update["lines"][1].contains("skipped"));
+  EXPECT_DOUBLE_EQ(update["skipped_seconds"].get<double>(), 12.5);
+  EXPECT_FALSE(full_update(snapshot({}))["lines"].is_null());
+  EXPECT_FALSE(full_update(snapshot({})).contains("skipped_seconds")) << "only when something was skipped";
 }
 
 TEST(UpdateEncoder, DiffModeSnapshotThenDiffs) {

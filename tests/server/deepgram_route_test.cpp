@@ -35,7 +35,7 @@ std::vector<json> of_type(const std::vector<json>& messages, const std::string& 
 // Committed words of `samples` through a lone session with the same doubles and options.
 std::vector<std::string> committed_words(const std::vector<float>& samples) {
   auto hooks = fake_hooks();
-  session::StreamSession s(hooks.make_processor("en"), hooks.make_vad(), session::StreamOptions{});
+  session::StreamSession s(hooks.make_processor({"en", {}}), hooks.make_vad(), session::StreamOptions{});
   s.push_audio(samples);
   s.end_of_stream();
   while (s.has_work()) s.step();
@@ -123,8 +123,8 @@ TEST_F(Listen, Linear16AtAnotherRateIsResampled) {
 TEST_F(Listen, BadOptionsAndTokensAreRefusedByName) {
   for (const auto& [query, message] : std::vector<std::pair<std::string, std::string>>{
            {"channels=2",
-            "invalid option 'channels': 2 channels are not supported: earshot transcribes mono audio "
-            "(send channels=1)"},
+            "invalid option 'channels': applies to raw audio (encoding=linear16, mulaw or alaw); a container says "
+            "its own channels, mixed down to one transcript"},
            {"encoding=linear16", "invalid option 'sample_rate': required with encoding=linear16"},
            {"interim_results=true&utterance_end_ms=99",
             "invalid option 'utterance_end_ms': 99 is out of range (1000-5000)"},
@@ -180,8 +180,8 @@ TEST_F(Listen, PrerecordedFileInDeepgramsShape) {
   HttpResult bad = http_request(port_, "POST", "/v1/listen?channels=2", file, {{"Authorization", "Token tok"}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(json::parse(bad.body)["err_msg"],
-            "invalid option 'channels': 2 channels are not supported: earshot transcribes mono audio (send "
-            "channels=1)");
+            "invalid option 'channels': applies to raw audio (encoding=linear16, mulaw or alaw); a container says "
+            "its own channels, mixed down to one transcript");
   EXPECT_EQ(http_request(port_, "POST", "/v1/listen", file, {{"Authorization", "Token nope"}}).status, 401);
   EXPECT_EQ(http_request(port_, "POST", "/v1/listen?token=tok", file).status, 200);
   // Bearer still works for the OpenAI route, and Token is Deepgram's alone.

@@ -134,11 +134,14 @@ TEST_F(Drain, RefusesNewSessionsWhileLiveStreamsFinishWithAllTheirAudio) {
   HttpResult listen = http_request(port_, "GET", "/v1/listen?encoding=linear16&sample_rate=16000", "", kUpgrade);
   EXPECT_EQ(listen.status, 503);
   EXPECT_EQ(json::parse(listen.body)["err_code"], "SERVICE_UNAVAILABLE");
+  HttpResult flux = http_request(port_, "GET", "/v2/listen?encoding=linear16&sample_rate=16000", "", kUpgrade);
+  EXPECT_EQ(flux.status, 503);
+  EXPECT_EQ(json::parse(flux.body)["err_code"], "SERVICE_UNAVAILABLE");
   EXPECT_THROW(WsClient(port_, "/asr"), std::exception);
   auto m = metrics();
   EXPECT_EQ(metric(m, "earshot_draining"), 1);
   EXPECT_EQ(metric(m, "earshot_ready"), 0);
-  EXPECT_EQ(metric(m, "earshot_refusals_total", R"({reason="draining"})"), 3);
+  EXPECT_EQ(metric(m, "earshot_refusals_total", R"({reason="draining"})"), 4);
   EXPECT_EQ(metric(m, "earshot_sessions_live", R"({kind="websocket"})"), 1);
   // The live stream goes on: audio sent after the drain began is transcribed too.
   live.send_pcm(after, 3200);

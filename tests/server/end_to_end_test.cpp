@@ -42,9 +42,10 @@ class EndToEnd : public ServerFixture {
     engine_ = engine::testing::load_random_engine(whisper::testing::pipeline_spec(/*seed=*/11), "server-e2e", spec);
     vad_ = vad::VadModel::load(kShared + "/models/silero-v6.2.0-ggml.bin");
     counters_ = std::make_shared<server::ModelCounters>();
-    hooks_.make_processor = [this](const std::string& language) -> std::unique_ptr<OnlineProcessor> {
+    hooks_.make_processor = [this](const server::ProcessorRequest& r) -> std::unique_ptr<OnlineProcessor> {
       engine::StreamRequest request;
-      request.language = language;
+      request.language = r.language;
+      request.keyterms = r.keyterms;
       request.on_pass = server::count_passes(counters_);
       request.on_warning = [](const std::string&) {};
       return engine_->open_stream(request);
@@ -82,7 +83,7 @@ class EndToEnd : public ServerFixture {
     std::vector<float> pcm = decoder->push(webm);
     auto tail = decoder->finish();
     pcm.insert(pcm.end(), tail.begin(), tail.end());
-    session::StreamSession s(hooks_.make_processor("en"), hooks_.make_vad(), stream_options_);
+    session::StreamSession s(hooks_.make_processor({"en", {}}), hooks_.make_vad(), stream_options_);
     s.push_audio(pcm);
     s.end_of_stream();
     while (s.has_work()) s.step();

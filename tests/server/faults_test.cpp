@@ -202,6 +202,13 @@ TEST_F(Faults, InvalidUtf8TextIsRefused) {
     ws.send_frame(0x81, "\xff\xfe", 2);
     EXPECT_EQ(ws.read_close(), 1007);
   }  // the client hangs up after the close frame, as any peer does
+  // A large one (most of --max-message-kb): refused at its first bad byte, the rest of the
+  // frame read and dropped, so the close frame arrives rather than a reset.
+  {
+    RawWs ws(port_);
+    ws.send_frame(0x81, std::string(60000, '\xff'), 60000);
+    EXPECT_EQ(ws.read_close(), 1007);
+  }
   expect_still_serving();
 }
 

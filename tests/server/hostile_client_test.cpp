@@ -9,9 +9,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "test_support.h"
 
@@ -206,6 +208,55 @@ TEST_F(Hostile, StalledUploadGets408AfterTheIdleTimeout) {
   EXPECT_NE(response.find("--idle-timeout"), std::string::npos) << response;
   // The permit is back: another upload is admitted.
   EXPECT_EQ(upload_status(port_), 400);
+}
+
+// A client sending a byte now and then never stalls (each byte resets --idle-timeout),
+// yet holds an upload permit: below --body-min-rate-kb after the grace it gets 408, and
+// the permit goes to the next upload.
+TEST_F(Hostile, TricklingUploadGets408ForItsRateAndFreesThePermit) {
+  server::ServerConfig config;
+  config.max_uploads = 1;
+  config.body_rate_grace_seconds = 0.2;
+  config.body_min_bytes_per_second = 1000;
+  start_with(config);
+  RawConnection c(port_);
+  c.send(kUploadHead + "Content-Length: 100000\r\n\r\n--B\r\n");
+  std::atomic<bool> answered{false};
+  std::thread trickle([&] {
+    while (!answered) {
+      c.send("x");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  const std::string response = c.read_response(10);
+  answered = true;
+  trickle.join();
+  EXPECT_EQ(status_of(response), 408) << response;
+  EXPECT_NE(response.find("too slow"), std::string::npos) << response;
+  EXPECT_NE(response.find("--body-min-rate-kb"), std::string::npos) << response;
+  EXPECT_EQ(upload_status(port_), 400) << "the permit is back";
+}
+
+// A body arriving steadily but never ending within --body-timeout-s gets 408 too.
+TEST_F(Hostile, EndlessUploadGets408AtTheBodyDeadline) {
+  server::ServerConfig config;
+  config.body_timeout_seconds = 0.3;
+  config.body_min_bytes_per_second = 0;
+  start_with(config);
+  RawConnection c(port_);
+  c.send(kUploadHead + "Content-Length: 10000000\r\n\r\n--B\r\n");
+  std::atomic<bool> answered{false};
+  std::thread sender([&] {
+    while (!answered) {
+      c.send(std::string(100, 'x'));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  const std::string response = c.read_response(10);
+  answered = true;
+  sender.join();
+  EXPECT_EQ(status_of(response), 408) << response;
+  EXPECT_NE(response.find("--body-timeout-s"), std::string::npos) << response;
 }
 
 TEST_F(Hostile, IdleHttpConnectionsUseTheIdleTimeout) {

@@ -102,7 +102,7 @@ TEST_F(HttpLimits, NoTranscriptionThreadOutlivesTheServer) {
   config.max_sessions = 3;
   auto hooks = fake_hooks();
   std::atomic<bool> slow{true};
-  hooks.make_processor = [&slow](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+  hooks.make_processor = [&slow](const server::ProcessorRequest&) -> std::unique_ptr<OnlineProcessor> {
     FakeProcessor::Hooks h;
     h.on_process = [&slow] {
       if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -24,5 +24,17 @@ TEST(MultipartHostile, LongDispositionWithManyFalseMatchesParses) {
   EXPECT_EQ(parts[0].data, "abc");
 }
 
+// The refusal of another Content-Type quotes it: escaped and by a short prefix, so
+// a NUL does not cut the message and a long header is not echoed back whole.
+TEST(MultipartHostile, AnotherContentTypeIsQuotedEscapedAndShort) {
+  try {
+    server::parse_multipart(std::string("text/plain\0;\r\n", 14) + std::string(10000, 'x'), "");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "expected Content-Type multipart/form-data, got 'text/plain\\x00;\\x0D\\x0A" +
+                                         std::string(50, 'x') + "...' (10014 bytes)");
+  }
+}
+
 }  // namespace
 }  // namespace earshot::testing

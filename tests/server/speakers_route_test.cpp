@@ -6,6 +6,8 @@
 // speakers "A", "B"; /health and /metrics name the stage.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "../stages/scripted_activity.h"
 #include "stages/diarization/registration.h"
 #include "test_support.h"
@@ -16,23 +18,25 @@ namespace {
 using nlohmann::json;
 namespace dz = stages::diarization;
 
-// Speaker 0 talks for the first 2 s, speaker 1 after.
+// Speaker 0 talks for the first 2 s, speaker 1 after; the activity comes in chunks of
+// `chunk_seconds` of audio.
 class Speakers : public ServerFixture {
  protected:
-  void SetUp() override {
+  void SetUp() override { start_diarized(server::ServerConfig{}, fake_hooks()); }
+  void start_diarized(server::ServerConfig config, server::ServerHooks hooks, double chunk_seconds = 1.0) {
     const std::vector<stages::StageDefinition> registry = {
-        dz::stage_definition([](const dz::ModelRequest&) -> dz::SourceFactory {
-          return [] { return std::make_unique<ScriptedActivity>(std::vector<Turn>{{0, 2, 0}, {2, 100, 1}}); };
+        dz::stage_definition([chunk_seconds](const dz::ModelRequest&) -> dz::SourceFactory {
+          return [chunk_seconds] {
+            return std::make_unique<ScriptedActivity>(std::vector<Turn>{{0, 2, 0}, {2, 100, 1}}, chunk_seconds);
+          };
         })};
     Args args("serve", "");
     stages::StageChain::declare(args, stages::Command::kServe, registry);
     args.parse({"--diarization-model", "scripted"});
     chain_ = std::make_shared<const stages::StageChain>(
         stages::StageChain::load(args, {.command = stages::Command::kServe}, registry));
-    server::ServerConfig config;
     config.pcm_input = true;
     config.stages = chain_->names();
-    server::ServerHooks hooks = fake_hooks();
     hooks.make_stages = [chain = chain_](const stages::StreamRequest& r) { return chain->open(r); };
     hooks.stage_metrics = [chain = chain_] { return chain->metrics(); };
     hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
@@ -40,6 +44,42 @@ class Speakers : public ServerFixture {
   }
   std::shared_ptr<const stages::StageChain> chain_;
 };
+
+// A server stopping before the diarizer named the speakers (its shutdown grace over):
+// the final update still carries every committed word, in the lines, without a speaker.
+class SpeakersAtShutdown : public Speakers {
+ protected:
+  void SetUp() override {}
+};
+
+TEST_F(SpeakersAtShutdown, TheForcedFinalKeepsEveryCommittedWord) {
+  server::ServerConfig config;
+  config.shutdown_grace_seconds = 0.3;
+  config.final_pass_wait_seconds = 0.2;
+  config.stream.max_step_seconds = 0.2;
+  auto gate = std::make_shared<PassGate>();
+  gate->free_passes = 10;                            // 2 s of the 20 committed, then a pass outlasting the grace
+  start_diarized(config, gated_hooks(gate), 100.0);  // no speaker before the end
+  WsClient client(port_, "/asr");
+  ASSERT_EQ(client.read().value()["type"], "config");
+  client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);
+  ASSERT_TRUE(gate->started.wait_for_at_least(11)) << "the model stopped before its eleventh pass";
+  std::thread stopper([&] { server_->shutdown(); });
+  std::vector<json> messages = client.read_until_stop();
+  while (client.read()) {
+  }
+  stopper.join();
+  const std::string committed = gate->committed();
+  EXPECT_TRUE(gate->release()) << "the model's last pass never returned";
+  ASSERT_GE(messages.size(), 2u);
+  EXPECT_EQ(messages.back()["type"], "ready_to_stop");
+  const json& final_update = messages[messages.size() - 2];
+  EXPECT_FALSE(committed.empty());
+  EXPECT_EQ(final_update["buffer_diarization"], "") << final_update.dump();
+  EXPECT_EQ(lines_text(final_update).rfind(committed, 0), 0u)
+      << "lines: " << lines_text(final_update) << "\ncommitted: " << committed;
+  EXPECT_EQ(client.close_code(), 1001);
+}
 
 // A 16 kHz mono 16-bit WAV file of `pcm`.
 std::string wav_of(const std::vector<int16_t>& pcm) {

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <limits>
 #include <thread>
 
 #include "../support/wait.h"
@@ -55,45 +54,15 @@ TEST_F(StreamLimits, ClientThatNeverReadsHasABoundedQueueAndIsEnded) {
             std::string::npos);
 }
 
-// The model's passes past the first `free_passes` wait at a gate the test opens: a
-// pass that outlasts the shutdown grace for as long as the test needs.
-struct PassGate {
-  std::atomic<int> free_passes{std::numeric_limits<int>::max()};
-  Gate gate;
-  Counter started, returned;
-  // Opens the gate and waits until every pass started has returned.
-  bool release() {
-    gate.open();
-    return eventually([&] { return returned.value() == started.value(); });
-  }
-};
-
-class GatedProcessor : public FakeProcessor {
- public:
-  explicit GatedProcessor(std::shared_ptr<PassGate> gate) : gate_(std::move(gate)) {}
-  ProcessResult process(bool is_last) override {
-    if (gate_->started.add() > gate_->free_passes) gate_->gate.wait();
-    ProcessResult result = FakeProcessor::process(is_last);
-    gate_->returned.add();
-    return result;
-  }
-
- private:
-  std::shared_ptr<PassGate> gate_;
-};
-
 TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   server::ServerConfig config;
   config.pcm_input = true;
   config.shutdown_grace_seconds = 0.3;
+  config.final_pass_wait_seconds = 0.2;  // the gated pass outlasts it too
   config.stream.max_step_seconds = 0.2;
-  server::ServerHooks hooks = fake_hooks();
   auto gate = std::make_shared<PassGate>();
   gate->free_passes = 10;  // at most 2 s of the audio's 20 (0.2 s a pass), then a pass past the grace
-  hooks.make_processor = [gate](const std::string&) -> std::unique_ptr<OnlineProcessor> {
-    return std::make_unique<GatedProcessor>(gate);
-  };
-  start(config, hooks);
+  start(config, gated_hooks(gate));
   WsClient client(port_, "/asr");
   ASSERT_EQ(client.read().value()["type"], "config");
   client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);
@@ -103,7 +72,9 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   while (client.read()) {
   }
   stopper.join();
+  const std::string committed = gate->committed();
   EXPECT_TRUE(gate->release()) << "the model's last pass never returned";
+  EXPECT_EQ(lines_text(messages.at(messages.size() - 2)).rfind(committed, 0), 0u) << "every committed word";
   ASSERT_GE(messages.size(), 2u);
   EXPECT_EQ(messages.back(), json::parse(R"({"type":"ready_to_stop"})"));
   const json& final_update = messages[messages.size() - 2];
@@ -118,6 +89,42 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   EXPECT_LT(words, 40u) << text;
   EXPECT_EQ(client.close_code(), 1001);
   EXPECT_NE(client.close_reason().find("--shutdown-grace-s"), std::string::npos) << client.close_reason();
+}
+
+// The grace ends while a model pass runs: the final result waits for that pass (within
+// --final-pass-wait) and carries its words; no pass starts after it.
+TEST_F(StreamLimits, ShutdownGraceOverWaitsForTheRunningPass) {
+  server::ServerConfig config;
+  config.pcm_input = true;
+  config.shutdown_grace_seconds = 0.3;
+  config.final_pass_wait_seconds = kHangGuard.count();
+  config.stream.max_step_seconds = 0.2;
+  auto gate = std::make_shared<PassGate>();
+  gate->free_passes = 10;
+  start(config, gated_hooks(gate));
+  WsClient client(port_, "/asr");
+  ASSERT_EQ(client.read().value()["type"], "config");
+  client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);
+  ASSERT_TRUE(gate->started.wait_for_at_least(11)) << "the model stopped before its eleventh pass";
+  std::thread stopper([&] { server_->shutdown(); });
+  // The pass returns well after the grace (were the gate opened sooner, the stream would
+  // simply go on, and every word would still have to be in its final result).
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    gate->gate.open();
+  });
+  std::vector<json> messages = client.read_until_stop();
+  while (client.read()) {
+  }
+  stopper.join();
+  opener.join();
+  EXPECT_TRUE(gate->release());
+  ASSERT_GE(messages.size(), 2u);
+  const std::string committed = gate->committed();
+  EXPECT_GE(gate->returned.value(), 11);
+  EXPECT_EQ(lines_text(messages[messages.size() - 2]).rfind(committed, 0), 0u)
+      << "lines: " << lines_text(messages[messages.size() - 2]) << "\ncommitted: " << committed;
+  EXPECT_EQ(client.close_code(), 1001);
 }
 
 // Deepgram's /v1/listen the same way: the provisional tail as a last final Results
@@ -136,11 +143,12 @@ class TailProcessor : public GatedProcessor {
 TEST_F(StreamLimits, ShutdownGraceOverSendsDeepgramTheProvisionalTailAsFinal) {
   server::ServerConfig config;
   config.shutdown_grace_seconds = 0.3;
+  config.final_pass_wait_seconds = 0.2;  // the gated pass outlasts it too
   config.stream.max_step_seconds = 0.2;
   config.idle_timeout_seconds = 10;  // a failure to see the interim ends the test sooner
   server::ServerHooks hooks = fake_hooks();
   auto gate = std::make_shared<PassGate>();
-  hooks.make_processor = [gate](const std::string&) -> std::unique_ptr<OnlineProcessor> {
+  hooks.make_processor = [gate](const server::ProcessorRequest&) -> std::unique_ptr<OnlineProcessor> {
     return std::make_unique<TailProcessor>(gate);
   };
   start(config, hooks);

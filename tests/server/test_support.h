@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -96,9 +99,9 @@ inline std::vector<float> from_s16(const std::vector<int16_t>& samples) {
 
 inline server::ServerHooks fake_hooks() {
   server::ServerHooks hooks;
-  hooks.make_processor = [](const std::string& language) -> std::unique_ptr<OnlineProcessor> {
+  hooks.make_processor = [](const server::ProcessorRequest& r) -> std::unique_ptr<OnlineProcessor> {
     FakeProcessor::Hooks h;
-    h.language = language == "auto" ? "en" : language;
+    h.language = r.language == "auto" ? "en" : r.language;
     return std::make_unique<FakeProcessor>(h);
   };
   hooks.make_vad = [] { return std::make_unique<FakeVad>(); };
@@ -113,7 +116,7 @@ inline server::ServerHooks fake_hooks() {
 inline nlohmann::json lines_alone(const std::vector<float>& samples, const std::string& language = "en",
                                   session::StreamOptions options = {}) {
   auto hooks = fake_hooks();
-  session::StreamSession s(hooks.make_processor(language), hooks.make_vad(), options);
+  session::StreamSession s(hooks.make_processor({language, {}}), hooks.make_vad(), options);
   s.push_audio(samples);
   s.end_of_stream();
   while (s.has_work()) s.step();
@@ -135,6 +138,60 @@ inline void apply_update(nlohmann::json& lines, const nlohmann::json& m) {
       for (const auto& l : m["new_lines"]) kept.push_back(l);
     lines = kept;
   }
+}
+
+// The model's passes past the first `free_passes` wait at a gate the test opens: a
+// pass that outlasts the shutdown grace for as long as the test needs. Every word the
+// passes committed is recorded, in order.
+struct PassGate {
+  std::atomic<int> free_passes{std::numeric_limits<int>::max()};
+  Gate gate;
+  Counter started, returned;
+  // Opens the gate and waits until every pass started has returned.
+  bool release() {
+    gate.open();
+    return eventually([&] { return returned.value() == started.value(); });
+  }
+  std::string committed() {
+    std::lock_guard lock(mutex);
+    return committed_text;
+  }
+  std::mutex mutex;
+  std::string committed_text;  // every committed word's text, in order
+};
+
+class GatedProcessor : public FakeProcessor {
+ public:
+  explicit GatedProcessor(std::shared_ptr<PassGate> gate) : gate_(std::move(gate)) {}
+  ProcessResult process(bool is_last) override {
+    if (gate_->started.add() > gate_->free_passes) gate_->gate.wait();
+    ProcessResult result = FakeProcessor::process(is_last);
+    {
+      std::lock_guard lock(gate_->mutex);
+      for (const Word& w : result.committed) gate_->committed_text += w.text;
+    }
+    gate_->returned.add();
+    return result;
+  }
+
+ private:
+  std::shared_ptr<PassGate> gate_;
+};
+
+// Hooks whose streams run GatedProcessor (fake_hooks otherwise).
+inline server::ServerHooks gated_hooks(const std::shared_ptr<PassGate>& gate) {
+  server::ServerHooks hooks = fake_hooks();
+  hooks.make_processor = [gate](const server::ProcessorRequest&) -> std::unique_ptr<OnlineProcessor> {
+    return std::make_unique<GatedProcessor>(gate);
+  };
+  return hooks;
+}
+
+// The text of every line of a WhisperLiveKit update, joined.
+inline std::string lines_text(const nlohmann::json& update) {
+  std::string text;
+  for (const nlohmann::json& line : update["lines"]) text += line["text"].get<std::string>();
+  return text;
 }
 
 class ServerFixture : public ::testing::Test {

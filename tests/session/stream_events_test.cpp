@@ -43,6 +43,8 @@ std::string describe(const std::vector<events::Event>& log) {
           if constexpr (std::is_same_v<T, events::StreamError>) out += "error " + e.message;
           if constexpr (std::is_same_v<T, events::Finalized>) out += "finalized " + seconds(e.at);
           if constexpr (std::is_same_v<T, events::EndOfStream>) out += "end";
+          if constexpr (std::is_same_v<T, events::AudioSkipped>)
+            out += "skipped " + seconds(e.start) + "-" + seconds(e.end);
         },
         event);
     out += "\n";
@@ -265,6 +267,25 @@ TEST(StreamEvents, FinalizeWaitsForAllWaitingAudio) {
       << describe(s.events_since(0).events);
 }
 
+// A finalize flushes at the audio received when it was asked: audio that arrives
+// before the step answers it is not flushed with it (OpenAI Realtime's clear then
+// append then commit, Deepgram's Finalize mid-stream).
+TEST(StreamEvents, FinalizeFlushesAtThePositionItWasAskedAt) {
+  StreamOptions options;
+  auto p = std::make_unique<FakeProcessor>();
+  StreamSession s(std::move(p), nullptr, options, [] { return 0.0; });
+  s.push_audio(tone(0.7, 0.1f));
+  EXPECT_EQ(s.finalize(), 1u);
+  s.push_audio(tone(1.0, 0.3f));  // arrives before any step
+  while (s.has_work()) s.step();
+  const std::string events = describe(s.events_since(0).events);
+  // The flush cut the 0.2 s tail of the first tone at 0.7 s; the second tone's two
+  // windows follow whole.
+  EXPECT_NE(events.find("p100@0.500-0.700/en\nfinalized 0.700\nwords w300@0.700-1.200/en w300@1.200-1.700/en"),
+            std::string::npos)
+      << events;
+}
+
 TEST(StreamEvents, FinalizeDuringAPauseOnlySaysSo) {
   Harness h(true);
   h.push_and_step(concat({tone(0.5, 0.1f), silence(1.0)}));
@@ -275,6 +296,30 @@ TEST(StreamEvents, FinalizeDuringAPauseOnlySaysSo) {
   // 1.5 s minus the VAD's delay: the pause keeps its undecided audio.
   EXPECT_EQ(describe(h.session->events_since(before).events), "finalized 1.372\n");
   EXPECT_EQ(h.processor->silences_.size(), resumes);  // the model was not flushed and resumed
+}
+
+// Requests made before the step that answers them are answered together; the
+// Finalized says how many, so a caller that numbered its requests knows which.
+TEST(StreamEvents, FinalizedCountsTheRequestsItAnswers) {
+  Harness h(false);
+  h.push_and_step(tone(0.5, 0.1f));
+  EXPECT_EQ(h.session->finalize(), 1u);
+  EXPECT_EQ(h.session->finalize(), 2u);
+  uint64_t before = h.session->events_since(0).next;
+  h.session->step();
+  auto answered = [&] {
+    std::vector<uint64_t> out;
+    for (const events::Event& e : h.session->events_since(before).events)
+      if (const auto* f = std::get_if<events::Finalized>(&e)) out.push_back(f->requests);
+    return out;
+  };
+  EXPECT_EQ(answered(), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(h.session->finalize(), 3u);
+  before = h.session->events_since(0).next;
+  h.session->step();
+  EXPECT_EQ(answered(), (std::vector<uint64_t>{3}));
+  h.end();
+  EXPECT_EQ(h.session->finalize(), 0u);  // after the end: no Finalized will come
 }
 
 TEST(StreamEvents, FailureIsAnErrorThenTheEndAndNothingAfter) {
@@ -325,6 +370,93 @@ TEST(StreamEvents, LanguageDetectedWhenKnownAndWhenItChanges) {
             "language de\n"
             "words w100@1.000-1.500/de\n"
             "words w100@1.500-2.000/de\n");
+}
+
+// Records each advance() and marks it in the log with a TurnStarted whose `at` is the clock.
+class ClockProbe : public stages::Stage {
+ public:
+  explicit ClockProbe(std::vector<double>* heard) : heard_(heard) {}
+  void consume(const events::Event& event, const std::function<void(events::Event)>& emit) override { emit(event); }
+  void advance(double heard, const std::function<void(events::Event)>& emit) override {
+    heard_->push_back(heard);
+    emit(events::TurnStarted{0, heard});
+  }
+
+ private:
+  std::vector<double>* heard_;
+};
+
+std::string with_ticks(const std::vector<events::Event>& log) {
+  std::string out;
+  for (const events::Event& e : log) {
+    if (const auto* t = std::get_if<events::TurnStarted>(&e)) {
+      out += "tick " + seconds(t->at) + "\n";
+    } else {
+      out += describe({e});
+    }
+  }
+  return out;
+}
+
+TEST(StreamEvents, StagesAdvanceOncePerStepAfterItsEventsOnTheHeardClock) {
+  std::vector<double> heard;
+  std::vector<std::unique_ptr<stages::Stage>> chain;
+  chain.push_back(std::make_unique<ClockProbe>(&heard));
+  chain.push_back(std::make_unique<UpperCase>());  // the tick's events run through the stages after it
+  Harness h(true, std::move(chain));
+  h.push_and_step(concat({tone(0.7, 0.1f), silence(0.3)}));
+  h.push_and_step(silence(0.2));
+  h.end();
+  // Each step ends with its tick, before the end of the stream; the clock is all the
+  // audio the VAD heard, not the model's audio (held back 2048 samples).
+  EXPECT_EQ(with_ticks(h.session->events_since(0).events),
+            "speech+ 0.000\n"
+            "language en\n"
+            "words W100@0.000-0.500/en P98@0.500-0.704/en\n"
+            "speech- 0.704\n"
+            "tick 1.000\n"
+            "tick 1.200\n"
+            "tick 1.200\n"
+            "end\n");
+  EXPECT_EQ(heard, (std::vector<double>{1.0, 1.2, 1.2}));
+}
+
+TEST(StreamEvents, StatusHearsAheadOfTheModelByTheVadsDelay) {
+  Harness h(true);
+  h.push_and_step(concat({tone(0.7, 0.1f), silence(0.3)}));
+  const StreamStatus st = h.session->status();
+  EXPECT_DOUBLE_EQ(st.heard_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(st.processed_seconds, 1.0 - 2048.0 / 16000.0);
+}
+
+TEST(StreamEvents, TheEndAfterAPauseDecodesNothingAgain) {
+  Harness h(true);
+  h.push_and_step(concat({tone(0.7, 0.1f), silence(0.5)}));
+  const int passes = h.processor->passes();
+  const uint64_t before = h.session->events_since(0).next;
+  h.end();
+  // The end of speech flushed the model: the end of the stream has nothing to decode.
+  EXPECT_EQ(h.processor->passes(), passes);
+  EXPECT_EQ(describe(h.session->events_since(before).events), "end\n");
+}
+
+TEST(StreamEvents, TheEndAfterAFinalizeDecodesNothingAgain) {
+  Harness h(false);
+  h.push_and_step(tone(0.7, 0.1f));
+  h.session->finalize();
+  h.session->step();
+  const int passes = h.processor->passes();
+  h.end();
+  EXPECT_EQ(h.processor->passes(), passes);
+  // Audio after the flush is decoded at the end as before.
+  Harness g(false);
+  g.push_and_step(tone(0.7, 0.1f));
+  g.session->finalize();
+  g.session->step();
+  g.push_and_step(tone(0.3, 0.2f));
+  const int before_end = g.processor->passes();
+  g.end();
+  EXPECT_EQ(g.processor->passes(), before_end + 1);
 }
 
 }  // namespace

@@ -171,21 +171,103 @@ TEST(StreamSession, StepSizeIsCapped) {
   EXPECT_DOUBLE_EQ(snapshot(*h.session).lag_processing(), 2.5);
 }
 
-TEST(StreamSession, WaitingAudioIsBoundedByTreatingTheOverflowAsAGap) {
+// A client paced in real time (a second of audio per second) whose session does not
+// keep up: the oldest waiting audio is skipped, announced, and shown as a skipped line.
+TEST(StreamSession, WaitingAudioOfARealTimeClientIsBoundedBySkippingTheOldest) {
   StreamOptions options;
   options.max_pending_seconds = 1.0;
   Harness h(false, options);
-  h.session->push_audio(tone(1.0, 0.1f));
-  h.session->push_audio(tone(1.0, 0.2f));
-  h.session->push_audio(tone(1.0, 0.3f));
+  for (float amplitude : {0.1f, 0.2f, 0.3f}) {
+    h.session->push_audio(tone(1.0, amplitude));
+    EXPECT_TRUE(h.session->accepting_audio());  // never held back: it is skipped instead
+    h.now += 1.0;
+  }
   h.session->end_of_stream();
   while (h.session->has_work()) h.session->step();
   Snapshot snap = snapshot(*h.session);
+  EXPECT_FALSE(snap.sender_ahead);
   EXPECT_DOUBLE_EQ(snap.skipped_seconds, 2.0);
   EXPECT_DOUBLE_EQ(snap.received_seconds, 3.0);
-  // Only the newest second reached the model, at its true stream time.
-  EXPECT_EQ(describe(snap.lines), "1| w300 w300|0:00:02.00|0:00:03.00|en\n");
+  // Only the newest second reached the model, at its true stream time; the skipped
+  // span is a silence line marked as skipped.
+  EXPECT_EQ(describe(snap.lines), "-2||0:00:00.00|0:00:02.00|\n1| w300 w300|0:00:02.00|0:00:03.00|en\n");
+  ASSERT_EQ(snap.lines.size(), 2u);
+  EXPECT_TRUE(snap.lines[0].skipped);
   EXPECT_EQ(h.processor->inserted(), 16000u);
+  bool announced = false;
+  for (const events::Event& e : h.session->events_since(0).events)
+    if (const auto* skip = std::get_if<events::AudioSkipped>(&e)) {
+      EXPECT_DOUBLE_EQ(skip->start, 0.0);
+      EXPECT_DOUBLE_EQ(skip->end, 2.0);
+      announced = true;
+    }
+  EXPECT_TRUE(announced);
+}
+
+// A client sending faster than real time (a file streamed as fast as it can) is held
+// back at the limit instead: the transport stops reading while accepting_audio() is
+// false, and every word of the stream comes out, as from the same audio pushed whole.
+TEST(StreamSession, AClientAheadOfRealTimeIsHeldBackAndLosesNothing) {
+  StreamOptions options;
+  options.max_pending_seconds = 4.0;
+  options.max_step_seconds = 1.0;
+  Harness h(false, options);
+  std::vector<float> audio;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<float> part = tone(0.5, 0.05f + 0.01f * static_cast<float>(i));
+    audio.insert(audio.end(), part.begin(), part.end());
+  }
+  const size_t piece = 8000;
+  int held_back = 0;
+  for (size_t i = 0; i < audio.size();) {
+    if (!h.session->accepting_audio()) {  // the transport would stop reading here
+      ++held_back;
+      h.session->step();
+      continue;
+    }
+    h.session->push_audio(std::span<const float>(audio).subspan(i, piece));
+    i += piece;
+  }
+  h.session->end_of_stream();
+  while (h.session->has_work()) h.session->step();
+  Snapshot snap = snapshot(*h.session);
+  EXPECT_TRUE(snap.sender_ahead);
+  EXPECT_GT(held_back, 0);
+  EXPECT_DOUBLE_EQ(snap.skipped_seconds, 0.0);
+  Harness whole(false);
+  whole.run(audio, audio.size());
+  EXPECT_EQ(describe(snap.lines), describe(snapshot(*whole.session).lines));
+  for (const events::Event& e : h.session->events_since(0).events)
+    EXPECT_FALSE(std::holds_alternative<events::AudioSkipped>(e));
+}
+
+// Backpressure is a request to the transport: one that reads on regardless still
+// cannot grow the waiting audio past twice the limit (the excess is skipped, announced).
+TEST(StreamSession, AHeldBackClientThatIsReadAnywayIsBoundedAtTwiceTheLimit) {
+  StreamOptions options;
+  options.max_pending_seconds = 3.0;
+  Harness h(false, options);
+  for (int i = 0; i < 10; ++i) h.session->push_audio(tone(1.0, 0.1f));
+  EXPECT_FALSE(h.session->accepting_audio());
+  h.session->end_of_stream();
+  EXPECT_TRUE(h.session->accepting_audio());  // nothing more will be read: no reason to hold
+  while (h.session->has_work()) h.session->step();
+  Snapshot snap = snapshot(*h.session);
+  EXPECT_DOUBLE_EQ(snap.skipped_seconds, 4.0);
+  EXPECT_EQ(h.processor->inserted(), 6u * 16000u);
+}
+
+// halt(): the server gives up on the stream; no step runs after it.
+TEST(StreamSession, NoStepRunsAfterHalt) {
+  Harness h(false);
+  h.session->push_audio(tone(1.0, 0.1f));
+  EXPECT_TRUE(h.session->has_work());
+  EXPECT_FALSE(h.session->stepping());
+  h.session->halt();
+  EXPECT_FALSE(h.session->has_work());
+  h.session->step();
+  EXPECT_EQ(h.processor->passes(), 0);
+  EXPECT_FALSE(h.session->stepping());
 }
 
 TEST(StreamSession, ModelFailureEndsTheSessionWithAnError) {

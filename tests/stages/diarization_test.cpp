@@ -54,10 +54,14 @@ TEST(StageAudio, EverySampleTheSessionTakesWithItsStreamTime) {
   std::vector<std::unique_ptr<stages::Stage>> chain;
   chain.push_back(std::make_unique<AudioRecorder>(&heard));
   session::StreamOptions options;
-  options.max_pending_seconds = 1.0;  // a session this far behind skips the oldest audio
+  options.max_pending_seconds = 1.0;  // a session this far behind a real-time client skips the oldest audio
+  double now = 0;
   session::StreamSession session(
-      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), options, [] { return 0.0; }, std::move(chain));
-  session.push_audio(audio(3.0));  // 2 s of it are skipped before the first step
+      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), options, [&now] { return now; },
+      std::move(chain));
+  const std::vector<float> three = audio(3.0);
+  for (int second = 0; second < 3; ++second, now += 1.0)  // a second a second: 2 s are skipped before the first step
+    session.push_audio(std::span<const float>(three).subspan(static_cast<size_t>(second) * 16000, 16000));
   while (session.has_work()) session.step();
   session.push_audio(std::vector<float>(8000, 0.0f));  // silence too: the stage hears pauses
   while (session.has_work()) session.step();

@@ -51,7 +51,9 @@ const char* kUsage =
     "alone at each of the encoder's product shapes (30 s window), the streaming-read bandwidth on\n"
     "the same threads, and each encoder's achieved GFLOP/s and each decoder step's GB/s of weights\n"
     "as a fraction of them. --parts machine prints only those limits (30 s and 10 s windows).\n"
-    "Our step copies out the alignment\n"
+    "A line per KV length also gives our step with its weight products on the few-row op\n"
+    "(--cpu-kernels auto: runtime/rows_ops.h) against ggml's, timed in the same run. Our step copies out the "
+    "alignment\n"
     "heads' cross-attention (as the streaming policies ask); a line per KV length also gives\n"
     "it without, for what that costs (not compared). --device runs both engines on that\n"
     "ggml GPU (CUDA0 in a CUDA build; default cpu); where it has no fused attention op, the\n"
@@ -186,6 +188,13 @@ int run(const Args& args) {
                                                        : "the model is not on the CPU");
   }
 
+  // The decoder step's weight products on the few-row op (--cpu-kernels auto:
+  // runtime/rows_ops.h), timed beside ggml's in the same run.
+  ew::SessionOptions rows_options = full_options;
+  rows_options.cpu_kernels = earshot::runtime::CpuKernels::kAuto;
+  rows_options.text = ours.text_ptr();
+  ew::Session ours_rows(model, rows_options);
+
   // Without a fused attention op on the device (our CUDA build leaves ggml's kernels
   // out) both engines would not run one: ours falls back to the explicit softmax,
   // libwhisper's scheduler to the CPU for that op. Such rows would compare nothing.
@@ -201,6 +210,7 @@ int run(const Args& args) {
   if (control) whispers.push_back(control.get());
   for (WhisperContext* w : whispers) w->pcm_to_mel(pcm, args.threads);
   ours.encode(pcm);
+  ours_rows.encode(pcm);
   const earshot::features::Mel mel30 = ours.last_mel();
   ours_short.encode(pcm5);
   const earshot::features::Mel mel5 = ours_short.last_mel();
@@ -243,6 +253,8 @@ int run(const Args& args) {
       prefill.tokens = {prompt};
       prefill.want_attention = false;
       ours.decode(prefill);
+      ours_rows.reset(1);
+      ours_rows.decode(prefill);
       earshot::DecodeRequest one;
       one.tokens = {{next}};
       // What the streaming policies ask for after the first step: the alignment heads
@@ -263,6 +275,7 @@ int run(const Args& args) {
       std::vector<std::pair<std::string, std::function<void()>>> contenders = {
           {" ours", [&] { ours.decode(one); }},
           {" ours plain", [&] { ours.decode(plain); }},
+          {" ours rows", [&] { ours_rows.decode(one); }},
       };
       for (WhisperContext* w : whispers) {
         const std::string name = w == &wfa_off        ? " whisper fa=off"
@@ -278,6 +291,7 @@ int run(const Args& args) {
         const auto& [name, step_once] = contenders[(c + rep) % contenders.size()];
         for (int step = 0; step < args.steps; ++step) {
           ours.rollback(kv);  // O(1): only our contenders need it, harmless for the others
+          ours_rows.rollback(kv);
           times[key + name].push_back(seconds_of(step_once));
         }
       }
@@ -314,6 +328,9 @@ int run(const Args& args) {
     if (wfa_on) row(key + " vs whisper fa=on", o, median(times[key + " whisper fa=on"]));
     std::printf("%-36s ours %9.3f ms  (without the alignment heads' attention; not in max_ratio)\n",
                 (key + " plain").c_str(), median(times[key + " ours plain"]) * 1e3);
+    const double r = median(times[key + " ours rows"]);
+    std::printf("%-36s ours %9.3f ms  (%.3f of ggml's products, %.3f of whisper fa=off; not in max_ratio)\n",
+                (key + " rows op").c_str(), r * 1e3, r / o, r / median(times[key + " whisper fa=off"]));
     if (control) control_row(key + " control", key + " whisper control", key + " whisper fa=off");
   }
   if (args.encoder && !times["encoder 30s openblas ours"].empty()) {

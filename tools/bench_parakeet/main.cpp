@@ -34,6 +34,7 @@
 #include "model/fastconformer/model.h"
 #include "model/fastconformer/streaming_batch.h"
 #include "model/fastconformer/streaming_encoder.h"
+#include "model/runtime/cpu_isa.h"
 #include "model/runtime/device.h"
 #include "model/runtime/openblas_ops.h"
 #include "model/transducer/decoder.h"
@@ -50,6 +51,7 @@ const char* kUsage =
     "usage: earshot-bench-parakeet [--model R.bin] [--streaming-model S.gguf] [--seconds 10,30] [--threads 2]\n"
     "                              [--reps 3] [--stream-seconds 10] [--cores N] [--batch 1,2,4,8,16]\n"
     "                              [--lookaheads 80,160,560,1120] [--kernels ggml,openblas,auto]\n"
+    "                              [--products 1,2,7,14,32,112]\n"
     "\n"
     "--model: a legacy Parakeet .bin (earshot-make-parakeet --dims real --type f16 --bin R.bin): the\n"
     "offline encoder, ours vs libparakeet, on --seconds of noise each (best of --reps, alternated),\n"
@@ -62,7 +64,9 @@ const char* kUsage =
     "lockstep, their ready chunks stepped as one graph at --threads: compute per audio second per\n"
     "stream, the real-time streams those threads hold at that batch (1 / it), and the GB/s of\n"
     "encoder weights read (weight bytes x graphs / wall). --kernels: only these of the kernels (default:\n"
-    "each this machine has; auto: a quantised file's products on AMX).\n";
+    "each this machine has; auto: a quantised file's products on AMX).\n"
+    "--products R1,R2,..: instead, a layer's weight products (the --streaming-model's dimensions, else the 0.6B's)\n"
+    "at each number of activation rows, F16 and Q8_0, on each kernel against OpenBLAS's sgemm (best of --reps).\n";
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -333,6 +337,55 @@ void batched(const std::string& path, double seconds, int threads, const std::ve
       threads, threads);
 }
 
+// A streaming step's weight products at `rows` activation rows (B streams' chunks
+// of F frames: B x F rows), each product kernel against OpenBLAS's sgemm at the
+// same shapes and threads, and the weight bytes each reads against a streaming
+// read on those threads; FLOP-weighted over the layer's products. Dimensions from
+// the model when one is given, else the 0.6B streaming model's.
+void products(const std::shared_ptr<const fc::Model>& model, int threads, const std::vector<int>& rows, int reps) {
+  int d = 1024, ff = 4096;
+  if (model) d = model->hparams().n_state, ff = model->hparams().ff_expansion * model->hparams().n_state;
+  // Per layer: two FFNs (d -> ff -> d), q, k, v, out, pointwise conv 1 (d -> 2d) and 2.
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+    int count;
+  };
+  const std::vector<Shape> shapes = {
+      {"ffn up", ff, d, 2}, {"ffn down", d, ff, 2}, {"q, k, v, out, pw2", d, d, 5}, {"pw1", 2 * d, d, 1}};
+  const double bandwidth = earshot::tools::read_bandwidth_gbs(size_t(1) << 30, threads, 3);
+  std::printf("a layer's products, %d threads, the rows kernels' path %s (%s); streaming read %.1f GB/s\n", threads,
+              earshot::runtime::to_string(earshot::runtime::kernel_path()).data(),
+              earshot::runtime::describe_cpu().c_str(), bandwidth);
+  std::printf("%6s %5s %10s %10s %10s %10s %8s %10s %8s\n", "type", "rows", "sgemm_GF/s", "rows_GF/s", "ggml_GF/s",
+              "blas_GF/s", "rows/sg", "rows_GB/s", "/read");
+  for (ggml_type type : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+    for (int m : rows) {
+      double flop = 0, t_sgemm = 0, t_rows = 0, t_ggml = 0, t_blas = 0, bytes = 0;
+      for (const Shape& sh : shapes) {
+        const earshot::tools::GemmShape g{m, sh.n, sh.k};
+        const double f = g.flop() * sh.count;
+        flop += f;
+        t_sgemm += f / (earshot::tools::openblas_sgemm_gflops(g, threads, reps) * 1e9);
+        t_rows += f / (earshot::tools::rows_op_gflops(type, g, threads, reps) * 1e9);
+        t_ggml += f / (earshot::tools::ggml_mul_mat_gflops(type, g, threads, reps) * 1e9);
+        t_blas += f / (earshot::tools::blas_op_gflops(type, g, threads, reps) * 1e9);
+        bytes += static_cast<double>(ggml_row_size(type, sh.k)) * sh.n * sh.count;
+      }
+      const double rows_gbs = bytes / t_rows * 1e-9;
+      std::printf("%6s %5d %10.1f %10.1f %10.1f %10.1f %8.2f %10.1f %8.2f\n", ggml_type_name(type), m,
+                  flop / t_sgemm * 1e-9, flop / t_rows * 1e-9, flop / t_ggml * 1e-9, flop / t_blas * 1e-9,
+                  t_sgemm / t_rows, rows_gbs, rows_gbs / bandwidth);
+      std::fflush(stdout);
+    }
+  }
+  std::printf(
+      "(best of %d each; rows: runtime::rows_mul_mat, ggml: ggml_mul_mat, blas: the OpenBLAS op with the weight "
+      "converted to f32 in chunks; rows/sg: the rows kernel's rate over sgemm's at the same shapes; rows_GB/s: "
+      "the weight bytes it reads per second, /read: over the streaming read)\n",
+      reps);
+}
+
 std::vector<std::string> split_paths(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -350,7 +403,7 @@ int main(int argc, char** argv) {
     int threads = 2, reps = 3;
     double stream_seconds = 10;
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<int> batches, lookaheads;
+    std::vector<int> batches, lookaheads, product_rows;
     std::vector<earshot::runtime::CpuKernels> only_kernels;
     earshot::tools::parse_options(argc, argv, kUsage,
                                   {{"--model", [&](const std::string& v) { model_path = v; }},
@@ -362,10 +415,16 @@ int main(int argc, char** argv) {
                                    {"--cores", [&](const std::string& v) { cores = std::stoi(v); }},
                                    {"--batch", [&](const std::string& v) { batches = parse_list(v); }},
                                    {"--lookaheads", [&](const std::string& v) { lookaheads = parse_list(v); }},
+                                   {"--products", [&](const std::string& v) { product_rows = parse_list(v); }},
                                    {"--kernels", [&](const std::string& v) {
                                       for (const std::string& k : split_paths(v))
                                         only_kernels.push_back(earshot::runtime::parse_cpu_kernels(k, "--kernels"));
                                     }}});
+    if (!product_rows.empty()) {
+      products(streaming_path.empty() ? nullptr : fc::Model::load(split_paths(streaming_path).front()), threads,
+               product_rows, reps);
+      return 0;
+    }
     if (model_path.empty() && streaming_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
     if (threads < 1 || reps < 1 || cores < 1 || !(stream_seconds > 0))
       throw Error(ErrorCode::kInvalidArgument, "--threads, --reps, --cores and --stream-seconds must be positive");

@@ -8,7 +8,10 @@
 // rate against the machine: the FLOPs of their matrix products (counted from the
 // files' tensor shapes; the encoder's conv stem as the im2col products ggml runs)
 // over the wall time, and OpenBLAS's sgemm rate at the same shapes on the same
-// threads, measured in this run (tools/common/machine_limits.h).
+// threads, measured in this run (tools/common/machine_limits.h). Then a live pass at
+// each length: a stream's pass 1 s after its previous one, with the encoder windows
+// and the prompt's KV rows that pass left (model/qwen3asr/audio_windows.h): its
+// encoder, prefill and steps, and the windows and prompt tokens done against kept.
 #include <gguf.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "audio/audio.h"
 #include "common/error.h"
 #include "model/qwen3asr/model.h"
 #include "model/qwen3asr/prompted_decoder.h"
@@ -39,7 +43,8 @@ using Clock = std::chrono::steady_clock;
 const char* kUsage =
     "usage: earshot-bench-qwen3asr --model PREFIX.gguf [--mmproj FILE] [--threads T] [--reps N]\n"
     "                              [--seconds 5,10,15] [--steps S] [--context-tokens C] [--profile on]\n"
-    "                              [--cpu-kernels auto|ggml|openblas]\n"
+    "                              [--cpu-kernels auto|ggml|openblas] [--quantized-products auto|openblas|ggml]\n"
+    "                              [--audio FILE] [--live-steps N]\n"
     "\n"
     "Times, per buffered audio length (default 5, 10 and 15 s; medians of N repetitions, default 3):\n"
     "the encoder (libmtmd; also alone on one 800-frame window), the prefill of the prompt around\n"
@@ -56,15 +61,24 @@ const char* kUsage =
     "PREFIX-mmproj.gguf. --threads defaults to 2. --profile on: the encoder's window again, each of its\n"
     "ops timed on its own (libmtmd's evaluation callback; one ggml compute a node, so the total is a\n"
     "little above the plain pass): milliseconds and share per op class, GFLOP/s of each product class.\n"
-    "--cpu-kernels: the large products (default auto: OpenBLAS inside libmtmd's and libllama's graphs,\n"
-    "the text model's where its weights are float; ggml: both graphs as upstream builds them).\n";
+    "--cpu-kernels: the large products (default auto: OpenBLAS inside libmtmd's and libllama's graphs;\n"
+    "ggml: both graphs as upstream builds them).\n"
+    "--quantized-products: with OpenBLAS, where quantised weights' products of many rows run (openblas:\n"
+    "dequantised in chunks; ggml: ggml's int8 kernels; default auto: openblas where it runs AVX-512 kernels).\n"
+    "Then a live pass at each length: a stream's pass 1 s after its previous one (done first, as\n"
+    "AlignAtt does it: encode, prefill, N steps; default 5), which keeps the encoder's windows whose mel\n"
+    "is unchanged and the prompt's KV rows before its first changed position: its encoder (windows\n"
+    "encoded / kept), prefill (prompt tokens decoded / kept) and N steps, wall ms. --audio: a WAV file\n"
+    "(16 kHz mono, repeated to each length; default a rising tone with noise).\n";
 
 struct Args {
   std::string model, mmproj;
-  int threads = 2, reps = 3, steps = 16, context_tokens = 30;
+  int threads = 2, reps = 3, steps = 16, context_tokens = 30, live_steps = 5;
+  std::string audio;
   std::vector<double> seconds = {5, 10, 15};
   bool profile = false;
   earshot::runtime::CpuKernels cpu_kernels = earshot::runtime::CpuKernels::kAuto;
+  q::ModelOptions::QuantizedProducts quantized_products = q::ModelOptions::QuantizedProducts::kAuto;
 };
 
 // Per-op time of a graph computed node by node (the scheduler's evaluation
@@ -175,7 +189,7 @@ struct Times {
 };
 
 // A rising tone with noise: every mel chunk differs, as speech does.
-std::vector<float> audio(double seconds) {
+std::vector<float> tone(double seconds) {
   std::mt19937 rng(5);
   std::normal_distribution<float> noise(0.0f, 0.02f);
   std::vector<float> pcm(static_cast<size_t>(seconds * 16000));
@@ -184,6 +198,15 @@ std::vector<float> audio(double seconds) {
     phase += 2 * M_PI * (200.0 + 150.0 * static_cast<double>(i) / 16000.0) / 16000.0;
     pcm[i] = 0.3f * static_cast<float>(std::sin(phase)) + noise(rng);
   }
+  return pcm;
+}
+
+// The bench's audio: --audio's samples repeated to `seconds`, or the tone.
+std::vector<float> source;
+std::vector<float> audio(double seconds) {
+  if (source.empty()) return tone(seconds);
+  std::vector<float> pcm(static_cast<size_t>(seconds * 16000));
+  for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = source[i % source.size()];
   return pcm;
 }
 
@@ -302,6 +325,53 @@ void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Product
     window_products(mmproj, std::min<int64_t>(800, frames - start), p);
 }
 
+// A live pass at each length: the stream's previous pass, 1 s before, done as
+// AlignAtt does it (encode, prefill with the committed tokens after the prompt,
+// steps), then this pass timed. What it keeps from the previous one: the encoder's
+// windows whose mel is unchanged, and the prompt's KV rows before the first
+// position that changed (the system turn and the whole windows' audio).
+void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, const std::vector<q::Head>& heads,
+                 const std::vector<int32_t>& context) {
+  std::printf(
+      "live passes, each 1 s after the stream's previous pass (done first): wall / process CPU ms (medians of %d); "
+      "windows and prompt tokens done / kept; %d steps\n%7s %20s %8s %20s %10s %20s %20s\n",
+      a.reps, a.live_steps, "audio s", "encoder", "windows", "prefill", "tokens", "steps", "pass");
+  for (double seconds : a.seconds) {
+    const std::vector<float> pcm = audio(seconds);
+    const std::span<const float> before(pcm.data(), pcm.size() - std::min<size_t>(16000, pcm.size() / 2));
+    Times enc, pre, steps, pass;
+    q::EncodeStats windows;
+    q::Session::PrefillStats tokens;
+    for (int r = 0; r < a.reps; ++r) {
+      q::Session s(model, heads, 1024);
+      const auto decode = [&](std::span<const float> buffer, bool timed) {
+        const Times::Mark m0;
+        s.encode(buffer);
+        const Times::Mark m1;
+        int32_t token = s.prefill({"", "English", context});
+        const Times::Mark m2;
+        for (int k = 0; k < a.live_steps; ++k)
+          token = s.step(model->is_end(token) && !context.empty() ? context.front() : token);
+        if (!timed) return;
+        steps.add(m2), pass.add(m0);  // from their marks to now
+        windows = s.last_encode();
+        tokens = s.last_prefill();
+        enc.wall.push_back(std::chrono::duration<double, std::milli>(m1.wall - m0.wall).count());
+        enc.cpu.push_back(m1.cpu - m0.cpu);
+        pre.wall.push_back(std::chrono::duration<double, std::milli>(m2.wall - m1.wall).count());
+        pre.cpu.push_back(m2.cpu - m1.cpu);
+      };
+      decode(before, false);
+      decode(pcm, true);
+    }
+    char w[32], t[32];
+    std::snprintf(w, sizeof w, "%d / %d", windows.encoded, windows.reused);
+    std::snprintf(t, sizeof t, "%d / %d", tokens.decoded, tokens.reused);
+    std::printf("%7.1f %20s %8s %20s %10s %20s %20s\n", seconds, enc.str().c_str(), w, pre.str().c_str(), t,
+                steps.str().c_str(), pass.str().c_str());
+  }
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   earshot::tools::parse_options(
@@ -312,6 +382,16 @@ Args parse(int argc, char** argv) {
        {"--reps", [&](const std::string& v) { a.reps = std::stoi(v); }},
        {"--steps", [&](const std::string& v) { a.steps = std::stoi(v); }},
        {"--context-tokens", [&](const std::string& v) { a.context_tokens = std::stoi(v); }},
+       {"--live-steps", [&](const std::string& v) { a.live_steps = std::stoi(v); }},
+       {"--quantized-products",
+        [&](const std::string& v) {
+          using QP = q::ModelOptions::QuantizedProducts;
+          if (v != "auto" && v != "openblas" && v != "ggml")
+            throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
+                                 "--quantized-products must be auto, openblas or ggml, not " + v);
+          a.quantized_products = v == "ggml" ? QP::kGgml : v == "openblas" ? QP::kOpenBlas : QP::kAuto;
+        }},
+       {"--audio", [&](const std::string& v) { a.audio = v; }},
        {"--cpu-kernels",
         [&](const std::string& v) { a.cpu_kernels = earshot::runtime::parse_cpu_kernels(v, "--cpu-kernels"); }},
        {"--profile",
@@ -332,7 +412,7 @@ Args parse(int argc, char** argv) {
     if (prefix.size() > 5 && prefix.ends_with(".gguf")) prefix.resize(prefix.size() - 5);
     a.mmproj = prefix + "-mmproj.gguf";
   }
-  if (a.threads < 1 || a.reps < 1 || a.steps < 1 || a.context_tokens < 0 || a.seconds.empty())
+  if (a.threads < 1 || a.reps < 1 || a.steps < 1 || a.context_tokens < 0 || a.live_steps < 0 || a.seconds.empty())
     throw Error(ErrorCode::kInvalidArgument, "--threads, --reps and --steps must be >= 1, --seconds non-empty");
   for (double s : a.seconds) {
     if (s < 0.5 || s > 30) throw Error(ErrorCode::kInvalidArgument, "--seconds: each length 0.5 to 30 s");
@@ -347,22 +427,29 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);         // each row as it is measured (runs take minutes at 0.6B)
   try {
     const Args a = parse(argc, argv);
+    if (!a.audio.empty()) source = earshot::audio::load_file(a.audio);
     const std::vector<Tensor> text_tensors = tensor_shapes(a.model), mmproj_tensors = tensor_shapes(a.mmproj);
     Products work(a.threads);
     q::ModelOptions options;
     options.n_threads = a.threads;
     options.cpu_kernels = a.cpu_kernels;
+    options.quantized_products = a.quantized_products;
     OpProfile profile;
     if (a.profile) options.encoder_eval_callback = &OpProfile::callback, options.encoder_eval_data = &profile;
-    const auto model = q::Model::load(a.model, a.mmproj, options);
+    // The first table does everything from scratch every time (the same audio again
+    // would keep its windows and prompt); the live passes keep what they may.
+    q::ModelOptions scratch = options;
+    scratch.reuse_encoder_windows = scratch.reuse_prompt_kv = false;
+    const auto model = q::Model::load(a.model, a.mmproj, scratch);
     const std::vector<q::Head> heads = q::default_alignment_heads(model->n_layer(), model->n_head(), 20);
     std::printf(
         "model %s: decoder %d layers x %d heads, n_embd %d; %zu alignment heads; %d threads, %d reps "
-        "(medians, ms); encoder products: %s\n",
+        "(medians, ms); products: %s%s\n",
         a.model.c_str(), model->n_layer(), model->n_head(), model->n_embd(), heads.size(), a.threads, a.reps,
-        earshot::runtime::resolve_cpu_kernels(a.cpu_kernels, true) == earshot::runtime::CpuKernels::kOpenBlas
-            ? "OpenBLAS"
-            : "ggml (libmtmd as upstream)");
+        model->on_openblas() ? "OpenBLAS" : "ggml (both graphs as upstream)",
+        model->on_openblas() ? (model->quantized_on_openblas() ? ", quantised weights' too (dequantised)"
+                                                               : ", quantised weights' on ggml's int8 kernels")
+                             : "");
 
     q::Session session(model, heads, 1024);
     // The committed tokens AlignAtt carries after the prompt (any text will do).
@@ -459,6 +546,8 @@ int main(int argc, char** argv) {
                   pre.str().c_str(), pre_gflops, pre_gflops / pre_sgemm, step.str().c_str(), step_gbs,
                   step_gbs / bandwidth, pass.str().c_str(), median(pass_steps));
     }
+    options.encoder_eval_callback = nullptr;
+    live_passes(a, q::Model::load(a.model, a.mmproj, options), heads, context);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "earshot-bench-qwen3asr: %s\n", e.what());

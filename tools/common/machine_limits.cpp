@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 
 #include "common/error.h"
 #include "model/runtime/openblas_ops.h"
+#include "model/runtime/rows_ops.h"
 
 extern "C" {
 // OpenBLAS's own entry points (cblas.h of the pthread flavour declares them; kept
@@ -62,9 +64,13 @@ std::string openblas_description() {
 
 void use_openblas_best_kernels(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
-  if (std::string(openblas_get_corename()) != "Prescott") return;
   const char* core = runtime::openblas_core_for_this_cpu();
   if (core == nullptr) return;
+  // openblas_get_corename() is lower case ("haswell", "skylakex"; "Prescott" once).
+  std::string chosen = openblas_get_corename(), wanted = core;
+  for (std::string* s : {&chosen, &wanted})
+    for (char& c : *s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (chosen == wanted) return;
   setenv("OPENBLAS_CORETYPE", core, 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then the generic kernels it is
 }
@@ -99,13 +105,17 @@ double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
 
 namespace {
 
-double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int reps, bool openblas) {
+enum class Product { kGgml, kOpenBlasOp, kRowsOp };
+
+double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int reps, Product product) {
   const ggml_init_params params{ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
   const ggml_context_ptr ctx(ggml_init(params));
   if (!ctx) throw Error(ErrorCode::kInternal, "ggml_init failed for the product benchmark");
   ggml_tensor* w = ggml_new_tensor_2d(ctx.get(), type, s.k, s.n);
   ggml_tensor* x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, s.k, s.m);
-  ggml_tensor* y = openblas ? runtime::blas_mul_mat(ctx.get(), w, x) : ggml_mul_mat(ctx.get(), w, x);
+  ggml_tensor* y = product == Product::kOpenBlasOp ? runtime::blas_mul_mat(ctx.get(), w, x)
+                   : product == Product::kRowsOp   ? runtime::rows_mul_mat(ctx.get(), w, x)
+                                                   : ggml_mul_mat(ctx.get(), w, x);
   ggml_cgraph* graph = ggml_new_graph(ctx.get());
   ggml_build_forward_expand(graph, y);
   const ggml_backend_ptr backend(ggml_backend_cpu_init());
@@ -136,11 +146,15 @@ double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int
 }  // namespace
 
 double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
-  return graph_product_gflops(type, s, threads, reps, false);
+  return graph_product_gflops(type, s, threads, reps, Product::kGgml);
 }
 
 double blas_op_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
-  return graph_product_gflops(type, s, threads, reps, true);
+  return graph_product_gflops(type, s, threads, reps, Product::kOpenBlasOp);
+}
+
+double rows_op_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
+  return graph_product_gflops(type, s, threads, reps, Product::kRowsOp);
 }
 
 double read_bandwidth_gbs(size_t bytes, int threads, int reps) {

@@ -25,10 +25,13 @@ std::string openblas_description();
 // OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or the CPU's
 // identity; a release older than the CPU (Debian 12's 0.3.21 on a Sapphire Rapids
 // Xeon) falls back to its generic Prescott (SSE3) kernels, a quarter of what the
-// cores do. Call first thing in main(): when OpenBLAS chose Prescott, the variable
-// is unset and the CPU has AVX-512 (or AVX2 + FMA), this re-executes the program
-// with OPENBLAS_CORETYPE=SkylakeX (or Haswell), so the limit printed is the
-// machine's; otherwise it returns. Each sgemm result is spot-checked anyway.
+// cores do, and on AMD's AVX-512 CPUs (Zen 4, Zen 5) it picks its AVX2 Haswell
+// kernels, 0.6 of its SkylakeX ones there. earshot itself, loading OpenBLAS at run
+// time, asks for the core runtime::openblas_core_for_this_cpu() names. Call first
+// thing in main(): when the variable is unset and OpenBLAS chose another core than
+// that one, this re-executes the program with OPENBLAS_CORETYPE set to it, so the
+// tool measures the kernels earshot runs and the limit printed is the machine's;
+// otherwise it returns. Each sgemm result is spot-checked anyway.
 void use_openblas_best_kernels(char** argv);
 
 // Best of `reps` timed calls of cblas_sgemm (F32, row-major, B transposed as ggml's
@@ -42,6 +45,10 @@ double ggml_mul_mat_gflops(ggml_type type, const GemmShape& shape, int threads, 
 // (runtime::blas_mul_mat: the weight converted to f32 by the graph, then sgemm in
 // ggml's threads).
 double blas_op_gflops(ggml_type type, const GemmShape& shape, int threads, int reps);
+
+// The same product on earshot's few-row op (runtime::rows_mul_mat: the weight in its
+// type, streamed once per block of rows, multiplied in register tiles).
+double rows_op_gflops(ggml_type type, const GemmShape& shape, int threads, int reps);
 
 // GB/s of summing a `bytes`-long buffer (far beyond the caches) split over
 // `threads` threads; best of `reps`.

@@ -7,7 +7,9 @@
 //  - encoder output, read back from libparakeet through two "probe" models
 //    (--probe-plus/--probe-minus: the same encoder, a joint that copies
 //    +-relu of each encoder value into the logits and emits on every frame);
-//  - end to end, each engine computing its own mel from the same samples;
+//  - end to end, each engine computing its own mel from the same samples (ours
+//    with libparakeet's frame count, n/160 + 1; the rest with NeMo's, n/160,
+//    earshot's default);
 //  - --gguf: the same model in earshot's GGUF gives identical results;
 //  - the share of joint steps that emit a piece lies in [--min-share, --max-share].
 // Exit status 1 when any check fails.
@@ -108,11 +110,13 @@ Ours run_ours(const std::string& path, const earshot::features::FrameMajorMel& m
   return o;
 }
 
-earshot::features::FrameMajorMel our_mel(const fc::Model& m, const std::vector<float>& samples) {
+earshot::features::FrameMajorMel our_mel(const fc::Model& m, const std::vector<float>& samples,
+                                         earshot::features::NemoFrameCount frames) {
   const fc::Hparams& hp = m.hparams();
   earshot::features::NemoMelConfig c;
   c.n_fft = hp.n_fft, c.hop_length = hp.hop_length, c.n_mels = hp.n_mels, c.preemph = hp.preemph;
   c.log_guard = hp.log_guard, c.normalize_per_feature = hp.feature_norm == fc::FeatureNorm::kPerFeature;
+  c.frame_count = frames;
   return earshot::features::nemo_log_mel(samples, c, m.mel_filters(), m.window());
 }
 
@@ -208,7 +212,7 @@ int main(int argc, char** argv) {
 
     const auto t0 = std::chrono::steady_clock::now();
     const auto loaded = fc::Model::load(model);
-    const earshot::features::FrameMajorMel mel = our_mel(*loaded, samples);
+    const earshot::features::FrameMajorMel mel = our_mel(*loaded, samples, earshot::features::NemoFrameCount::kNemo);
     Ours ours = run_ours(model, mel, backend.get(), kernels);
     std::printf("earshot's encoder products: %s\n", earshot::runtime::to_string(kernels).data());
     if (ours_only) {  // tuning a generator: our side's share and variation only
@@ -220,8 +224,8 @@ int main(int argc, char** argv) {
     const std::vector<Emitted> theirs = oracle.run(loaded->hparams(), &mel, samples, threads);
     const Compare same = compare(ours, theirs);
     const double share = ours.stats.steps ? static_cast<double>(ours.stats.emissions) / ours.stats.steps : 0.0;
-    std::printf("audio %.2f s, %d mel frames, %d encoder frames, %d joint steps\n", samples.size() / 16000.0,
-                mel.n_frames, ours.enc.n_frames, ours.stats.steps);
+    std::printf("audio %.2f s, %d mel frames (NeMo's count), %d encoder frames, %d joint steps\n",
+                samples.size() / 16000.0, mel.n_frames, ours.enc.n_frames, ours.stats.steps);
     std::printf(
         "same mel: %d of %d emissions equal (ours %zu, libparakeet %zu); max |log-prob diff| %.3g;\n"
         "          teacher-forced joint along libparakeet's path: max |log-prob diff| %.3g\n",
@@ -275,11 +279,16 @@ int main(int argc, char** argv) {
       check(complete && max_diff <= encoder_tolerance, "encoder output within encoder-tolerance");
     }
 
-    // End to end: libparakeet's own mel from the samples vs ours.
+    // End to end: libparakeet's own mel from the samples vs ours, counted as
+    // libparakeet counts (one frame past NeMo's n/160: the frame centred on the end).
     const std::vector<Emitted> theirs_e2e = oracle.run(loaded->hparams(), nullptr, samples, threads);
-    const Compare e2e = compare(ours, theirs_e2e);
-    std::printf("end to end (each its own mel): %d of %d emissions equal; teacher-forced max |log-prob diff| %.3g\n",
-                e2e.agree, e2e.total, e2e.max_tf);
+    const earshot::features::FrameMajorMel mel_lp =
+        our_mel(*loaded, samples, earshot::features::NemoFrameCount::kLibparakeet);
+    const Compare e2e = compare(run_ours(model, mel_lp, backend.get(), kernels), theirs_e2e);
+    std::printf(
+        "end to end (each its own mel, %d frames: libparakeet's count): %d of %d emissions equal; teacher-forced max "
+        "|log-prob diff| %.3g\n",
+        mel_lp.n_frames, e2e.agree, e2e.total, e2e.max_tf);
     check(e2e.max_tf <= 10 * tolerance, "end to end: teacher-forced log-probs within 10x tolerance");
 
     if (!gguf.empty()) {

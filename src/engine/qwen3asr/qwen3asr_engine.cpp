@@ -43,14 +43,21 @@ std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest
   std::unique_ptr<PromptedAsrDecoder> decoder =
       std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx);
   if (request.on_pass) decoder = std::make_unique<TimedPromptedDecoder>(std::move(decoder), request.on_pass);
+  if (request.wrap_prompted_decoder) decoder = request.wrap_prompted_decoder(std::move(decoder));
+  // The stream's vocabulary is the system context Qwen3-ASR is prompted with.
+  const std::string context = request.keyterms.prompt_text();
   if (policy == "rolling") {
     policy::commit::RevisingConfig config = policies_.rolling;
     config.language = request.language;
+    policy::commit::RollingConfig rolling = options_.rolling;
+    if (!context.empty()) rolling.context = context;
     return std::make_unique<policy::commit::RevisingProcessor>(
-        std::make_unique<policy::commit::RollingDecoder>(std::move(decoder), options_.rolling), std::move(config));
+        std::make_unique<policy::commit::RollingDecoder>(std::move(decoder), std::move(rolling)), std::move(config));
   }
   policy::PromptedAlignAttConfig config = policies_.prompted_alignatt;
   config.language = request.language;
+  config.trim = options_.trim;
+  if (!context.empty()) config.context = config.context.empty() ? context : config.context + "\n" + context;
   return std::make_unique<policy::PromptedAlignAttProcessor>(std::move(decoder), std::move(config));
 }
 
@@ -71,6 +78,7 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   options.n_threads = spec.runtime.threads;
   options.mel_frames = own.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
   options.cpu_kernels = spec.runtime.cpu_kernels;
+  options.reuse_encoder_windows = options.reuse_prompt_kv = own.reuse;
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!own.alignment_heads.empty()) {
     qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(own.alignment_heads, 20), spec.path);

@@ -21,6 +21,17 @@ void declare(Args& args, CommandKind /*command*/) {
               "Qwen3-ASR: mel frames of n samples, hence audio tokens: mtmd (n/160 + 1, as libmtmd and llama.cpp "
               "count them) or hf (n/160, as Hugging Face's WhisperFeatureExtractor and openai/whisper do)",
               "mtmd");
+  args.option("qwen3-trim",
+              "Qwen3-ASR --policy alignatt: how the 15 s buffer loses its front: window (whole 8 s encoder "
+              "windows, so the windows left keep their encoder output and prompt KV rows; 7-15 s stay) or sliding "
+              "(the last 15 s at any sample, as seed 002: every window and the whole prompt are redone each pass "
+              "once the buffer is full)",
+              "window");
+  args.option("qwen3-reuse",
+              "Qwen3-ASR: a stream keeps, from pass to pass, its encoder windows whose mel is unchanged and its "
+              "prompt's KV rows before the first changed position (on; the same tokens), or encodes and prefills "
+              "everything each pass (off, as seed 002)",
+              "on");
   args.option("rolling-unfixed-tokens",
               "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
               "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
@@ -39,6 +50,15 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
   if (mel_frames != "mtmd" && mel_frames != "hf")
     throw Error(ErrorCode::kInvalidArgument, "--qwen3-mel-frames must be mtmd or hf, not '" + mel_frames + "'");
   options.hf_mel_frames = mel_frames == "hf";
+  const std::string reuse = args.get("qwen3-reuse");
+  if (reuse != "on" && reuse != "off")
+    throw Error(ErrorCode::kInvalidArgument, "--qwen3-reuse must be on or off, not '" + reuse + "'");
+  options.reuse = reuse == "on";
+  const std::string trim = args.get("qwen3-trim");
+  if (trim != "window" && trim != "sliding")
+    throw Error(ErrorCode::kInvalidArgument, "--qwen3-trim must be window or sliding, not '" + trim + "'");
+  options.trim =
+      trim == "window" ? policy::PromptedAlignAttConfig::Trim::kWindow : policy::PromptedAlignAttConfig::Trim::kSliding;
   options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
   options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
   try {

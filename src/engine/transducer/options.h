@@ -1,6 +1,8 @@
 // The transducer family's own settings (ModelSpec::options<TransducerOptions>()).
 #pragma once
 
+#include "features/nemo_mel.h"
+
 namespace earshot::engine {
 
 struct TransducerOptions {
@@ -11,6 +13,14 @@ struct TransducerOptions {
   // default. A non-streaming model refuses any other value than 0, and so does
   // every other family (Family::foreign_request).
   int lookahead_ms = 0;
+  // The features' frames of n samples: NeMo's n/160 (the default) or
+  // libparakeet's n/160 + 1 (--nemo-mel-frames libparakeet; docs/models.md).
+  features::NemoFrameCount mel_frames = features::NemoFrameCount::kNemo;
+  // Beam search width per decoding pass (--transducer-beams; 1 = greedy).
+  int beams = 1;
+  // Log-probability bonus per piece of a keyterm phrase at weight 1 (--keyterm-bonus):
+  // sherpa-onnx's hotwords default.
+  double keyterm_bonus = 1.5;
 };
 
 }  // namespace earshot::engine

@@ -5,8 +5,35 @@
 #include "model/runtime/device.h"
 #include "policy/commit/revising_processor.h"
 #include "policy/transducer/native_processors.h"
+#include "policy/transducer/phrase_boost.h"
 
 namespace earshot::engine {
+
+namespace {
+
+// The request's decoding on a stream: the family's beam, and the request's
+// keyterms as boosted phrases over the stream's pieces (none: the model's own
+// choices). A phrase no pieces spell is named in a warning.
+template <class Stream>
+std::unique_ptr<Stream> with_decoding(std::unique_ptr<Stream> stream, const TransducerOptions& own,
+                                      const StreamRequest& request) {
+  TransducerDecoding decoding;
+  decoding.beam = own.beams;
+  if (!request.keyterms.empty()) {
+    std::vector<std::string> skipped;
+    decoding.boost = policy::PhraseBoost::build(request.keyterms.phrases(), stream->pieces(),
+                                                static_cast<float>(own.keyterm_bonus), &skipped);
+    if (!skipped.empty() && request.on_warning) {
+      std::string names;
+      for (const std::string& s : skipped) names += (names.empty() ? "'" : ", '") + s + "'";
+      request.on_warning("keyterms no piece sequence of the model spells (not boosted): " + names);
+    }
+  }
+  if (decoding.beam > 1 || decoding.boost) stream->set_decoding(std::move(decoding));
+  return stream;
+}
+
+}  // namespace
 
 TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), spec_(spec) {
@@ -66,16 +93,20 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
 std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamRequest& request) const {
   const std::string policy = resolve_policy(request.policy);
   const int threads = spec_.runtime.threads;
+  const TransducerOptions own = spec_.options<TransducerOptions>();
   if (right_context_ >= 0) {
     return policy::streaming_transducer_processor(
-        fastconformer::open_streaming_stream(model_, threads, right_context_, batcher_, request.language,
-                                             request.on_pass, request.steer_transducer),
+        with_decoding(fastconformer::open_streaming_stream(model_, threads, spec_.runtime.cpu_kernels, right_context_,
+                                                           batcher_, request.language, own.mel_frames, request.on_pass,
+                                                           request.steer_transducer),
+                      own, request),
         request.language);
   }
-  const double window_seconds = spec_.options<TransducerOptions>().window_seconds;
+  const double window_seconds = own.window_seconds;
   auto offline = [&] {
-    return fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels, request.language,
-                                              request.on_pass);
+    return with_decoding(fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels,
+                                                            request.language, own.mel_frames, request.on_pass),
+                         own, request);
   };
   if (policy == "native") return policy::native_transducer_processor(offline(), window_seconds, request.language);
   policy::commit::RevisingConfig config = spec_.policies.rolling;

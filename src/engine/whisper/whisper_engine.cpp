@@ -11,6 +11,21 @@
 
 namespace earshot::engine {
 
+namespace {
+
+// A static prompt with the stream's vocabulary after it: Whisper reads keyterms as
+// prompt text (SimulStreaming's static prompt). The prompt text as given (serve
+// --static-init-prompt arrives here verbatim); a bare list of terms starts a word
+// (a space first), as openai-whisper encodes a prompt.
+std::string with_keyterms(const std::string& prompt, const Keyterms& keyterms) {
+  std::string text = keyterms.prompt_text();
+  if (text.empty()) return prompt;
+  if (keyterms.prompt.empty() || !prompt.empty()) text = " " + text;
+  return prompt + text;
+}
+
+}  // namespace
+
 WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), text_(whisper::WhisperText::for_model(*model_)), policies_(spec.policies) {
   session_options_.n_threads = spec.runtime.threads;
@@ -24,7 +39,8 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
                                                  " streams per decoder graph, got " + std::to_string(batch));
   }
   if (batch > 0) {
-    session_options_.batcher = std::make_shared<whisper::DecodeBatcher>(model_, batch, session_options_.n_threads);
+    session_options_.batcher = std::make_shared<whisper::DecodeBatcher>(model_, batch, session_options_.n_threads,
+                                                                        session_options_.cpu_kernels);
   }
   // Settings errors surface at load, not at the first stream.
   policies_.alignatt.validate();
@@ -52,12 +68,14 @@ std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest&
   if (policy == "alignatt") {
     policy::AlignAttConfig config = policies_.alignatt;
     config.language = request.language;
+    config.static_init_prompt = with_keyterms(config.static_init_prompt, request.keyterms);
     if (request.on_warning) config.on_warning = request.on_warning;
     if (request.on_trace) config.on_trace = request.on_trace;
     return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
   }
   policy::LocalAgreementConfig config = policies_.localagreement;
   config.language = request.language;
+  config.static_prompt = with_keyterms(config.static_prompt, request.keyterms);
   return std::make_unique<policy::LocalAgreementProcessor>(std::move(decoder), std::move(config));
 }
 

@@ -36,8 +36,8 @@ struct EncoderOptions {
   std::optional<int> right_context;
   // The offline encoder's products (projections, feed-forward, pointwise convs):
   // ggml's kernels, OpenBLAS's sgemm (runtime/openblas_ops.h), or kAuto: OpenBLAS on
-  // the CPU where it loads. The streaming step (a few frames a chunk: bound by
-  // memory, not compute) keeps ggml's.
+  // the CPU where it loads. The streaming step's (a few frames a chunk, bound by
+  // reading the weights): runtime::step_products (kAuto: the few-row op).
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kGgml;
 };
 

@@ -83,8 +83,11 @@ inline constexpr int kOpenBlasMinRows = 32;
 
 class StepGraph {
  public:
-  // kernels: the products' (runtime::CpuKernels); on OpenBLAS only for steps of at
-  // least kOpenBlasMinRows rows (a batch of streams' chunks).
+  // kernels: the products' (runtime::step_products): kAuto, the few-row op
+  // (runtime/rows_ops.h) up to runtime::kRowsOpMaxRows rows, OpenBLAS beyond;
+  // kOpenBlas, OpenBLAS from kOpenBlasMinRows rows (a batch of streams' chunks), the
+  // few-row op below; kGgml, ggml's. Throws Error(kUnsupported) for kOpenBlas where
+  // OpenBLAS cannot run.
   explicit StepGraph(ggml_backend_t backend, runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
   ~StepGraph();
   StepGraph(const StepGraph&) = delete;
@@ -95,7 +98,8 @@ class StepGraph {
   std::shared_ptr<const PositionTable> build_positions(const Model& model);
 
   ggml_backend_t backend_;
-  bool openblas_ = false;
+  runtime::CpuKernels kernels_;
+  bool on_cpu_ = true;
   std::unique_ptr<runtime::GraphRunner> runner_;
   // Every layer's keys and values of a step, outside the compute buffer: kept
   // across steps and grown by half again when short, so that caches growing step

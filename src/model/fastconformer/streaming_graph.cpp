@@ -84,9 +84,9 @@ struct Group {
 
 }  // namespace
 
-StepGraph::StepGraph(ggml_backend_t backend, runtime::CpuKernels kernels) : backend_(backend) {
-  openblas_ = runtime::resolve_cpu_kernels(kernels, runtime::is_cpu(runtime::device_of(backend))) ==
-              runtime::CpuKernels::kOpenBlas;
+StepGraph::StepGraph(ggml_backend_t backend, runtime::CpuKernels kernels)
+    : backend_(backend), kernels_(kernels), on_cpu_(runtime::is_cpu(runtime::device_of(backend))) {
+  runtime::resolve_cpu_kernels(kernels, on_cpu_);  // kOpenBlas where it cannot run: the error now
   runner_ = std::make_unique<runtime::GraphRunner>(backend_, "streaming encoder");
 }
 
@@ -205,9 +205,10 @@ void StepGraph::run(const Model& m, float bn_eps, std::span<const StreamStep> st
     g.mel = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, g.n_win, 1, G);
     ggml_set_input(g.mel);
   }
-  // The products on OpenBLAS when the step has rows enough (a batch of streams);
-  // a few rows are bound by reading the weights, where ggml's kernels do as well.
-  const runtime::MatMul mm{openblas_ && n_rows >= kOpenBlasMinRows};
+  // The products on the few-row op (a few rows: bound by reading the weights), on
+  // OpenBLAS when the step has rows enough (a batch of many streams' chunks), or
+  // ggml's (runtime::step_products).
+  const runtime::MatMul mm = runtime::step_products(kernels_, on_cpu_, n_rows, kOpenBlasMinRows);
   for (const Group& g : groups) {
     const int G = static_cast<int>(g.members.size());
     ggml_tensor* x = build_subsampling_convs(ctx, m, g.mel, g.f16, mm);  // [bins * channels, frames * G]

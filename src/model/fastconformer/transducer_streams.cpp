@@ -22,6 +22,7 @@ class Pieces : public TokenPieces {
   }
   bool starts_word(int token) const override { return transducer::piece_starts_word(model_->pieces().at(token)); }
   std::string language_tag(int token) const override { return transducer::language_tag(model_->pieces().at(token)); }
+  int size() const override { return static_cast<int>(model_->pieces().size()); }
 
  private:
   std::shared_ptr<const Model> model_;
@@ -51,7 +52,8 @@ class PassTimer {
 // state, the prompt slot, the pieces, the pass report.
 class StreamBase {
  public:
-  StreamBase(std::shared_ptr<const Model> model, const std::string& language, PassReport on_pass)
+  StreamBase(std::shared_ptr<const Model> model, const std::string& language, features::NemoFrameCount mel_frames,
+             PassReport on_pass)
       : on_pass_(std::move(on_pass)),
         model_(std::move(model)),
         pieces_(model_),
@@ -63,6 +65,7 @@ class StreamBase {
     mel_.n_fft = hp.n_fft, mel_.hop_length = hp.hop_length, mel_.n_mels = hp.n_mels;
     mel_.preemph = hp.preemph, mel_.log_guard = hp.log_guard;
     mel_.normalize_per_feature = hp.feature_norm == FeatureNorm::kPerFeature;
+    mel_.frame_count = mel_frames;
     frame_seconds_ = static_cast<double>(hp.hop_length * hp.subsampling_factor) / kSampleRate;
   }
 
@@ -75,8 +78,13 @@ class StreamBase {
     const std::vector<float> joint_input =
         prompt_slot_ >= 0 ? decoder_.apply_prompt(enc.data, enc.n_frames, prompt_slot_) : std::vector<float>{};
     std::vector<transducer::Emission> emissions;
-    decoder_.greedy(decoder_.project_encoder(prompt_slot_ >= 0 ? joint_input : enc.data, enc.n_frames), enc.n_frames,
-                    state, emissions, enc.first_frame, steer_.get());
+    const std::vector<float> projected =
+        decoder_.project_encoder(prompt_slot_ >= 0 ? joint_input : enc.data, enc.n_frames);
+    if (decoding_.beam > 1 && !steer_)
+      decoder_.beam(projected, enc.n_frames, state, emissions, decoding_.beam, enc.first_frame, decoding_.boost.get());
+    else
+      decoder_.greedy(projected, enc.n_frames, state, emissions, enc.first_frame, steer_.get(),
+                      steer_ ? nullptr : decoding_.boost.get());
     out.reserve(emissions.size());
     for (const transducer::Emission& e : emissions) out.push_back({e.token, e.frame, e.duration, e.token_log_prob});
     return out;
@@ -91,13 +99,14 @@ class StreamBase {
   int prompt_slot_ = -1;  // a prompt model's one-hot slot; -1: no prompt kernel
   double frame_seconds_ = 0.08;
   std::shared_ptr<TransducerSteer> steer_;  // measurement only (bench's reference workload)
+  TransducerDecoding decoding_;             // greedy or beam, boosted or not
 };
 
 class OfflineStream : public OfflineTransducer, StreamBase {
  public:
   OfflineStream(std::shared_ptr<const Model> model, int threads, runtime::CpuKernels cpu_kernels,
-                const std::string& language, PassReport on_pass)
-      : StreamBase(std::move(model), language, std::move(on_pass)),
+                const std::string& language, features::NemoFrameCount mel_frames, PassReport on_pass)
+      : StreamBase(std::move(model), language, mel_frames, std::move(on_pass)),
         backend_(runtime::create_backend(model_->device(), threads)),
         encoder_(model_, backend_.get(), [&] {
           EncoderOptions options;
@@ -109,6 +118,10 @@ class OfflineStream : public OfflineTransducer, StreamBase {
   double frame_seconds() const override { return frame_seconds_; }
   void reset_state() override { state_ = decoder_.initial_state(); }
   void warmup() override { encode(std::vector<float>(kSampleRate, 0.0f)); }
+  void set_decoding(TransducerDecoding decoding) override {
+    decoding_ = std::move(decoding);
+    state_.boost = 0;
+  }
 
   std::vector<TokenEmission> decode(std::span<const float> audio, bool keep_state) override {
     if (audio.empty()) return {};
@@ -119,10 +132,15 @@ class OfflineStream : public OfflineTransducer, StreamBase {
   }
 
  private:
-  // NeMo's features (normalised over this audio when the model says so), then the encoder.
+  // NeMo's features (normalised over this audio when the model says so), then
+  // the encoder; audio shorter than one hop has no frame (and runs no pass).
   EncoderOutput encode(std::span<const float> audio) {
     PassTimer timer(on_pass_, ModelPass::kEncoder);
     const features::FrameMajorMel mel = features::nemo_log_mel(audio, mel_, model_->mel_filters(), model_->window());
+    if (mel.n_frames == 0) {
+      timer.drop();
+      return {};
+    }
     return encoder_.encode(mel.data, mel.n_frames);
   }
 
@@ -132,13 +150,13 @@ class OfflineStream : public OfflineTransducer, StreamBase {
 
 class StreamingStream : public StreamingTransducer, StreamBase {
  public:
-  StreamingStream(std::shared_ptr<const Model> model, int threads, int right_context,
-                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language, PassReport on_pass,
-                  std::shared_ptr<TransducerSteer> steer)
-      : StreamBase(std::move(model), language, std::move(on_pass)),
+  StreamingStream(std::shared_ptr<const Model> model, int threads, runtime::CpuKernels cpu_kernels, int right_context,
+                  std::shared_ptr<StreamingBatcher> batcher, const std::string& language,
+                  features::NemoFrameCount mel_frames, PassReport on_pass, std::shared_ptr<TransducerSteer> steer)
+      : StreamBase(std::move(model), language, mel_frames, std::move(on_pass)),
         backend_(batcher ? nullptr : runtime::create_backend(model_->device(), threads)),
         batcher_(std::move(batcher)),
-        encoder_(model_, backend_.get(), {.right_context = right_context}, batcher_),
+        encoder_(model_, backend_.get(), {.right_context = right_context, .cpu_kernels = cpu_kernels}, batcher_),
         mel_stream_(mel_, model_->mel_filters(), model_->window()) {
     if (steer) {
       const transducer::DecoderWeights& w = decoder_.weights();
@@ -150,9 +168,13 @@ class StreamingStream : public StreamingTransducer, StreamBase {
   const TokenPieces& pieces() const override { return pieces_; }
   double frame_seconds() const override { return frame_seconds_; }
   void reset_state() override { state_ = decoder_.initial_state(); }
+  void set_decoding(TransducerDecoding decoding) override {
+    decoding_ = std::move(decoding);
+    state_.boost = 0;
+  }
   void warmup() override {
     // A throwaway encoder: this stream's caches stay untouched.
-    StreamingEncoder encoder(model_, backend_.get(), {.right_context = encoder_.right_context()}, batcher_);
+    StreamingEncoder encoder(model_, backend_.get(), encoder_.options(), batcher_);
     features::NemoMelStream mel(mel_, model_->mel_filters(), model_->window());
     const std::vector<float> silence(kSampleRate, 0.0f);
     const features::FrameMajorMel m = mel.push(silence);
@@ -192,16 +214,19 @@ class StreamingStream : public StreamingTransducer, StreamBase {
 
 std::unique_ptr<OfflineTransducer> open_offline_stream(std::shared_ptr<const Model> model, int threads,
                                                        runtime::CpuKernels cpu_kernels, const std::string& language,
-                                                       PassReport on_pass) {
-  return std::make_unique<OfflineStream>(std::move(model), threads, cpu_kernels, language, std::move(on_pass));
+                                                       features::NemoFrameCount mel_frames, PassReport on_pass) {
+  return std::make_unique<OfflineStream>(std::move(model), threads, cpu_kernels, language, mel_frames,
+                                         std::move(on_pass));
 }
 
 std::unique_ptr<StreamingTransducer> open_streaming_stream(std::shared_ptr<const Model> model, int threads,
-                                                           int right_context, std::shared_ptr<StreamingBatcher> batcher,
-                                                           const std::string& language, PassReport on_pass,
+                                                           runtime::CpuKernels cpu_kernels, int right_context,
+                                                           std::shared_ptr<StreamingBatcher> batcher,
+                                                           const std::string& language,
+                                                           features::NemoFrameCount mel_frames, PassReport on_pass,
                                                            std::shared_ptr<TransducerSteer> steer) {
-  return std::make_unique<StreamingStream>(std::move(model), threads, right_context, std::move(batcher), language,
-                                           std::move(on_pass), std::move(steer));
+  return std::make_unique<StreamingStream>(std::move(model), threads, cpu_kernels, right_context, std::move(batcher),
+                                           language, mel_frames, std::move(on_pass), std::move(steer));
 }
 
 }  // namespace earshot::fastconformer

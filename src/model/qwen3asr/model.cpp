@@ -124,14 +124,24 @@ std::string language_code(const std::string& name) {
 
 namespace {
 
+// Whether a quantised weight's products may run on OpenBLAS, dequantised: when
+// the model wants it, and the weight's bytes are in its type's own layout (a
+// plain host buffer; ggml's AMX and repack buffers hold other layouts).
+bool dequantizable(const Model& model, const ggml_tensor* w) {
+  while (w->view_src != nullptr) w = w->view_src;
+  return model.quantized_on_openblas() && w->buffer != nullptr && ggml_backend_buffer_is_host(w->buffer) &&
+         ggml_get_type_traits(w->type)->to_float != nullptr;
+}
+
 // The patched libmtmd's weight products (mtmd_context_params::mul_mat) on OpenBLAS:
 // f32 activations against weights, both of at least 8 rows: every product of the
 // qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an 8 s window
 // at 0.6B, as 9-element dot products). Shapes runtime::blas_mul_mat refuses (not 2-D
 // rows) stay with ggml. (Called from libmtmd's graph builder: nothing may throw
 // through it.)
-ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void*) noexcept {
+ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void* model) noexcept {
   if (x->type != GGML_TYPE_F32 || w->ne[1] < 8 || x->ne[1] < 8) return nullptr;
+  if (ggml_is_quantized(w->type) && !dequantizable(*static_cast<const Model*>(model), w)) return nullptr;
   try {
     return runtime::blas_mul_mat(ctx, w, x);
   } catch (const std::exception&) {
@@ -162,8 +172,16 @@ ggml_tensor* openblas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* 
 // a step's row or few by runtime::gemv_mul_mat (the weight streamed once, the
 // activations kept in f32). Quantised weights stay with ggml's int8 kernels (on AMX
 // they outrun sgemm).
-ggml_tensor* openblas_text_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void*) noexcept {
-  if (x->type != GGML_TYPE_F32 || ggml_is_quantized(w->type)) return nullptr;
+ggml_tensor* openblas_text_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void* model) noexcept {
+  if (x->type != GGML_TYPE_F32) return nullptr;
+  if (ggml_is_quantized(w->type)) {  // a prompt's rows, if dequantised products are wanted
+    if (x->ne[1] <= runtime::kGemvMaxRows || !dequantizable(*static_cast<const Model*>(model), w)) return nullptr;
+    try {
+      return runtime::blas_mul_mat(ctx, w, x);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
   try {
     if (x->ne[1] <= runtime::kGemvMaxRows)
       return runtime::gemv_supports(w, x) ? runtime::gemv_mul_mat(ctx, w, x) : nullptr;
@@ -201,6 +219,10 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   std::shared_ptr<Model> m(new Model());
   m->options_ = options;
   m->on_openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, true) == runtime::CpuKernels::kOpenBlas;
+  using QuantizedProducts = ModelOptions::QuantizedProducts;
+  m->quantized_on_openblas_ =
+      m->on_openblas_ && (options.quantized_products == QuantizedProducts::kOpenBlas ||
+                          (options.quantized_products == QuantizedProducts::kAuto && runtime::openblas_runs_avx512()));
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   // Float weights in plain CPU memory, where the OpenBLAS products read them: ggml's
@@ -223,10 +245,12 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   cp.print_timings = false;
   cp.warmup = false;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  cp.cb_eval = options.encoder_eval_callback;
-  cp.cb_eval_user_data = options.encoder_eval_data;
+  // The model's own look at each window's mel (encode_windows), then the caller's.
+  cp.cb_eval = &Model::encoder_node;
+  cp.cb_eval_user_data = m.get();
   if (m->on_openblas_) {
     cp.mul_mat = openblas_mul_mat;
+    cp.mul_mat_user_data = m.get();
     cp.attention = openblas_attention;
   }
   m->mtmd_ = mtmd_init_from_file(mmproj.string().c_str(), m->model_, cp);
@@ -341,6 +365,7 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
   if (model_->on_openblas()) {
     cp.mul_mat = openblas_text_mul_mat;
+    cp.mul_mat_user_data = const_cast<Model*>(model_.get());
     cp.attention = openblas_text_attention;
   }
   ctx_ = llama_init_from_model(model_->llama(), cp);
@@ -363,33 +388,28 @@ int Session::encode(std::span<const float> pcm) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::to_string(pcm.size()) + " samples make no audio token (at least 160 are needed)");
   }
-  mtmd_bitmap* bitmap = mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
-  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-  const std::string marker = mtmd_default_marker();
-  mtmd_input_text text{marker.c_str(), marker.size(), false, true};
-  const mtmd_bitmap* bitmaps[] = {bitmap};
-  const int32_t rc = mtmd_tokenize(model_->mtmd(), chunks, &text, bitmaps, 1);
-  mtmd_bitmap_free(bitmap);
-  // Audio longer than one 800-frame window comes as one chunk per window.
-  const int n_embd = model_->n_embd();
-  std::vector<float> all;
+  try {
+    last_encode_ = model_->encode_windows(pcm, windows_, next_window_id_);
+  } catch (...) {
+    n_audio_ = 0;
+    embd_.clear();
+    audio_ids_.clear();
+    throw;
+  }
   int n_mtmd = 0;
-  for (size_t i = 0; rc == 0 && i < mtmd_input_chunks_size(chunks); ++i) {
-    const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks, i);
-    if (mtmd_input_chunk_get_type(c) != MTMD_INPUT_CHUNK_TYPE_AUDIO) continue;
-    if (mtmd_encode_chunk(model_->mtmd(), c) != 0) break;
-    const size_t n = mtmd_input_chunk_get_n_tokens(c);
-    const float* out = mtmd_get_output_embd(model_->mtmd());
-    all.insert(all.end(), out, out + n * static_cast<size_t>(n_embd));
-    n_mtmd += static_cast<int>(n);
-  }
-  mtmd_input_chunks_free(chunks);
-  if (rc != 0 || all.size() != static_cast<size_t>(n_mtmd) * static_cast<size_t>(n_embd) || n_mtmd == 0) {
-    throw Error(ErrorCode::kInternal, "libmtmd could not encode " + std::to_string(pcm.size()) + " samples");
-  }
+  for (const EncodedWindow& w : windows_) n_mtmd += w.n_tokens;
   n_audio_ = model_->options().reference_audio_length ? std::min(n_mtmd, reference_tokens(n_frames)) : n_mtmd;
-  all.resize(static_cast<size_t>(n_audio_) * static_cast<size_t>(n_embd));
-  embd_ = std::move(all);
+  const size_t n_embd = static_cast<size_t>(model_->n_embd());
+  embd_.resize(static_cast<size_t>(n_audio_) * n_embd);
+  audio_ids_.resize(static_cast<size_t>(n_audio_));
+  size_t at = 0;
+  for (const EncodedWindow& w : windows_) {
+    const size_t n = std::min(static_cast<size_t>(w.n_tokens), static_cast<size_t>(n_audio_) - at);
+    std::copy(w.embd.begin(), w.embd.begin() + static_cast<std::ptrdiff_t>(n * n_embd),
+              embd_.begin() + static_cast<std::ptrdiff_t>(at * n_embd));
+    for (size_t k = 0; k < n; ++k) audio_ids_[at + k] = w.id << 16 | k;
+    at += n;
+  }
   return n_audio_;
 }
 
@@ -412,15 +432,17 @@ int32_t Session::decode_tokens(std::span<const int32_t> tokens) {
   for (size_t i = 0; i < ids.size(); ++i) pos[i] = n_past_ + static_cast<int>(i);
   llama_batch b{
       static_cast<int32_t>(ids.size()), ids.data(), nullptr, pos.data(), n_seq.data(), seq.data(), logits.data()};
-  if (llama_decode(ctx_, b) != 0) throw Error(ErrorCode::kInternal, "libllama could not decode the tokens");
+  if (llama_decode(ctx_, b) != 0) {
+    kv_keys_.clear();
+    throw Error(ErrorCode::kInternal, "libllama could not decode the tokens");
+  }
   n_past_ += static_cast<int>(ids.size());
+  for (int32_t t : tokens) kv_keys_.push_back(static_cast<uint32_t>(t));
   return argmax_logits();
 }
 
 int32_t Session::prefill(const PromptSpec& p) {
   if (n_audio_ == 0) throw Error(ErrorCode::kInternal, "prefill before any audio was encoded");
-  llama_memory_clear(llama_get_memory(ctx_), true);
-  n_past_ = 0;
   capture_ = false;
   std::string before = "<|im_start|>system\n" + p.context + "<|im_end|>\n<|im_start|>user\n<|audio_start|>";
   std::string after = "<|audio_end|><|im_end|>\n<|im_start|>assistant\n";
@@ -429,32 +451,66 @@ int32_t Session::prefill(const PromptSpec& p) {
   std::vector<int32_t> tail = model_->tokenize(after, true);
   tail.insert(tail.end(), p.prefix_tokens.begin(), p.prefix_tokens.end());
   audio_begin_ = static_cast<int>(head.size());
-
-  // The whole prompt as one batch of embeddings (a batch is tokens or embeddings,
-  // and three calls would read every weight three times, two of them for a few
-  // rows): the text tokens' rows of token_embd (what libllama's get_rows takes,
-  // zero-padded to n_embd_inp) around the audio's. M-RoPE positions as libllama
-  // gives them: text tokens (p, p, p, 0), the audio all four sections at p.
-  const size_t n_embd = static_cast<size_t>(model_->n_embd());
-  std::vector<int32_t> text = head;  // the text tokens' rows in one read of the file
-  text.insert(text.end(), tail.begin(), tail.end());
-  std::vector<float> embd = model_->token_embeddings(text);
-  embd.insert(embd.begin() + static_cast<std::ptrdiff_t>(head.size() * n_embd), embd_.begin(), embd_.end());
-  const int n = static_cast<int>(embd.size() / n_embd);
   const int audio_end = audio_begin_ + n_audio_;
-  std::vector<llama_pos> pos(static_cast<size_t>(n) * 4);
-  for (int i = 0; i < n; ++i) {
-    const bool audio = i >= audio_begin_ && i < audio_end;
-    for (int s = 0; s < 4; ++s) pos[static_cast<size_t>(s * n + i)] = s < 3 || audio ? i : 0;
+  const int n = audio_end + static_cast<int>(tail.size());
+
+  // What each position holds; the KV rows of the longest prefix the cache holds
+  // already are kept (the prompt is causal: a row depends on the positions before
+  // it only). At least the last position is decoded: its logits are the answer.
+  std::vector<uint64_t> keys;
+  keys.reserve(static_cast<size_t>(n));
+  for (int32_t t : head) keys.push_back(static_cast<uint32_t>(t));
+  for (uint64_t id : audio_ids_) keys.push_back(kAudioKey | id);
+  for (int32_t t : tail) keys.push_back(static_cast<uint32_t>(t));
+  int from = 0;
+  if (model_->options().reuse_prompt_kv) {
+    const auto diverge = std::mismatch(keys.begin(), keys.end(), kv_keys_.begin(), kv_keys_.end()).first;
+    from = std::min(static_cast<int>(diverge - keys.begin()), n - 1);
   }
-  std::vector<int32_t> n_seq(static_cast<size_t>(n), 1);
+  if (from == 0 || !llama_memory_seq_rm(llama_get_memory(ctx_), 0, from, -1)) {
+    llama_memory_clear(llama_get_memory(ctx_), true);
+    from = 0;
+  }
+  kv_keys_.resize(static_cast<size_t>(from));
+  n_past_ = from;
+
+  // The prompt from `from` on as one batch of embeddings (a batch is tokens or
+  // embeddings, and three calls would read every weight three times, two of them
+  // for a few rows): the text tokens' rows of token_embd (what libllama's get_rows
+  // takes, zero-padded to n_embd_inp) around the audio's. M-RoPE positions as
+  // libllama gives them: text tokens (p, p, p, 0), the audio all four sections at p.
+  const size_t n_embd = static_cast<size_t>(model_->n_embd());
+  std::vector<int32_t> text;  // the text tokens' rows in one read of the file
+  for (int i = from; i < audio_begin_; ++i) text.push_back(head[static_cast<size_t>(i)]);
+  const size_t n_head_rows = text.size();
+  text.insert(text.end(), tail.begin() + std::max(0, from - audio_end), tail.end());
+  std::vector<float> embd = model_->token_embeddings(text);
+  if (from < audio_end) {
+    const int audio_from = std::max(0, from - audio_begin_);
+    embd.insert(embd.begin() + static_cast<std::ptrdiff_t>(n_head_rows * n_embd),
+                embd_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(audio_from) * n_embd), embd_.end());
+  }
+  const int rows = n - from;
+  if (embd.size() != static_cast<size_t>(rows) * n_embd) throw Error(ErrorCode::kInternal, "prompt rows miscounted");
+  std::vector<llama_pos> pos(static_cast<size_t>(rows) * 4);
+  for (int r = 0; r < rows; ++r) {
+    const int i = from + r;
+    const bool audio = i >= audio_begin_ && i < audio_end;
+    for (int s = 0; s < 4; ++s) pos[static_cast<size_t>(s * rows + r)] = s < 3 || audio ? i : 0;
+  }
+  std::vector<int32_t> n_seq(static_cast<size_t>(rows), 1);
   llama_seq_id seq0 = 0;
-  std::vector<llama_seq_id*> seq(static_cast<size_t>(n), &seq0);
-  std::vector<int8_t> logits(static_cast<size_t>(n), 0);
+  std::vector<llama_seq_id*> seq(static_cast<size_t>(rows), &seq0);
+  std::vector<int8_t> logits(static_cast<size_t>(rows), 0);
   logits.back() = 1;
-  llama_batch b{n, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
-  if (llama_decode(ctx_, b) != 0) throw Error(ErrorCode::kInternal, "libllama could not decode the prompt");
+  llama_batch b{rows, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
+  if (llama_decode(ctx_, b) != 0) {
+    kv_keys_.clear();  // what the cache holds is unknown: the next prefill starts afresh
+    throw Error(ErrorCode::kInternal, "libllama could not decode the prompt");
+  }
   n_past_ = n;
+  kv_keys_ = std::move(keys);
+  last_prefill_ = {n, from, rows};
 
   prompt_tokens_ = head;
   prompt_tokens_.insert(prompt_tokens_.end(), static_cast<size_t>(n_audio_), kAudioPad);
@@ -475,9 +531,11 @@ void Session::truncate(int pos) {
   if (pos < audio_begin_ + n_audio_) throw Error(ErrorCode::kInternal, "truncating into the prompt");
   if (pos >= n_past_) return;
   if (!llama_memory_seq_rm(llama_get_memory(ctx_), 0, pos, -1)) {
+    kv_keys_.clear();
     throw Error(ErrorCode::kInternal, "libllama could not remove the KV suffix");
   }
   n_past_ = pos;
+  kv_keys_.resize(static_cast<size_t>(pos));
 }
 
 bool Session::on_node(ggml_tensor* t, bool ask) {

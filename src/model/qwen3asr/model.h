@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "model/qwen3asr/audio_windows.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/openblas_ops.h"
 
@@ -42,6 +44,15 @@ struct ModelOptions {
   bool reference_audio_length = true;       // drop mtmd's padding tokens (model-families.md); false: mtmd's count
   MelFrames mel_frames = MelFrames::kMtmd;  // kHf needs reference_audio_length
   bool f32_kv_cache = false;                // F32 K/V instead of F16 (exact comparisons with a reference)
+  // Work kept across a stream's passes (audio_windows.h): a window whose mel is
+  // unchanged keeps its audio tokens. false: every window is encoded on every
+  // encode (what a full re-encode does; the same tokens, for comparisons).
+  bool reuse_encoder_windows = true;
+  // A prefill keeps the KV rows of the prompt's longest prefix that is unchanged
+  // since the KV cache was filled (the same text tokens, the same audio tokens of
+  // the same encoded windows) and decodes from the first changed position on.
+  // false: every prefill decodes the whole prompt.
+  bool reuse_prompt_kv = true;
   // The large products (--cpu-kernels). kAuto and kOpenBlas run them on OpenBLAS
   // inside libmtmd's and libllama's graphs (earshot's patches to both): the audio
   // encoder's weight products, conv stem (f32 im2col products) and attention; a
@@ -53,8 +64,22 @@ struct ModelOptions {
   // node). kGgml leaves both graphs as upstream builds them (f16 im2col, ggml's
   // kernels).
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
+  // With the products on OpenBLAS: where a quantised weight's products of many
+  // rows (the audio encoder's, a prompt's) run. kOpenBlas: on OpenBLAS, the weight
+  // dequantised in chunks as it is used (a step's few rows stay with ggml's int8
+  // kernels, which read the weight once in its own type); kGgml: ggml's int8
+  // kernels; kAuto: OpenBLAS where it runs its AVX-512 kernels, else ggml's (on a
+  // Zen 5, Q8_0, 1 thread: a 179-token prompt 1.5 s on OpenBLAS's SkylakeX
+  // kernels against 2.0 s on ggml's, but 2.0 s on its AVX2 Haswell ones against
+  // ggml's 1.7-1.9; the encoder likewise). A weight ggml keeps in another layout
+  // stays with ggml's kernels either way: libllama puts a quantised text model in
+  // ggml's AMX buffer where the CPU has AMX (its int8 tiles outrun sgemm), and
+  // Q4_0 in its repacked one.
+  enum class QuantizedProducts { kAuto, kOpenBlas, kGgml };
+  QuantizedProducts quantized_products = QuantizedProducts::kAuto;
   // Called for every node of the audio encoder's graph (libmtmd's cb_eval, a
-  // ggml_backend_sched_eval_callback): earshot-bench-qwen3asr --profile times its ops with it.
+  // ggml_backend_sched_eval_callback), after the model's own look at each window's
+  // mel: earshot-bench-qwen3asr --profile times its ops with it.
   bool (*encoder_eval_callback)(ggml_tensor* t, bool ask, void* user_data) = nullptr;
   void* encoder_eval_data = nullptr;
 };
@@ -74,6 +99,8 @@ class Model {
   const ModelOptions& options() const { return options_; }
   // Whether the large products run on OpenBLAS (options().cpu_kernels resolved at load).
   bool on_openblas() const { return on_openblas_; }
+  // Whether quantised weights' products of many rows do too (options().quantized_products resolved).
+  bool quantized_on_openblas() const { return quantized_on_openblas_; }
   int n_layer() const;
   int n_head() const;
   int n_embd() const;
@@ -87,14 +114,38 @@ class Model {
   // n_embd()), read from the file: what libllama's graph takes for a token.
   std::vector<float> token_embeddings(std::span<const int32_t> tokens) const;
 
+  // Encodes 16 kHz mono `pcm` window by window (audio_windows.h) into `windows`,
+  // a stream's windows as its last encode left them: a window whose mel is
+  // unchanged keeps its tokens (unless options().reuse_encoder_windows is false),
+  // the others are encoded and take a fresh id from `next_id`. Streams sharing the
+  // model encode one at a time (libmtmd's context is one). Throws
+  // earshot::Error(kInternal) when libmtmd fails.
+  EncodeStats encode_windows(std::span<const float> pcm, std::vector<EncodedWindow>& windows, uint64_t& next_id) const;
+
  private:
+  // libmtmd's evaluation callback: reads a window's mel (the graph's first node)
+  // for encode_windows and stops the graph there when it is unchanged; then the
+  // caller's callback (options().encoder_eval_callback).
+  struct EncoderProbe {
+    std::mutex mutex;                            // one encode at a time on the shared libmtmd context
+    bool active = false;                         // within encode_windows
+    const std::vector<float>* cached = nullptr;  // the window's last mel; null: encode it whatever it is
+    std::vector<float> mel;                      // the mel read this time
+    bool read = false;                           // the graph's input node was seen
+    bool unchanged = false;                      // and equals `cached`: the graph stopped there
+    bool outer_asked = false;                    // the caller's callback wanted the node last asked about
+  };
+  static bool encoder_node(ggml_tensor* t, bool ask, void* model);
+
   Model() = default;
   llama_model* model_ = nullptr;
   mtmd_context* mtmd_ = nullptr;
   ModelOptions options_;
   bool on_openblas_ = false;
+  bool quantized_on_openblas_ = false;
   std::filesystem::path text_path_;
   runtime::GgufTensor token_embd_;
+  std::unique_ptr<EncoderProbe> probe_ = std::make_unique<EncoderProbe>();
 };
 
 // The alignment heads (layer, query head).
@@ -122,14 +173,25 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Encodes 16 kHz mono audio; the embeddings are kept for every prefill until
-  // the next encode. Returns the number of audio tokens.
+  // the next encode. Windows whose mel did not change since the last encode keep
+  // their tokens (Model::encode_windows). Returns the number of audio tokens.
   int encode(std::span<const float> pcm);
   int n_audio_tokens() const { return n_audio_; }
   const std::vector<float>& audio_embeddings() const { return embd_; }
+  const EncodeStats& last_encode() const { return last_encode_; }
 
-  // Clears the KV cache and decodes the prompt with the kept audio embeddings.
-  // Returns the greedy next token.
+  // Decodes the prompt with the kept audio embeddings into the KV cache, from the
+  // first position whose token differs from what the cache holds there (every
+  // position when options().reuse_prompt_kv is false); the cache's rows before it
+  // are kept. Returns the greedy next token.
   int32_t prefill(const PromptSpec& prompt);
+  // What the last prefill did.
+  struct PrefillStats {
+    int tokens = 0;   // the prompt's
+    int reused = 0;   // of them, KV rows kept from before
+    int decoded = 0;  // of them, decoded now (tokens - reused)
+  };
+  const PrefillStats& last_prefill() const { return last_prefill_; }
   // Decodes `token` at the next position; returns the greedy next token. The
   // attention of the alignment heads of this step is in step_frames().
   int32_t step(int32_t token);
@@ -141,6 +203,7 @@ class Session {
   void truncate(int pos);
   int n_past() const { return n_past_; }
   int audio_begin() const { return audio_begin_; }
+  const Model& model() const { return *model_; }
   const std::vector<int32_t>& prompt_tokens() const { return prompt_tokens_; }  // text tokens, audio as kAudioPad
   const std::vector<float>& logits() const { return logits_; }
 
@@ -155,7 +218,11 @@ class Session {
   std::vector<Head> heads_;
   std::vector<std::vector<int>> heads_by_layer_;  // query heads per layer
   llama_context* ctx_ = nullptr;
+  std::vector<EncodedWindow> windows_;
+  uint64_t next_window_id_ = 1;
+  EncodeStats last_encode_;
   std::vector<float> embd_;
+  std::vector<uint64_t> audio_ids_;  // per audio token: its window's id and its index there
   int n_audio_ = 0;
   int n_past_ = 0;
   int audio_begin_ = 0;
@@ -163,6 +230,10 @@ class Session {
   std::vector<int> frames_;
   std::vector<std::vector<float>> rows_;
   std::vector<int32_t> prompt_tokens_;
+  // What each KV position holds: a text token's id, or kAudioKey | an audio token's id.
+  static constexpr uint64_t kAudioKey = uint64_t{1} << 63;
+  std::vector<uint64_t> kv_keys_;
+  PrefillStats last_prefill_;
   std::vector<float> logits_;
 };
 

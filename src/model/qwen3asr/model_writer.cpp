@@ -1,9 +1,13 @@
 #include "model/qwen3asr/model_writer.h"
 
+#include <gguf.h>
 #include <llama.h>
 
 #include <cmath>
+#include <cstring>
+#include <deque>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,6 +32,23 @@ PairDims PairDims::real_0_6b() {
             .rope_sections = {24, 20, 20, 0}};
   d.audio = {
       .n_embd = 896, .n_layer = 18, .n_head = 14, .n_ff = 3584, .conv_channels = 480, .n_mel = 128, .ln_eps = 1e-5f};
+  return d;
+}
+
+PairDims PairDims::real_1_7b() {
+  PairDims d;
+  d.text = {.n_embd = 2048,
+            .n_layer = 28,
+            .n_head = 16,
+            .n_head_kv = 8,
+            .head_dim = 128,
+            .n_ff = 6144,
+            .n_ctx = 65536,
+            .rope_theta = 1e6f,
+            .rms_eps = 1e-6f,
+            .rope_sections = {24, 20, 20, 0}};
+  d.audio = {
+      .n_embd = 1024, .n_layer = 24, .n_head = 16, .n_ff = 4096, .conv_channels = 480, .n_mel = 128, .ln_eps = 1e-5f};
   return d;
 }
 
@@ -292,6 +313,67 @@ void quantize_text_model(const std::filesystem::path& text, ggml_type type) {
     throw Error(ErrorCode::kIo, "libllama could not quantise " + text.string() + " to " + ggml_type_name(type));
   }
   std::filesystem::rename(tmp, text);
+}
+
+void quantize_mmproj(const std::filesystem::path& mmproj, ggml_type type) {
+  if (type != GGML_TYPE_Q8_0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("a Qwen3-ASR mmproj is quantised to q8_0 (as convert_hf_to_gguf.py writes it), not ") +
+                    ggml_type_name(type));
+  }
+  struct Free {
+    void operator()(gguf_context* c) const { gguf_free(c); }
+    void operator()(ggml_context* c) const { ggml_free(c); }
+  };
+  ggml_context* raw = nullptr;
+  std::unique_ptr<gguf_context, Free> in(gguf_init_from_file(mmproj.c_str(), {false, &raw}));
+  std::unique_ptr<ggml_context, Free> data(raw);
+  if (!in) throw Error(ErrorCode::kIo, "cannot read " + mmproj.string() + " as GGUF");
+  const int64_t n = gguf_get_n_tensors(in.get());
+  std::unique_ptr<gguf_context, Free> out(gguf_init_empty());
+  gguf_set_kv(out.get(), in.get());
+  gguf_set_val_u32(out.get(), "general.file_type", static_cast<uint32_t>(LLAMA_FTYPE_MOSTLY_Q8_0));
+  gguf_set_val_u32(out.get(), "general.quantization_version", GGML_QNT_VERSION);
+  std::unique_ptr<ggml_context, Free> meta(
+      ggml_init({static_cast<size_t>(n + 1) * ggml_tensor_overhead(), nullptr, true}));
+  std::deque<std::vector<uint8_t>> buffers;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string name = gguf_get_tensor_name(in.get(), i);
+    const ggml_tensor* t = ggml_get_tensor(data.get(), name.c_str());
+    // The matrices of the blocks and the projector (the stem's convs and conv_out:
+    // ".conv" weights, forced to F16 by the converter, as are 1-D and positions to F32).
+    const bool matrix = ggml_n_dims(t) == 2 && name.ends_with(".weight") &&
+                        (name.starts_with("a.blk.") || name.starts_with("mm.a.")) &&
+                        t->ne[0] % ggml_blck_size(type) == 0;
+    ggml_tensor* o = ggml_new_tensor(meta.get(), matrix ? type : t->type, GGML_MAX_DIMS, t->ne);
+    ggml_set_name(o, name.c_str());
+    gguf_add_tensor(out.get(), o);
+    if (!matrix) {
+      gguf_set_tensor_data(out.get(), name.c_str(), t->data);
+      continue;
+    }
+    if (t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_F32) {
+      throw Error(ErrorCode::kInvalidArgument, mmproj.string() + ": " + name + " is " + ggml_type_name(t->type) +
+                                                   ", not F16 or F32 (quantise from the float file)");
+    }
+    const int64_t rows = ggml_nrows(t), cols = t->ne[0];
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    if (t->type == GGML_TYPE_F16) {
+      ggml_fp16_to_fp32_row(static_cast<const ggml_fp16_t*>(t->data), values.data(), rows * cols);
+    } else {
+      std::memcpy(values.data(), t->data, values.size() * sizeof(float));
+    }
+    buffers.emplace_back(ggml_row_size(type, cols) * static_cast<size_t>(rows));
+    ggml_quantize_chunk(type, values.data(), buffers.back().data(), 0, rows, cols, nullptr);
+    gguf_set_tensor_data(out.get(), name.c_str(), buffers.back().data());
+  }
+  const std::filesystem::path tmp = mmproj.string() + ".quantising";
+  if (!gguf_write_to_file(out.get(), tmp.c_str(), false)) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw Error(ErrorCode::kIo, "cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, mmproj);
 }
 
 }  // namespace earshot::qwen3asr

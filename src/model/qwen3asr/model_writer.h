@@ -53,8 +53,9 @@ struct PairDims {
   AudioDims audio;
   bool f32_weights = false;  // every tensor F32 (the numpy reference's exact comparisons); else matrices F16
   static PairDims tiny() { return {}; }
-  // Qwen3-ASR-0.6B (public config): for the benchmark, written at bench time.
+  // Qwen3-ASR-0.6B and -1.7B (public configs): for the benchmark, written at bench time.
   static PairDims real_0_6b();
+  static PairDims real_1_7b();
 };
 
 struct WrittenPair {
@@ -75,5 +76,13 @@ WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path&
 // not take it. Throws earshot::Error (kInvalidArgument for another type, kIo when
 // libllama fails).
 void quantize_text_model(const std::filesystem::path& text, ggml_type type);
+
+// Rewrites the mmproj GGUF at `mmproj` with its matrices at GGML_TYPE_Q8_0, as
+// llama.cpp's convert_hf_to_gguf.py --outtype q8_0 writes Qwen3-ASR's (ggml-org's
+// mmproj-Qwen3-ASR-*-Q8_0.gguf): the blocks' attention and feed-forward matrices
+// and the projector's two; the conv stem and conv_out stay F16, norms, biases
+// and the positions F32. Throws earshot::Error (kInvalidArgument for another type
+// or a file that is not F16/F32, kIo).
+void quantize_mmproj(const std::filesystem::path& mmproj, ggml_type type);
 
 }  // namespace earshot::qwen3asr

@@ -10,6 +10,7 @@
 
 #include "model/prompted_asr.h"
 #include "model/qwen3asr/model.h"
+#include "model/qwen3asr/model_writer.h"
 
 namespace earshot::qwen3asr {
 
@@ -26,9 +27,12 @@ class PromptedDecoder : public PromptedAsrDecoder {
   int32_t prefill(const PromptedRequest& request) override;
   int32_t step(int32_t token) override { return session_.step(token); }
   const std::vector<int>& step_frames() const override { return session_.step_frames(); }
+  int window_samples() const override { return kWindowSamples; }
   bool is_end(int32_t token) const override { return model_->is_end(token); }
   int32_t text_marker() const override;
   std::string detokenize(std::span<const int32_t> tokens) const override { return model_->detokenize(tokens); }
+  std::vector<int32_t> tokenize(const std::string& text) const override { return model_->tokenize(text, false); }
+  int32_t end_token() const override { return kImEnd; }
   bool supports_language(const std::string& code) const override { return !language_name(code).empty(); }
   std::string language_of_header(const std::string& header) const override;
 

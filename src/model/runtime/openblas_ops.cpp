@@ -4,6 +4,7 @@
 #include <ggml-cpu.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +27,7 @@ struct OpenBlas {
                          const float* b, int ldb, float beta, float* c, int ldc);
   Sgemm sgemm = nullptr;
   std::string status;  // its description, or why it did not load
+  std::string core;    // the core whose kernels it runs ("SkylakeX", "Haswell")
 };
 
 }  // namespace
@@ -72,7 +74,8 @@ OpenBlas load_openblas() {
   set_threads(1);
   std::string description = config ? config() : "";  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
   if (description.rfind("OpenBLAS", 0) != 0) description = "OpenBLAS " + description;
-  blas.status = description + " (core " + (corename ? corename() : "?") + ")";
+  blas.core = corename ? corename() : "";
+  blas.status = description + " (core " + (blas.core.empty() ? "?" : blas.core) + ")";
   return blas;
 }
 
@@ -539,6 +542,14 @@ std::string_view to_string(CpuKernels kernels) {
 bool openblas_available() { return openblas().sgemm != nullptr; }
 std::string openblas_status() { return openblas().status; }
 
+std::string openblas_core() { return openblas().sgemm ? openblas().core : ""; }
+
+bool openblas_runs_avx512() {
+  std::string core = openblas_core();
+  for (char& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return core == "skylakex" || core == "cooperlake" || core == "sapphirerapids";
+}
+
 bool amx_wanted(CpuKernels requested, ggml_backend_dev_t device) {
   return requested == CpuKernels::kAuto && (device == nullptr || is_cpu(device)) && amx_buffer_type() != nullptr;
 }
@@ -646,6 +657,15 @@ ggml_tensor* blas_relpos_attention(ggml_context* ctx, ggml_tensor* q, ggml_tenso
   ggml_tensor* args[] = {q, k, v, p, to_f32(ctx, u), to_f32(ctx, w), mask};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, D, T, 1, 1, args, mask ? 7 : 6, relpos_attention_op, GGML_N_TASKS_MAX,
                         reinterpret_cast<void*>(static_cast<intptr_t>(n_head)));
+}
+
+MatMul step_products(CpuKernels requested, bool on_cpu, int64_t n_rows, int64_t openblas_min_rows) {
+  if (!on_cpu || requested == CpuKernels::kGgml) return MatMul{};
+  if (requested == CpuKernels::kOpenBlas) {
+    resolve_cpu_kernels(requested, on_cpu);  // throws where OpenBLAS cannot load
+    return n_rows >= openblas_min_rows ? MatMul{true, false} : MatMul{false, true};
+  }
+  return n_rows > kRowsOpMaxRows && openblas_available() ? MatMul{true, false} : MatMul{false, true};
 }
 
 }  // namespace earshot::runtime

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "model/runtime/amx.h"
+#include "model/runtime/rows_ops.h"
 
 namespace earshot::runtime {
 
@@ -49,6 +50,10 @@ const char* openblas_core_for_this_cpu();
 bool openblas_available();
 // "OpenBLAS 0.3.21 ... (core SkylakeX)", or why it is not available.
 std::string openblas_status();
+// The core whose kernels OpenBLAS runs ("SkylakeX", "Haswell"; OPENBLAS_CORETYPE
+// when set), "" when it is not available; and whether those are AVX-512 kernels.
+std::string openblas_core();
+bool openblas_runs_avx512();
 
 // kAuto to kOpenBlas or kGgml; kOpenBlas off the CPU or without OpenBLAS throws
 // earshot::Error(kUnsupported) with the reason.
@@ -99,23 +104,44 @@ ggml_tensor* blas_relpos_attention(ggml_context* ctx, ggml_tensor* q, ggml_tenso
 // A ggml_tensor's values as f32 (same shape; a no-op for f32).
 ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
 
-// A graph's large matrix products: ggml's (runtime::mul_mat: on AMX for a weight
-// loaded there), or the OpenBLAS op. Graph builders take one (default: ggml's) so one
-// builder serves every kernel. A weight on AMX stays on AMX either way (blas_mul_mat
-// hands it to mul_mat): its bytes are in the AMX kernels' layout, and those kernels
-// outrun sgemm.
+// A graph's weight products: ggml's (runtime::mul_mat: on AMX for a weight loaded
+// there), the OpenBLAS op, or the few-row op (runtime/rows_ops.h) for a step's
+// rows. Graph builders take one (default: ggml's) so one builder serves every
+// kernel. A weight on AMX stays on AMX either way (blas_mul_mat hands it to
+// mul_mat, rows_supports refuses it): its bytes are in the AMX kernels' layout, and
+// those kernels outrun sgemm.
 struct MatMul {
   bool openblas = false;
+  // The few-row op wherever it takes the operands (F16, F32, Q8_0 weights), ahead of
+  // the above; for a step's few rows, where reading the weight bounds the product.
+  bool rows = false;
   ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
+    if (rows && rows_supports(a, b)) return rows_mul_mat(ctx, a, b);
     return openblas ? blas_mul_mat(ctx, a, b) : mul_mat(ctx, a, b);
   }
   // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
-  // block), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
+  // block) and on the few-row op (the bias only: GELU is ggml's, as whisper.cpp's),
+  // ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
   ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
+    if (rows && rows_supports(a, b, bias)) {
+      ggml_tensor* out = rows_mul_mat(ctx, a, b, bias);
+      return gelu ? ggml_gelu(ctx, out) : out;
+    }
     if (openblas) return blas_mul_mat(ctx, a, b, bias, gelu ? Activation::kGelu : Activation::kNone);
     ggml_tensor* out = ggml_add(ctx, mul_mat(ctx, a, b), bias);
     return gelu ? ggml_gelu(ctx, out) : out;
   }
 };
+
+// The most activation rows a step's products run on the few-row op under
+// CpuKernels::kAuto; beyond, on OpenBLAS where it loads (a batch of many streams'
+// chunks, where sgemm's blocking pays).
+inline constexpr int64_t kRowsOpMaxRows = 128;
+
+// The products of a step of `n_rows` activation rows under `requested` kernels on
+// the CPU (on_cpu; off it ggml's): kAuto, the few-row op up to kRowsOpMaxRows rows
+// and OpenBLAS beyond where it loads; kOpenBlas, OpenBLAS from `openblas_min_rows`
+// rows and the few-row op below; kGgml, ggml's.
+MatMul step_products(CpuKernels requested, bool on_cpu, int64_t n_rows, int64_t openblas_min_rows);
 
 }  // namespace earshot::runtime

@@ -128,7 +128,8 @@ struct FrameProbabilities {
 
 // The whole recording in one pass (NeMo's forward without streaming: no speaker
 // cache, full attention; the samples are not peak-normalised). T = the encoder's
-// frames of n_samples / hop + 1 mel frames.
+// frames of NeMo's n_samples / hop mel frames. Throws Error(kInvalidArgument)
+// for fewer samples than one hop.
 FrameProbabilities frame_probabilities(const Model& model, std::span<const float> samples16k,
                                        const RunOptions& options = {});
 // The same from NeMo's log-mel ([n_frames][n_mels] frame-major).

@@ -8,6 +8,18 @@
 
 namespace earshot::sortformer {
 
+namespace {
+
+// A residual branch's last projection: what the branch adds to the stream.
+bool is_residual_output(const std::string& name) {
+  for (const char* end : {".feed_forward1.linear2.", ".feed_forward2.linear2.", ".self_attn.linear_out.",
+                          ".conv.pointwise_conv2.", ".attn_out.", ".ffn_out."})
+    if (name.find(end) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 void write_random_model(const std::filesystem::path& path, const RandomModelOptions& o) {
   Hparams hp;
   fastconformer::Hparams& e = hp.encoder;
@@ -79,6 +91,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelOpti
   f32("cache.weak_boost_rate", c.weak_boost_rate);
   f32("cache.min_pos_scores_rate", c.min_pos_scores_rate);
 
+  const float residual_scale = std::isnan(o.residual_scale) ? (o.real ? kRealResidualScale : 1.0f) : o.residual_scale;
   std::mt19937 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> uniform(0.5f, 1.5f);
@@ -101,6 +114,8 @@ void write_random_model(const std::filesystem::path& path, const RandomModelOpti
       else  // a matrix or a conv kernel: 1/sqrt(fan_in), the fan-in being ne[0] x ne[1] for the 3x3 convs
         v[i] = normal(rng) / std::sqrt(static_cast<float>(t.ne[0] * (t.n_dims == 4 ? t.ne[1] * t.ne[2] : 1)));
     }
+    if (is_residual_output(name))
+      for (float& x : v) x *= residual_scale;
     w.add_tensor_f32(name, t.type, std::span<const int64_t>(t.ne.data(), t.n_dims), v);
   }
   const std::vector<float> fb = slaney_filters(e.n_mels, 512, 16000);

@@ -61,6 +61,32 @@ double log_sum_exp(const float* v, int n) {
 
 }  // namespace
 
+int boosted_argmax(const std::vector<float>& logits, int n_tokens, const TokenBoost& boost, int state,
+                   std::vector<float>& scratch) {
+  // Pieces leaving a phrase get leave(state), those continuing one their arc's
+  // score, blank (the last of n_tokens) nothing.
+  const float leave = boost.leave(state);
+  scratch.assign(logits.begin(), logits.begin() + n_tokens);
+  for (int i = 0; i + 1 < n_tokens; ++i) scratch[i] += leave;
+  for (const TokenBoost::Arc& arc : boost.arcs(state))
+    if (arc.token >= 0 && arc.token + 1 < n_tokens) scratch[arc.token] = logits[arc.token] + arc.score;
+  return argmax(scratch.data(), n_tokens);
+}
+
+int boost_next(const TokenBoost& boost, int state, int token) {
+  const std::span<const TokenBoost::Arc> arcs = boost.arcs(state);
+  const auto it =
+      std::lower_bound(arcs.begin(), arcs.end(), token, [](const TokenBoost::Arc& a, int t) { return a.token < t; });
+  return it != arcs.end() && it->token == token ? it->next : 0;
+}
+
+float boost_score(const TokenBoost& boost, int state, int token) {
+  const std::span<const TokenBoost::Arc> arcs = boost.arcs(state);
+  const auto it =
+      std::lower_bound(arcs.begin(), arcs.end(), token, [](const TokenBoost::Arc& a, int t) { return a.token < t; });
+  return it != arcs.end() && it->token == token ? it->score : boost.leave(state);
+}
+
 DecoderState Decoder::initial_state() const {
   DecoderState state;
   state.h.assign(w_->lstm.size(), std::vector<float>(w_->pred_dim, 0.0f));
@@ -132,12 +158,13 @@ void Decoder::log_softmax(std::vector<float>& v) {
 }
 
 GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, DecoderState& state,
-                            std::vector<Emission>& out, int frame_offset, TransducerSteer* steer) const {
+                            std::vector<Emission>& out, int frame_offset, TransducerSteer* steer,
+                            const TokenBoost* boost) const {
   const int n_joint = w_->joint_enc.rows;
   const int n_tokens = w_->n_vocab + 1;  // pieces and blank
   const bool tdt = !w_->durations.empty();
   GreedyStats stats;
-  std::vector<float> logits;
+  std::vector<float> logits, boosted;
   int t = 0, symbols = 0;
   while (t < n_frames) {
     joint(enc_proj.subspan(static_cast<size_t>(t) * n_joint, n_joint), state, logits);
@@ -150,6 +177,9 @@ GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, Decod
       if (token < 0 || token >= n_tokens ||
           (tdt && (duration_index < 0 || duration_index >= static_cast<int>(w_->durations.size()))))
         throw Error(ErrorCode::kInternal, "transducer steer chose an output the model does not have");
+    } else if (boost) {
+      token = boosted_argmax(logits, n_tokens, *boost, state.boost, boosted);
+      if (tdt) duration_index = argmax(logits.data() + n_tokens, static_cast<int>(w_->durations.size()));
     } else {
       token = argmax(logits.data(), n_tokens);
       if (tdt) duration_index = argmax(logits.data() + n_tokens, static_cast<int>(w_->durations.size()));
@@ -170,6 +200,7 @@ GreedyStats Decoder::greedy(std::span<const float> enc_proj, int n_frames, Decod
     e.token_log_prob = static_cast<float>(logits[token] - log_sum_exp(logits.data(), n_tokens));
     out.push_back(e);
     ++stats.emissions;
+    if (boost) state.boost = boost_next(*boost, state.boost, token);
     predict(state, token);
     if (tdt && duration > 0) {
       t += duration;

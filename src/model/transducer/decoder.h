@@ -75,6 +75,7 @@ struct DecoderState {
   std::vector<std::vector<float>> h, c;
   std::vector<float> pred_proj;  // joint_pred * h_last + bias
   int last_token = -1;
+  int boost = 0;  // the phrase boost's state (TokenBoost), carried from call to call; 0 = none under way
 };
 
 struct Emission {
@@ -113,14 +114,35 @@ class Decoder {
   // Greedy decoding over projected frames [n_frames][joint], continuing from
   // state; appends emissions with frame numbers offset by frame_offset.
   // steer (optional, measurement only): takes each step's choice in place of the argmax.
+  // boost (optional): each piece's logit gets the boost's score from state.boost
+  // (and blank none) before the argmax; emissions keep the model's own log-probs.
+  // Without a boost the choices are exactly the model's.
   GreedyStats greedy(std::span<const float> enc_proj, int n_frames, DecoderState& state, std::vector<Emission>& out,
-                     int frame_offset = 0, TransducerSteer* steer = nullptr) const;
+                     int frame_offset = 0, TransducerSteer* steer = nullptr, const TokenBoost* boost = nullptr) const;
+
+  // Beam search over the same frames (transducer_beam.cpp): `beam` hypotheses, each
+  // with its own prediction-network state and frame (a TDT hypothesis skips by its
+  // durations), scored by the sum of their choices' log-probabilities (pieces and
+  // blank normalised together, plus the duration's for TDT) and the boost's scores;
+  // hypotheses reaching the same frame with the same pieces merge (the better
+  // kept). The best at the end (a match cut short by the end costs its bonus
+  // back) gives the emissions and `state`. beam 1 is a greedy search in scores.
+  GreedyStats beam(std::span<const float> enc_proj, int n_frames, DecoderState& state, std::vector<Emission>& out,
+                   int beam, int frame_offset = 0, const TokenBoost* boost = nullptr) const;
 
   const DecoderWeights& weights() const { return *w_; }
 
  private:
   const DecoderWeights* w_;
 };
+
+// The boost's view of one greedy step: the argmax of `logits`' first n_tokens
+// (pieces, then blank) with the boost's scores from `state` added (scratch: reused).
+int boosted_argmax(const std::vector<float>& logits, int n_tokens, const TokenBoost& boost, int state,
+                   std::vector<float>& scratch);
+// The boost's state after `token` from `state`, and the score that token adds.
+int boost_next(const TokenBoost& boost, int state, int token);
+float boost_score(const TokenBoost& boost, int state, int token);
 
 // SentencePiece pieces to text: "▁" is a space (dropped before the first word of
 // a text), control pieces (<unk>, <s>, </s>, <pad>) and language tags are empty.

@@ -19,6 +19,7 @@ struct BatchExecutor::Impl {
   std::shared_ptr<const Model> model;
   ggml_backend_ptr backend;
   std::unique_ptr<runtime::GraphRunner> runner;  // declared after the backend it borrows: goes first
+  runtime::CpuKernels kernels = runtime::CpuKernels::kGgml;
 
   // The prepared steps as one graph; fills each step's result. Throws on failure.
   void run_batched(const std::vector<Session*>& sessions, const std::vector<detail::PreparedStep>& steps,
@@ -27,7 +28,8 @@ struct BatchExecutor::Impl {
     for (size_t i = 0; i < steps.size(); ++i) parts.push_back({&sessions[i]->state(), &steps[i].spec});
     const runtime::GraphRunner::Graph graph =
         runner->begin(detail::batched_graph_size(*model, static_cast<int>(parts.size())));
-    const detail::BatchedDecoderGraph g = detail::build_batched_decoder(graph.ctx(), graph.graph(), *model, parts);
+    const detail::BatchedDecoderGraph g =
+        detail::build_batched_decoder(graph.ctx(), graph.graph(), *model, parts, kernels);
     // A plan of its own unless the last batch had exactly this make-up
     // (runtime::GraphAllocator); the buffer itself only grows.
     runner->allocate(graph, std::to_string(parts.size()) + " sessions");
@@ -43,9 +45,11 @@ struct BatchExecutor::Impl {
   }
 };
 
-BatchExecutor::BatchExecutor(std::shared_ptr<const Model> model, int n_threads) : impl_(std::make_unique<Impl>()) {
+BatchExecutor::BatchExecutor(std::shared_ptr<const Model> model, int n_threads, runtime::CpuKernels kernels)
+    : impl_(std::make_unique<Impl>()) {
   if (!model) throw Error(ErrorCode::kInvalidArgument, "the batched decoder needs a loaded model, got null");
   impl_->model = std::move(model);
+  impl_->kernels = kernels;
   impl_->backend = runtime::create_backend(impl_->model->device(), n_threads);
   impl_->runner = std::make_unique<runtime::GraphRunner>(impl_->backend.get(), "batched decoder");
 }
@@ -93,8 +97,9 @@ void BatchExecutor::run(std::span<Item> items) {
   }
 }
 
-DecodeBatcher::DecodeBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
-    : rendezvous_(max_batch), executor_(std::move(model), n_threads) {}
+DecodeBatcher::DecodeBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads,
+                             runtime::CpuKernels kernels)
+    : rendezvous_(max_batch), executor_(std::move(model), n_threads, kernels) {}
 
 DecodeBatcher::~DecodeBatcher() = default;
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "model/asr_decoder.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/runtime/rendezvous.h"
 #include "model/whisper/model.h"
 
@@ -40,8 +41,11 @@ class Session;
 
 class BatchExecutor {
  public:
-  // n_threads: the batched graph's CPU compute threads (ignored on a GPU).
-  BatchExecutor(std::shared_ptr<const Model> model, int n_threads);
+  // n_threads: the batched graph's CPU compute threads (ignored on a GPU); kernels:
+  // its weight products' (the sessions' SessionOptions::cpu_kernels: a batched
+  // step's values equal the lone step's only with the same kernels).
+  BatchExecutor(std::shared_ptr<const Model> model, int n_threads,
+                runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
   ~BatchExecutor();
   BatchExecutor(const BatchExecutor&) = delete;
   BatchExecutor& operator=(const BatchExecutor&) = delete;
@@ -65,8 +69,9 @@ class BatchExecutor {
 
 class DecodeBatcher {
  public:
-  // max_batch >= 1 sessions per graph; n_threads as BatchExecutor's.
-  DecodeBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads);
+  // max_batch >= 1 sessions per graph; n_threads and kernels as BatchExecutor's.
+  DecodeBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads,
+                runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
   ~DecodeBatcher();
   DecodeBatcher(const DecodeBatcher&) = delete;
   DecodeBatcher& operator=(const DecodeBatcher&) = delete;

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "model/runtime/amx.h"
+#include "model/runtime/device.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/graph_ops.h"
 
@@ -99,7 +100,7 @@ ggml_tensor* join_rows(ggml_context* ctx, const std::vector<ggml_tensor*>& piece
 }  // namespace
 
 BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model,
-                                          const std::vector<BatchPart>& parts) {
+                                          const std::vector<BatchPart>& parts, runtime::CpuKernels kernels) {
   const Hparams& hp = model.hparams();
   const Weights& w = model.weights();
   const int n_state = hp.n_text_state;
@@ -116,6 +117,10 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
     row0[p] = n_rows;
     n_rows += static_cast<int64_t>(parts[p].spec->n_tokens) * parts[p].spec->n_sequences;
   }
+
+  // The weight products: ggml's as libwhisper's, or (kAuto, kOpenBlas) the few-row
+  // op on a step's rows and OpenBLAS on a long prompt's (runtime::step_products).
+  const runtime::MatMul mm = runtime::step_products(kernels, runtime::is_cpu(model.device()), n_rows, 32);
 
   // Integer inputs: every part's token ids, then positions, then the rows whose
   // logits are wanted, grouped by vocabulary size (a part's rows stay together).
@@ -190,10 +195,9 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
 
     // Self-attention: projections over every row, attention per part.
     cur = layer_norm(ctx, inp, layer.attn_ln_w, layer.attn_ln_b);
-    ggml_tensor* q =
-        ggml_scale(ctx, ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_q_w, cur), layer.attn_q_b), kq_scale);
-    ggml_tensor* k = ggml_scale(ctx, runtime::mul_mat(ctx, layer.attn_k_w, cur), kq_scale);
-    ggml_tensor* v = ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_v_w, cur), layer.attn_v_b);
+    ggml_tensor* q = ggml_scale(ctx, mm.affine(ctx, layer.attn_q_w, cur, layer.attn_q_b), kq_scale);
+    ggml_tensor* k = ggml_scale(ctx, mm(ctx, layer.attn_k_w, cur), kq_scale);
+    ggml_tensor* v = mm.affine(ctx, layer.attn_v_w, cur, layer.attn_v_b);
     for (int p = 0; p < n_parts; ++p) {
       const DecoderGraphSpec& spec = *parts[p].spec;
       const runtime::KvCache& kv = *parts[p].state->self_kv;
@@ -210,12 +214,12 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
       ggml_tensor* kqv = ggml_mul_mat(ctx, kv.v_heads(ctx, il, n_kv, n_head, seq0, n_seq), kq);
       pieces[p] = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, int64_t(n_tokens) * n_seq);
     }
-    cur = ggml_add(ctx, runtime::mul_mat(ctx, layer.attn_out_w, join_rows(ctx, pieces)), layer.attn_out_b);
+    cur = mm.affine(ctx, layer.attn_out_w, join_rows(ctx, pieces), layer.attn_out_b);
     ggml_tensor* inp_cross = ggml_add(ctx, cur, inp);
 
     // Cross-attention, each part over its own encoder output.
     cur = layer_norm(ctx, inp_cross, layer.cross_ln_w, layer.cross_ln_b);
-    q = ggml_add(ctx, runtime::mul_mat(ctx, layer.cross_q_w, cur), layer.cross_q_b);
+    q = mm.affine(ctx, layer.cross_q_w, cur, layer.cross_q_b);
     for (int p = 0; p < n_parts; ++p) {
       const DecoderGraphSpec& spec = *parts[p].spec;
       const StateTensors& state = *parts[p].state;
@@ -235,17 +239,17 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
       ggml_tensor* kqv = ggml_mul_mat(ctx, Vc, kq);
       pieces[p] = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, int64_t(n_tokens) * n_seq);
     }
-    cur = ggml_add(ctx, runtime::mul_mat(ctx, layer.cross_out_w, join_rows(ctx, pieces)), layer.cross_out_b);
+    cur = mm.affine(ctx, layer.cross_out_w, join_rows(ctx, pieces), layer.cross_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
 
-    inp = residual_mlp(ctx, layer, inp_ff);
+    inp = residual_mlp(ctx, layer, inp_ff, mm);
   }
 
   // Logits: the wanted rows of every part with the same vocabulary size, one product.
   cur = layer_norm(ctx, inp, w.dec_ln_w, w.dec_ln_b);
   for (const auto& [n_vocab, group] : groups) {
     ggml_tensor* rows = ggml_get_rows(ctx, cur, indices_view(group.rows_at, group.n));
-    ggml_tensor* logits = ggml_mul_mat(ctx, vocabulary_rows(ctx, w.token_emb, n_vocab), rows);
+    ggml_tensor* logits = mm(ctx, vocabulary_rows(ctx, w.token_emb, n_vocab), rows);
     ggml_set_output(logits);
     ggml_build_forward_expand(graph, logits);
     for (int p : group.parts) g.parts[p].logits = logits;

@@ -10,6 +10,7 @@
 
 #include "model/asr_decoder.h"
 #include "model/runtime/kv_cache.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/whisper/model.h"
 
 namespace earshot::whisper::detail {
@@ -105,7 +106,11 @@ DecodeResult read_step_outputs(ggml_backend_t backend, const Model& model, const
 // Nodes the batched graph needs, for the graph's allocation.
 int batched_graph_size(const Model& model, int n_parts);
 
+// kernels: the weight products' (runtime::step_products over the step's rows):
+// kGgml, ggml's (bit for bit libwhisper's); kAuto and kOpenBlas, the few-row op
+// (runtime/rows_ops.h) on a step's rows, OpenBLAS on a prompt's many.
 BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model,
-                                          const std::vector<BatchPart>& parts);
+                                          const std::vector<BatchPart>& parts,
+                                          runtime::CpuKernels kernels = runtime::CpuKernels::kGgml);
 
 }  // namespace earshot::whisper::detail

@@ -82,7 +82,7 @@ struct Session::Impl {
     return *kv;
   }
 
-  DecodeResult step(const Model& model, const detail::DecoderGraphSpec& spec);
+  DecodeResult step(const Model& model, const detail::DecoderGraphSpec& spec, runtime::CpuKernels kernels);
 };
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
@@ -229,7 +229,7 @@ void Session::reset(int n_sequences) {
   spec.n_audio_ctx = n_audio_ctx_;
   spec.logits_positions = {0};
   spec.want_attention = true;
-  detail::build_batched_decoder(graph.ctx(), graph.graph(), *model_, {{&impl_->state, &spec}});
+  detail::build_batched_decoder(graph.ctx(), graph.graph(), *model_, {{&impl_->state, &spec}}, options_.cpu_kernels);
   runner.check_supported(graph);
   runner.reserve(graph);
   impl_->reserved_sequences = n_sequences;
@@ -332,7 +332,9 @@ DecodeResult Session::decode(const DecodeRequest& request) {
   return finish_decode(step, run_step(step));
 }
 
-DecodeResult Session::run_step(const detail::PreparedStep& step) { return impl_->step(*model_, step.spec); }
+DecodeResult Session::run_step(const detail::PreparedStep& step) {
+  return impl_->step(*model_, step.spec, options_.cpu_kernels);
+}
 
 const detail::StateTensors& Session::state() const { return impl_->state; }
 
@@ -356,11 +358,12 @@ DecodeResult Session::finish_decode(const detail::PreparedStep& step, DecodeResu
   return result;
 }
 
-DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphSpec& spec) {
+DecodeResult Session::Impl::step(const Model& model, const detail::DecoderGraphSpec& spec,
+                                 runtime::CpuKernels kernels) {
   // The batched decoder's graph with this session as its one part.
   const runtime::GraphRunner::Graph graph = runner->begin(detail::kMaxGraphNodes, kDecoderPlan);
   const detail::BatchedDecoderGraph g =
-      detail::build_batched_decoder(graph.ctx(), graph.graph(), model, {{&state, &spec}});
+      detail::build_batched_decoder(graph.ctx(), graph.graph(), model, {{&state, &spec}}, kernels);
   runner->allocate(graph);
   runtime::set_input(g.indices, g.index_values);
   if (g.masks) runtime::set_input(g.masks, g.mask_values);
@@ -390,7 +393,7 @@ std::vector<float> Session::detect_language() {
   if (save) kv.save_to_scratch(0, 0, 1);
   DecodeResult result;
   try {
-    result = impl_->step(*model_, spec);
+    result = impl_->step(*model_, spec, options_.cpu_kernels);
   } catch (...) {
     if (save) kv.restore_from_scratch(0, 0, 1);
     throw;

@@ -53,7 +53,10 @@ struct SessionOptions {
   // The encoder's products and attention: ggml's kernels (as libwhisper; the default
   // here), OpenBLAS's sgemm in f32 (runtime/openblas_ops.h: about twice the rate on
   // the CPU, flash_attention then unused), or kAuto: OpenBLAS where it loads and the
-  // model is on the CPU. The decoder's steps, bound by memory, keep ggml's kernels.
+  // model is on the CPU. The decoder's weight products: ggml's with kGgml (bit for
+  // bit libwhisper's); else on the CPU the few-row op (runtime/rows_ops.h: a step's
+  // rows, read at the memory's rate with f32 activations) and OpenBLAS for a prompt
+  // of many rows (runtime::step_products).
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kGgml;
   // Tokens appended alike to every sequence of identical caches (the prompt of a
   // beam search) are computed for one sequence and its cache and outputs copied to

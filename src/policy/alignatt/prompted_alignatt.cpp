@@ -89,7 +89,11 @@ void PromptedAlignAttProcessor::insert_audio(std::span<const float> samples, dou
   stream_end_ = stream_end_time;
   const auto max_samples = static_cast<size_t>(config_.audio_max_len * kSampleRate);
   if (audio_.size() > max_samples) {
-    const size_t trim = audio_.size() - max_samples;
+    size_t trim = audio_.size() - max_samples;
+    const auto window = static_cast<size_t>(std::max(0, asr_->window_samples()));
+    if (config_.trim == PromptedAlignAttConfig::Trim::kWindow && window > 0 && window <= max_samples) {
+      trim = (trim + window - 1) / window * window;  // whole windows: audio_max_len - window to audio_max_len remain
+    }
     audio_.erase(audio_.begin(), audio_.begin() + static_cast<std::ptrdiff_t>(trim));
     buffer_start_time_ += static_cast<double>(trim) / kSampleRate;
     last_infer_samples_ = last_infer_samples_ > trim ? last_infer_samples_ - trim : 0;

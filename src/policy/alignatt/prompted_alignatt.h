@@ -25,6 +25,14 @@ struct PromptedAlignAttConfig {
   int checks_after_steps = 3;   // no border/rewind check before this many steps
   double audio_min_len = 0.5;   // seconds; below it a pass returns nothing
   double audio_max_len = 15.0;  // seconds; the front is trimmed beyond it
+  // How the front goes. kWindow: whole encoder windows (the decoder's
+  // window_samples(), 8 s for Qwen3-ASR), so the windows left and the model's work
+  // on them stay valid; the buffer then holds audio_max_len - window to
+  // audio_max_len. kSliding: the last audio_max_len at any sample (seed 002),
+  // which moves every window on every pass once the buffer is full. A decoder
+  // without windows, or windows longer than audio_max_len, trims as kSliding.
+  enum class Trim { kWindow, kSliding };
+  Trim trim = Trim::kWindow;
   double min_chunk = 1.0;       // seconds of new audio between two passes (a last pass runs anyway)
   int max_context_tokens = 30;  // last committed tokens carried after the prompt
   std::string context;          // system text of the prompt

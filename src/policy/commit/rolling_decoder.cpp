@@ -39,7 +39,8 @@ WindowPass RollingDecoder::decode(const WindowRequest& r) {
     prefix_.assign(from, previous_.end() - config_.unfixed_tokens);
   }
   PromptedRequest p;
-  p.context = r.context;
+  p.context =
+      config_.context.empty() || r.context.empty() ? config_.context + r.context : config_.context + "\n" + r.context;
   p.language = code;
   p.prefix_tokens = prefix_;
   const double seconds = static_cast<double>(r.audio.size()) / kSampleRate;

@@ -21,7 +21,10 @@ namespace earshot::policy::commit {
 struct RollingConfig {
   int unfixed_passes = 2;  // passes of a segment decoded without prefix (the reference's unfixed_chunk_num)
   int unfixed_tokens = 5;  // tokens of the previous pass dropped from its end (the reference's unfixed_token_num)
-  void validate() const;   // throws earshot::Error(kInvalidArgument)
+  // System text always first in the context, before the earlier segments' transcript
+  // (the stream's vocabulary); "" = none.
+  std::string context{};
+  void validate() const;  // throws earshot::Error(kInvalidArgument)
 };
 
 class RollingDecoder : public WindowDecoder {

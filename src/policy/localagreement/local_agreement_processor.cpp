@@ -42,6 +42,12 @@ LocalAgreementProcessor::LocalAgreementProcessor(std::unique_ptr<AsrDecoder> dec
                  : throw Error(ErrorCode::kInvalidArgument, "LocalAgreementProcessor needs a decoder, got none")),
       config_(std::move(config)) {
   check_language(text_, config_.language, config_.task);
+  static_tokens_ = text_.encode(config_.static_prompt);
+  if (static_cast<int>(static_tokens_.size()) > asr_->n_text_ctx() / 2) {
+    throw Error(ErrorCode::kInvalidArgument, "the static prompt is " + std::to_string(static_tokens_.size()) +
+                                                 " tokens; at most half the text context (" +
+                                                 std::to_string(asr_->n_text_ctx() / 2) + ") fits");
+  }
   if (!text_.is_multilingual()) {
     language_ = "en";
   } else if (config_.language != "auto") {
@@ -67,7 +73,14 @@ std::vector<int32_t> LocalAgreementProcessor::prompt_tokens() const {
   }
   std::string text;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) text += *it;
-  return text_.encode(text);
+  std::vector<int32_t> scrolled = text_.encode(text);
+  if (static_tokens_.empty()) return scrolled;
+  // The static part stays whole: the scrolled text gives way (transcribe keeps half the context).
+  const size_t room = static_cast<size_t>(asr_->n_text_ctx() / 2) - static_tokens_.size();
+  std::vector<int32_t> out = static_tokens_;
+  const size_t skip = scrolled.size() > room ? scrolled.size() - room : 0;
+  out.insert(out.end(), scrolled.begin() + static_cast<std::ptrdiff_t>(skip), scrolled.end());
+  return out;
 }
 
 std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>& prompt_tokens) {

@@ -20,7 +20,10 @@ struct LocalAgreementConfig {
   double buffer_trimming_sec = 15.0;    // cut the buffer at a committed sentence end beyond this
   double buffer_hard_limit_sec = 25.0;  // cut at the last committed word beyond this (the encoder sees 30 s)
   size_t prompt_chars = 200;            // committed text before the buffer given as prompt
-  int min_token_budget = 50;            // loop guard per pass: max(this, seconds * tokens_per_second_budget)
+  // Always first in the prompt, never trimmed (the stream's vocabulary, as AlignAtt's
+  // static_init_prompt); at most half the text context.
+  std::string static_prompt;
+  int min_token_budget = 50;  // loop guard per pass: max(this, seconds * tokens_per_second_budget)
   double tokens_per_second_budget = 22.5;
   double long_silence = 5.0;
   void validate() const;  // throws earshot::Error(kInvalidArgument)
@@ -41,6 +44,7 @@ class LocalAgreementProcessor : public ProcessorBase {
   std::vector<Word> transcribe(const std::vector<int32_t>& prompt_tokens);
 
  private:
+  // The static prompt, then committed text before the buffer (the newest, within half the context).
   std::vector<int32_t> prompt_tokens() const;
   void insert_hypothesis(std::vector<Word> words);
   std::vector<Word> flush();
@@ -52,6 +56,7 @@ class LocalAgreementProcessor : public ProcessorBase {
   std::unique_ptr<AsrDecoder> asr_;
   const AsrText& text_;
   LocalAgreementConfig config_;
+  std::vector<int32_t> static_tokens_;
 
   std::vector<float> audio_;
   // provisional_ is whisper_streaming's hypothesis buffer: the previous hypothesis minus what got committed.

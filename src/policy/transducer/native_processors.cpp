@@ -43,10 +43,11 @@ class TransducerWords : public OnlineProcessor {
     words_.flush(committed);
     keep_committed(committed, before);
   }
-  // Tokens of frames whose frame 0 is at time_origin.
-  void decode(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& committed) {
+  // Tokens of frames whose frame 0 is at time_origin, of audio up to audio_end.
+  void decode(const std::vector<TokenEmission>& emissions, double time_origin, double audio_end,
+              std::vector<Word>& committed) {
     const size_t before = committed.size();
-    words_.add(emissions, time_origin, committed);
+    words_.add(emissions, time_origin, committed, audio_end);
     keep_committed(committed, before);
   }
   // The stream's history gets the words appended to `committed` from index `from` on.
@@ -78,7 +79,7 @@ class NativeTransducerProcessor : public TransducerWords {
     while (samples_.size() >= window_samples_ || (is_last && !samples_.empty())) {
       const size_t n = std::min(samples_.size(), window_samples_);
       decode(stream_->decode(std::span<const float>(samples_.data(), n), /*keep_state=*/true), buffer_start_,
-             result.committed);
+             buffer_start_ + static_cast<double>(n) / kSampleRate, result.committed);
       samples_.erase(samples_.begin(), samples_.begin() + static_cast<std::ptrdiff_t>(n));
       buffer_start_ += static_cast<double>(n) / kSampleRate;
     }
@@ -112,11 +113,11 @@ class StreamingTransducerProcessor : public TransducerWords {
     ProcessResult result;
     if (!samples_.empty()) {
       segment_samples_ += static_cast<long long>(samples_.size());
-      decode(stream_->push(samples_), segment_start_, result.committed);
+      decode(stream_->push(samples_), segment_start_, segment_end(), result.committed);
       samples_.clear();
     }
     if (is_last && segment_samples_ > 0) {
-      decode(stream_->finish(), segment_start_, result.committed);
+      decode(stream_->finish(), segment_start_, segment_end(), result.committed);
       segment_start_ += static_cast<double>(segment_samples_) / kSampleRate;
       segment_samples_ = 0;
       done_frames_ = 0;
@@ -132,6 +133,8 @@ class StreamingTransducerProcessor : public TransducerWords {
   ProcessResult finish() override { return process(true); }
 
  private:
+  double segment_end() const { return segment_start_ + static_cast<double>(segment_samples_) / kSampleRate; }
+
   std::unique_ptr<StreamingTransducer> stream_;
   std::vector<float> samples_;
   double segment_start_ = 0;
@@ -148,7 +151,8 @@ class TransducerWindowDecoder : public commit::WindowDecoder {
     commit::WindowPass pass;
     WordAssembler words = words_;  // as the segment began: its language, the first-word rule
     if (!request.audio.empty()) {
-      words.add(stream_->decode(request.audio, /*keep_state=*/request.is_last), 0.0, pass.words);
+      words.add(stream_->decode(request.audio, /*keep_state=*/request.is_last), 0.0, pass.words,
+                static_cast<double>(request.audio.size()) / kSampleRate);
       words.flush(pass.words);
     }
     for (const Word& w : pass.words) pass.hypothesis.text += w.text;

@@ -13,7 +13,8 @@ WordAssembler WordAssembler::for_stream(const TransducerStream& stream, const st
   return words;
 }
 
-void WordAssembler::add(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& out) {
+void WordAssembler::add(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& out,
+                        double audio_end) {
   for (const TokenEmission& e : emissions) {
     // A language tag (Nemotron 3.5: "<de-DE>") is not a word: it sets the
     // language of the word in progress and of those after it (completed words
@@ -29,7 +30,8 @@ void WordAssembler::add(const std::vector<TokenEmission>& emissions, double time
     const std::string text = pieces->text(e.token, !stream_has_words && pending.text.empty());
     if (text.empty()) continue;
     const double start = time_origin + e.frame * frame_seconds;
-    const double end = time_origin + (e.frame + std::max(e.duration, 1)) * frame_seconds;
+    const double end =
+        std::max(start, std::min(audio_end, time_origin + (e.frame + std::max(e.duration, 1)) * frame_seconds));
     if (pending.text.empty()) {
       pending.text = text;
       pending.start = start;

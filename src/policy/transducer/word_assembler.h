@@ -3,6 +3,7 @@
 // the language instead. What every transducer policy shares.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,11 @@ struct WordAssembler {
   // A stream's assembler: its pieces and frame length, the request's language ("auto": none yet).
   static WordAssembler for_stream(const TransducerStream& stream, const std::string& language);
 
-  // Emissions of frames whose frame 0 is at time_origin; completed words go to `out`.
-  void add(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& out);
+  // Emissions of frames whose frame 0 is at time_origin; completed words go to
+  // `out`. No word ends past audio_end, the end of the audio decoded: a TDT
+  // duration can reach past the last frame, and the last frame past the last sample.
+  void add(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& out,
+           double audio_end = std::numeric_limits<double>::infinity());
   // The word in progress, if any, to `out`.
   void flush(std::vector<Word>& out);
 };

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #include "common/error.h"
 #include "common/text.h"
@@ -49,7 +50,7 @@ json metadata_fields(const StreamInfo& info, double duration, const std::string&
           {"sha256", sha256},
           {"created", info.created},
           {"duration", ms(duration)},
-          {"channels", 1},
+          {"channels", info.channels},
           {"models", json::array({info.model_uuid})},
           {"model_info", {{info.model_uuid, model_info(info)}}}};
 }
@@ -107,7 +108,7 @@ json results_message(const Results& r, const ListenOptions& options, const Strea
   if (!r.words.empty() && !r.words.back().language.empty())
     alternative["languages"] = json::array({r.words.back().language});
   return {{"type", "Results"},
-          {"channel_index", json::array({0, 1})},
+          {"channel_index", json::array({r.channel, info.channels})},
           {"duration", ms(r.duration)},
           {"start", ms(r.start)},
           {"is_final", r.is_final},
@@ -118,18 +119,30 @@ json results_message(const Results& r, const ListenOptions& options, const Strea
            {{"request_id", info.request_id}, {"model_info", model_info(info)}, {"model_uuid", info.model_uuid}}}};
 }
 
-json metadata_message(const StreamInfo& info, double duration, const std::string& sha256) {
+json metadata_message(const StreamInfo& info, double duration, const std::string& sha256, double skipped_seconds) {
   json j = {{"type", "Metadata"}};
   j.update(metadata_fields(info, duration, sha256));
+  if (skipped_seconds > 0) j["skipped_seconds"] = skipped_seconds;
   return j;
 }
 
-json speech_started_message(double timestamp) {
-  return {{"type", "SpeechStarted"}, {"channel", json::array({0})}, {"timestamp", ms(timestamp)}};
+json audio_skipped_message(double start, double end) {
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "audio from %.2f s to %.2f s was skipped: the server fell too far behind the stream "
+                "(send audio no faster than real time, or use a less loaded server)",
+                start, end);
+  return {{"type", "Warning"}, {"variant", "audio_skipped"}, {"description", text}, {"message", text},
+          {"start", start},    {"duration", end - start}};
 }
 
-json utterance_end_message(double last_word_end) {
-  return {{"type", "UtteranceEnd"}, {"channel", json::array({0, 1})}, {"last_word_end", ms(last_word_end)}};
+json speech_started_message(double timestamp, int channel) {
+  return {{"type", "SpeechStarted"}, {"channel", json::array({channel})}, {"timestamp", ms(timestamp)}};
+}
+
+json utterance_end_message(double last_word_end, int channel, int channels) {
+  return {
+      {"type", "UtteranceEnd"}, {"channel", json::array({channel, channels})}, {"last_word_end", ms(last_word_end)}};
 }
 
 // Descriptions quote what the client sent (an option's value), which may be any bytes:
@@ -141,12 +154,21 @@ json error_message(const std::string& description) {
 
 json prerecorded_response(const std::vector<Word>& words, double duration, const std::string& language,
                           const ListenOptions& options, const StreamInfo& info, const std::string& sha256) {
-  json alternative = {{"transcript", transcript(words, options)},
-                      {"confidence", mean_confidence(words)},
-                      {"words", words_json(words, options)}};
-  json channel = {{"alternatives", json::array({alternative})}};
-  if (!language.empty()) channel["detected_language"] = language;
-  return {{"metadata", metadata_fields(info, duration, sha256)}, {"results", {{"channels", json::array({channel})}}}};
+  return prerecorded_response(std::vector<ChannelTranscript>{{words, language}}, duration, options, info, sha256);
+}
+
+json prerecorded_response(const std::vector<ChannelTranscript>& channels, double duration, const ListenOptions& options,
+                          const StreamInfo& info, const std::string& sha256) {
+  json out = json::array();
+  for (const ChannelTranscript& c : channels) {
+    json alternative = {{"transcript", transcript(c.words, options)},
+                        {"confidence", mean_confidence(c.words)},
+                        {"words", words_json(c.words, options)}};
+    json channel = {{"alternatives", json::array({alternative})}};
+    if (!c.language.empty()) channel["detected_language"] = c.language;
+    out.push_back(std::move(channel));
+  }
+  return {{"metadata", metadata_fields(info, duration, sha256)}, {"results", {{"channels", out}}}};
 }
 
 json rest_error(const std::string& code, const std::string& message, const std::string& request_id) {
@@ -163,7 +185,7 @@ ClientMessage parse_client_message(std::string_view text) {
   if (type == "Finalize") return ClientMessage::kFinalize;
   if (type == "CloseStream") return ClientMessage::kCloseStream;
   throw Error(ErrorCode::kInvalidArgument,
-              "unknown message type '" + type + "': expected KeepAlive, Finalize or CloseStream");
+              "unknown message type " + quote_client_text(type) + ": expected KeepAlive, Finalize or CloseStream");
 }
 
 }  // namespace earshot::deepgram

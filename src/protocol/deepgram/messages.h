@@ -22,6 +22,7 @@ struct StreamInfo {
   std::string model_uuid;
   std::string model_arch = "whisper";
   std::string model_version = "earshot";
+  int channels = 1;  // of the audio (Metadata's channels; Results' channel_index [i, channels])
 };
 
 // One Results message: a window of the audio and the words in it.
@@ -32,6 +33,7 @@ struct Results {
   bool is_final = false;
   bool speech_final = false;
   bool from_finalize = false;
+  int channel = 0;  // of StreamInfo::channels (multichannel: each its own transcript)
 };
 
 // words[] entries: `word` lower-case without surrounding punctuation,
@@ -47,12 +49,25 @@ void number_speakers_from_zero(std::vector<Word>& words);
 std::string transcript(const std::vector<Word>& words, const ListenOptions& options);
 
 nlohmann::json results_message(const Results& results, const ListenOptions& options, const StreamInfo& info);
-nlohmann::json metadata_message(const StreamInfo& info, double duration, const std::string& sha256);
-nlohmann::json speech_started_message(double timestamp);
-nlohmann::json utterance_end_message(double last_word_end);
+// `skipped_seconds` > 0 adds that field (an addition: audio the server skipped to stay live).
+nlohmann::json metadata_message(const StreamInfo& info, double duration, const std::string& sha256,
+                                double skipped_seconds = 0);
+// A Warning (the stream goes on; the SDKs' Warning event): audio of [start, end) was
+// received but skipped, the server being too far behind a client sending in real time.
+// No Results cover that time. Fields: variant "audio_skipped", description, start, duration.
+nlohmann::json audio_skipped_message(double start, double end);
+nlohmann::json speech_started_message(double timestamp, int channel = 0);
+nlohmann::json utterance_end_message(double last_word_end, int channel = 0, int channels = 1);
 nlohmann::json error_message(const std::string& description);
 // POST /v1/listen's answer for a whole file. `language` is reported as detected_language when set.
 nlohmann::json prerecorded_response(const std::vector<Word>& words, double duration, const std::string& language,
+                                    const ListenOptions& options, const StreamInfo& info, const std::string& sha256);
+// The same with a transcript per channel (multichannel), each with its detected language ("" = none).
+struct ChannelTranscript {
+  std::vector<Word> words;
+  std::string language;
+};
+nlohmann::json prerecorded_response(const std::vector<ChannelTranscript>& channels, double duration,
                                     const ListenOptions& options, const StreamInfo& info, const std::string& sha256);
 // A REST error body as Deepgram writes it.
 nlohmann::json rest_error(const std::string& code, const std::string& message, const std::string& request_id);

@@ -20,6 +20,7 @@ void Projection::emit_final(std::vector<nlohmann::json>& out, bool speech_final,
   r.is_final = true;
   r.speech_final = speech_final;
   r.from_finalize = from_finalize;
+  r.channel = channel_;
   r.start = final_until_;
   double end = std::max(final_until_, end_hint);
   if (!pending_.empty()) end = std::max(end, pending_.back().end);
@@ -49,12 +50,16 @@ void Projection::check_utterance_end(std::vector<nlohmann::json>& out, double cl
   else if (!provisional_.empty())
     gap_end = provisional_.front().start;
   if (gap_end - *anchor_ >= *options_.utterance_end_ms / 1000.0) {
-    out.push_back(utterance_end_message(*anchor_));
+    out.push_back(utterance_end_message(*anchor_, channel_, info_.channels));
     anchor_.reset();
   }
 }
 
-std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event> events, double processed_seconds) {
+bool Projection::endpoint_due(double clock) const {
+  return endpoint_at_ && clock >= *endpoint_at_ + *options_.endpointing_ms / 1000.0;
+}
+
+std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event> events, double heard_seconds) {
   std::vector<nlohmann::json> out;
   bool end_of_stream = false;
   // Diarized words become finals once their speakers are named (SpeakerGate); they
@@ -84,11 +89,21 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
       if (endpoint_at_ && e->at >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)
         emit_final(out, true, false, *endpoint_at_);
       endpoint_at_.reset();
-      if (options_.vad_events) out.push_back(speech_started_message(e->at));
+      if (options_.vad_events) out.push_back(speech_started_message(e->at, channel_));
     } else if (auto* e = std::get_if<events::SpeechEnded>(&event)) {
       if (options_.endpointing_ms) endpoint_at_ = e->at;
+    } else if (auto* e = std::get_if<events::AudioSkipped>(&event)) {
+      // The words before the skip are final now (a pending endpoint ends its turn); no
+      // window covers the skipped time: the next one starts after it.
+      if (endpoint_at_)
+        emit_final(out, true, false, *endpoint_at_);
+      else if (!pending_.empty())
+        emit_final(out, false, false, 0);
+      endpoint_at_.reset();
+      final_until_ = std::max(final_until_, e->end);
+      out.push_back(audio_skipped_message(e->start, e->end));
     } else if (auto* e = std::get_if<events::Finalized>(&event)) {
-      for (nlohmann::json& m : on_finalized(e->at)) out.push_back(std::move(m));
+      finalize(out, e->at, heard_seconds);
     } else if (auto* e = std::get_if<events::StreamError>(&event)) {
       out.push_back(error_message(e->message));
       ended_ = true;
@@ -97,7 +112,7 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
     }
   }
   if (ended_) return out;
-  if (endpoint_at_ && (end_of_stream || processed_seconds >= *endpoint_at_ + *options_.endpointing_ms / 1000.0)) {
+  if (endpoint_at_ && (end_of_stream || endpoint_due(heard_seconds))) {
     emit_final(out, true, false, *endpoint_at_);
     endpoint_at_.reset();
   } else if (!pending_.empty() && (!endpoint_at_ || end_of_stream)) {
@@ -113,13 +128,14 @@ std::vector<nlohmann::json> Projection::on_events(std::span<const events::Event>
   tail.insert(tail.end(), provisional_.begin(), provisional_.end());
   if (options_.interim_results && !tail.empty() && !same_words(tail, last_interim_)) {
     Results r;
+    r.channel = channel_;
     r.start = final_until_;
     r.duration = std::max(0.0, tail.back().end - final_until_);
     r.words = tail;
     out.push_back(results_message(r, options_, info_));
     last_interim_ = std::move(tail);
   }
-  check_utterance_end(out, processed_seconds);
+  check_utterance_end(out, heard_seconds);
   if (end_of_stream) ended_ = true;
   return out;
 }
@@ -138,11 +154,20 @@ std::vector<nlohmann::json> Projection::force_final() {
   return out;
 }
 
-std::vector<nlohmann::json> Projection::on_finalized(double at) {
+void Projection::finalize(std::vector<nlohmann::json>& out, double at, double clock) {
+  // A pending endpoint is not the client's to cancel: the flush's final ends the turn
+  // when its silence has passed already, else the endpoint's own final will (empty
+  // when the flush took every word), so a client that sends Finalize as speech ends
+  // still gets its speech_final.
+  const bool ends_turn = endpoint_due(clock);
+  emit_final(out, ends_turn, true, at);
+  if (ends_turn) endpoint_at_.reset();
+}
+
+std::vector<nlohmann::json> Projection::on_finalized(double at, double heard_seconds) {
   std::vector<nlohmann::json> out;
   if (ended_) return out;
-  emit_final(out, false, true, at);
-  endpoint_at_.reset();
+  finalize(out, at, heard_seconds);
   return out;
 }
 

@@ -47,6 +47,19 @@ void Projection::apply_now(const events::Event& event) {
     }
     open_line_ = -1;
     if (!pause->ongoing) live_silence_ = -1;
+  } else if (const auto* t = std::get_if<events::TurnStarted>(&event)) {
+    turn_ = TurnView{t->turn, "speaking", t->at};
+  } else if (const auto* t = std::get_if<events::TurnEndLikely>(&event)) {
+    turn_ = TurnView{t->turn, "likely_over", t->at};
+  } else if (const auto* t = std::get_if<events::TurnResumed>(&event)) {
+    turn_ = TurnView{t->turn, "speaking", t->at};
+  } else if (const auto* t = std::get_if<events::TurnEnded>(&event)) {
+    turn_ = TurnView{t->turn, "ended", t->at};
+  } else if (const auto* skip = std::get_if<events::AudioSkipped>(&event)) {
+    Line line{-2, "", skip->start, skip->end, "", ""};
+    line.skipped = true;
+    lines_.push_back(std::move(line));
+    open_line_ = -1;
   }
 }
 
@@ -93,6 +106,7 @@ Snapshot Projection::snapshot(const session::StreamStatus& status) const {
   snap.lines = lines_;
   snap.buffer_transcription = buffer_;
   snap.buffer_translation = buffer_translation_;
+  snap.turn = turn_;
   for (const Word& w : gate_.held_words()) snap.buffer_diarization += w.text;
   return snap;
 }
@@ -103,6 +117,11 @@ Snapshot Projection::pull(session::StreamSession& session) {
   cursor_ = batch.next;
   session.release_until(cursor_);
   return snapshot(batch.status);
+}
+
+Snapshot Projection::release_held(const session::StreamStatus& status) {
+  apply(events::EndOfStream{});  // the gate releases what it holds, speakers as known
+  return snapshot(status);
 }
 
 Snapshot snapshot_of(const session::StreamSession& session) {

@@ -24,13 +24,19 @@ class Projection {
   // the line holding the segment's first word; the open segment's draft is
   // buffer_translation. Diarized words join lines once their speakers are named
   // (protocol::SpeakerGate); until then they are buffer_diarization, as
-  // WhisperLiveKit shows text waiting for its speaker.
+  // WhisperLiveKit shows text waiting for its speaker. Audio the server skipped
+  // (AudioSkipped) is a silence line marked "skipped". Turn events set the
+  // snapshot's turn (TurnView).
   void apply(const events::Event& event);
   // The lines and buffer so far with `status`'s scalars.
   Snapshot snapshot(const session::StreamStatus& status) const;
   // Applies the session's new events and releases them from its log: the
   // projection is then the log's only reader (the /asr connection).
   Snapshot pull(session::StreamSession& session);
+  // The stream ends before the diarizer named every speaker (the server's shutdown):
+  // the words held for their speakers join the lines without one; the snapshot
+  // then, with `status`'s scalars.
+  Snapshot release_held(const session::StreamStatus& status);
 
  private:
   struct Segment {
@@ -50,6 +56,7 @@ class Projection {
   int draft_segment_ = -1;
   int open_line_ = -1;     // text line receiving words, -1 = the next word opens one
   int live_silence_ = -1;  // silence line of the pause going on
+  std::optional<TurnView> turn_;
   uint64_t cursor_ = 0;
 };
 

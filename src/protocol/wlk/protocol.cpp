@@ -18,7 +18,15 @@ const char* status_of(const Snapshot& snap) {
   return "active_transcription";
 }
 
-// Everything of an update except the lines: status, buffers, lag figures.
+// The lag figures of an update (they follow the wall clock).
+nlohmann::json lag_fields(const Snapshot& snap) {
+  return {{"remaining_time_transcription", snap.lag_transcription()},
+          {"remaining_time_transcription_processing", snap.lag_processing()},
+          {"remaining_time_transcription_policy", snap.lag_policy()},
+          {"remaining_time_diarization", 0.0}};
+}
+
+// Everything of an update except the lines and the lag figures: status, buffers.
 nlohmann::json scalars(const Snapshot& snap) {
   nlohmann::json j;
   j["status"] = status_of(snap);
@@ -26,11 +34,22 @@ nlohmann::json scalars(const Snapshot& snap) {
   j["buffer_transcription"] = snap.buffer_transcription;
   j["buffer_diarization"] = snap.buffer_diarization;
   j["buffer_translation"] = snap.buffer_translation;
-  j["remaining_time_transcription"] = snap.lag_transcription();
-  j["remaining_time_transcription_processing"] = snap.lag_processing();
-  j["remaining_time_transcription_policy"] = snap.lag_policy();
-  j["remaining_time_diarization"] = 0.0;
+  // An addition to the protocol: audio the server skipped to stay live (seconds, the stream's total).
+  if (snap.skipped_seconds > 0) j["skipped_seconds"] = std::round(snap.skipped_seconds * 100.0) / 100.0;
+  // An addition: the speaker's turn (stages/turns), when the server detects turns.
+  if (snap.turn)
+    j["turn"] = {
+        {"index", snap.turn->index}, {"state", snap.turn->state}, {"at", std::round(snap.turn->at * 100.0) / 100.0}};
   return j;
+}
+
+nlohmann::json lines_json(const std::vector<Line>& lines, size_t first = 0) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = first; i < lines.size(); ++i) {
+    if (lines[i].text.empty() && lines[i].speaker != -2) continue;  // empty non-silence lines are dropped
+    out.push_back(line_json(lines[i]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -59,7 +78,7 @@ StreamParams parse_stream_params(const std::map<std::string, std::string>& query
   if (mode == "diff") {
     p.diff_mode = true;
   } else if (mode != "full" && !mode.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "invalid mode '" + mode + "': expected 'full' or 'diff'");
+    throw Error(ErrorCode::kInvalidArgument, "invalid mode " + quote_client_text(mode) + ": expected 'full' or 'diff'");
   }
   p.token = get("token").value_or("");
   return p;
@@ -85,46 +104,58 @@ nlohmann::json line_json(const Line& line) {
   j["end"] = format_protocol_time(line.end);
   if (!line.translation.empty()) j["translation"] = line.translation;
   if (!line.detected_language.empty()) j["detected_language"] = line.detected_language;
+  if (line.skipped) j["skipped"] = true;
   return j;
 }
 
 nlohmann::json full_update(const Snapshot& snap) {
   nlohmann::json j = scalars(snap);
-  nlohmann::json lines = nlohmann::json::array();
-  for (const Line& line : snap.lines) {
-    if (line.text.empty() && line.speaker != -2) continue;  // empty non-silence lines are dropped
-    lines.push_back(line_json(line));
-  }
-  j["lines"] = std::move(lines);
+  j.update(lag_fields(snap));
+  j["lines"] = lines_json(snap.lines);
   return j;
 }
 
-std::optional<nlohmann::json> UpdateEncoder::next(const Snapshot& snap, bool force) {
-  if (diff_mode_) return next_diff(snap, force);
-  nlohmann::json update = full_update(snap);
-  std::string text = update.dump();
-  if (!force && text == last_full_) return std::nullopt;
-  last_full_ = std::move(text);
-  ++seq_;
-  return update;
+bool UpdateEncoder::lags_due(std::optional<double> now) const {
+  return !now || !last_sent_at_ || *now - *last_sent_at_ >= lag_refresh_;
 }
 
-std::optional<nlohmann::json> UpdateEncoder::next_diff(const Snapshot& snap, bool force) {
+std::optional<nlohmann::json> UpdateEncoder::next(const Snapshot& snap, bool force, std::optional<double> now) {
+  const bool lags_may_go = lags_due(now);
+  nlohmann::json lags = lag_fields(snap);
+  std::optional<nlohmann::json> out;
+  if (diff_mode_) {
+    out = next_diff(snap, force, lags_may_go && lags != last_lags_);
+  } else {
+    nlohmann::json update = scalars(snap);
+    update["lines"] = lines_json(snap.lines);
+    std::string text = update.dump();
+    if (force || text != last_full_ || (lags_may_go && lags != last_lags_)) {
+      last_full_ = std::move(text);
+      update.update(lags);
+      ++seq_;
+      out = std::move(update);
+    }
+  }
+  if (out) {
+    last_lags_ = std::move(lags);
+    if (now) last_sent_at_ = now;
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> UpdateEncoder::next_diff(const Snapshot& snap, bool force, bool lags_changed) {
   // Diff mode keeps only the lines of the last `retention_` seconds.
   double latest = 0;
   for (const Line& line : snap.lines) latest = std::max(latest, line.end);
   size_t first = first_retained_;
   while (first < snap.lines.size() && snap.lines[first].end < latest - retention_) ++first;
-  std::vector<nlohmann::json> current;
-  for (size_t i = first; i < snap.lines.size(); ++i) {
-    if (snap.lines[i].text.empty() && snap.lines[i].speaker != -2) continue;
-    current.push_back(line_json(snap.lines[i]));
-  }
+  std::vector<nlohmann::json> current = lines_json(snap.lines, first);
   nlohmann::json rest = scalars(snap);
 
   if (seq_ == 0) {
     nlohmann::json message = {{"type", "snapshot"}, {"seq", ++seq_}};
     message.update(rest);
+    message.update(lag_fields(snap));
     message["lines"] = current;
     first_retained_ = first;
     sent_ = std::move(current);
@@ -141,7 +172,7 @@ std::optional<nlohmann::json> UpdateEncoder::next_diff(const Snapshot& snap, boo
   while (common < current.size() && pruned + common < sent_.size() && sent_[pruned + common] == current[common])
     ++common;
   const bool lines_same = pruned == 0 && common == current.size() && common == sent_.size();
-  if (!force && lines_same && rest == last_scalars_) return std::nullopt;
+  if (!force && lines_same && rest == last_scalars_ && !lags_changed) return std::nullopt;
 
   nlohmann::json message = {{"type", "diff"}, {"seq", ++seq_}};
   message["status"] = rest["status"];
@@ -155,6 +186,7 @@ std::optional<nlohmann::json> UpdateEncoder::next_diff(const Snapshot& snap, boo
   for (auto& [key, value] : rest.items()) {
     if (key != "status" && key != "error") message[key] = value;
   }
+  message.update(lag_fields(snap));
   first_retained_ = first;
   sent_ = std::move(current);
   last_scalars_ = std::move(rest);

@@ -134,6 +134,10 @@ std::string to_json_line(const RecordedEvent& r) {
     j["at"] = f->at;
   } else if (std::holds_alternative<events::EndOfStream>(e)) {
     j["type"] = "end";
+  } else if (const auto* skip = std::get_if<events::AudioSkipped>(&e)) {
+    j["type"] = "skipped";
+    j["start"] = skip->start;
+    j["end"] = skip->end;
   } else if (const auto* c = std::get_if<events::TranslationCommitted>(&e)) {
     j["type"] = "committed";
     j["segment"] = c->segment;
@@ -179,6 +183,8 @@ RecordedEvent from_json_line(std::string_view line) {
       r.event = events::Finalized{j.at("at").get<double>()};
     else if (type == "end")
       r.event = events::EndOfStream{};
+    else if (type == "skipped")
+      r.event = events::AudioSkipped{j.at("start").get<double>(), j.at("end").get<double>()};
     else if (type == "committed")
       r.event = events::TranslationCommitted{j.at("segment").get<int>(), j.at("start").get<double>(),
                                              j.at("text").get<std::string>()};

@@ -6,9 +6,16 @@ use_bias, transformer_encoder.layers.N.* TransformerEncoderBlock,
 sortformer_modules.*, preprocessor.featurizer.fb/window). No tokenizer.
 
 The weights are scaled so the outputs are not degenerate: linears ~ 1/sqrt(fan_in),
-LayerNorm gains near 1, BatchNorm statistics near (0, 1), and a head whose speakers
+LayerNorm gains near 1, BatchNorm statistics near (0, 1), each residual branch's
+output projection (the Conformer's feed-forward, attention and conv outputs, the
+Transformer's attention and feed-forward outputs) scaled down at the real depth as a
+trained model's are (at full scale the attention's average over the frames, added
+layer after layer, makes every frame alike: 17 + 18 layers left the Transformer's
+output varying by ~1e-5 of its size from frame to frame), and a head whose speakers
 share a component, so frames range from all-silent to overlapped speech (the speaker
 cache's silence profile, its disabled and boosted scores all take part).
+earshot's C++ generator (src/model/sortformer/random_model.cpp) scales the same
+projections by the same factor.
 
   python3 sortformer_nemo.py OUT.nemo [--real] [--seed N]
 """
@@ -29,10 +36,11 @@ sys.path.insert(0, os.path.join(ROOT, "scripts", "convert"))
 import fastconformer_gguf as fg  # noqa: E402
 
 # Small dimensions for the fast tests; --real gives diar_streaming_sortformer_4spk-v2's.
+# residual: the residual branches' output projections' scale (two layers keep their frames apart unscaled).
 SMALL = dict(n_mels=32, d=64, n_layers=2, heads=4, channels=16, kernel=9, tf_d=32, tf_layers=2, tf_heads=4,
-             tf_inner=64)
+             tf_inner=64, residual=1.0)
 REAL = dict(n_mels=128, d=512, n_layers=17, heads=8, channels=256, kernel=9, tf_d=192, tf_layers=18, tf_heads=8,
-            tf_inner=768)
+            tf_inner=768, residual=0.2)
 
 
 def config(dims, cache=None):
@@ -79,7 +87,7 @@ def state_dict(dims, seed):
     def linear(sd, name, n_out, n_in, bias=True, gain=1.0):
         sd[name + ".weight"] = randn(n_out, n_in, scale=gain / math.sqrt(n_in))
         if bias:
-            sd[name + ".bias"] = randn(n_out, scale=0.1)
+            sd[name + ".bias"] = randn(n_out, scale=0.1 * gain)
 
     def norm(sd, name, n):
         sd[name + ".weight"] = 1.0 + randn(n, scale=0.1)
@@ -87,6 +95,7 @@ def state_dict(dims, seed):
 
     sd = {}
     n_mels, d, c, H, K = dims["n_mels"], dims["d"], dims["channels"], dims["heads"], dims["kernel"]
+    res = dims["residual"]
     sd["preprocessor.featurizer.window"] = torch.from_numpy(fg.window_values("hann", 400))
     sd["preprocessor.featurizer.fb"] = torch.from_numpy(fg.slaney_filters(n_mels, 512, 16000))[None]
     pre = "encoder.pre_encode."
@@ -104,9 +113,9 @@ def state_dict(dims, seed):
             norm(sd, p + n, d)
         for ff in ("feed_forward1", "feed_forward2"):
             linear(sd, p + ff + ".linear1", 4 * d, d)
-            linear(sd, p + ff + ".linear2", d, 4 * d)
+            linear(sd, p + ff + ".linear2", d, 4 * d, gain=res)
         for m in ("linear_q", "linear_k", "linear_v", "linear_out"):
-            linear(sd, p + "self_attn." + m, d, d)
+            linear(sd, p + "self_attn." + m, d, d, gain=res if m == "linear_out" else 1.0)
         linear(sd, p + "self_attn.linear_pos", d, d, bias=False)
         sd[p + "self_attn.pos_bias_u"] = randn(H, d // H, scale=0.1)
         sd[p + "self_attn.pos_bias_v"] = randn(H, d // H, scale=0.1)
@@ -118,17 +127,17 @@ def state_dict(dims, seed):
         sd[p + "conv.batch_norm.running_mean"] = randn(d, scale=0.1)
         sd[p + "conv.batch_norm.running_var"] = 0.5 + torch.rand(d, generator=g)
         sd[p + "conv.batch_norm.num_batches_tracked"] = torch.tensor(1000, dtype=torch.int64)
-        sd[p + "conv.pointwise_conv2.weight"] = randn(d, d, 1, scale=1 / math.sqrt(d))
-        sd[p + "conv.pointwise_conv2.bias"] = randn(d, scale=0.1)
+        sd[p + "conv.pointwise_conv2.weight"] = randn(d, d, 1, scale=res / math.sqrt(d))
+        sd[p + "conv.pointwise_conv2.bias"] = randn(d, scale=0.1 * res)
     tf = dims["tf_d"]
     linear(sd, "sortformer_modules.encoder_proj", tf, d)
     for i in range(dims["tf_layers"]):
         p = f"transformer_encoder.layers.{i}."
         for net in ("query_net", "key_net", "value_net", "out_projection"):
-            linear(sd, p + "first_sub_layer." + net, tf, tf)
+            linear(sd, p + "first_sub_layer." + net, tf, tf, gain=res if net == "out_projection" else 1.0)
         norm(sd, p + "layer_norm_1", tf)
         linear(sd, p + "second_sub_layer.dense_in", dims["tf_inner"], tf)
-        linear(sd, p + "second_sub_layer.dense_out", tf, dims["tf_inner"])
+        linear(sd, p + "second_sub_layer.dense_out", tf, dims["tf_inner"], gain=res)
         norm(sd, p + "layer_norm_2", tf)
     linear(sd, "sortformer_modules.hidden_to_spks", 4, 2 * tf)
     linear(sd, "sortformer_modules.first_hidden_to_hidden", tf, tf)

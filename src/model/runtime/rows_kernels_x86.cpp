@@ -1,0 +1,371 @@
+// The AVX-512 and AVX2 tiles of runtime::rows_mul_mat (rows_kernels.h), each
+// compiled for its instruction set with GCC's target attribute (the rest of the
+// binary stays baseline x86-64) and chosen at run time by runtime::kernel_path().
+//
+// Float weights (F32, F16 converted in registers): each k step loads the R weight
+// vectors once and multiplies each by the J activation vectors (J x R FMAs); the
+// lanes accumulate k = lane (mod width) in order, a masked last step adds zeros
+// past K, then each accumulator is reduced in one fixed tree.
+//
+// Q8_0 weights (34-byte blocks: an f16 scale d and 32 int8 values): per block the
+// integer dot product is exact, then scaled by d_w * d_x in f32. With VNNI,
+// vpdpbusd multiplies unsigned by signed bytes: the activations are stored as q +
+// 128, and 128 * the weights' sum (vpdpbusd of 0x80 bytes) is subtracted first,
+// so each lane holds the exact sum of its four q_x * q_w. Without VNNI (AVX2),
+// vpmaddubsw multiplies |q_x| by q_w with q_x's sign (no overflow while the
+// values stay within +-127, as ggml's quantiser keeps them), vpmaddwd adds pairs.
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "model/runtime/rows_kernels.h"
+
+#define EARSHOT_T_AVX2 "avx2,fma,f16c"
+#define EARSHOT_T_AVX2_VEX_VNNI "avx2,fma,f16c,avxvnni"
+#define EARSHOT_T_AVX2_EVEX_VNNI "avx2,fma,f16c,avx512f,avx512vl,avx512vnni"
+#define EARSHOT_T_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define EARSHOT_T_AVX512_VNNI "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+
+namespace earshot::runtime::rows {
+namespace {
+
+constexpr int64_t kQ8Block = 34;  // bytes: an f16 scale, 32 int8 values
+
+inline uint16_t load_u16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// ---- AVX-512 ----
+// (The zero-masked forms of the intrinsics: GCC 12 warns of the plain ones' undefined vectors.)
+
+[[gnu::target(EARSHOT_T_AVX512), gnu::always_inline]] inline float sum16(__m512 v) {
+  const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 0));
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
+  __m256 s8 = _mm256_add_ps(lo, hi);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+struct FloatAvx512 {
+  template <bool kF16>
+  [[gnu::target(EARSHOT_T_AVX512), gnu::always_inline]] static inline __m512 load(const char* row, int64_t k) {
+    if constexpr (kF16) {
+      return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
+    } else {
+      return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
+    }
+  }
+  template <bool kF16>
+  [[gnu::target(EARSHOT_T_AVX512), gnu::always_inline]] static inline __m512 load_tail(const char* row, int64_t k,
+                                                                                       __mmask16 m) {
+    if constexpr (kF16) {
+      return _mm512_maskz_cvtph_ps(0xffff, _mm256_maskz_loadu_epi16(m, row + 2 * k));
+    } else {
+      return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k);
+    }
+  }
+
+  template <bool kF16, int R, int J>
+  [[gnu::target(EARSHOT_T_AVX512)]] static void run(const Tile& t) {
+    constexpr int64_t es = kF16 ? 2 : 4;
+    __m512 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
+    const int64_t kv = t.K / 16 * 16;
+    for (int64_t k = 0; k < kv; k += 16) {
+      __m512 wv[R];
+      for (int r = 0; r < R; ++r) {
+        _mm_prefetch(t.prefetch + r * t.ldw + k * es, _MM_HINT_T0);
+        wv[r] = load<kF16>(t.w + r * t.ldw, k);
+      }
+      for (int j = 0; j < J; ++j) {
+        const __m512 xv = _mm512_loadu_ps(t.x + j * t.ldx + k);
+        for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(wv[r], xv, acc[r][j]);
+      }
+    }
+    if (kv < t.K) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (t.K - kv)) - 1);
+      __m512 wv[R];
+      for (int r = 0; r < R; ++r) wv[r] = load_tail<kF16>(t.w + r * t.ldw, kv, m);
+      for (int j = 0; j < J; ++j) {
+        const __m512 xv = _mm512_maskz_loadu_ps(m, t.x + j * t.ldx + kv);
+        for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(wv[r], xv, acc[r][j]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum16(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
+template <bool kF16>
+struct FloatAvx512Of {
+  template <int R, int J>
+  static void run(const Tile& t) {
+    FloatAvx512::run<kF16, R, J>(t);
+  }
+};
+
+// Pairs of blocks per 512-bit vector: lanes 0-7 the first block's, 8-15 the second's.
+struct Q8Avx512Vnni {
+  template <int R, int J>
+  [[gnu::target(EARSHOT_T_AVX512_VNNI)]] static void run(const Tile& t) {
+    const int64_t nb = t.K / 32;
+    __m512 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
+    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80)), zero = _mm512_setzero_si512();
+    for (int64_t p = 0; 2 * p < nb; ++p) {
+      const bool single = 2 * p + 1 == nb;
+      __m512i wq[R], neg[R];
+      __m512 dw[R];
+      for (int r = 0; r < R; ++r) {
+        const char* b = t.w + r * t.ldw + p * 2 * kQ8Block;
+        const char* pf = t.prefetch + r * t.ldw + p * 2 * kQ8Block;
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+        const __m256i hi =
+            single ? _mm256_setzero_si256() : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + kQ8Block + 2));
+        wq[r] = _mm512_maskz_inserti64x4(0xff, _mm512_maskz_inserti64x4(0xff, _mm512_setzero_si512(), lo, 0), hi, 1);
+        neg[r] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, wq[r]));
+        const uint16_t da = load_u16(b), db = single ? 0 : load_u16(b + kQ8Block);
+        dw[r] = _mm512_maskz_cvtph_ps(
+            0xffff, _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(db)), _mm_set1_epi16(static_cast<short>(da))));
+      }
+      for (int j = 0; j < J; ++j) {
+        const __m512i u = _mm512_loadu_si512(t.q.bytes + j * t.q.ldq + p * 64);
+        const __m512 s = _mm512_loadu_ps(t.q.scales + j * t.q.lds + p * 16);
+        for (int r = 0; r < R; ++r) {
+          const __m512 dot = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_dpbusd_epi32(neg[r], u, wq[r]));
+          acc[r][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw[r], s), acc[r][j]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum16(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
+// ---- AVX2 ----
+
+[[gnu::target(EARSHOT_T_AVX2), gnu::always_inline]] inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+struct FloatAvx2 {
+  template <bool kF16>
+  [[gnu::target(EARSHOT_T_AVX2), gnu::always_inline]] static inline __m256 load(const char* row, int64_t k) {
+    if constexpr (kF16) {
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    } else {
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+    }
+  }
+
+  template <bool kF16, int R, int J>
+  [[gnu::target(EARSHOT_T_AVX2)]] static void run(const Tile& t) {
+    constexpr int64_t es = kF16 ? 2 : 4;
+    __m256 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();
+    const int64_t kv = t.K / 8 * 8;
+    for (int64_t k = 0; k < kv; k += 8) {
+      __m256 wv[R];
+      for (int r = 0; r < R; ++r) {
+        _mm_prefetch(t.prefetch + r * t.ldw + k * es, _MM_HINT_T0);
+        wv[r] = load<kF16>(t.w + r * t.ldw, k);
+      }
+      for (int j = 0; j < J; ++j) {
+        const __m256 xv = _mm256_loadu_ps(t.x + j * t.ldx + k);
+        for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(wv[r], xv, acc[r][j]);
+      }
+    }
+    if (kv < t.K) {
+      // The last values, zero-padded to a vector (AVX2 has no masked 16-bit load).
+      const int n = static_cast<int>(t.K - kv);
+      __m256 wv[R];
+      for (int r = 0; r < R; ++r) {
+        alignas(32) char tail[32] = {};
+        std::memcpy(tail, t.w + r * t.ldw + kv * es, static_cast<size_t>(n) * es);
+        wv[r] = load<kF16>(tail, 0);
+      }
+      alignas(32) float xs[8] = {};
+      for (int j = 0; j < J; ++j) {
+        std::memcpy(xs, t.x + j * t.ldx + kv, static_cast<size_t>(n) * sizeof(float));
+        const __m256 xv = _mm256_load_ps(xs);
+        for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(wv[r], xv, acc[r][j]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum8(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
+template <bool kF16>
+struct FloatAvx2Of {
+  template <int R, int J>
+  static void run(const Tile& t) {
+    FloatAvx2::run<kF16, R, J>(t);
+  }
+};
+
+// One block per 256-bit vector. The VEX (AVX-VNNI) and EVEX (AVX512-VNNI + VL)
+// encodings of the same instruction, each in a function of its own target.
+#define EARSHOT_Q8_AVX2_VNNI(NAME, TARGET, DPBUSD)                                                                  \
+  struct NAME {                                                                                                     \
+    template <int R, int J>                                                                                         \
+    [[gnu::target(TARGET)]] static void run(const Tile& t) {                                                        \
+      const int64_t nb = t.K / 32;                                                                                  \
+      __m256 acc[R][J];                                                                                             \
+      for (int r = 0; r < R; ++r)                                                                                   \
+        for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();                                                \
+      const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80)), zero = _mm256_setzero_si256();                 \
+      for (int64_t b = 0; b < nb; ++b) {                                                                            \
+        __m256i wq[R], neg[R];                                                                                      \
+        __m256 dw[R];                                                                                               \
+        for (int r = 0; r < R; ++r) {                                                                               \
+          const char* blk = t.w + r * t.ldw + b * kQ8Block;                                                         \
+          _mm_prefetch(t.prefetch + r * t.ldw + b * kQ8Block, _MM_HINT_T0);                                         \
+          wq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));                                    \
+          neg[r] = _mm256_sub_epi32(zero, DPBUSD(zero, k80, wq[r]));                                                \
+          dw[r] = _mm256_set1_ps(_cvtsh_ss(load_u16(blk)));                                                         \
+        }                                                                                                           \
+        for (int j = 0; j < J; ++j) {                                                                               \
+          const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.q.bytes + j * t.q.ldq + b * 32)); \
+          const __m256 s = _mm256_loadu_ps(t.q.scales + j * t.q.lds + b * 8);                                       \
+          for (int r = 0; r < R; ++r) {                                                                             \
+            const __m256 dot = _mm256_cvtepi32_ps(DPBUSD(neg[r], u, wq[r]));                                        \
+            acc[r][j] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw[r], s), acc[r][j]);                                   \
+          }                                                                                                         \
+        }                                                                                                           \
+      }                                                                                                             \
+      for (int r = 0; r < R; ++r) {                                                                                 \
+        for (int j = 0; j < J; ++j) {                                                                               \
+          float v = sum8(acc[r][j]);                                                                                \
+          if (t.bias) v += t.bias[r];                                                                               \
+          t.out[j * t.ldo + r] = v;                                                                                 \
+        }                                                                                                           \
+      }                                                                                                             \
+    }                                                                                                               \
+  };
+
+EARSHOT_Q8_AVX2_VNNI(Q8Avx2VexVnni, EARSHOT_T_AVX2_VEX_VNNI, _mm256_dpbusd_avx_epi32)
+EARSHOT_Q8_AVX2_VNNI(Q8Avx2EvexVnni, EARSHOT_T_AVX2_EVEX_VNNI, _mm256_dpbusd_epi32)
+#undef EARSHOT_Q8_AVX2_VNNI
+
+struct Q8Avx2 {
+  template <int R, int J>
+  [[gnu::target(EARSHOT_T_AVX2)]] static void run(const Tile& t) {
+    const int64_t nb = t.K / 32;
+    __m256 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i wq[R];
+      __m256 dw[R];
+      for (int r = 0; r < R; ++r) {
+        const char* blk = t.w + r * t.ldw + b * kQ8Block;
+        _mm_prefetch(t.prefetch + r * t.ldw + b * kQ8Block, _MM_HINT_T0);
+        wq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+        dw[r] = _mm256_set1_ps(_cvtsh_ss(load_u16(blk)));
+      }
+      for (int j = 0; j < J; ++j) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.q.bytes + j * t.q.ldq + b * 32));
+        const __m256i sx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.q.signs + j * t.q.ldq + b * 32));
+        const __m256 s = _mm256_loadu_ps(t.q.scales + j * t.q.lds + b * 8);
+        for (int r = 0; r < R; ++r) {
+          const __m256i pairs = _mm256_maddubs_epi16(a, _mm256_sign_epi8(wq[r], sx));
+          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+          acc[r][j] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw[r], s), acc[r][j]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum8(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
+std::atomic<bool> g_evex_vnni{false};
+
+template <typename Kernel, int R, int... Js>
+void fill_row(Tiles& t, std::integer_sequence<int, Js...>) {
+  ((t.fn[R][Js] = &Kernel::template run<R + 1, Js + 1>), ...);
+}
+template <typename Kernel, int MJ, int... Rs>
+void fill(Tiles& t, std::integer_sequence<int, Rs...>) {
+  (fill_row<Kernel, Rs>(t, std::make_integer_sequence<int, MJ>{}), ...);
+}
+
+// Tiles R x J for R <= MR, J <= MJ.
+template <typename Kernel, int MR, int MJ>
+Tiles make_tiles() {
+  static_assert(MR <= kMaxTileRows && MJ <= kMaxTileCols);
+  Tiles t;
+  t.max_r = MR, t.max_j = MJ;
+  fill<Kernel, MJ>(t, std::make_integer_sequence<int, MR>{});
+  return t;
+}
+
+}  // namespace
+
+const Tiles& tiles_avx512(WeightKind kind) {
+  static const Tiles f32 = make_tiles<FloatAvx512Of<false>, 4, 6>();
+  static const Tiles f16 = make_tiles<FloatAvx512Of<true>, 4, 6>();
+  static const Tiles q8 = make_tiles<Q8Avx512Vnni, 3, 4>();
+  switch (kind) {
+    case WeightKind::kF32: return f32;
+    case WeightKind::kF16: return f16;
+    case WeightKind::kQ8_0: return q8;
+  }
+  return f32;
+}
+
+const Tiles& tiles_avx2(WeightKind kind, bool vnni) {
+  static const Tiles f32 = make_tiles<FloatAvx2Of<false>, 3, 4>();
+  static const Tiles f16 = make_tiles<FloatAvx2Of<true>, 3, 4>();
+  static const Tiles q8 = make_tiles<Q8Avx2, 2, 3>();
+  static const Tiles q8_vex = make_tiles<Q8Avx2VexVnni, 2, 3>();
+  static const Tiles q8_evex = make_tiles<Q8Avx2EvexVnni, 2, 3>();
+  switch (kind) {
+    case WeightKind::kF32: return f32;
+    case WeightKind::kF16: return f16;
+    case WeightKind::kQ8_0:
+      if (!vnni) return q8;
+      return cpu_has_avx_vnni() && !g_evex_vnni.load(std::memory_order_relaxed) ? q8_vex : q8_evex;
+  }
+  return f32;
+}
+
+bool use_evex_vnni(bool evex) { return g_evex_vnni.exchange(evex); }
+
+}  // namespace earshot::runtime::rows

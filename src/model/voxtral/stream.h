@@ -1,0 +1,153 @@
+// One Voxtral stream: audio in as it arrives, one token out per 80 ms slot.
+//
+// A context is the model's view of a stream (mistral-common's streaming
+// request): 32 slots of silence, then the audio; its prompt is [BOS] +
+// [STREAMING_PAD] x (32 + delay), one position per slot with that slot's audio
+// embedding added, and from there each slot's position takes the token the one
+// before produced. A token produced at position p is about the audio of slot
+// p - delay. A segment (audio from one push after finish() to the next
+// finish()) ends with the reference's right padding: silence to the next slot,
+// then delay + 1 + 10 slots, so its last words come out; the context carries on
+// into the next segment, unless the model said EOS (its request is over: the
+// next audio starts a new context), a reset was asked (a long pause), or the
+// positions reach the model's limit.
+//
+// Memory is constant: the encoder keeps a ring of its window (750 frames), the
+// decoder a ring of its window (8192 positions) grown as positions come, the
+// front end a few hundred samples. Every frame, slot and position is computed
+// once. The decoder's graphs are the same however the audio is split; an
+// encoder graph takes the slots ready (up to max_encoder_slots), and its floats
+// depend on how many (the products' blocking): with max_encoder_slots 1 a
+// streamed run equals the offline one bit for bit, otherwise within float
+// rounding (tests/model/reference/voxtral_reference.py checks both).
+#pragma once
+
+#include <ggml-backend.h>
+#include <ggml-cpp.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/model_pass.h"
+#include "model/runtime/graph_runner.h"
+#include "model/transducer_stream.h"
+#include "model/voxtral/graph.h"
+#include "model/voxtral/kv_ring.h"
+#include "model/voxtral/mel.h"
+#include "model/voxtral/model.h"
+
+namespace earshot::voxtral {
+
+struct StreamOptions {
+  int threads = 1;
+  int delay = -1;  // slots (1..30); -1: the file's default
+  ggml_type kv_type = GGML_TYPE_F16;
+  int max_encoder_slots = 16;        // slots one encoder graph takes at most
+  ggml_backend_t backend = nullptr;  // borrowed, on the model's device; null: the stream's own
+  PassReport on_pass;                // each encoder and decoder graph, timed
+};
+
+// What a stream decoded at one position: for the references and tools.
+struct PositionOutput {
+  int64_t position = 0;  // in the context
+  int token = 0;
+  std::span<const float> logits;  // n_vocab
+};
+
+class Stream : public StreamingTransducer {
+ public:
+  // Throws Error(kInvalidArgument) for a delay outside 1..30 slots.
+  Stream(std::shared_ptr<const Model> model, StreamOptions options);
+  ~Stream() override;
+
+  // StreamingTransducer. Emissions: every token that is not a control token,
+  // and [STREAMING_WORD] (a word boundary, no text); frame = its slot from the
+  // segment's first sample, duration 1.
+  const TokenPieces& pieces() const override { return model_->vocab(); }
+  double frame_seconds() const override { return model_->hparams().slot_seconds(); }
+  void reset_state() override { reset_ = true; }
+  void warmup() override;
+  // Greedy only: the model's own token per slot (beam search and keyterm boosting
+  // are not built for this family yet; asking for them throws kUnsupported).
+  void set_decoding(TransducerDecoding decoding) override;
+  std::vector<TokenEmission> push(std::span<const float> samples) override;
+  std::vector<TokenEmission> finish() override;
+  int frames_done() const override;
+
+  int delay() const { return delay_; }
+  const Model& model() const { return *model_; }
+  // Called for every position decoded (the prompt's last one onwards).
+  void set_observer(std::function<void(const PositionOutput&)> observer) { observer_ = std::move(observer); }
+  // Every audio embedding computed in the current context, kept when asked (references).
+  void keep_audio(bool keep) { keep_audio_ = keep; }
+  const std::vector<float>& audio_kept() const { return audio_kept_; }
+  // Bytes of the stream's caches (the rings and buffers), for memory figures.
+  size_t cache_bytes() const;
+  // Contexts started so far (1 after the first audio).
+  int contexts() const { return contexts_; }
+
+  // A decoder step as a part of a graph: its input token and audio embedding.
+  struct StepInput {
+    int token;
+    const float* audio;  // d floats
+  };
+  DecoderPart step_part() const;
+  void fill_step_inputs(StepInput in, ggml_tensor* mask, std::vector<ggml_fp16_t>& scratch) const;
+  void finish_step(std::span<const float> logits);
+
+ private:
+  void start_context();
+  void append_signal(std::span<const float> samples);
+  void advance(bool closed, std::vector<TokenEmission>& out);
+  void encode(int slots);
+  void decode_prompt(std::vector<TokenEmission>& out);
+  void decode_step(std::vector<TokenEmission>& out);
+  void take_token(std::span<const float> logits, std::vector<TokenEmission>& out);
+  void restart_after_end(std::vector<TokenEmission>& out, bool closed);
+  void trim_signal();
+
+  std::shared_ptr<const Model> model_;
+  StreamOptions options_;
+  int delay_;
+  int prompt_len_;
+  std::shared_ptr<const std::vector<float>> scales_;  // [n_layer][d]
+  ggml_backend_ptr own_backend_;
+  ggml_backend_t backend_;
+  GraphKernels kernels_;
+  std::unique_ptr<runtime::GraphRunner> runner_;
+  LogMel log_mel_;
+  features::RealFft::Workspace fft_workspace_;
+  std::unique_ptr<KvRing> enc_ring_, dec_ring_;
+
+  // The context's signal (its samples from signal_first_ on, the left padding included).
+  bool active_ = false;
+  bool reset_ = false;
+  std::vector<float> signal_;
+  int64_t signal_first_ = 0, signal_end_ = 0;
+  int64_t audio_end_ = 0;        // where the context's audio ends (the right padding after it is not audio)
+  int64_t segment_slot0_ = 0;    // the context's slot where the segment's slot 0 is (frames count from it)
+  int64_t mel_done_ = 0;         // frames computed
+  std::vector<float> mel_;       // computed frames not yet encoded, [frame][n_mels]
+  std::vector<float> mel_prev_;  // the 2 frames before them
+  std::vector<float> conv0_prev_;
+  int64_t slots_encoded_ = 0;
+  std::deque<std::vector<float>> audio_;  // embeddings of slots encoded, not yet decoded
+  int64_t positions_ = 0;                 // decoded
+  int last_token_ = 0;
+  bool ended_ = false;  // the model said EOS
+  int contexts_ = 0;
+  std::vector<float> logits_;
+  std::function<void(const PositionOutput&)> observer_;
+  bool keep_audio_ = false;
+  std::vector<float> audio_kept_;
+  std::vector<ggml_fp16_t> mask_scratch_;
+};
+
+// The reference's right padding of a segment of n samples: zeros to the next
+// slot, then delay + 1 + 10 slots (mistral-common's n_right_pad_tokens).
+int64_t right_padding(const Hparams& hp, int delay, int64_t samples);
+
+}  // namespace earshot::voxtral

@@ -1,0 +1,177 @@
+#include "protocol/deepgram/flux.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace earshot::deepgram {
+
+namespace {
+
+using json = nlohmann::json;
+
+double ranged(const std::map<std::string, std::string>& query, const char* key, double lo, double hi) {
+  const std::string& text = query.at(key);
+  double v = NAN;
+  try {
+    size_t used = 0;
+    v = std::stod(text, &used);
+    if (used != text.size()) v = NAN;
+  } catch (const std::exception&) {
+  }
+  if (!(v >= lo && v <= hi)) {
+    char range[64];
+    std::snprintf(range, sizeof range, "%g-%g", lo, hi);
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("invalid option '") + key + "': expected a number in " + range + ", got '" + text + "'");
+  }
+  return v;
+}
+
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+}  // namespace
+
+FluxOptions parse_flux_options(const std::map<std::string, std::string>& query) {
+  FluxOptions o;
+  std::map<std::string, std::string> listen = query;
+  listen.erase("language");  // Flux has no language option (flux-general-multi: language_hint)
+  o.listen = parse_listen_options(listen);
+  if (query.count("eot_threshold")) o.eot_threshold = ranged(query, "eot_threshold", 0.5, 1.0);
+  if (query.count("eager_eot_threshold")) o.eager_eot_threshold = ranged(query, "eager_eot_threshold", 0.3, 0.9);
+  if (query.count("eot_timeout_ms"))
+    o.eot_timeout_ms = static_cast<int>(std::lround(ranged(query, "eot_timeout_ms", 500, 60000)));
+  if (o.eager_eot_threshold && *o.eager_eot_threshold > o.eot_threshold.value_or(0.7))
+    throw Error(ErrorCode::kInvalidArgument,
+                "invalid option 'eager_eot_threshold': " + number_text(*o.eager_eot_threshold) +
+                    " is above eot_threshold (" + number_text(o.eot_threshold.value_or(0.7)) +
+                    "): the eager end comes first");
+  return o;
+}
+
+std::map<std::string, std::string> flux_stage_params(const FluxOptions& options) {
+  std::map<std::string, std::string> p{{"turns", "true"}, {"diarize", "false"}};
+  if (options.eot_threshold) p["eot_threshold"] = number_text(*options.eot_threshold);
+  if (options.eager_eot_threshold) p["eager_eot_threshold"] = number_text(*options.eager_eot_threshold);
+  if (options.eot_timeout_ms) p["eot_timeout_ms"] = std::to_string(*options.eot_timeout_ms);
+  return p;
+}
+
+FluxClientMessage parse_flux_client_message(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string())
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "text messages must be JSON objects with a \"type\": CloseStream, KeepAlive, ForceEndTurn or Configure");
+  const std::string type = j["type"];
+  if (type == "CloseStream") return FluxClientMessage::kCloseStream;
+  if (type == "KeepAlive") return FluxClientMessage::kKeepAlive;
+  if (type == "ForceEndTurn") return FluxClientMessage::kForceEndTurn;
+  if (type == "Configure") return FluxClientMessage::kConfigure;
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown message type '" + type + "': expected CloseStream, KeepAlive, ForceEndTurn or Configure");
+}
+
+json FluxProjection::connected() {
+  return {{"type", "Connected"}, {"request_id", info_.request_id}, {"sequence_id", sequence_++}};
+}
+
+json FluxProjection::configure_failure() {
+  return {{"type", "ConfigureFailure"}, {"request_id", info_.request_id}, {"sequence_id", sequence_++}};
+}
+
+json FluxProjection::error(const std::string& code, const std::string& description) {
+  return {{"type", "Error"}, {"sequence_id", sequence_++}, {"code", code}, {"description", description}};
+}
+
+std::vector<Word> FluxProjection::turn_words(bool with_tail) const {
+  std::vector<Word> words = committed_;
+  if (with_tail) words.insert(words.end(), tail_.begin(), tail_.end());
+  return words;
+}
+
+json FluxProjection::turn_info(const char* event, bool with_tail, double confidence) {
+  const std::vector<Word> words = turn_words(with_tail);
+  std::string transcript;
+  json list = json::array();
+  for (const Word& w : words) {
+    std::string text = w.text;
+    while (!text.empty() && text.front() == ' ') text.erase(text.begin());
+    if (text.empty()) continue;
+    transcript += (transcript.empty() ? "" : " ") + text;
+    list.push_back({{"word", text},
+                    {"confidence", w.probability < 0 ? 0.0 : static_cast<double>(w.probability)},
+                    {"start", w.start},
+                    {"end", w.end}});
+  }
+  last_sent_heard_ = heard_;
+  return {{"type", "TurnInfo"},
+          {"request_id", info_.request_id},
+          {"sequence_id", sequence_++},
+          {"event", event},
+          {"turn_index", turn_index_},
+          {"audio_window_start", turn_start_},
+          {"audio_window_end", std::max(turn_start_, heard_)},
+          {"transcript", transcript},
+          {"words", list},
+          {"end_of_turn_confidence", confidence}};
+}
+
+std::vector<json> FluxProjection::on_events(std::span<const events::Event> events, double heard_seconds) {
+  std::vector<json> out;
+  heard_ = std::max(heard_, heard_seconds);
+  bool changed = false;
+  for (const events::Event& event : events) {
+    if (ended_) break;
+    if (const auto* w = std::get_if<events::WordsCommitted>(&event)) {
+      committed_.insert(committed_.end(), w->words.begin(), w->words.end());
+      changed = true;
+    } else if (const auto* p = std::get_if<events::ProvisionalChanged>(&event)) {
+      tail_ = p->words;
+      changed = true;
+    } else if (const auto* t = std::get_if<events::TurnStarted>(&event)) {
+      in_turn_ = true;
+      turn_index_ = t->turn;
+      turn_start_ = t->at;
+      // Words that came before the turn opened (a turn opened by its first word) are its own.
+      std::vector<Word> kept;
+      for (const Word& w : committed_)
+        if (w.end > t->at) kept.push_back(w);
+      committed_ = std::move(kept);
+      out.push_back(turn_info("StartOfTurn", true, 0.0));
+      changed = false;
+    } else if (const auto* t = std::get_if<events::TurnEndLikely>(&event)) {
+      if (!in_turn_) continue;
+      out.push_back(turn_info("EagerEndOfTurn", false, t->confidence));
+      changed = false;
+    } else if (std::holds_alternative<events::TurnResumed>(event)) {
+      if (!in_turn_) continue;
+      out.push_back(turn_info("TurnResumed", true, 0.0));
+      changed = false;
+    } else if (const auto* t = std::get_if<events::TurnEnded>(&event)) {
+      if (!in_turn_) continue;
+      out.push_back(turn_info("EndOfTurn", false, t->confidence));
+      in_turn_ = false;
+      committed_.clear();
+      turn_index_ = t->turn + 1;
+      changed = false;
+    } else if (const auto* e = std::get_if<events::StreamError>(&event)) {
+      const bool audio = e->message.rfind("invalid audio", 0) == 0;
+      out.push_back(error(audio ? "INVALID_AUDIO" : "INTERNAL_SERVER_ERROR", e->message));
+      ended_ = true;
+    } else if (std::holds_alternative<events::EndOfStream>(event)) {
+      ended_ = true;
+    }
+  }
+  // Update: about every 0.25 s of audio while the turn is open and nothing else was sent.
+  (void)changed;
+  if (!ended_ && in_turn_ && heard_ - last_sent_heard_ >= 0.25) out.push_back(turn_info("Update", true, 0.0));
+  return out;
+}
+
+}  // namespace earshot::deepgram

@@ -1,0 +1,130 @@
+#include "server/flux_adapter.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "protocol/deepgram/flux.h"
+#include "server/audio_stream_protocol.h"
+#include "server/core.h"
+#include "server/deepgram_adapter.h"
+
+namespace earshot::server {
+
+namespace {
+
+constexpr uint16_t kClosePolicy = 1008;
+constexpr uint16_t kCloseNormal = 1000;
+
+class FluxProtocol : public AudioStreamProtocol {
+ public:
+  explicit FluxProtocol(Core& core) : AudioStreamProtocol(core), projection_(deepgram::StreamInfo{}) {}
+
+  std::string token(const UpgradeRequest& r) const override {
+    return deepgram_support::token(r.target.query, r.authorization, r.websocket_protocols);
+  }
+
+  Outgoing unauthorized() override { return refusal("invalid or missing API token", kClosePolicy); }
+
+  std::optional<Outgoing> prepare(const UpgradeRequest& request) override {
+    const std::vector<std::string>& stages = core_.config().stages;
+    if (std::find(stages.begin(), stages.end(), "turns") == stages.end())
+      return refusal("this server runs without turn detection (--turn-detection off): /v2/listen needs it",
+                     kClosePolicy);
+    try {
+      options_ = deepgram::parse_flux_options(request.target.query);
+      language_ = deepgram_support::language(core_, options_.listen);
+      decoder_ = deepgram_support::make_decoder(core_, options_.listen);
+    } catch (const Error& e) {
+      return refusal(e.what(), kClosePolicy);
+    }
+    return std::nullopt;
+  }
+
+  Outgoing refusal(const std::string& message, uint16_t code) override {
+    Outgoing out;
+    out.send(projection_.error(code == kClosePolicy ? "BAD_REQUEST" : "UNAVAILABLE", message).dump());
+    out.close_with(code, message);
+    return out;
+  }
+
+  Outgoing start() override {
+    try {
+      session_ = core_.open_session(language_, false, core_.config().stream, deepgram::flux_stage_params(options_));
+    } catch (const std::exception& e) {
+      return refusal(e.what(), kClosePolicy);
+    }
+    projection_ = deepgram::FluxProjection(deepgram_support::stream_info(core_));
+    Outgoing out;
+    out.send(projection_.connected().dump());
+    return out;
+  }
+
+  Outgoing on_text(std::string_view text) override {
+    Outgoing out;
+    try {
+      switch (deepgram::parse_flux_client_message(text)) {
+        case deepgram::FluxClientMessage::kKeepAlive: break;
+        case deepgram::FluxClientMessage::kForceEndTurn:
+          // The session flushes; the turn stage ends the open turn on its Finalized.
+          if (!ended_) {
+            session_->finalize();
+            core_.scheduler().notify(session_);
+          }
+          break;
+        case deepgram::FluxClientMessage::kConfigure: out.send(projection_.configure_failure().dump()); break;
+        case deepgram::FluxClientMessage::kCloseStream: end_stream(); break;
+      }
+    } catch (const Error& e) {
+      out.send(projection_.error("BAD_REQUEST", e.what()).dump());  // the stream goes on
+    }
+    return out;
+  }
+
+  Outgoing on_tick() override {
+    Outgoing out;
+    if (final_sent_) return out;
+    for (const nlohmann::json& m : tick_messages()) out.send(m.dump());
+    if (projection_.ended()) {
+      final_sent_ = true;
+      out.finished_now = true;
+      if (!status_.error.empty())
+        out.close_for_error(status_.error);
+      else
+        out.close_with(kCloseNormal, "");
+    }
+    return out;
+  }
+  bool finished() const override { return final_sent_; }
+
+  Outgoing force_finish() override {
+    Outgoing out;
+    if (final_sent_) return out;
+    final_sent_ = true;
+    for (const nlohmann::json& m : tick_messages()) out.send(m.dump());
+    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.finished_now = true;
+    return out;
+  }
+
+ private:
+  std::vector<nlohmann::json> tick_messages() {
+    session::EventBatch batch = session_->events_since(cursor_);
+    cursor_ = batch.next;
+    session_->release_until(cursor_);
+    status_ = batch.status;
+    return projection_.on_events(batch.events, batch.status.heard_seconds);
+  }
+
+  deepgram::FluxOptions options_;
+  std::string language_;
+  deepgram::FluxProjection projection_;
+  uint64_t cursor_ = 0;
+  session::StreamStatus status_;
+  bool final_sent_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamProtocol> make_flux_protocol(Core& core) { return std::make_unique<FluxProtocol>(core); }
+
+}  // namespace earshot::server

@@ -1,0 +1,101 @@
+// LiveKit Agents' Deepgram plugin (@livekit/agents-plugin-deepgram 1.9.0, unmodified)
+// against `earshot serve`: its STT on /v1/listen with the plugin's defaults
+// (endpointing=25, vad_events, interim_results, smart_format, 100 ms frames, the
+// energy filter) and its Flux STTv2 on /v2/listen. Audio goes in as an agent sends
+// it: 20 ms frames in real time, two utterances with silence after each; the v1
+// stream is also flushed right after each utterance's last frame (the plugin then
+// sends Finalize, which used to cancel the end of the turn). Every START_OF_SPEECH
+// must be followed by its END_OF_SPEECH before the next one starts.
+//   node livekit_test.mjs v1|flux
+import fs from "node:fs";
+import { initializeLogger, stt } from "@livekit/agents";
+import * as deepgram from "@livekit/agents-plugin-deepgram";
+import { AudioFrame } from "@livekit/rtc-node";
+import { sharedFile, startServer } from "../browser/earshot_server.mjs";
+
+initializeLogger({ pretty: false, level: "warn" });
+const mode = process.argv[2];
+if (mode !== "v1" && mode !== "flux") throw new Error("usage: node livekit_test.mjs v1|flux");
+
+// 16 kHz mono s16 samples of a WAV file (the shared clips' format).
+function wavSamples(file) {
+  const b = fs.readFileSync(file);
+  let at = 12;
+  while (at + 8 <= b.length) {
+    const id = b.toString("ascii", at, at + 4), size = b.readUInt32LE(at + 4);
+    if (id === "data") return new Int16Array(b.buffer.slice(b.byteOffset + at + 8, b.byteOffset + at + 8 + size));
+    at += 8 + size + (size & 1);
+  }
+  throw new Error(`${file}: no data chunk`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const FRAME = 320;  // 20 ms at 16 kHz
+
+async function sendRealTime(stream, samples, started, sentSoFar) {
+  for (let i = 0; i < samples.length; i += FRAME) {
+    const chunk = new Int16Array(FRAME);
+    chunk.set(samples.subarray(i, Math.min(samples.length, i + FRAME)));
+    stream.pushFrame(new AudioFrame(chunk, 16000, 1, FRAME));
+    sentSoFar.frames++;
+    const due = started + sentSoFar.frames * 20;
+    const wait = due - Date.now();
+    if (wait > 0) await sleep(wait);
+  }
+}
+
+const server = await startServer();
+let failed = false;
+try {
+  const port = new URL(server.url).port;
+  const speech = wavSamples(sharedFile("data/librivox/sense_and_sensibility_01_austen_64kb-0870.wav"));
+  const silence = new Int16Array(16000 * 2);
+  const plugin = mode === "v1"
+    ? new deepgram.STT({ apiKey: "unused", baseUrl: `ws://127.0.0.1:${port}` })
+    : new deepgram.STTv2({ apiKey: "unused", endpointUrl: `ws://127.0.0.1:${port}/v2/listen` });
+  const stream = plugin.stream();
+  const events = [];
+  const reader = (async () => {
+    for await (const ev of stream) {
+      events.push({ type: ev.type, text: ev.alternatives?.[0]?.text ?? "", at: Date.now() });
+      if (ev.type === stt.SpeechEventType.END_OF_SPEECH && events.filter((e) => e.type === ev.type).length === 2) break;
+    }
+  })();
+  const started = Date.now();
+  const sent = { frames: 0 };
+  for (let u = 0; u < 2; ++u) {
+    await sendRealTime(stream, speech, started, sent);
+    if (mode === "v1") stream.flush();  // the plugin sends Finalize: the turn must still end
+    await sendRealTime(stream, silence, started, sent);
+  }
+  await Promise.race([reader, sleep(20000)]);
+  stream.close();
+  const kinds = events.map((e) => e.type);
+  const name = (t) => stt.SpeechEventType[t] ?? String(t);
+  console.log(`${mode}: ${events.map((e) => name(e.type) + (e.text ? `(${e.text.slice(0, 20)})` : "")).join(", ")}`);
+  const starts = kinds.filter((k) => k === stt.SpeechEventType.START_OF_SPEECH).length;
+  const ends = kinds.filter((k) => k === stt.SpeechEventType.END_OF_SPEECH).length;
+  // Alternating starts and ends, one pair per utterance at least.
+  let open = false, ordered = true;
+  for (const k of kinds) {
+    if (k === stt.SpeechEventType.START_OF_SPEECH) { if (open) ordered = false; open = true; }
+    if (k === stt.SpeechEventType.END_OF_SPEECH) { if (!open) ordered = false; open = false; }
+  }
+  if (starts < 2 || ends !== starts || !ordered || open) {
+    console.error(`${mode}: expected START_OF_SPEECH/END_OF_SPEECH pairs for 2 utterances, got ${starts} starts, ` +
+                  `${ends} ends (ordered: ${ordered}, open at the end: ${open})`);
+    failed = true;
+  } else {
+    console.log(`${mode}: ${starts} turns, each ended`);
+  }
+} catch (e) {
+  console.error(e);
+  failed = true;
+} finally {
+  await server.stop();
+}
+if (failed) {
+  console.error(server.log().split("\n").slice(-20).join("\n"));
+  process.exit(1);
+}
+process.exit(0);

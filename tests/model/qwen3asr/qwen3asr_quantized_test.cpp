@@ -1,0 +1,196 @@
+// Qwen3-ASR pairs quantised as users get them (ggml-org's Q8_0 text model and
+// mmproj: earshot-make-qwen3asr --type q8_0) and at 4 bits (--type q4_0, the
+// mmproj at Q8_0), against the F16 pair they come from: the mmproj's tensors
+// take the converter's types, and over AlignAtt-like passes on LibriVox
+// (teacher-forced: every model steps the F16 model's greedy tokens) the greedy
+// choices agree where the F16 margin is clear, with the logits' largest
+// difference stated.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "audio/audio.h"
+#include "common/error.h"
+#include "model/qwen3asr/model.h"
+#include "model/qwen3asr/model_writer.h"
+#include "model/runtime/gguf_file.h"
+
+namespace earshot::qwen3asr {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Qwen3AsrQuantized : ::testing::Test {
+  static inline fs::path dir;
+  static inline WrittenPair f16, q8, q4;
+  static inline std::vector<float> speech;
+  static void SetUpTestSuite() {
+    dir = fs::temp_directory_path() / ("earshot-qwen3asr-quantized-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    PairDims dims = PairDims::tiny();  // rows of whole 32-blocks everywhere, as the real dimensions have
+    f16 = write_random_pair(dims, EARSHOT_QWEN2_VOCAB, dir / "f16", 31);
+    for (auto [pair, name, type] : {std::tuple{&q8, "q8", GGML_TYPE_Q8_0}, std::tuple{&q4, "q4", GGML_TYPE_Q4_0}}) {
+      *pair = {dir / (std::string(name) + ".gguf"), dir / (std::string(name) + "-mmproj.gguf")};
+      fs::copy_file(f16.text, pair->text);
+      fs::copy_file(f16.mmproj, pair->mmproj);
+      quantize_text_model(pair->text, type);
+      quantize_mmproj(pair->mmproj, GGML_TYPE_Q8_0);
+    }
+    const fs::path librivox = fs::path(EARSHOT_SHARED_DIR) / "data" / "librivox";
+    for (const char* clip : {"0870", "0880", "0890", "0920", "0930"}) {
+      const std::vector<float> a =
+          audio::load_file(librivox / ("sense_and_sensibility_01_austen_64kb-" + std::string(clip) + ".wav"));
+      speech.insert(speech.end(), a.begin(), a.end());
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir); }
+};
+
+TEST_F(Qwen3AsrQuantized, TheMmprojTakesTheConvertersTypes) {
+  const runtime::GgufFile m = runtime::GgufFile::open(q8.mmproj);
+  const auto type_of = [&](const char* name) {
+    const runtime::GgufTensor* t = m.find_tensor(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? t->type : GGML_TYPE_COUNT;
+  };
+  for (const char* matrix : {"a.blk.0.attn_q.weight", "a.blk.1.attn_out.weight", "a.blk.0.ffn_up.weight",
+                             "a.blk.1.ffn_down.weight", "mm.a.mlp.1.weight", "mm.a.mlp.2.weight"}) {
+    EXPECT_EQ(type_of(matrix), GGML_TYPE_Q8_0) << matrix;
+  }
+  EXPECT_EQ(type_of("a.conv2d.1.weight"), GGML_TYPE_F16);  // ".conv" weights: F16 in the converter
+  EXPECT_EQ(type_of("a.conv_out.weight"), GGML_TYPE_F16);
+  EXPECT_EQ(type_of("a.blk.0.ln1.weight"), GGML_TYPE_F32);
+  EXPECT_EQ(type_of("a.blk.0.attn_q.bias"), GGML_TYPE_F32);
+  EXPECT_EQ(m.find_u32("general.file_type").value_or(0), 7u);  // LLAMA_FTYPE_MOSTLY_Q8_0
+  EXPECT_THROW(quantize_mmproj(q8.mmproj, GGML_TYPE_Q4_0), Error);
+}
+
+struct Parity {
+  int steps = 0, agree = 0, clear = 0, clear_agree = 0;
+  float max_diff = 0, max_logit = 0;
+};
+
+// Passes as AlignAtt makes them over 20 s of speech (1 s apart, the buffer
+// trimmed by whole windows past 15 s, the last committed tokens after the
+// prompt), each model prefilled and stepped with the F16 model's tokens.
+Parity compare(const WrittenPair& quantised, const std::vector<float>& speech) {
+  ModelOptions options;
+  options.n_threads = 1;
+  Session a(Model::load(Qwen3AsrQuantized::f16.text, Qwen3AsrQuantized::f16.mmproj, options), {{3, 0}});
+  Session b(Model::load(quantised.text, quantised.mmproj, options), {{3, 0}});
+  Parity p;
+  const auto count = [&] {
+    const std::vector<float>&x = a.logits(), &y = b.logits();
+    const auto best = std::max_element(x.begin(), x.end());
+    float second = -INFINITY;
+    for (auto it = x.begin(); it != x.end(); ++it)
+      if (it != best) second = std::max(second, *it);
+    const bool agree = std::max_element(y.begin(), y.end()) - y.begin() == best - x.begin();
+    const bool clear = *best - second > 0.25f;
+    ++p.steps;
+    p.agree += agree;
+    p.clear += clear;
+    p.clear_agree += clear && agree;
+    for (size_t k = 0; k < x.size(); ++k) {
+      p.max_diff = std::max(p.max_diff, std::abs(x[k] - y[k]));
+      p.max_logit = std::max(p.max_logit, std::abs(x[k]));
+    }
+  };
+  std::vector<int32_t> committed;
+  size_t begin = 0;
+  for (size_t end = 16000; end <= 20 * 16000; end += 16000) {
+    while (end - begin > 15 * 16000) begin += static_cast<size_t>(kWindowSamples);
+    const std::span<const float> buffer(speech.data() + begin, end - begin);
+    a.encode(buffer);
+    b.encode(buffer);
+    PromptSpec prompt{"", "English", {}};
+    prompt.prefix_tokens.assign(committed.end() - std::min<std::ptrdiff_t>(30, std::ssize(committed)), committed.end());
+    int32_t token = a.prefill(prompt);
+    b.prefill(prompt);
+    count();
+    std::vector<int32_t> pass{token};
+    for (int step = 0; step < 5 && !a.model().is_end(token); ++step) {
+      b.step(token);
+      token = a.step(token);
+      count();
+      pass.push_back(token);
+    }
+    committed.insert(committed.end(), pass.begin(), pass.begin() + std::min<std::ptrdiff_t>(3, std::ssize(pass)));
+  }
+  return p;
+}
+
+TEST_F(Qwen3AsrQuantized, GreedyChoicesAgreeWithTheF16PairWhereItsMarginIsClear) {
+  for (auto [pair, name] : {std::pair{&q8, "q8_0"}, std::pair{&q4, "q4_0"}}) {
+    const Parity p = compare(*pair, speech);
+    std::printf(
+        "%s text + q8_0 mmproj against f16: %d of %d greedy choices equal (%d of %d where the f16 margin > 0.25), "
+        "max |logit diff| %.3f of max |logit| %.2f\n",
+        name, p.agree, p.steps, p.clear_agree, p.clear, p.max_diff, p.max_logit);
+    EXPECT_GE(p.steps, 60) << name;
+    EXPECT_GT(p.clear, p.steps / 2) << name;
+    if (std::string(name) == "q8_0") {
+      EXPECT_EQ(p.clear_agree, p.clear) << name;
+      EXPECT_LT(p.max_diff, 0.1f * p.max_logit) << name;
+    } else {
+      EXPECT_GE(p.clear_agree, p.clear * 9 / 10) << name;
+    }
+  }
+}
+
+// With the products on OpenBLAS, a quantised weight's products of many rows (the
+// encoder's, a prompt's) run dequantised on OpenBLAS or on ggml's int8 kernels as
+// asked; both give the same greedy choices, within the int8 activations' rounding.
+TEST_F(Qwen3AsrQuantized, QuantisedProductsRunWhereAskedAndAgree) {
+  struct Ops {
+    int custom = 0, q8_mul_mat = 0;
+    static bool count(ggml_tensor* t, bool ask, void* self) {
+      if (!ask) return true;
+      auto* ops = static_cast<Ops*>(self);
+      ops->custom += t->op == GGML_OP_CUSTOM;
+      ops->q8_mul_mat += t->op == GGML_OP_MUL_MAT && t->src[0]->type == GGML_TYPE_Q8_0;
+      return false;
+    }
+  } blas_ops, ggml_ops;
+  ModelOptions blas_options, ggml_options;
+  blas_options.n_threads = ggml_options.n_threads = 1;
+  blas_options.cpu_kernels = ggml_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
+  blas_options.quantized_products = ModelOptions::QuantizedProducts::kOpenBlas;
+  ggml_options.quantized_products = ModelOptions::QuantizedProducts::kGgml;
+  blas_options.encoder_eval_callback = ggml_options.encoder_eval_callback = &Ops::count;
+  blas_options.encoder_eval_data = &blas_ops;
+  ggml_options.encoder_eval_data = &ggml_ops;
+  const auto blas_model = Model::load(q8.text, q8.mmproj, blas_options);
+  const auto ggml_model = Model::load(q8.text, q8.mmproj, ggml_options);
+  EXPECT_TRUE(blas_model->quantized_on_openblas());
+  EXPECT_FALSE(ggml_model->quantized_on_openblas());
+  Session a(blas_model, {{3, 0}}), b(ggml_model, {{3, 0}});
+  const std::span<const float> buffer(speech.data(), 4 * 16000);
+  ASSERT_EQ(a.encode(buffer), b.encode(buffer));
+  // The blocks' six products and the projector's two are Q8_0: on OpenBLAS none is a
+  // MUL_MAT node, on ggml all of them are.
+  EXPECT_EQ(blas_ops.q8_mul_mat, 0);
+  EXPECT_EQ(ggml_ops.q8_mul_mat, 2 * 6 + 2);
+  EXPECT_GT(blas_ops.custom, ggml_ops.custom);
+  float diff = 0, scale = 0;
+  for (size_t i = 0; i < a.audio_embeddings().size(); ++i) {
+    diff = std::max(diff, std::abs(a.audio_embeddings()[i] - b.audio_embeddings()[i]));
+    scale = std::max(scale, std::abs(a.audio_embeddings()[i]));
+  }
+  EXPECT_LT(diff, 0.05f * scale) << diff << " of " << scale;
+  EXPECT_GT(diff, 0.0f);
+  int32_t token = a.prefill({"", "English", {}});
+  EXPECT_EQ(b.prefill({"", "English", {}}), token);
+  for (int i = 0; i < 4; ++i) {
+    const int32_t next = a.step(token);
+    EXPECT_EQ(b.step(token), next) << i;
+    token = next;
+  }
+}
+
+}  // namespace
+}  // namespace earshot::qwen3asr

@@ -1,0 +1,163 @@
+// Voxtral's model folder on small random-weight files written by its generator.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "../error_of.h"
+#include "model/voxtral/random_model.h"
+#include "model/voxtral/stream.h"
+
+namespace earshot::voxtral {
+namespace {
+
+using earshot::testing::error_of;
+
+std::filesystem::path small_model_path() {
+  return std::filesystem::temp_directory_path() / ("earshot-voxtral-test-" + std::to_string(::getpid()) + ".gguf");
+}
+
+// Written once per process, removed at its end.
+class SmallModelFile : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove(small_model_path(), ec);
+  }
+};
+const auto* const kSmallModelFile = ::testing::AddGlobalTestEnvironment(new SmallModelFile);
+
+std::filesystem::path small_model() {
+  static const bool written = [] {
+    RandomModelOptions o;
+    o.seed = 5;
+    o.pad_scale = 0.5f;  // text tokens at many slots
+    write_random_model(small_model_path(), o);
+    return true;
+  }();
+  (void)written;
+  return small_model_path();
+}
+
+// A tone with a slow sweep: slots that differ from one another.
+std::vector<float> signal(double seconds) {
+  std::vector<float> s(static_cast<size_t>(seconds * 16000));
+  for (size_t i = 0; i < s.size(); ++i) {
+    const double t = static_cast<double>(i) / 16000;
+    s[i] = static_cast<float>(0.3 * std::sin(2 * M_PI * (200 + 150 * t) * t) * (0.6 + 0.4 * std::sin(3 * t)));
+  }
+  return s;
+}
+
+struct Output {
+  std::vector<int> tokens;
+  std::vector<float> logits;
+  std::vector<TokenEmission> emissions;
+};
+
+Output run(const std::shared_ptr<const Model>& model, const std::vector<float>& pcm, size_t chunk, StreamOptions o) {
+  Stream stream(model, o);
+  Output r;
+  stream.set_observer([&](const PositionOutput& p) {
+    r.tokens.push_back(p.token);
+    r.logits.insert(r.logits.end(), p.logits.begin(), p.logits.end());
+  });
+  const size_t step = chunk == 0 ? pcm.size() : chunk;
+  for (size_t at = 0; at < pcm.size(); at += step) {
+    auto e = stream.push(std::span<const float>(pcm.data() + at, std::min(step, pcm.size() - at)));
+    r.emissions.insert(r.emissions.end(), e.begin(), e.end());
+  }
+  auto e = stream.finish();
+  r.emissions.insert(r.emissions.end(), e.begin(), e.end());
+  return r;
+}
+
+TEST(VoxtralModel, LoadsTheGeneratorsFile) {
+  const auto model = Model::load(small_model());
+  const Hparams& hp = model->hparams();
+  EXPECT_EQ(hp.samples_per_slot(), 1280);
+  EXPECT_EQ(hp.n_left_pad, 32);
+  EXPECT_EQ(model->vocab().size(), hp.n_vocab);
+  EXPECT_EQ(model->layers.size(), static_cast<size_t>(hp.n_layer));
+  EXPECT_EQ(model->enc_layers.size(), static_cast<size_t>(hp.enc_n_layer));
+}
+
+TEST(VoxtralModel, RejectsAFileOfAnotherKindNamingIt) {
+  const auto bad = std::filesystem::temp_directory_path() / "earshot-voxtral-not-a-gguf.bin";
+  std::ofstream(bad) << "not a gguf";
+  const Error e = error_of([&] { Model::load(bad); });
+  EXPECT_NE(e.code(), ErrorCode::kInternal);
+  EXPECT_NE(std::string(e.what()).find(bad.filename().string()), std::string::npos) << e.what();
+  std::filesystem::remove(bad);
+  EXPECT_EQ(error_of([] { Model::load("/nonexistent/voxtral.gguf"); }).code(), ErrorCode::kIo);
+}
+
+TEST(VoxtralModel, DelaysOutsideOneToThirtySlotsAreRejected) {
+  const auto model = Model::load(small_model());
+  for (int delay : {0, 31}) {
+    StreamOptions o;
+    o.delay = delay;
+    EXPECT_EQ(error_of([&] { Stream s(model, o); }).code(), ErrorCode::kInvalidArgument) << delay;
+  }
+  EXPECT_TRUE(is_published_delay(6));
+  EXPECT_TRUE(is_published_delay(30));
+  EXPECT_FALSE(is_published_delay(20));
+}
+
+TEST(VoxtralModel, GreedyDecodingIsAcceptedBeamsAndBoostingAreRefused) {
+  Stream stream(Model::load(small_model()), StreamOptions{});
+  stream.set_decoding(TransducerDecoding{});  // greedy, unboosted: the model's own
+  TransducerDecoding beams;
+  beams.beam = 4;
+  EXPECT_EQ(error_of([&] { stream.set_decoding(beams); }).code(), ErrorCode::kUnsupported);
+}
+
+TEST(VoxtralModel, StreamedEqualsOfflineBitForBitWithOneSlotPerEncoderGraph) {
+  const auto model = Model::load(small_model());
+  const auto pcm = signal(4.0);
+  StreamOptions o;
+  o.max_encoder_slots = 1;
+  o.kv_type = GGML_TYPE_F32;
+  const Output offline = run(model, pcm, 0, o);
+  ASSERT_GT(offline.tokens.size(), 40u);
+  // Text at many slots, several distinct tokens: the comparison compares text.
+  ASSERT_GE(offline.emissions.size(), 10u);
+  EXPECT_GE(std::set<int>(offline.tokens.begin(), offline.tokens.end()).size(), 3u);
+  // One emission per slot at most, in order, each at its audio's slot (4 s: 50 slots, then the right padding).
+  for (size_t i = 1; i < offline.emissions.size(); ++i)
+    EXPECT_LT(offline.emissions[i - 1].frame, offline.emissions[i].frame);
+  EXPECT_LE(offline.emissions.back().frame, 50 + 6 + 1 + 10);
+  for (size_t chunk : {160u, 3217u}) {
+    const Output streamed = run(model, pcm, chunk, o);
+    EXPECT_EQ(streamed.tokens, offline.tokens) << chunk;
+    EXPECT_TRUE(streamed.logits == offline.logits) << chunk;
+    ASSERT_EQ(streamed.emissions.size(), offline.emissions.size()) << chunk;
+    for (size_t i = 0; i < offline.emissions.size(); ++i) {
+      EXPECT_EQ(streamed.emissions[i].token, offline.emissions[i].token);
+      EXPECT_EQ(streamed.emissions[i].frame, offline.emissions[i].frame);
+    }
+  }
+}
+
+TEST(VoxtralModel, MemoryStaysConstantOverALongStream) {
+  const auto model = Model::load(small_model());
+  StreamOptions o;
+  Stream stream(model, o);
+  const auto pcm = signal(2.0);
+  std::vector<size_t> bytes;
+  for (int i = 0; i < 8; ++i) {  // 16 s: past both windows several times
+    stream.push(pcm);
+    bytes.push_back(stream.cache_bytes());
+  }
+  EXPECT_EQ(stream.contexts(), 1);
+  // Once both rings have grown to their windows, nothing grows.
+  EXPECT_EQ(bytes[7], bytes[4]);
+  EXPECT_EQ(bytes[6], bytes[4]);
+}
+
+}  // namespace
+}  // namespace earshot::voxtral
