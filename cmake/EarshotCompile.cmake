@@ -63,7 +63,7 @@ function(earshot_test name)
   target_link_libraries(${name} PRIVATE earshot_compile_options GTest::gtest GTest::gtest_main GTest::gmock ${ARG_DEPS})
   target_compile_definitions(${name} PRIVATE EARSHOT_SHARED_DIR="${EARSHOT_SHARED_DIR}"
                                              EARSHOT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  if("slow" IN_LIST ARG_LABELS AND NOT EARSHOT_SLOW_TESTS)
+  if(("slow" IN_LIST ARG_LABELS AND NOT EARSHOT_SLOW_TESTS) OR (NOT "slow" IN_LIST ARG_LABELS AND NOT EARSHOT_FAST_TESTS))
     # Kept as a target (callers may still configure it) but neither built nor registered.
     set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
     return()

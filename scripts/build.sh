@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds earshot (bootstrapping third-party code first when needed).
 #   scripts/build.sh [release|sanitize|tsan|fuzz] [extra cmake args...]
-# release -> build/release; sanitize (ASan + UBSan at -O1 with line tables, without
+# release -> build/release (EARSHOT_FAST_TESTS=OFF in the environment: of the GoogleTest
+# executables only the slow ones); sanitize (ASan + UBSan at -O1 with line tables, without
 # the slow tests and micro-benchmarks it never runs) -> build/sanitize; tsan
 # (ThreadSanitizer, the same way; scripts/test.sh runs its threaded tests) -> build/tsan;
 # fuzz (clang: libFuzzer targets of fuzz/ with ASan + UBSan, no tests) -> build/fuzz,
@@ -13,7 +14,8 @@ source "$ROOT/scripts/common.sh"
 flavor="${1:-release}"; shift || true
 "$ROOT/scripts/bootstrap.sh"
 case "$flavor" in
-  release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  # EARSHOT_FAST_TESTS=OFF (the test command's Release): only the slow tests' executables.
+  release) args=(-DCMAKE_BUILD_TYPE=Release "-DEARSHOT_FAST_TESTS=${EARSHOT_FAST_TESTS:-ON}") ;;
   sanitize) args=(-DCMAKE_BUILD_TYPE=Sanitize "-DCMAKE_C_FLAGS_SANITIZE=-O1 -g1" "-DCMAKE_CXX_FLAGS_SANITIZE=-O1 -g1"
                   -DEARSHOT_SANITIZE=ON -DEARSHOT_SLOW_TESTS=OFF -DEARSHOT_MICRO_BENCHMARKS=OFF) ;;
   tsan) args=(-DCMAKE_BUILD_TYPE=Tsan "-DCMAKE_C_FLAGS_TSAN=-O1 -g1" "-DCMAKE_CXX_FLAGS_TSAN=-O1 -g1"
