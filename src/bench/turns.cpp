@@ -101,10 +101,17 @@ std::vector<TurnClip> split_at_pauses(const TurnClip& clip, double min_pause) {
                         clip.samples.begin() + static_cast<std::ptrdiff_t>(b));
     for (size_t i = first; i <= last; ++i)
       part.speech.push_back({clip.speech[i].start - cut_from, clip.speech[i].end - cut_from});
+    // The part's words are the clip's whose estimated middles fall inside it, timed
+    // again over the part's own speech: the clip-wide estimate spreads words by
+    // characters over all of its speech, so a word counted into a phrase's end
+    // could lie past the end the streaming VAD finds for that phrase; the reference
+    // workload would then hold it back until the next turn's audio arrived.
+    std::string text;
     for (const TimedWord& w : clip.words) {
       const double mid = (w.start + w.end) / 2;
-      if (mid >= cut_from && mid < cut_to) part.words.push_back({w.text, w.start - cut_from, w.end - cut_from});
+      if (mid >= cut_from && mid < cut_to) text += (text.empty() ? "" : " ") + w.text;
     }
+    part.words = estimate_word_times(text, part.speech, static_cast<double>(part.samples.size()) / kSampleRate);
     out.push_back(std::move(part));
   };
   for (size_t i = 0; i + 1 < clip.speech.size(); ++i) {

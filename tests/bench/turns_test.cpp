@@ -36,6 +36,30 @@ TEST(TurnDataset, ClipsCutInTheMiddleOfTheirLongPauses) {
   EXPECT_EQ(parts[2].samples.size(), static_cast<size_t>((6.0 - 4.3) * 16000 + 0.5));
 }
 
+TEST(TurnDataset, APhrasesWordsLieInsideItsOwnSpeech) {
+  // The clip-wide estimate spreads words by characters over all of the speech, so
+  // the short first phrase's last word may be timed to its span's very end.
+  TurnClip c = clip("jfk", 6.0, {{0.2, 1.0}, {3.0, 5.8}});
+  c.words = estimate_word_times("And so my fellow Americans ask not what your country can do", c.speech, 6.0);
+  const std::vector<TurnClip> parts = split_at_pauses(c, 0.4);
+  ASSERT_EQ(parts.size(), 2u);
+  size_t words = 0;
+  for (const TurnClip& part : parts) {
+    ASSERT_FALSE(part.words.empty());
+    words += part.words.size();
+    const double audio = static_cast<double>(part.samples.size()) / 16000;
+    for (const TimedWord& w : part.words) {
+      EXPECT_GE(w.start, part.speech.front().start) << part.id << " " << w.text;
+      EXPECT_LE(w.end, part.speech.back().end) << part.id << " " << w.text;
+      EXPECT_LT(w.start, w.end) << part.id << " " << w.text;
+    }
+    // The last word ends inside the phrase, not at its speech's last instant.
+    EXPECT_LT(part.words.back().start, part.speech.back().end - 0.05) << part.id;
+    EXPECT_LE(part.words.back().end, audio);
+  }
+  EXPECT_EQ(words, c.words.size());
+}
+
 TEST(TurnDataset, MultiTurnJoinsOneTurnInThreeAndSpacesTurns) {
   std::vector<TurnClip> clips;
   for (int i = 0; i < 5; ++i) clips.push_back(clip("c" + std::to_string(i), 1.0, {{0.1, 0.9}}));
