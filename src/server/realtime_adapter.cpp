@@ -167,7 +167,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
       cursor_ = batch.next;
       session_->release_until(cursor_);
       status_ = batch.status;
-      for (json& m : projection_->on_events(batch.events, batch.status.processed_seconds)) out.send(m.dump());
+      for (json& m : projection_->on_events(batch.events, batch.status.heard_seconds)) out.send(m.dump());
     }
     if ((session_ && projection_->ended()) || (!session_ && ended_)) {
       final_sent_ = true;

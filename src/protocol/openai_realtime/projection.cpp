@@ -197,7 +197,7 @@ void Projection::check_endpoint(double clock, bool end_of_stream, std::vector<js
   if (end_of_stream || clock >= end) end_item(std::min(end, std::max(clock, *endpoint_)), false, out);
 }
 
-std::vector<json> Projection::on_events(std::span<const events::Event> events, double processed_seconds) {
+std::vector<json> Projection::on_events(std::span<const events::Event> events, double heard_seconds) {
   std::vector<json> out;
   bool end_of_stream = false;
   const bool vad = turn_.type != TurnType::kNone;
@@ -244,11 +244,11 @@ std::vector<json> Projection::on_events(std::span<const events::Event> events, d
     }
   }
   if (ended_) return out;
-  check_endpoint(processed_seconds, end_of_stream, out);
+  check_endpoint(heard_seconds, end_of_stream, out);
   if (end_of_stream) {
     flushed(UINT64_MAX, out);
     if (open_ && (open_->spoken || !open_->words.empty()))
-      end_item(open_->spoken ? std::optional<double>(processed_seconds) : std::nullopt, false, out);
+      end_item(open_->spoken ? std::optional<double>(heard_seconds) : std::nullopt, false, out);
     ended_ = true;
   }
   return out;

@@ -48,8 +48,10 @@ class Projection {
   // The session's turn detection and includes (they may change at any time).
   void configure(const SessionConfig& config);
   // Server events for the session's events since the last call, in order;
-  // processed_seconds: the stream time the session has run through VAD and model.
-  std::vector<nlohmann::json> on_events(std::span<const events::Event> events, double processed_seconds);
+  // heard_seconds: the stream time the session's VAD has heard (StreamStatus::
+  // heard_seconds, as Deepgram's projections take it: a silence after an end the
+  // VAD has decided is counted without waiting for its look-ahead's release).
+  std::vector<nlohmann::json> on_events(std::span<const events::Event> events, double heard_seconds);
   // input_audio_buffer.commit: the open item ends (committed and created at once;
   // completed when Finalized, the session's flush, arrives). The adapter asks the
   // session to finalize.
