@@ -9,8 +9,8 @@ std::vector<EncoderProduct> encoder_products(const whisper::Hparams& hp, int n_c
   const int64_t head_dim = d / heads;
   const int64_t mels = hp.n_mels;
   return {
-      {"conv1 (im2col)", {2 * t, d, 3 * mels}, 1, true},
-      {"conv2 (im2col)", {t, d, 3 * d}, 1, true},
+      {"conv1 (im2col)", {2 * t, d, 3 * mels}, 1, true, true},
+      {"conv2 (im2col)", {t, d, 3 * d}, 1, true, true},
       {"attention q/k/v/out", {t, d, d}, static_cast<int>(4 * layers), true},
       {"mlp up", {t, 4 * d, d}, static_cast<int>(layers), true},
       {"mlp down", {t, d, 4 * d}, static_cast<int>(layers), true},
@@ -46,10 +46,12 @@ MachineRates measure_machine(const whisper::Model& model, int n_ctx, int threads
   double sgemm_seconds = 0, ggml_seconds = 0, op_seconds = 0;
   for (const EncoderProduct& p : products) {
     const double sgemm = openblas_sgemm_gflops(p.shape, threads, reps);
-    // Attention's products multiply activations (F32 or F16 in the graph, not the weight type).
-    const double ggml = ggml_mul_mat_gflops(p.weight ? weight_type : GGML_TYPE_F16, p.shape, threads, reps);
+    // Attention's products multiply activations (F32 or F16 in the graph, not the weight type);
+    // the convolutions' weights are F16 whatever the file's type.
+    const ggml_type type = p.kept_f16 ? GGML_TYPE_F16 : weight_type;
+    const double ggml = ggml_mul_mat_gflops(p.weight ? type : GGML_TYPE_F16, p.shape, threads, reps);
     // earshot's OpenBLAS op (--cpu-kernels openblas) in a graph, its conversion included.
-    const double op = blas_op_gflops(p.weight ? weight_type : GGML_TYPE_F32, p.shape, threads, reps);
+    const double op = blas_op_gflops(p.weight ? type : GGML_TYPE_F32, p.shape, threads, reps);
     std::printf("%-26s %6lld %6lld %6lld %5d  %12.1f %12.1f %6.2f %12.1f %6.2f\n", p.name.c_str(),
                 static_cast<long long>(p.shape.m), static_cast<long long>(p.shape.n), static_cast<long long>(p.shape.k),
                 p.count, ggml, sgemm, ggml / sgemm, op, op / sgemm);

@@ -18,6 +18,10 @@ struct EncoderProduct {
   GemmShape shape;
   int count = 1;
   bool weight = true;  // a weight matrix (false: attention's activation products)
+  // The convolutions' weights stay F16 in every Whisper file, quantised ones included
+  // (whisper.cpp's quantiser leaves 3-D tensors alone; 3 x 80 columns are no whole
+  // number of Q8_0 blocks either).
+  bool kept_f16 = false;
 };
 
 // Every matrix product of one encoder pass over n_ctx encoder frames (30 s = 1500):
