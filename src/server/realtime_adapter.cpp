@@ -184,13 +184,14 @@ class RealtimeProtocol : public AudioStreamProtocol {
   Outgoing force_finish() override {
     Outgoing out;
     if (final_sent_) return out;
-    final_sent_ = true;
     if (session_) {
-      Outgoing tick = on_tick();
-      final_sent_ = true;
-      out.messages = std::move(tick.messages);
-      for (json& m : projection_->force_final()) out.send(m.dump());
+      // The events not yet projected (the last pass's words among them) go out first;
+      // then the open item ends with them, unless the stream had just ended by itself.
+      out = on_tick();
+      if (!final_sent_)
+        for (json& m : projection_->force_final()) out.send(m.dump());
     }
+    final_sent_ = true;
     out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
     out.finished_now = true;
     return out;

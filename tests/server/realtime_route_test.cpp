@@ -391,6 +391,46 @@ TEST_F(Realtime, TokenAndIntentAreChecked) {
   query.close();
 }
 
+// The shutdown grace ends while a model pass runs: the final result waits for that
+// pass, and the open item's transcript carries its words.
+class RealtimeShutdown : public ServerFixture {};
+
+TEST_F(RealtimeShutdown, GraceOverCompletesTheItemWithTheRunningPassesWords) {
+  server::ServerConfig config;
+  config.shutdown_grace_seconds = 0.3;
+  config.final_pass_wait_seconds = kHangGuard.count();
+  config.stream.max_step_seconds = 0.2;
+  auto gate = std::make_shared<PassGate>();
+  gate->free_passes = 10;
+  start(config, gated_hooks(gate));
+  WsClient client(port_, "/v1/realtime?intent=transcription");
+  ASSERT_EQ((*client.read())["type"], "session.created");
+  client.send_text(R"({"type":"session.update","session":{"type":"transcription","audio":{"input":{
+      "turn_detection":null}}}})");
+  ASSERT_EQ((*client.read())["type"], "session.updated");
+  append(client, pcm16(20.0, 24000, 4000));
+  ASSERT_TRUE(gate->started.wait_for_at_least(11)) << "the model stopped before its eleventh pass";
+  std::thread stopper([&] { server_->shutdown(); });
+  // The pass returns well after the grace.
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    gate->gate.open();
+  });
+  std::vector<json> messages;
+  while (std::optional<json> m = client.read()) messages.push_back(*m);
+  stopper.join();
+  opener.join();
+  EXPECT_TRUE(gate->release());
+  EXPECT_GE(gate->returned.value(), 11);
+  auto completed = std::find_if(messages.rbegin(), messages.rend(), type_is(kCompleted));
+  ASSERT_NE(completed, messages.rend()) << json(messages).dump();
+  const std::string transcript = (*completed)["transcript"];
+  const std::string committed = trim(gate->committed());
+  ASSERT_FALSE(committed.empty());
+  EXPECT_EQ(transcript.rfind(committed, 0), 0u) << "transcript: " << transcript << "\ncommitted: " << committed;
+  EXPECT_EQ(client.close_code(), 1001);
+}
+
 TEST(RealtimeDrain, TheDrainingRefusalIsAnOpenAIError) {
   server::Core core({}, fake_hooks());
   const server::HttpResponse r = core.draining_refusal("/v1/realtime");
