@@ -135,7 +135,6 @@ namespace {
 
 // Close codes: Deepgram closes 1008 for bad input (options, audio) and 1011 when it failed.
 constexpr uint16_t kClosePolicy = 1008;
-constexpr uint16_t kCloseNormal = 1000;
 
 // One session per transcript: one for mono (or channels mixed down), one per
 // channel with multichannel (each holds a --max-sessions slot).
@@ -268,12 +267,8 @@ class DeepgramProtocol : public StreamProtocol {
       final_sent_ = true;
       out.finished_now = true;
       const std::string error = first_error();
-      if (!error.empty()) {
-        out.close_for_error(error);
-      } else {
-        out.send(metadata().dump());
-        out.close_with(kCloseNormal, "");
-      }
+      if (error.empty()) out.send(metadata().dump());
+      out.close_at_end(error);
     }
     return out;
   }
@@ -290,7 +285,7 @@ class DeepgramProtocol : public StreamProtocol {
       send_all(out, c.projection->force_final());
     }
     out.send(metadata().dump());
-    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.close_for_shutdown();
     out.finished_now = true;
     return out;
   }

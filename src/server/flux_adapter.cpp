@@ -13,7 +13,6 @@ namespace earshot::server {
 namespace {
 
 constexpr uint16_t kClosePolicy = 1008;
-constexpr uint16_t kCloseNormal = 1000;
 
 class FluxProtocol : public AudioStreamProtocol {
  public:
@@ -87,10 +86,7 @@ class FluxProtocol : public AudioStreamProtocol {
     if (projection_.ended()) {
       final_sent_ = true;
       out.finished_now = true;
-      if (!status_.error.empty())
-        out.close_for_error(status_.error);
-      else
-        out.close_with(kCloseNormal, "");
+      out.close_at_end(status_.error);
     }
     return out;
   }
@@ -101,7 +97,7 @@ class FluxProtocol : public AudioStreamProtocol {
     if (final_sent_) return out;
     final_sent_ = true;
     for (const nlohmann::json& m : tick_messages()) out.send(m.dump());
-    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.close_for_shutdown();
     out.finished_now = true;
     return out;
   }

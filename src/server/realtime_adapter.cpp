@@ -18,7 +18,6 @@ using json = nlohmann::json;
 namespace rt = openai_realtime;
 
 constexpr uint16_t kClosePolicy = 1008;
-constexpr uint16_t kCloseNormal = 1000;
 
 std::string random_hex(size_t digits) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -172,10 +171,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
     if ((session_ && projection_->ended()) || (!session_ && ended_)) {
       final_sent_ = true;
       out.finished_now = true;
-      if (!status_.error.empty())
-        out.close_for_error(status_.error);
-      else
-        out.close_with(kCloseNormal, "");
+      out.close_at_end(status_.error);
     }
     return out;
   }
@@ -192,7 +188,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
         for (json& m : projection_->force_final()) out.send(m.dump());
     }
     final_sent_ = true;
-    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.close_for_shutdown();
     out.finished_now = true;
     return out;
   }

@@ -40,6 +40,16 @@ struct Outgoing {
   void close_for_error(const std::string& error) {
     close_with(error.rfind("invalid audio", 0) == 0 ? 1008 : 1011, error);
   }
+  // The stream's own end: a normal close (1000), or close_for_error's when it ended with `error`.
+  void close_at_end(const std::string& error) {
+    if (error.empty()) {
+      close_with(1000, "");
+    } else {
+      close_for_error(error);
+    }
+  }
+  // The shutdown's grace time ran out before the stream ended: going away (1001).
+  void close_for_shutdown() { close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)"); }
 };
 
 // The upgrade request as an adapter sees it.

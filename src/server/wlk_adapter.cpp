@@ -120,7 +120,7 @@ class WlkProtocol : public AudioStreamProtocol {
     }
     if (auto message = encoder_->next(snap, true)) out.send(message->dump());
     out.send(ready_to_stop_message().dump());
-    out.close_with(1001, "server shutting down: grace time over (--shutdown-grace-s)");
+    out.close_for_shutdown();
     out.finished_now = true;
     return out;
   }
