@@ -35,25 +35,46 @@ declare -A TSAN_FILTER=([tests/model/earshot_model_session_test]=SessionTest.Two
 EARSHOT_TARGETS="$(printf '%s ' "${TSAN_TARGETS[@]##*/}")" "$ROOT/scripts/build.sh" tsan
 phase "built TSan"
 status=0
+# What failed, phase by phase: printed last, so the tail of a long log names it.
+failures=""
+failed() { failures+="$*"$'\n'; status=1; }
+# A failed ctest run: each failed test is run once more, alone, to tell a failure
+# from a flaky one in the record; either way the script fails.
+ctest_failures() {  # $1: flavour; ctest keeps the failed tests' numbers and names
+  local log="$ROOT/build/$1/Testing/Temporary/LastTestsFailed.log"
+  if [ -s "$log" ]; then
+    local names=()
+    while IFS= read -r line; do names+=("${line#*:}"); done <"$log"
+    for name in "${names[@]}"; do
+      if ctest --test-dir "$ROOT/build/$1" --output-on-failure -R "^${name//./\\.}\$" >/dev/null 2>&1; then
+        failed "$1: $name (passed when run again alone: flaky)"
+      else
+        failed "$1: $name (failed again when run alone)"
+      fi
+    done
+  else
+    failed "$1: ctest failed (no test recorded as failed: see its output above)"
+  fi
+}
 echo "== Release tests (the slow ones)"
-ctest --test-dir "$ROOT/build/release" --output-on-failure -j "$JOBS" -L slow || status=1
+ctest --test-dir "$ROOT/build/release" --output-on-failure -j "$JOBS" -L slow || ctest_failures release
 phase "Release tests (slow)"
 echo "== ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$ROOT/build/sanitize" --output-on-failure -j "$JOBS" -LE slow || status=1
+  ctest --test-dir "$ROOT/build/sanitize" --output-on-failure -j "$JOBS" -LE slow || ctest_failures sanitize
 phase "ASan+UBSan tests"
 echo "== ThreadSanitizer tests"
 for t in "${TSAN_TARGETS[@]}"; do
   # Gtest executables run directly: ctest in build/tsan would list the targets not built there.
   TSAN_OPTIONS="suppressions=$ROOT/scripts/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
     EARSHOT_SHARED_DIR="$ROOT/../shared" "$ROOT/build/tsan/$t" --gtest_brief=1 "--gtest_filter=${TSAN_FILTER[$t]:-*}" \
-    || status=1
+    || failed "tsan: ${t##*/} (its output above names the test and the race)"
 done
 phase "TSan tests"
 fuzz_seconds="${EARSHOT_FUZZ_SECONDS:-15}"
 if [ "$fuzz_seconds" != 0 ]; then
   echo "== libFuzzer targets, ${fuzz_seconds} s each"
-  "$ROOT/scripts/fuzz.sh" all "$fuzz_seconds" || status=1
+  "$ROOT/scripts/fuzz.sh" all "$fuzz_seconds" || failed "fuzz: a target found something (the table above)"
   phase "fuzz build and runs"
 fi
 printf '== where the time went (%d s in all)\n%s' "$SECONDS" "$phase_summary"
@@ -65,4 +86,9 @@ for flavour in release sanitize; do
   # and set -e the script would exit 141 after every test had passed.
   awk 'NF == 3 { printf "%8.1f  %s\n", $3, $1 }' "$cost" | sort -rn | sed -n '1,8p'
 done
+if [ -n "$failures" ]; then
+  printf '== FAILED\n%s' "$failures"
+else
+  echo "== every test passed"
+fi
 exit $status
