@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench/diarization_metrics.h"
+#include "bench/keyterm_recall.h"
 #include "bench/normalizer.h"
 #include "bench/runner.h"
 #include "bench/wer.h"
@@ -110,6 +111,7 @@ struct SystemResult {
   long failed_streams = 0;
   std::optional<TranslationSummary> translation;
   std::optional<DiarizationSummary> diarization;  // bench --diarization-model (diarization_metrics.h)
+  std::optional<KeytermSummary> keyterms;         // bench --keyterms (keyterm_recall.h)
 
   double rtf_wall() const { return audio_seconds > 0 ? compute_wall_seconds / audio_seconds : 0; }
   std::optional<double> rtf_cpu() const;

@@ -164,6 +164,16 @@ void write_table(std::ostream& out, const BenchReport& report) {
   }
   for (const SystemResult& s : report.systems)
     if (s.diarization) write_diarization_table(out, s.name, *s.diarization);
+  for (const SystemResult& s : report.systems) {
+    if (!s.keyterms) continue;
+    const KeytermSummary& k = *s.keyterms;
+    out << "keyterms " << s.name << ": recall " << (k.recall() ? pct(*k.recall()) + "%" : std::string("-")) << " ("
+        << k.recognised << " of " << k.in_references << " occurrences in the references), " << k.extra
+        << " extra in the hypotheses\n";
+    for (const KeytermScore& t : k.terms)
+      out << "  " << t.term << ": " << t.recognised << "/" << t.in_references << (t.extra ? ", extra " : "")
+          << (t.extra ? std::to_string(t.extra) : "") << "\n";
+  }
 }
 
 void write_json(std::ostream& out, const BenchReport& report) {
@@ -221,6 +231,17 @@ void write_json(std::ostream& out, const BenchReport& report) {
           << ",\"finals_per_minute\":" << json_opt(t.calls_per_minute(t.final_calls)) << "}}";
     }
     if (s.diarization) out << ",\n \"diarization\":" << diarization_json(*s.diarization);
+    if (s.keyterms) {
+      const KeytermSummary& k = *s.keyterms;
+      out << ",\n \"keyterms\":{\"recall\":" << json_opt(k.recall()) << ",\"in_references\":" << k.in_references
+          << ",\"recognised\":" << k.recognised << ",\"extra\":" << k.extra << ",\"terms\":[";
+      for (size_t i = 0; i < k.terms.size(); ++i) {
+        const KeytermScore& t = k.terms[i];
+        out << (i ? "," : "") << "{\"term\":" << json_quote(t.term) << ",\"in_references\":" << t.in_references
+            << ",\"recognised\":" << t.recognised << ",\"extra\":" << t.extra << "}";
+      }
+      out << "]}";
+    }
     out << ",\n \"sessions\":[";
     for (size_t i = 0; i < s.sessions.size(); ++i) {
       const SessionResult& r = s.sessions[i];

@@ -137,6 +137,7 @@ bench::StreamHandle open_policy_stream(const engine::Engine& engine, const std::
   engine::StreamRequest request;
   request.policy = policy;
   request.language = s.language;
+  request.keyterms = s.keyterms;
   request.on_pass = bench::count_passes(stats);
   request.on_warning = [](const std::string&) {};  // a bench run reports numbers, not per-pass warnings
   bench::StreamHandle h;
@@ -180,6 +181,19 @@ bench::TranslationSummary run_translation(const bench::SystemRun& run, const Tra
   return summary;
 }
 
+// The listed terms (those not suppressed) against each stream's committed words.
+bench::KeytermSummary keyterm_recall(const SystemResult& r, const std::vector<bench::Utterance>& utts,
+                                     const BenchSettings& s) {
+  std::vector<std::string> terms, references, hypotheses;
+  for (const Keyterm& k : s.keyterms.terms)
+    if (k.weight > 0) terms.push_back(k.text);
+  for (const bench::FileResult& f : r.files) {
+    references.push_back(utts.at(static_cast<size_t>(f.file)).reference);
+    hypotheses.push_back(f.hypothesis);
+  }
+  return bench::score_keyterms(terms, references, hypotheses, s.normalizer);
+}
+
 SystemResult run_in_process(const std::string& name, const bench::FileProcessorFactory& factory,
                             const std::vector<std::vector<float>>& audio, const std::vector<bench::Utterance>& utts,
                             const BenchSettings& s, const TranslationBench* translation = nullptr,
@@ -198,6 +212,7 @@ SystemResult run_in_process(const std::string& name, const bench::FileProcessorF
   });
   const double cpu = cpu_seconds_self() - cpu0;
   SystemResult r = bench::summarize(name, run, utts, s.stream.pacing, s.normalizer);
+  if (!s.keyterms.terms.empty()) r.keyterms = keyterm_recall(r, utts, s);
   r.cpu_seconds = cpu;
   r.peak_rss_bytes = peak_rss_bytes();
   r.peak_rss_scope = own_peak ? "this system (VmHWM reset before it)" : "earshot process so far";
@@ -385,6 +400,7 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
     engine::StreamRequest request;
     request.policy = policy;
     request.language = s.language;
+    request.keyterms = s.keyterms;
     request.on_warning = [](const std::string&) {};
     if (out.counters) {
       request.on_pass = bench::profile_passes(out.counters);

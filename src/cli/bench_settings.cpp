@@ -109,6 +109,7 @@ void BenchSettings::declare(Args& args) {
       .option("markdown", "write a Markdown summary to this file")
       .option("plot", "write an SVG plot of the delay distributions to this file");
   declare_alignatt_options(args);
+  declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kBench);
   stages::StageChain::declare(args, stages::Command::kBench);
 }
@@ -153,6 +154,7 @@ BenchSettings BenchSettings::read(const Args& args) {
   policy::AlignAttConfig alignatt;
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
+  s.keyterms = read_keyterms(args, s.model.policies.alignatt);
   s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 

@@ -16,6 +16,7 @@
 #include "bench/turns.h"
 #include "cli/commands.h"
 #include "common/command_line.h"
+#include "common/keyterms.h"
 #include "engine/model_spec.h"
 
 namespace earshot::cli {
@@ -63,6 +64,9 @@ struct BenchSettings {
   int sessions = 1;             // concurrent sessions of a run (1 with --capacity, which has its own)
   int threads = 4;
   std::string language;
+  // --keyterms (and --static-init-prompt): every stream's vocabulary; the report adds
+  // the listed terms' recall in the committed words (bench/keyterm_recall.h).
+  Keyterms keyterms;
   bench::NormalizerKind normalizer = bench::NormalizerKind::kEnglish;
   engine::ModelSpec model;  // runtime, each family's options, beams and the other AlignAtt settings; no path
   bool on_cpu = false;      // --device resolved to the CPU: the baseline stays there too

@@ -61,6 +61,7 @@ void run_turn_bench(const engine::Engine& engine, const std::string& name, const
     engine::StreamRequest request;
     request.policy = policy;
     request.language = s.language;
+    request.keyterms = s.keyterms;
     request.on_warning = [](const std::string&) {};
     bench::TurnBenchStream out;
     if (s.workload == BenchWorkload::kReference) {
