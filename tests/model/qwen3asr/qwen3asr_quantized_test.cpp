@@ -183,13 +183,35 @@ TEST_F(Qwen3AsrQuantized, QuantisedProductsRunWhereAskedAndAgree) {
   }
   EXPECT_LT(diff, 0.05f * scale) << diff << " of " << scale;
   EXPECT_GT(diff, 0.0f);
+  // The logits, b fed a's tokens: close, and the same greedy choice wherever a's
+  // margin is clear of twice their difference (a random model's near-ties may fall
+  // either way, and where is up to the CPU's kernels).
+  int clear = 0;
+  float worst = 0;
+  const auto agree = [&](int32_t ta, int32_t tb, int step) {
+    const std::vector<float>&x = a.logits(), &y = b.logits();
+    float d = 0, scale = 0, second = -INFINITY;
+    for (size_t k = 0; k < x.size(); ++k) {
+      d = std::max(d, std::abs(x[k] - y[k]));
+      scale = std::max(scale, std::abs(x[k]));
+      if (static_cast<int32_t>(k) != ta) second = std::max(second, x[k]);
+    }
+    worst = std::max(worst, d / scale);
+    if (x[static_cast<size_t>(ta)] - second <= 2 * d) return;
+    ++clear;
+    EXPECT_EQ(tb, ta) << "step " << step << ": a margin of " << x[static_cast<size_t>(ta)] - second << ", logits " << d
+                      << " apart";
+  };
   int32_t token = a.prefill({"", "English", {}});
-  EXPECT_EQ(b.prefill({"", "English", {}}), token);
-  for (int i = 0; i < 4; ++i) {
+  agree(token, b.prefill({"", "English", {}}), 0);
+  for (int i = 1; i <= 4; ++i) {
     const int32_t next = a.step(token);
-    EXPECT_EQ(b.step(token), next) << i;
+    agree(next, b.step(token), i);
     token = next;
   }
+  std::printf("Q8_0 products on OpenBLAS against ggml's: max |logit diff| / max |logit| %.3g, %d of 5 choices clear\n",
+              worst, clear);
+  EXPECT_LT(worst, 0.05f);
 }
 
 }  // namespace

@@ -184,8 +184,8 @@ TEST_F(Qwen3AsrReuse, StreamsOnThreadsEncodeAsAlone) {
 // prompt with the last 30 committed tokens after it and steps greedily, and
 // commits the first few tokens of the pass. A stream keeping its windows and its
 // prompt's KV rows (the rows before the first changed position: the system turn
-// and the whole windows' audio) decodes the same tokens as one that encodes and
-// prefills everything every pass. On ggml's kernels its logits are the same bit
+// and the whole windows' audio) gives the logits of one that encodes and prefills
+// everything every pass, fed the same tokens. On ggml's kernels its logits are the same bit
 // for bit (a row's products do not depend on the rows beside it). On OpenBLAS
 // (the default) they differ by rounding: sgemm's blocking follows the number of
 // rows, and a K/V value one f32 ulp apart can round to f16 one f16 ulp apart
@@ -203,6 +203,7 @@ void expect_prefills_decode_as_full_ones(std::span<const Model4> models) {
   const std::vector<float>& speech = Qwen3AsrReuse::speech;
   using runtime::CpuKernels;
   float worst = 0;
+  int ties = 0;  // greedy choices that differed on a near-tie (OpenBLAS only)
   for (const Model4& m : models) {
     SCOPED_TRACE("seed " + std::to_string(m.seed));
     const WrittenPair files =
@@ -223,27 +224,34 @@ void expect_prefills_decode_as_full_ones(std::span<const Model4> models) {
       prompt.prefix_tokens.assign(committed.end() - std::min<std::ptrdiff_t>(30, std::ssize(committed)),
                                   committed.end());
       int32_t ta = a.prefill(prompt), tb = b.prefill(prompt);
-      ASSERT_EQ(ta, tb) << "pass " << passes << " prefill";
       EXPECT_EQ(a.last_prefill().tokens, b.last_prefill().tokens);
       EXPECT_EQ(b.last_prefill().reused, 0);
       EXPECT_EQ(a.last_prefill().reused + a.last_prefill().decoded, a.last_prefill().tokens);
       reused_passes += a.last_prefill().reused > a.audio_begin();
-      auto compare = [&] {
+      // The logits' difference bounds everything (below); the greedy choices are
+      // equal but where two logits lie closer than twice that difference: random
+      // weights over a 151k vocabulary make such near-ties, and where OpenBLAS
+      // rounds (the CPU's sgemm kernel decides how) one may fall the other way. b is
+      // teacher-forced with a's tokens, so a tie does not send the sessions apart.
+      auto compare = [&](int32_t ta, int32_t tb, const std::string& where) {
         float diff = 0, scale = 0;
         for (size_t k = 0; k < a.logits().size(); ++k) {
           diff = std::max(diff, std::abs(a.logits()[k] - b.logits()[k]));
           scale = std::max(scale, std::abs(b.logits()[k]));
         }
         model_worst = std::max(model_worst, diff / scale);
+        if (ta == tb) return;
+        ++ties;
+        EXPECT_NE(m.kernels, CpuKernels::kGgml) << where << ": ggml's kernels give the same logits bit for bit";
       };
-      compare();
+      compare(ta, tb, "pass " + std::to_string(passes) + " prefill");
       std::vector<int32_t> pass{ta};
       for (int step = 0; step < 6 && !a.model().is_end(ta); ++step, ++steps) {
-        ta = a.step(ta);
-        tb = b.step(tb);
-        ASSERT_EQ(ta, tb) << "pass " << passes << " step " << step;
+        const int32_t given = ta;
+        ta = a.step(given);
+        tb = b.step(given);
         ASSERT_EQ(a.step_frames(), b.step_frames());
-        compare();
+        compare(ta, tb, "pass " + std::to_string(passes) + " step " + std::to_string(step));
         pass.push_back(ta);
       }
       committed.insert(committed.end(), pass.begin(), pass.begin() + std::min<std::ptrdiff_t>(3, std::ssize(pass)));
@@ -258,7 +266,8 @@ void expect_prefills_decode_as_full_ones(std::span<const Model4> models) {
       worst = std::max(worst, model_worst);
     }
   }
-  std::printf("OpenBLAS: max |logit diff| / max |logit|, kept KV rows against a full prefill: %.3g\n", worst);
+  std::printf("OpenBLAS: max |logit diff| / max |logit|, kept KV rows against a full prefill: %.3g; %d near-ties\n",
+              worst, ties);
   EXPECT_LT(worst, 1e-3f);
 }
 
