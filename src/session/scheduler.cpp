@@ -20,12 +20,25 @@ Scheduler::~Scheduler() {
 void Scheduler::notify(const std::shared_ptr<StreamSession>& session) {
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || scheduled_.count(session.get())) return;
+    if (stopping_) return;
+    if (scheduled_.count(session.get())) {
+      // Queued before it became urgent (a finalize since): it moves up.
+      if (!session->urgent()) return;
+      auto at = std::find(ready_.begin(), ready_.end(), session);
+      if (at == ready_.end()) return;  // running, or queued as urgent already
+      ready_.erase(at);
+      urgent_.push_back(session);
+      return;
+    }
     if (!session->has_work()) return;
     scheduled_.insert(session.get());
-    ready_.push_back(session);
+    enqueue_locked(session);
   }
   wake_.notify_one();
+}
+
+void Scheduler::enqueue_locked(std::shared_ptr<StreamSession> session) {
+  (session->urgent() ? urgent_ : ready_).push_back(std::move(session));
 }
 
 bool Scheduler::wait_done(const StreamSession& session, std::chrono::steady_clock::time_point deadline) {
@@ -40,7 +53,7 @@ void Scheduler::wake_waiters() {
 
 size_t Scheduler::queued() const {
   std::lock_guard lock(mutex_);
-  return ready_.size();
+  return urgent_.size() + ready_.size();
 }
 
 size_t Scheduler::busy() const {
@@ -57,16 +70,17 @@ bool Scheduler::wait_busy(const std::function<bool(size_t busy)>& condition,
 void Scheduler::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+    wake_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !ready_.empty(); });
     if (stopping_) return;
-    std::shared_ptr<StreamSession> session = std::move(ready_.front());
-    ready_.pop_front();
+    std::deque<std::shared_ptr<StreamSession>>& queue = urgent_.empty() ? ready_ : urgent_;
+    std::shared_ptr<StreamSession> session = std::move(queue.front());
+    queue.pop_front();
     lock.unlock();
     session->step();
     lock.lock();
     // Checked under the scheduler lock so a notify() racing with this step is never lost.
     if (!stopping_ && session->has_work()) {
-      ready_.push_back(std::move(session));
+      enqueue_locked(std::move(session));
       wake_.notify_one();
     } else {
       scheduled_.erase(session.get());

@@ -1,8 +1,11 @@
 // Runs model work for every live session on a fixed set of worker threads.
-// Fair: sessions with work wait in one FIFO and each turn is one step (at most
+// Fair: sessions with work wait in a FIFO and each turn is one step (at most
 // max_step_seconds of audio), so a long stream cannot starve the others; a
-// session that fell behind gets bigger steps, not a longer queue. A session is
-// never stepped on two threads at once.
+// session that fell behind gets bigger steps, not a longer queue. Sessions whose
+// next step may end a turn (StreamSession::urgent: an end of speech the VAD has
+// pending, a finalize) wait in a FIFO of their own that the workers serve first:
+// a voice agent waits for that step, and it is short (the VAD alone) or the one
+// flush of a turn. A session is never stepped on two threads at once.
 #pragma once
 
 #include <chrono>
@@ -56,6 +59,10 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable stepped_;  // after each step, for wait_done()
+  // Queues a session (scheduled_ already holds it) by its urgency; mutex_ held.
+  void enqueue_locked(std::shared_ptr<StreamSession> session);
+
+  std::deque<std::shared_ptr<StreamSession>> urgent_;  // served first
   std::deque<std::shared_ptr<StreamSession>> ready_;
   std::set<const StreamSession*> scheduled_;  // queued or running
   bool stopping_ = false;

@@ -16,6 +16,7 @@ class SileroVad : public VoiceActivityDetector {
   std::vector<VadEvent> push(std::span<const float> samples) override;
   std::vector<VadEvent> finish() override;
   int64_t max_event_delay_samples() const override { return max_delay_; }
+  bool end_pending() const override { return detector_.end_pending(); }
 
  private:
   vad::SpeechDetector detector_;

@@ -59,6 +59,7 @@ struct StreamSession::State {
   double committed_end = 0;
   SessionStats stats;
   bool finalize_requested = false;
+  bool end_pending = false;        // after the last step: the VAD has an end of speech pending
   uint64_t finalize_requests = 0;  // finalize() calls so far
   // Each pending finalize() call: the stream position (samples received, skipped ones
   // counted) it flushes at, and its number. A step stops at the first one's position,
@@ -344,7 +345,14 @@ bool StreamSession::has_work() const {
   const State& s = *state_;
   if (s.finished || !s.error.empty() || s.halted) return false;
   if (s.end_requested || s.pending_gap > 0 || s.finalize_requested) return true;
-  return s.pending.size() >= static_cast<size_t>(std::max(1.0, options_.min_step_seconds * kSampleRate));
+  const double step = s.end_pending ? options_.end_pending_step_seconds : options_.min_step_seconds;
+  return s.pending.size() >= static_cast<size_t>(std::max(1.0, step * kSampleRate));
+}
+
+bool StreamSession::urgent() const {
+  std::lock_guard lock(mutex_);
+  const State& s = *state_;
+  return s.end_pending || s.finalize_requested;
 }
 
 bool StreamSession::done() const {
@@ -463,7 +471,11 @@ void StreamSession::run_step() {
   const bool release_all = last || !vad_ || (finalize && s.in_speech);
   release_until(release_all ? chunk_end : chunk_end - vad_->max_event_delay_samples());
 
-  if (s.fed_since_process && !last && !finalize) {
+  // While the VAD has an end pending, the audio released since the last pass is
+  // older than the silence (it trails by the VAD's look-ahead) and the flush is a
+  // few windows away: a pass now would only delay that flush (it waits for the pass).
+  const bool end_pending = vad_ && s.in_speech && !last && vad_->end_pending();
+  if (s.fed_since_process && !last && !finalize && !end_pending) {
     ProcessResult r = processor_->process(false);
     ++s.passes;
     commit(r.committed);
@@ -523,6 +535,7 @@ void StreamSession::run_step() {
   s.stats.audio_seconds += to_seconds(chunk_end - chunk_start);
   s.processed_samples = s.held_start;
   s.heard_samples = chunk_end;
+  s.end_pending = end_pending;
   s.provisional_end = 0;
   for (const Word& w : provisional) s.provisional_end = std::max(s.provisional_end, w.end);
   append_locked(out);

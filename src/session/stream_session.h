@@ -29,6 +29,10 @@ struct StreamOptions {
   double pause_segmentation_seconds = 5.0;
   // A step waits for at least this much new audio (unless the stream ended).
   double min_step_seconds = 0.1;
+  // The same while the VAD has an end of speech pending (VoiceActivityDetector::
+  // end_pending): each of Silero's 32 ms windows may decide it, and such a step
+  // runs only the VAD (no model pass), so the flush starts once the end is decided.
+  double end_pending_step_seconds = 0.032;
   // The most audio one step hands to the model: a session that fell behind
   // processes chunks up to this size instead of many small ones.
   double max_step_seconds = 10.0;
@@ -125,6 +129,11 @@ class StreamSession {
 
   // Scheduler side.
   bool has_work() const;
+  // Whether the next step may end a turn: the VAD has an end of speech pending, or
+  // a finalize() waits. The scheduler runs such steps first (each is short or the
+  // flush a waiting client wants now); the end of a stream is no reason (a whole
+  // file would go before every live stream).
+  bool urgent() const;
   // Runs VAD and the policy over the waiting audio (at most max_step_seconds);
   // the last step after end_of_stream() flushes. Never throws: failures end the
   // session with an error.

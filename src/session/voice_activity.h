@@ -34,6 +34,11 @@ class VoiceActivityDetector {
   // session holds this much audio back from the model until the VAD has decided
   // on it, so results never depend on how the stream was chunked.
   virtual int64_t max_event_delay_samples() const = 0;
+  // Whether the samples pushed so far end in silence that may end the current
+  // speech (an end the detector will decide unless speech comes back): a model
+  // pass over the audio released so far then adds little, and the pass that
+  // flushes the end is near. False where the detector cannot tell.
+  virtual bool end_pending() const { return false; }
 };
 
 using VadFactory = std::function<std::unique_ptr<VoiceActivityDetector>()>;

@@ -174,6 +174,9 @@ class SpeechSegmenter {
 
   void reset();
   bool in_speech() const { return triggered_; }
+  // In speech, with silence since a window that may end it: the end is decided
+  // min_silence later unless speech comes back first.
+  bool end_pending() const { return triggered_ && silence_since_.has_value(); }
   const SegmenterOptions& options() const { return options_; }
 
  private:
@@ -206,6 +209,7 @@ class SpeechDetector {
   Update finish();
   void reset();
   bool in_speech() const { return segmenter_.in_speech(); }
+  bool end_pending() const { return segmenter_.end_pending(); }
 
  private:
   VadSession session_;

@@ -104,7 +104,7 @@ class FakeProcessor : public OnlineProcessor {
 
 // Speech = a 512-sample window with a sample above 0.01 in magnitude. Starts at
 // the first speech window; ends after 3 silent windows, at the end of the last
-// speech window.
+// speech window (pending from the first silent one).
 class FakeVad : public session::VoiceActivityDetector {
  public:
   std::vector<session::VadEvent> push(std::span<const float> samples) override {
@@ -131,6 +131,7 @@ class FakeVad : public session::VoiceActivityDetector {
   }
   std::vector<session::VadEvent> finish() override { return {}; }
   int64_t max_event_delay_samples() const override { return 4 * 512; }
+  bool end_pending() const override { return speaking_ && silent_windows_ > 0; }
 
  private:
   int64_t windows_ = 0;

@@ -165,5 +165,44 @@ TEST(Scheduler, BusyCountsSessionsQueuedOrSteppedAndWaitIdleSeesTheEnd) {
   EXPECT_TRUE(b->done());
 }
 
+// A session whose next step may end a turn (a finalize waiting, an end of speech
+// pending) goes before the sessions queued earlier; the rest keep their order.
+TEST(Scheduler, AnUrgentSessionGoesBeforeTheQueue) {
+  std::mutex mutex;
+  std::vector<char> order;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto make = [&](char name) {
+    FakeProcessor::Hooks hooks;
+    hooks.on_process = [&, name, first = std::make_shared<bool>(true)] {
+      if (name == 'G' && *first) released.wait();  // holds the worker until the others are queued
+      *first = false;
+      std::lock_guard lock(mutex);
+      order.push_back(name);
+    };
+    StreamOptions options;
+    options.max_step_seconds = 1.0;
+    return std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(hooks), nullptr, options);
+  };
+  auto g = make('G'), b = make('B'), c = make('C'), u = make('U');
+  Scheduler scheduler(1);
+  g->push_audio(tone(2.0, 0.1f));
+  scheduler.notify(g);
+  for (auto& s : {b, c, u}) {
+    s->push_audio(tone(1.0, 0.1f));
+    scheduler.notify(s);
+  }
+  EXPECT_FALSE(u->urgent());
+  u->finalize();  // queued before it became urgent: it moves up
+  scheduler.notify(u);
+  release.set_value();
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return order.size() >= 5;
+  }));
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(std::string(order.begin(), order.begin() + 5), "GUBCG");
+}
+
 }  // namespace
 }  // namespace earshot::session

@@ -300,5 +300,65 @@ TEST(StreamSession, EmptyStreamFinishesWithNoLines) {
   EXPECT_TRUE(snap.lines.empty());
 }
 
+// A VAD that cannot tell an end is coming (the interface's default).
+class FakeVadWithoutPendingEnds : public FakeVad {
+ public:
+  bool end_pending() const override { return false; }
+};
+
+// While the VAD has an end pending, a step runs the VAD alone: the audio released
+// to the model trails the silence by the look-ahead, and a pass now would only
+// delay the flush. Steps come every VAD window then, the flush with the decision;
+// the words are the same as with every pass run.
+TEST(StreamSession, WhileAnEndIsPendingStepsRunNoPassAndTheFlushFollowsTheDecision) {
+  auto run = [](std::unique_ptr<VoiceActivityDetector> vad, bool tells_pending_ends, std::vector<int>& passes) {
+    auto p = std::make_unique<FakeProcessor>();
+    FakeProcessor* processor = p.get();
+    StreamSession session(std::move(p), std::move(vad), {});
+    session.push_audio(tone(0.992, 0.1f));  // 31 whole windows of speech
+    session.step();
+    passes.push_back(processor->passes());
+    session.push_audio(silence(0.064));  // two silent windows: the end is pending
+    session.step();
+    passes.push_back(processor->passes());
+    EXPECT_FALSE(session.has_work());    // nothing new to step over yet
+    session.push_audio(silence(0.032));  // the third: decided
+    // One VAD window is a step while an end is pending (else it waits for min_step_seconds).
+    EXPECT_EQ(session.has_work(), tells_pending_ends);
+    session.step();
+    passes.push_back(processor->passes());
+    EXPECT_FALSE(session.urgent());
+    session.end_of_stream();
+    while (session.has_work()) session.step();
+    return describe(snapshot(session).lines);
+  };
+  std::vector<int> with, without;
+  const std::string lines = run(std::make_unique<FakeVad>(), true, with);
+  EXPECT_EQ(with, (std::vector<int>{1, 1, 2}));  // the pending step ran no pass; the decision flushed
+  EXPECT_EQ(run(std::make_unique<FakeVadWithoutPendingEnds>(), false, without), lines);
+  EXPECT_EQ(without, (std::vector<int>{1, 2, 3}));             // a pass on every step
+  EXPECT_NE(lines.find(" p100"), std::string::npos) << lines;  // the flush's partial window
+}
+
+TEST(StreamSession, UrgentWhileAnEndIsPendingOrAFinalizeWaits) {
+  Harness h(true);
+  EXPECT_FALSE(h.session->urgent());
+  h.session->push_audio(tone(0.992, 0.1f));
+  h.session->step();
+  EXPECT_FALSE(h.session->urgent());
+  h.session->push_audio(silence(0.032));
+  h.session->step();
+  EXPECT_TRUE(h.session->urgent());  // one silent window
+  h.session->push_audio(tone(0.064, 0.1f));
+  h.session->step();
+  EXPECT_FALSE(h.session->urgent());  // speech came back
+  h.session->finalize();
+  EXPECT_TRUE(h.session->urgent());
+  h.session->step();
+  EXPECT_FALSE(h.session->urgent());
+  h.session->end_of_stream();
+  EXPECT_FALSE(h.session->urgent());  // the end of a stream is no turn to hurry
+}
+
 }  // namespace
 }  // namespace earshot::session

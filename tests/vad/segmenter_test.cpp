@@ -47,6 +47,21 @@ TEST(SpeechSegmenter, StartIsPaddedAndEndFollowsMinSilence) {
             (std::vector{start(2, 544), end(9, 3040)}));
 }
 
+// end_pending(): in speech, from the first silent window until the end is
+// decided or speech comes back (what a session skips model passes on).
+TEST(SpeechSegmenter, AnEndIsPendingFromTheFirstSilentWindowToItsDecision) {
+  SpeechSegmenter segmenter;
+  std::vector<bool> pending;
+  for (float p : {0.1f, 0.9f, 0.9f, 0.1f, 0.1f, 0.9f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f}) {
+    segmenter.push(p);
+    pending.push_back(segmenter.end_pending());
+  }
+  // Silence before any speech is no pending end; the gap at windows 3-4 is one, cancelled
+  // by window 5; the silence from window 6 is one until window 10 decides it.
+  EXPECT_EQ(pending, (std::vector<bool>{false, false, false, true, true, false, true, true, true, true, false, false}));
+  EXPECT_FALSE(segmenter.in_speech());
+}
+
 TEST(SpeechSegmenter, StartIsClampedAtStreamStart) {
   EXPECT_EQ(run({0.8f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}), (std::vector{start(0, 0), end(5, 992)}));
 }
