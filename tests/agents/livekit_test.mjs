@@ -11,28 +11,15 @@
 // Every START_OF_SPEECH must be followed by its END_OF_SPEECH before the next one
 // starts, and the OpenAI plugin must deliver a final transcript per turn.
 //   node livekit_test.mjs v1|flux|openai
-import fs from "node:fs";
 import { initializeLogger, stt } from "@livekit/agents";
 import * as deepgram from "@livekit/agents-plugin-deepgram";
 import * as openai from "@livekit/agents-plugin-openai";
 import { AudioFrame } from "@livekit/rtc-node";
-import { sharedFile, startServer } from "../browser/earshot_server.mjs";
+import { sharedFile, startServer, wavSamples } from "../browser/earshot_server.mjs";
 
 initializeLogger({ pretty: false, level: "warn" });
 const mode = process.argv[2];
 if (!["v1", "flux", "openai"].includes(mode)) throw new Error("usage: node livekit_test.mjs v1|flux|openai");
-
-// 16 kHz mono s16 samples of a WAV file (the shared clips' format).
-function wavSamples(file) {
-  const b = fs.readFileSync(file);
-  let at = 12;
-  while (at + 8 <= b.length) {
-    const id = b.toString("ascii", at, at + 4), size = b.readUInt32LE(at + 4);
-    if (id === "data") return new Int16Array(b.buffer.slice(b.byteOffset + at + 8, b.byteOffset + at + 8 + size));
-    at += 8 + size + (size & 1);
-  }
-  throw new Error(`${file}: no data chunk`);
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const FRAME = 320;  // 20 ms at 16 kHz

@@ -19,6 +19,18 @@ export function sharedFile(relative) {
   return file;
 }
 
+// 16 kHz mono s16 samples of a WAV file (the shared clips' format).
+export function wavSamples(file) {
+  const b = fs.readFileSync(file);
+  let at = 12;
+  while (at + 8 <= b.length) {
+    const id = b.toString("ascii", at, at + 4), size = b.readUInt32LE(at + 4);
+    if (id === "data") return new Int16Array(b.buffer.slice(b.byteOffset + at + 8, b.byteOffset + at + 8 + size));
+    at += 8 + size + (size & 1);
+  }
+  throw new Error(`${file}: no data chunk`);
+}
+
 // Runs the server and resolves once it prints its listening line (port 0 = the kernel picks a free port).
 export async function startServer({ extraArgs = [], env = {}, startTimeoutMs = 90000 } = {}) {
   const binary = requiredPath("EARSHOT_BIN");

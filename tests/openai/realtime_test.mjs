@@ -17,21 +17,9 @@ import path from "node:path";
 import OpenAI from "openai";
 import { OpenAIRealtimeWS } from "openai/realtime/ws";
 
-import { sharedFile, startServer } from "../browser/earshot_server.mjs";
+import { sharedFile, startServer, wavSamples } from "../browser/earshot_server.mjs";
 
 const TOKEN = "earshot-realtime-token-" + process.pid;
-
-// 16 kHz mono s16 samples of a WAV file (the shared clips' format).
-function wavSamples(file) {
-  const b = fs.readFileSync(file);
-  let at = 12;
-  while (at + 8 <= b.length) {
-    const id = b.toString("ascii", at, at + 4), size = b.readUInt32LE(at + 4);
-    if (id === "data") return new Int16Array(b.buffer.slice(b.byteOffset + at + 8, b.byteOffset + at + 8 + size));
-    at += 8 + size + (size & 1);
-  }
-  throw new Error(`${file}: no data chunk`);
-}
 
 // 16 kHz -> 24 kHz by linear interpolation (what a client resampling for the API sends).
 function to24k(samples) {
