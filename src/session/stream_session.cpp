@@ -352,7 +352,8 @@ bool StreamSession::has_work() const {
 bool StreamSession::urgent() const {
   std::lock_guard lock(mutex_);
   const State& s = *state_;
-  return s.end_pending || s.finalize_requested;
+  const bool live = s.pending.size() <= static_cast<size_t>(options_.urgent_max_waiting_seconds * kSampleRate);
+  return (s.end_pending && live) || s.finalize_requested;
 }
 
 bool StreamSession::done() const {

@@ -33,6 +33,10 @@ struct StreamOptions {
   // end_pending): each of Silero's 32 ms windows may decide it, and such a step
   // runs only the VAD (no model pass), so the flush starts once the end is decided.
   double end_pending_step_seconds = 0.032;
+  // A pending end makes the session urgent (urgent()) only while at most this much
+  // audio waits: a session that far behind, or a whole file pushed at once, is no
+  // live turn about to end.
+  double urgent_max_waiting_seconds = 1.0;
   // The most audio one step hands to the model: a session that fell behind
   // processes chunks up to this size instead of many small ones.
   double max_step_seconds = 10.0;
@@ -129,10 +133,11 @@ class StreamSession {
 
   // Scheduler side.
   bool has_work() const;
-  // Whether the next step may end a turn: the VAD has an end of speech pending, or
-  // a finalize() waits. The scheduler runs such steps first (each is short or the
-  // flush a waiting client wants now); the end of a stream is no reason (a whole
-  // file would go before every live stream).
+  // Whether the next step may end a turn: the VAD has an end of speech pending (and
+  // the session is live: urgent_max_waiting_seconds), or a finalize() waits. The
+  // scheduler runs such steps first (each is short or the flush a waiting client
+  // wants now); the end of a stream is no reason (a whole file would go before
+  // every live stream).
   bool urgent() const;
   // Runs VAD and the policy over the waiting audio (at most max_step_seconds);
   // the last step after end_of_stream() flushes. Never throws: failures end the

@@ -349,9 +349,10 @@ TEST(StreamSession, UrgentWhileAnEndIsPendingOrAFinalizeWaits) {
   h.session->push_audio(silence(0.032));
   h.session->step();
   EXPECT_TRUE(h.session->urgent());  // one silent window
-  h.session->push_audio(tone(0.064, 0.1f));
-  h.session->step();
-  EXPECT_FALSE(h.session->urgent());  // speech came back
+  h.session->push_audio(tone(1.1, 0.1f));
+  EXPECT_FALSE(h.session->urgent());  // over a second waiting: no live turn about to end
+  h.session->step();                  // the speech came back
+  EXPECT_FALSE(h.session->urgent());
   h.session->finalize();
   EXPECT_TRUE(h.session->urgent());
   h.session->step();
