@@ -97,7 +97,6 @@ class TimedProcessor : public OnlineProcessor {
     ScopeTimer t(c_->processor, clock_);
     inner_->end_silence(duration, offset);
   }
-  void new_speaker(int speaker) override { inner_->new_speaker(speaker); }
   ProcessResult finish() override {
     ScopeTimer t(c_->processor, clock_);
     return inner_->finish();

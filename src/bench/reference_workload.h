@@ -168,7 +168,6 @@ class FedAudioProcessor : public OnlineProcessor {
     fed_->seconds = std::max(fed_->seconds, offset);
     inner_->end_silence(duration, offset);
   }
-  void new_speaker(int speaker) override { inner_->new_speaker(speaker); }
   ProcessResult finish() override { return inner_->finish(); }
   void warmup() override {
     inner_->warmup();

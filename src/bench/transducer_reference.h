@@ -98,7 +98,6 @@ class SegmentClockProcessor : public OnlineProcessor {
   std::vector<Word> hypothesis() const override { return inner_->hypothesis(); }
   ProcessResult start_silence() override { return ended(inner_->start_silence()); }
   void end_silence(double duration, double offset) override { inner_->end_silence(duration, offset); }
-  void new_speaker(int speaker) override { inner_->new_speaker(speaker); }
   ProcessResult finish() override { return ended(inner_->finish()); }
   void warmup() override { inner_->warmup(); }
   std::string language() const override { return inner_->language(); }

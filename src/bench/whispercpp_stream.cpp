@@ -69,7 +69,6 @@ class WhisperCppStream : public OnlineProcessor {
   }
   ProcessResult start_silence() override { return process(true); }
   void end_silence(double, double) override {}
-  void new_speaker(int) override {}
   ProcessResult finish() override { return process(true); }
   void warmup() override {
     // One decode of 1 s of silence, like a first stream.cpp iteration.

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "policy/online_processor.h"
+#include "common/word.h"
 
 namespace earshot::events {
 

@@ -9,16 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace earshot {
+#include "common/word.h"
 
-struct Word {
-  std::string text;  // UTF-8, leading space kept where the script uses spaces
-  double start = 0;  // seconds since the stream started
-  double end = 0;
-  float probability = -1;  // < 0 when unknown
-  std::string language;    // detected or configured language, "" when unknown
-  int speaker = -1;        // -1 = no speaker information
-};
+namespace earshot {
 
 struct ProcessResult {
   std::vector<Word> committed;  // newly committed words, in order
@@ -46,8 +39,6 @@ class OnlineProcessor {
   // a pause under 5 s inserts that much silence and keeps the context; a longer
   // one resets the segment and moves the time offset.
   virtual void end_silence(double duration, double offset) = 0;
-  // Subsequent words belong to this speaker.
-  virtual void new_speaker(int speaker) = 0;
   // End of stream: flushes and returns the last committed words.
   virtual ProcessResult finish() = 0;
   // Runs the model once on a short clip so the first real pass is not slow.

@@ -19,7 +19,6 @@ class ProcessorBase : public OnlineProcessor {
   std::vector<Word> provisional() const override { return provisional_; }
   std::vector<Word> hypothesis() const override;
   ProcessResult start_silence() override { return process(/*is_last=*/true); }
-  void new_speaker(int speaker) override { speaker_ = speaker; }
   ProcessResult finish() override { return process(/*is_last=*/true); }
   std::string language() const override { return language_; }
 
@@ -36,7 +35,6 @@ class ProcessorBase : public OnlineProcessor {
   double buffer_start_time_ = 0;
   double stream_end_ = 0;  // stream time at the end of the last inserted audio
   std::string language_;
-  int speaker_ = -1;
   std::vector<Word> committed_;    // everything committed, in order
   std::vector<Word> provisional_;  // the uncommitted tail
 };

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "events/event.h"
-#include "policy/online_processor.h"
+#include "common/word.h"
 
 namespace earshot::protocol {
 

@@ -130,7 +130,6 @@ class LoadProcessor : public OnlineProcessor {
   std::vector<Word> hypothesis() const override { return {}; }
   ProcessResult start_silence() override { return process(true); }
   void end_silence(double, double) override {}
-  void new_speaker(int) override {}
   ProcessResult finish() override { return process(true); }
   void warmup() override {}
   std::string language() const override { return "en"; }

@@ -54,7 +54,6 @@ class ScriptedProcessor : public OnlineProcessor {
   }
   ProcessResult start_silence() override { return {}; }
   void end_silence(double, double) override {}
-  void new_speaker(int) override {}
   ProcessResult finish() override {
     finished = true;
     return step();

@@ -56,7 +56,6 @@ class TicksProcessor : public OnlineProcessor {
     (void)duration;
     next_start_ = offset;
   }
-  void new_speaker(int) override {}
   ProcessResult finish() override { return process(true); }
   void warmup() override {}
   std::string language() const override { return language_; }

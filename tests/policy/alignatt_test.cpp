@@ -272,17 +272,6 @@ TEST_F(AlignAtt, FirstStepNeverEndsOrEmitsABlank) {
   expect_words(rig.run(), {{" three", 0.2, 0.3}});
 }
 
-TEST_F(AlignAtt, NewSpeakerLabelsLaterWords) {
-  Rig rig(t, passes({{{one, 10}}, {{two, 60}}}));
-  rig.feed(1.0);
-  EXPECT_EQ(rig.run().at(0).speaker, -1);
-  rig.processor->new_speaker(3);
-  rig.feed(1.0);
-  const auto words = rig.run();
-  ASSERT_EQ(words.size(), 1u);
-  EXPECT_EQ(words[0].speaker, 3);
-}
-
 TEST_F(AlignAtt, ConfigValidates) {
   AlignAttConfig c;
   c.audio_max_len = 40;

@@ -66,7 +66,6 @@ class FakeProcessor : public OnlineProcessor {
     silences_.push_back({duration, offset});
     buffer_.clear();
   }
-  void new_speaker(int) override {}
   ProcessResult finish() override { return process(true); }
   void warmup() override {}
   std::string language() const override { return hooks_.language; }

@@ -70,7 +70,6 @@ void AlignAttProcessor::reset_all() {
   stream_end_ = 0;
   language_ = !text_.is_multilingual() ? "en" : (config_.language == "auto" ? "" : config_.language);
   first_timestamp_.reset();
-  speaker_ = -1;
   committed_.clear();
   last_committed_end_ = -1e300;
   stale_until_.reset();
@@ -320,7 +319,6 @@ std::vector<Word> AlignAttProcessor::to_words(const std::vector<TimedToken>& tok
     for (size_t i = begin; i < at && i < tokens.size(); ++i) logprob += tokens[i].logprob;
     word.probability = static_cast<float>(std::exp(logprob / std::max<size_t>(1, at - begin)));
     word.language = language_;
-    word.speaker = speaker_;
     word.end = at < tokens.size() ? tokens[at].time : word.start + 0.1;
     words.push_back(std::move(word));
   }

@@ -223,7 +223,6 @@ std::vector<Word> PromptedAlignAttProcessor::to_words(const std::string& text, c
     }
     w.text = std::move(t);
     w.language = language_;
-    w.speaker = speaker_;
     words.push_back(std::move(w));
   }
   committed_words_ += words.size();

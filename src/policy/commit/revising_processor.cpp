@@ -83,7 +83,6 @@ std::vector<Word> RevisingProcessor::words_of(const std::string& text, size_t of
     w.end = std::max(end, w.start);
     w.text = std::move(u.text);
     w.language = language_;
-    w.speaker = speaker_;
     words.push_back(std::move(w));
   }
   return words;

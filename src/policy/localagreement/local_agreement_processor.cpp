@@ -168,7 +168,6 @@ std::vector<Word> LocalAgreementProcessor::transcribe(const std::vector<int32_t>
     for (size_t i = begin; i < at; ++i) logprob += result.logprobs[i];
     word.probability = static_cast<float>(std::exp(logprob / static_cast<double>(at - begin)));
     word.language = language;
-    word.speaker = speaker_;
     words.push_back(std::move(word));
   }
   // A decode stuck in a loop: keep the words before the second repetition.

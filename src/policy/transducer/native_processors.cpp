@@ -31,7 +31,6 @@ class TransducerWords : public OnlineProcessor {
     // the time. A long pause starts the prediction network afresh.
     if (duration >= kLongPause) stream_.reset_state();
   }
-  void new_speaker(int speaker) override { words_.speaker = speaker; }
   std::string language() const override { return words_.language; }
   void warmup() override { stream_.warmup(); }
 

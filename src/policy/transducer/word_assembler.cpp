@@ -37,7 +37,6 @@ void WordAssembler::add(const std::vector<TokenEmission>& emissions, double time
       pending.start = start;
       pending.probability = 1.0f;
       pending.language = language;
-      pending.speaker = speaker;
       stream_has_words = true;
     } else {
       pending.text += text;

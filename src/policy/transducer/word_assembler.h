@@ -16,7 +16,6 @@ struct WordAssembler {
   const TokenPieces* pieces = nullptr;
   double frame_seconds = 0.08;
   std::string language;
-  int speaker = -1;
   bool stream_has_words = false;  // the very first word of a stream has no leading space
   Word pending;                   // the word in progress
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/online_processor.h"
+#include "common/word.h"
 #include "protocol/deepgram/options.h"
 
 namespace earshot::deepgram {
