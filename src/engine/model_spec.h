@@ -38,7 +38,7 @@ std::string describe_encoder_kernels(const RuntimeOptions& runtime);
 struct PolicySettings {
   policy::AlignAttConfig alignatt;                   // language and on_warning come from the stream
   policy::LocalAgreementConfig localagreement;       // likewise
-  policy::PromptedAlignAttConfig prompted_alignatt;  // AlignAtt for audio LLMs (seed 002)
+  policy::PromptedAlignAttConfig prompted_alignatt;  // AlignAtt for audio LLMs (WhisperLiveKit's qwen3_simul)
   policy::commit::RevisingConfig rolling = [] {      // rolling passes through the commit layer
     policy::commit::RevisingConfig c;
     c.commit.hold_back = 6;  // WhisperLiveKit's stable-commit defaults: ~6 units held, 2 agreeing passes

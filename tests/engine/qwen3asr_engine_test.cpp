@@ -160,7 +160,7 @@ TEST(Qwen3AsrOptions, ReuseIsOnByDefault) {
   EXPECT_THROW(read({"--qwen3-reuse", "maybe"}), Error);
 }
 
-// --qwen3-trim: whole 8 s encoder windows by default, seed 002's sliding trim on request.
+// --qwen3-trim: whole 8 s encoder windows by default, WhisperLiveKit's qwen3_simul's sliding trim on request.
 TEST(Qwen3AsrOptions, TrimIsWindowBySlidingOnRequest) {
   const auto read = [](std::vector<std::string> argv) {
     Args args("test", "");

@@ -1,4 +1,4 @@
-// The stable/unstable commit layer (seed 003): text units by Unicode range,
+// The stable/unstable commit layer (WhisperLiveKit #426): text units by Unicode range,
 // agreement of K passes with a hold-back of N units, the native stable prefix,
 // and finalisation that never shows text twice.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// AlignAtt for audio-LLM ASR (seed 002, Qwen3-ASR) against a scripted decoder:
+// AlignAtt for audio-LLM ASR (WhisperLiveKit's qwen3_simul, Qwen3-ASR) against a scripted decoder:
 // every rule of the seed (border = max(2, 0.15 x audio tokens), rewind 0.12,
 // checks after the first 3 steps, median over heads, audio_min_len, audio_max_len
 // trimming (by whole encoder windows, or sliding as the seed), min chunk, the last 30 committed tokens as context, the

@@ -2,7 +2,7 @@
 // dimensions; docs/benchmarks.md's numbers are a random pair at real 0.6B dimensions from
 // earshot-make-qwen3asr --size 0.6b): the audio encoder per 800-frame window and
 // at each buffered length, the prompt prefill around those audio tokens, one
-// decode step after it, and one whole AlignAtt pass (seed 002's policy: encode,
+// decode step after it, and one whole AlignAtt pass (WhisperLiveKit's qwen3_simul's policy: encode,
 // prefill, steps until the border, the end or the token budget). Medians of N
 // repetitions, milliseconds. Beside the encoder's and the prefill's times, their
 // rate against the machine: the FLOPs of their matrix products (counted from the

@@ -1,6 +1,6 @@
 // The Qwen3-ASR family behind the engine boundary: a text GGUF of arch qwen3vl
 // plus its mmproj (audio projector qwen3a), run by libllama + libmtmd
-// (model/qwen3asr), with AlignAtt (seed 002, default) or the rolling mode
+// (model/qwen3asr), with AlignAtt (WhisperLiveKit's qwen3_simul, default) or the rolling mode
 // (re-decode the window every ~2 s through the stable/unstable commit layer).
 #pragma once
 

@@ -24,13 +24,13 @@ void declare(Args& args, CommandKind /*command*/) {
   args.option("qwen3-trim",
               "Qwen3-ASR --policy alignatt: how the 15 s buffer loses its front: window (whole 8 s encoder "
               "windows, so the windows left keep their encoder output and prompt KV rows; 7-15 s stay) or sliding "
-              "(the last 15 s at any sample, as seed 002: every window and the whole prompt are redone each pass "
-              "once the buffer is full)",
+              "(the last 15 s at any sample, as WhisperLiveKit's qwen3_simul: every window and the whole prompt "
+              "are redone each pass once the buffer is full)",
               "window");
   args.option("qwen3-reuse",
               "Qwen3-ASR: a stream keeps, from pass to pass, its encoder windows whose mel is unchanged and its "
               "prompt's KV rows before the first changed position (on; the same tokens), or encodes and prefills "
-              "everything each pass (off, as seed 002)",
+              "everything each pass (off, as WhisperLiveKit's qwen3_simul)",
               "on");
   args.option("rolling-unfixed-tokens",
               "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "

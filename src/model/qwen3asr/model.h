@@ -27,7 +27,7 @@ struct ggml_tensor;
 
 namespace earshot::qwen3asr {
 
-// Whisper language code -> Qwen3-ASR's language name (seed 002's table); "" when unknown.
+// Whisper language code -> Qwen3-ASR's language name (WhisperLiveKit's qwen3_simul's table); "" when unknown.
 std::string language_name(const std::string& code);
 // The reverse; "" when unknown.
 std::string language_code(const std::string& name);

@@ -1,4 +1,4 @@
-// AlignAtt for audio-LLM ASR models (seed 002, Qwen3-ASR): on every pass
+// AlignAtt for audio-LLM ASR models (WhisperLiveKit's qwen3_simul, Qwen3-ASR): on every pass
 // re-encode the buffered audio, prompt the decoder with it and the last
 // committed tokens, decode greedily and, from the 3rd step on, stop when the
 // median over the alignment heads of their most attended audio token comes
@@ -28,7 +28,7 @@ struct PromptedAlignAttConfig {
   // How the front goes. kWindow: whole encoder windows (the decoder's
   // window_samples(), 8 s for Qwen3-ASR), so the windows left and the model's work
   // on them stay valid; the buffer then holds audio_max_len - window to
-  // audio_max_len. kSliding: the last audio_max_len at any sample (seed 002),
+  // audio_max_len. kSliding: the last audio_max_len at any sample (WhisperLiveKit's qwen3_simul),
   // which moves every window on every pass once the buffer is full. A decoder
   // without windows, or windows longer than audio_max_len, trims as kSliding.
   enum class Trim { kWindow, kSliding };

@@ -1,5 +1,5 @@
 // The stable/unstable commit layer for models that revise their hypothesis
-// (seed 003): each pass re-decodes the whole segment, and the text the last K
+// (WhisperLiveKit #426): each pass re-decodes the whole segment, and the text the last K
 // passes agree on, less the last N units, is committed. Committed text is
 // append-only: once returned it is never returned again, and finalisation gives
 // only what was not shown (or says that a re-decode corrected the prefix).

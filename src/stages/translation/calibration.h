@@ -1,5 +1,5 @@
 // Which attention heads align target to source, per (model, direction): the
-// calibration registry of seed 003. Keys are normalised model ids (no
+// calibration registry of WhisperLiveKit #426. Keys are normalised model ids (no
 // organisation prefix, no quantisation suffix, lower case), so one entry serves
 // every quantisation and runtime of a model; an entry may disable quantisations
 // whose alignment was measured to break. Shipped entries hold what is published

@@ -1,7 +1,7 @@
 // Which target tokens of a draft may be committed: each drafted token carries
 // the attention rows of the calibrated heads over the source span (the step
 // that produced it), and a token is committed while it depends only on the
-// accessible source, the tokens before the frontier (AlignAtt4LLM, seed 003).
+// accessible source, the tokens before the frontier (AlignAtt4LLM, WhisperLiveKit #426).
 // Pure functions, so every mode is tested on scripted matrices.
 #pragma once
 

@@ -1,4 +1,4 @@
-// One stream's simultaneous translation over an LlmModel (seed 003): the
+// One stream's simultaneous translation over an LlmModel (WhisperLiveKit #426): the
 // segment's committed source and the ASR's unstable tail go into one prompt
 // (tail = inaccessible source), the model drafts greedily with the calibrated
 // heads' attention captured over the source span, and target tokens commit
@@ -101,7 +101,7 @@ class TranslationEngine {
   // that went past the drafted one still releases what the draft covered).
   // Target the old draft covered (its tail, now committed) then goes out at
   // once; the new draft continues from it (committed target is forced).
-  // Without `early`, commits come from the new draft only (seed 003's order).
+  // Without `early`, commits come from the new draft only (WhisperLiveKit #426's order).
   EngineUpdate update(const std::string& committed_source, const std::string& tail,
                       const std::function<void(const EngineUpdate&)>& early = {});
   // A full-quality translation of a whole source (a closed segment's final):

@@ -1,4 +1,4 @@
-// Record/replay of the translation stage (seed 003's fixture): the stage's
+// Record/replay of the translation stage (WhisperLiveKit #426's fixture): the stage's
 // full input event stream from a live run as JSONL, one event a line with the
 // wall time it reached the stage, replayed deterministically through a fresh
 // synchronous stage (greedy; every draft run, none skipped) with any commit

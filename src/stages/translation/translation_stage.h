@@ -41,7 +41,7 @@ struct TranslationOptions {
   // commits for the newly committed source (TranslationEngine::update's
   // `early`), rather than after the model call. Stages on a pool only (a
   // synchronous stage's events all go out together anyway). Off: commits come
-  // from the new draft only, after its call (seed 003's order).
+  // from the new draft only, after its call (WhisperLiveKit #426's order).
   bool release_first = true;
   int context_tokens = 4096;
   int threads = 0;
