@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "engine/qwen3asr/registration.h"
 #include "engine/transducer/registration.h"
+#include "engine/voxtral/registration.h"
 #include "engine/whisper/registration.h"
 
 namespace earshot::engine {
@@ -14,7 +15,9 @@ namespace {
 
 // The built-in families, one line each, in the order files are tried and options
 // and policies are listed.
-std::vector<Family> builtin_families() { return {whisper_family(), qwen3asr_family(), transducer_family()}; }
+std::vector<Family> builtin_families() {
+  return {whisper_family(), qwen3asr_family(), transducer_family(), voxtral_family()};
+}
 
 struct Registry {
   std::mutex mutex;

@@ -1,0 +1,12 @@
+// The Voxtral Realtime family on the family registry (engine/families.cpp):
+// transcribe.cpp's GGUF layout (general.architecture voxtral_realtime), --delay-ms,
+// the loader.
+#pragma once
+
+#include "engine/families.h"
+
+namespace earshot::engine {
+
+Family voxtral_family();
+
+}  // namespace earshot::engine

@@ -1,0 +1,50 @@
+#include "engine/voxtral/voxtral_engine.h"
+
+#include "common/error.h"
+#include "engine/voxtral/options.h"
+#include "model/runtime/device.h"
+#include "model/voxtral/stream.h"
+#include "policy/transducer/native_processors.h"
+
+namespace earshot::engine {
+
+VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const ModelSpec& spec)
+    : model_(std::move(model)), spec_(spec) {
+  const voxtral::Hparams& hp = model_->hparams();
+  const int slot_ms = static_cast<int>(hp.slot_seconds() * 1000 + 0.5);
+  const int delay_ms = spec.options<VoxtralOptions>().delay_ms;
+  delay_ = hp.default_delay;
+  if (delay_ms != 0) {
+    if (delay_ms % slot_ms != 0 || !voxtral::is_published_delay(delay_ms / slot_ms))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--delay-ms " + std::to_string(delay_ms) +
+                      " is not a delay Voxtral Realtime was trained with: " + voxtral::published_delays_text());
+    delay_ = delay_ms / slot_ms;
+  }
+  capabilities_.family = "voxtral";
+  capabilities_.model_name = model_->name().empty() ? spec.path.stem().string() : model_->name();
+  // The model card's languages. The model is told none: it transcribes what it
+  // hears, and a code only labels the words.
+  capabilities_.multilingual = true;
+  capabilities_.languages = {"en", "fr", "es", "de", "ru", "zh", "ja", "it", "pt", "nl", "ar", "hi", "ko"};
+  capabilities_.frames_per_second = 1.0 / hp.slot_seconds();
+  capabilities_.policies = {"native"};
+}
+
+std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest& request) const {
+  resolve_policy(request.policy);  // only native: anything else is refused here
+  if (!request.keyterms.empty() && request.on_warning)
+    request.on_warning("Voxtral Realtime takes no keyterms yet (neither prompt nor boosting): they are ignored");
+  voxtral::StreamOptions options;
+  options.threads = spec_.runtime.threads;
+  options.delay = delay_;
+  options.on_pass = request.on_pass;
+  return policy::streaming_transducer_processor(std::make_unique<voxtral::Stream>(model_, options), request.language);
+}
+
+std::shared_ptr<const Engine> load_voxtral_engine(const ModelSpec& spec) {
+  return std::make_shared<VoxtralEngine>(voxtral::Model::load(spec.path, runtime::resolve_device(spec.runtime.device)),
+                                         spec);
+}
+
+}  // namespace earshot::engine

@@ -1,0 +1,37 @@
+// The Voxtral Realtime family behind the engine boundary: Mistral's natively
+// streaming audio LLM (model/voxtral), one token per 80 ms slot `delay` slots
+// after its audio. Its stream has the streaming transducers' interface
+// (StreamingTransducer: tokens with slots and the vocabulary's word structure),
+// so the policy is theirs: native, each word committed as the next one starts
+// (policy/transducer/), words timed by their slots. The engine only wires.
+#pragma once
+
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/model_spec.h"
+#include "model/voxtral/model.h"
+
+namespace earshot::engine {
+
+class VoxtralEngine : public Engine {
+ public:
+  // Throws Error(kInvalidArgument) for a --delay-ms the model was not trained with.
+  VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const ModelSpec& spec);
+
+  const Capabilities& capabilities() const override { return capabilities_; }
+  std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const override;
+
+  int delay_slots() const { return delay_; }
+
+ private:
+  std::shared_ptr<const voxtral::Model> model_;
+  ModelSpec spec_;
+  Capabilities capabilities_;
+  int delay_;  // slots
+};
+
+// Loads spec.path as a Voxtral Realtime GGUF (engine/voxtral/registration.cpp registers this).
+std::shared_ptr<const Engine> load_voxtral_engine(const ModelSpec& spec);
+
+}  // namespace earshot::engine

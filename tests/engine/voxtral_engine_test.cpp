@@ -1,0 +1,127 @@
+// The Voxtral Realtime family through the engine boundary, on a small random
+// file from its generator: engine::load picks it by its architecture, its one
+// policy (native) commits append-only words timed by their slots, the same words
+// however the audio arrives, and --delay-ms is checked against the delays the
+// model was trained with and refused by the other families.
+#include "engine/voxtral/voxtral_engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "audio/wav.h"
+#include "common/error.h"
+#include "engine/families.h"
+#include "engine/voxtral/options.h"
+#include "engine/voxtral/registration.h"
+#include "model/voxtral/random_model.h"
+
+namespace earshot::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct VoxtralEngineTest : ::testing::Test {
+  static inline fs::path file;
+  static void SetUpTestSuite() {
+    file = fs::temp_directory_path() / ("earshot-voxtral-engine-" + std::to_string(::getpid()) + ".gguf");
+    voxtral::RandomModelOptions o;
+    o.seed = 5;
+    o.pad_scale = 0.5f;  // text tokens at many slots
+    voxtral::write_random_model(file, o);
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove(file, ec);
+  }
+  static ModelSpec spec(int delay_ms = 0) {
+    ModelSpec s;
+    s.path = file;
+    s.runtime.threads = 1;
+    s.options<VoxtralOptions>().delay_ms = delay_ms;
+    return s;
+  }
+};
+
+std::vector<float> speech() {
+  std::vector<float> pcm = audio::load_wav_file(fs::path(EARSHOT_SHARED_DIR) / "data" / "jfk.wav");
+  pcm.resize(5 * 16000);
+  return pcm;
+}
+
+std::vector<Word> stream(const Engine& engine, const std::vector<float>& pcm, size_t chunk) {
+  auto processor = engine.open_stream({});
+  std::vector<Word> words;
+  for (size_t at = 0; at < pcm.size(); at += chunk) {
+    const size_t n = std::min(chunk, pcm.size() - at);
+    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
+    for (Word& w : processor->process().committed) words.push_back(std::move(w));
+  }
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  return words;
+}
+
+std::string text_of(const std::vector<Word>& words) {
+  std::string text;
+  for (const Word& w : words) text += w.text;
+  return text;
+}
+
+TEST_F(VoxtralEngineTest, LoadsByItsArchitectureAndStreamsNativeWords) {
+  EXPECT_EQ(family_of(file), "voxtral");
+  const std::shared_ptr<const Engine> engine = load(spec());
+  const Capabilities& c = engine->capabilities();
+  EXPECT_EQ(c.family, "voxtral");
+  EXPECT_EQ(c.policies, std::vector<std::string>{"native"});
+  EXPECT_DOUBLE_EQ(c.frames_per_second, 12.5);  // one slot per 80 ms
+  EXPECT_TRUE(c.multilingual);
+  EXPECT_EQ(dynamic_cast<const VoxtralEngine&>(*engine).delay_slots(), 6);  // the file's default, 480 ms
+
+  const std::vector<float> pcm = speech();
+  const std::vector<Word> words = stream(*engine, pcm, 1600);
+  ASSERT_GE(words.size(), 3u) << text_of(words);
+  double previous_end = 0;
+  for (const Word& w : words) {
+    EXPECT_FALSE(w.text.empty());
+    EXPECT_LE(w.start, w.end) << w.text;
+    EXPECT_GE(w.start, previous_end - 1e-9) << w.text;  // append-only, in order
+    EXPECT_LE(w.end, 5.0 + 1e-9) << w.text;             // never past the audio
+    previous_end = w.end;
+  }
+  // The same words whatever the pieces (a push of 3217 samples is no whole slot).
+  EXPECT_EQ(text_of(stream(*engine, pcm, 3217)), text_of(words));
+
+  StreamRequest other;
+  other.policy = "alignatt";
+  try {
+    engine->open_stream(other);
+    ADD_FAILURE() << "alignatt was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown --policy 'alignatt' (use native)");
+  }
+}
+
+TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
+  EXPECT_EQ(dynamic_cast<const VoxtralEngine&>(*load(spec(400))).delay_slots(), 5);
+  EXPECT_EQ(dynamic_cast<const VoxtralEngine&>(*load(spec(2400))).delay_slots(), 30);
+  for (int ms : {440, 1600}) {
+    try {
+      load(spec(ms));
+      ADD_FAILURE() << ms << " ms was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("--delay-ms " + std::to_string(ms)), std::string::npos) << e.what();
+    }
+  }
+  // Another family's file refuses the option rather than ignore it.
+  const Family f = voxtral_family();
+  ModelSpec whisper = spec(400);
+  whisper.path = "ggml-tiny.en.bin";
+  EXPECT_NE(f.foreign_request(whisper, "a Whisper model (family whisper)").find("--delay-ms 400 applies to Voxtral"),
+            std::string::npos);
+  EXPECT_EQ(f.foreign_request(spec(0), "a Whisper model (family whisper)"), "");
+}
+
+}  // namespace
+}  // namespace earshot::engine
