@@ -29,7 +29,7 @@ void WordAssembler::add(const std::vector<TokenEmission>& emissions, double time
     if (pieces->starts_word(e.token) && !pending.text.empty()) flush(out);
     const std::string text = pieces->text(e.token, !stream_has_words && pending.text.empty());
     if (text.empty()) continue;
-    const double start = time_origin + e.frame * frame_seconds;
+    const double start = std::min(audio_end, time_origin + e.frame * frame_seconds);
     const double end =
         std::max(start, std::min(audio_end, time_origin + (e.frame + std::max(e.duration, 1)) * frame_seconds));
     if (pending.text.empty()) {

@@ -23,8 +23,10 @@ struct WordAssembler {
   static WordAssembler for_stream(const TransducerStream& stream, const std::string& language);
 
   // Emissions of frames whose frame 0 is at time_origin; completed words go to
-  // `out`. No word ends past audio_end, the end of the audio decoded: a TDT
-  // duration can reach past the last frame, and the last frame past the last sample.
+  // `out`. No word starts or ends past audio_end, the end of the audio decoded: a
+  // TDT duration can reach past the last frame, the last frame past the last
+  // sample, and Voxtral's tokens of its right padding (the slots after the audio
+  // that let its last words out) past the audio itself.
   void add(const std::vector<TokenEmission>& emissions, double time_origin, std::vector<Word>& out,
            double audio_end = std::numeric_limits<double>::infinity());
   // The word in progress, if any, to `out`.
