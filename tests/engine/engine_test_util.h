@@ -2,8 +2,11 @@
 // command loads a model: engine::load on a file.
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "../model/model_test_util.h"
 #include "engine/families.h"
@@ -17,6 +20,29 @@ inline std::shared_ptr<const Engine> load_random_engine(const whisper::RandomMod
   spec.path = dir / "model.bin";
   whisper::write_random_model(model, spec.path);
   return load(spec);
+}
+
+// One stream of `engine` (its `policy`, "" = the default) fed `pcm` in pieces of
+// `chunk` samples, processed after each and finished: every committed word.
+inline std::vector<Word> stream_words(const Engine& engine, const std::vector<float>& pcm, size_t chunk,
+                                      const std::string& policy = "") {
+  StreamRequest request;
+  request.policy = policy;
+  auto processor = engine.open_stream(request);
+  std::vector<Word> words;
+  for (size_t at = 0; at < pcm.size(); at += chunk) {
+    const size_t n = std::min(chunk, pcm.size() - at);
+    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
+    for (Word& w : processor->process().committed) words.push_back(std::move(w));
+  }
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  return words;
+}
+
+inline std::string text_of(const std::vector<Word>& words) {
+  std::string text;
+  for (const Word& w : words) text += w.text;
+  return text;
 }
 
 }  // namespace earshot::engine::testing

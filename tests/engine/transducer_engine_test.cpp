@@ -16,6 +16,7 @@
 #include "audio/wav.h"
 #include "common/error.h"
 #include "engine/families.h"
+#include "engine_test_util.h"
 #include "features/nemo_mel.h"
 #include "model/fastconformer/encoder.h"
 #include "model/fastconformer/random_model.h"
@@ -29,25 +30,10 @@ using whisper::testing::TempDir;
 
 std::vector<float> jfk() { return audio::load_wav_file(whisper::testing::shared_dir() / "data" / "jfk.wav"); }
 
+using testing::text_of;
 std::vector<Word> stream(const Engine& engine, const std::vector<float>& pcm, size_t chunk,
                          const std::string& policy = "") {
-  StreamRequest request;
-  request.policy = policy;
-  auto processor = engine.open_stream(request);
-  std::vector<Word> words;
-  for (size_t at = 0; at < pcm.size(); at += chunk) {
-    const size_t n = std::min(chunk, pcm.size() - at);
-    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
-    for (Word& w : processor->process().committed) words.push_back(std::move(w));
-  }
-  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
-  return words;
-}
-
-std::string text_of(const std::vector<Word>& words) {
-  std::string text;
-  for (const Word& w : words) text += w.text;
-  return text;
+  return testing::stream_words(engine, pcm, chunk, policy);
 }
 
 TEST(TransducerEngine, LoadsBothFormatsAndStreamsNativeWords) {

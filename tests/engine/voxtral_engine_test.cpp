@@ -15,6 +15,7 @@
 #include "engine/families.h"
 #include "engine/voxtral/options.h"
 #include "engine/voxtral/registration.h"
+#include "engine_test_util.h"
 #include "model/voxtral/random_model.h"
 
 namespace earshot::engine {
@@ -50,22 +51,9 @@ std::vector<float> speech() {
   return pcm;
 }
 
+using testing::text_of;
 std::vector<Word> stream(const Engine& engine, const std::vector<float>& pcm, size_t chunk) {
-  auto processor = engine.open_stream({});
-  std::vector<Word> words;
-  for (size_t at = 0; at < pcm.size(); at += chunk) {
-    const size_t n = std::min(chunk, pcm.size() - at);
-    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
-    for (Word& w : processor->process().committed) words.push_back(std::move(w));
-  }
-  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
-  return words;
-}
-
-std::string text_of(const std::vector<Word>& words) {
-  std::string text;
-  for (const Word& w : words) text += w.text;
-  return text;
+  return testing::stream_words(engine, pcm, chunk);
 }
 
 TEST_F(VoxtralEngineTest, LoadsByItsArchitectureAndStreamsNativeWords) {
