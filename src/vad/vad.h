@@ -174,9 +174,14 @@ class SpeechSegmenter {
 
   void reset();
   bool in_speech() const { return triggered_; }
-  // In speech, with silence since a window that may end it: the end is decided
-  // min_silence later unless speech comes back first.
-  bool end_pending() const { return triggered_ && silence_since_.has_value(); }
+  // In speech, with silence since a window that may end it, for less than
+  // min_silence: the end is decided at the first silent window from there on
+  // unless speech comes back. Windows between the thresholds (neither speech nor
+  // silence) keep a silence going without ending it; past min_silence such a
+  // silence is no longer pending, so a caller never waits on it for long.
+  bool end_pending() const {
+    return triggered_ && silence_since_.has_value() && current_sample_ - *silence_since_ < min_silence_samples_;
+  }
   const SegmenterOptions& options() const { return options_; }
 
  private:

@@ -60,6 +60,16 @@ TEST(SpeechSegmenter, AnEndIsPendingFromTheFirstSilentWindowToItsDecision) {
   // by window 5; the silence from window 6 is one until window 10 decides it.
   EXPECT_EQ(pending, (std::vector<bool>{false, false, false, true, true, false, true, true, true, true, false, false}));
   EXPECT_FALSE(segmenter.in_speech());
+  // Windows between the thresholds keep the silence going but not pending past
+  // min_silence (1,600 samples: the fourth window after the first silent one).
+  SpeechSegmenter band;
+  pending.clear();
+  for (float p : {0.9f, 0.1f, 0.4f, 0.4f, 0.4f, 0.4f, 0.4f, 0.4f, 0.1f}) {
+    band.push(p);
+    pending.push_back(band.end_pending());
+  }
+  EXPECT_EQ(pending, (std::vector<bool>{false, true, true, true, true, false, false, false, false}));
+  EXPECT_FALSE(band.in_speech());  // the last silent window decided it
 }
 
 TEST(SpeechSegmenter, StartIsClampedAtStreamStart) {
