@@ -133,8 +133,8 @@ std::string Sha256::hex() {
 
 namespace {
 
-// Close codes: Deepgram closes 1008 for bad input (options, audio) and 1011 when it failed.
-constexpr uint16_t kClosePolicy = 1008;
+// Deepgram closes kClosePolicyViolation (1008) for bad input (options, audio) and
+// kCloseInternalError (1011) when it failed.
 
 // One session per transcript: one for mono (or channels mixed down), one per
 // channel with multichannel (each holds a --max-sessions slot).
@@ -146,7 +146,7 @@ class DeepgramProtocol : public StreamProtocol {
     return deepgram_support::token(r.target.query, r.authorization, r.websocket_protocols);
   }
 
-  Outgoing unauthorized() override { return refusal("invalid or missing API token", kClosePolicy); }
+  Outgoing unauthorized() override { return refusal("invalid or missing API token", kClosePolicyViolation); }
 
   std::optional<Outgoing> prepare(const UpgradeRequest& request) override {
     try {
@@ -157,7 +157,7 @@ class DeepgramProtocol : public StreamProtocol {
       else
         decoder_ = deepgram_support::make_decoder(core_, options_);
     } catch (const Error& e) {
-      return refusal(e.what(), kClosePolicy);
+      return refusal(e.what(), kClosePolicyViolation);
     }
     return std::nullopt;
   }
@@ -193,7 +193,7 @@ class DeepgramProtocol : public StreamProtocol {
       }
     } catch (const std::exception& e) {
       on_close();
-      return refusal(e.what(), kClosePolicy);
+      return refusal(e.what(), kClosePolicyViolation);
     }
     return {};
   }

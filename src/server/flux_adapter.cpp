@@ -12,8 +12,6 @@ namespace earshot::server {
 
 namespace {
 
-constexpr uint16_t kClosePolicy = 1008;
-
 class FluxProtocol : public AudioStreamProtocol {
  public:
   explicit FluxProtocol(Core& core) : AudioStreamProtocol(core), projection_(deepgram::StreamInfo{}) {}
@@ -22,26 +20,26 @@ class FluxProtocol : public AudioStreamProtocol {
     return deepgram_support::token(r.target.query, r.authorization, r.websocket_protocols);
   }
 
-  Outgoing unauthorized() override { return refusal("invalid or missing API token", kClosePolicy); }
+  Outgoing unauthorized() override { return refusal("invalid or missing API token", kClosePolicyViolation); }
 
   std::optional<Outgoing> prepare(const UpgradeRequest& request) override {
     const std::vector<std::string>& stages = core_.config().stages;
     if (std::find(stages.begin(), stages.end(), "turns") == stages.end())
       return refusal("this server runs without turn detection (--turn-detection off): /v2/listen needs it",
-                     kClosePolicy);
+                     kClosePolicyViolation);
     try {
       options_ = deepgram::parse_flux_options(request.target.query);
       language_ = deepgram_support::language(core_, options_.listen);
       decoder_ = deepgram_support::make_decoder(core_, options_.listen);
     } catch (const Error& e) {
-      return refusal(e.what(), kClosePolicy);
+      return refusal(e.what(), kClosePolicyViolation);
     }
     return std::nullopt;
   }
 
   Outgoing refusal(const std::string& message, uint16_t code) override {
     Outgoing out;
-    out.send(projection_.error(code == kClosePolicy ? "BAD_REQUEST" : "UNAVAILABLE", message).dump());
+    out.send(projection_.error(code == kClosePolicyViolation ? "BAD_REQUEST" : "UNAVAILABLE", message).dump());
     out.close_with(code, message);
     return out;
   }
@@ -50,7 +48,7 @@ class FluxProtocol : public AudioStreamProtocol {
     try {
       session_ = core_.open_session(language_, false, core_.config().stream, deepgram::flux_stage_params(options_));
     } catch (const std::exception& e) {
-      return refusal(e.what(), kClosePolicy);
+      return refusal(e.what(), kClosePolicyViolation);
     }
     projection_ = deepgram::FluxProjection(deepgram_support::stream_info(core_));
     Outgoing out;

@@ -17,8 +17,6 @@ namespace {
 using json = nlohmann::json;
 namespace rt = openai_realtime;
 
-constexpr uint16_t kClosePolicy = 1008;
-
 std::string random_hex(size_t digits) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::string out;
@@ -68,7 +66,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
   Outgoing unauthorized() override {
     Outgoing out;
     out.send(rt::error_event(ids_, "invalid_request_error", "invalid_api_key", "invalid or missing API token").dump());
-    out.close_with(kClosePolicy, "invalid or missing API token");
+    out.close_with(kClosePolicyViolation, "invalid or missing API token");
     return out;
   }
 
@@ -76,13 +74,13 @@ class RealtimeProtocol : public AudioStreamProtocol {
     const auto& query = request.target.query;
     if (auto it = query.find("intent"); it != query.end() && it->second != "transcription")
       return refusal("earshot serves transcription sessions only: connect to /v1/realtime?intent=transcription",
-                     kClosePolicy);
+                     kClosePolicyViolation);
     if (auto it = query.find("deltas"); it != query.end()) {
       if (it->second != "live" && it->second != "commit")
         return refusal(
             "invalid query parameter 'deltas': expected live (as words are committed) or commit (after "
             "the item's commit, as OpenAI's)",
-            kClosePolicy);
+            kClosePolicyViolation);
       options_.live_deltas = it->second == "live";
     }
     const std::vector<std::string>& stages = core_.config().stages;
@@ -97,7 +95,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
 
   Outgoing refusal(const std::string& message, uint16_t code) override {
     Outgoing out;
-    const bool server_side = code != kClosePolicy;
+    const bool server_side = code != kClosePolicyViolation;
     out.send(rt::error_event(ids_, server_side ? "server_error" : "invalid_request_error",
                              server_side ? "server_unavailable" : "invalid_request", message)
                  .dump());

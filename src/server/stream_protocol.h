@@ -25,6 +25,11 @@ namespace earshot::server {
 class Core;
 using protocol::Target;
 
+// RFC 6455's close codes the adapters share: a policy violation (bad input, a
+// wrong token: what Deepgram and OpenAI close with), the server's own failure.
+inline constexpr uint16_t kClosePolicyViolation = 1008;
+inline constexpr uint16_t kCloseInternalError = 1011;
+
 // What the transport should do next: send these text messages, then maybe close.
 struct Outgoing {
   std::vector<std::string> messages;
@@ -38,7 +43,7 @@ struct Outgoing {
   // A stream that ended with `error`: 1008 when the client's audio was at fault
   // ("invalid audio: ..."), 1011 for the server's own failure.
   void close_for_error(const std::string& error) {
-    close_with(error.rfind("invalid audio", 0) == 0 ? 1008 : 1011, error);
+    close_with(error.rfind("invalid audio", 0) == 0 ? kClosePolicyViolation : kCloseInternalError, error);
   }
   // The stream's own end: a normal close (1000), or close_for_error's when it ended with `error`.
   void close_at_end(const std::string& error) {
