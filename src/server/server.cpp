@@ -503,6 +503,10 @@ Server::~Server() {
   impl_->core.fail_all("server stopped");
   // Transcriptions end once their sessions failed; joined so none outlives the server.
   impl_->blocking.stop();
+  // The model workers stop while the I/O context lives: a worker's last step may
+  // release a WebSocket connection's last reference (its listener), whose socket
+  // needs the context (destroyed before Core and its scheduler).
+  impl_->core.scheduler().stop();
   impl_->stop_threads();
 }
 

@@ -8,13 +8,25 @@ Scheduler::Scheduler(int workers) {
   for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { run(); });
 }
 
-Scheduler::~Scheduler() {
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+  // The queued sessions go now, on the caller's thread (their listeners may hold
+  // what the caller is about to tear down).
+  std::deque<std::shared_ptr<StreamSession>> urgent, ready;
+  {
+    std::lock_guard lock(mutex_);
+    urgent.swap(urgent_);
+    ready.swap(ready_);
+    scheduled_.clear();
+  }
 }
 
 void Scheduler::notify(const std::shared_ptr<StreamSession>& session) {

@@ -25,7 +25,13 @@ namespace earshot::session {
 class Scheduler {
  public:
   explicit Scheduler(int workers);
-  ~Scheduler();  // finishes the step in progress on each worker, drops the rest
+  ~Scheduler();  // stop()
+  // Finishes the step in progress on each worker, joins the workers and drops the
+  // queued sessions; later notify() calls queue nothing. Idempotent. A server calls
+  // it before tearing down what the sessions' listeners reach (its I/O context):
+  // a worker's last step may otherwise release a connection's last reference
+  // after that is gone.
+  void stop();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
