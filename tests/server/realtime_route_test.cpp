@@ -397,11 +397,7 @@ class RealtimeShutdown : public ServerFixture {};
 
 TEST_F(RealtimeShutdown, GraceOverCompletesTheItemWithTheRunningPassesWords) {
   server::ServerConfig config;
-  config.shutdown_grace_seconds = 0.3;
-  config.final_pass_wait_seconds = kHangGuard.count();
-  config.stream.max_step_seconds = 0.2;
-  auto gate = std::make_shared<PassGate>();
-  gate->free_passes = 10;
+  const auto gate = grace_over_in_a_pass(config, kHangGuard.count());  // the gated pass outlasts the grace
   start(config, gated_hooks(gate));
   WsClient client(port_, "/v1/realtime?intent=transcription");
   ASSERT_EQ((*client.read())["type"], "session.created");

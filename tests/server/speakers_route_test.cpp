@@ -54,12 +54,8 @@ class SpeakersAtShutdown : public Speakers {
 
 TEST_F(SpeakersAtShutdown, TheForcedFinalKeepsEveryCommittedWord) {
   server::ServerConfig config;
-  config.shutdown_grace_seconds = 0.3;
-  config.final_pass_wait_seconds = 0.2;
-  config.stream.max_step_seconds = 0.2;
-  auto gate = std::make_shared<PassGate>();
-  gate->free_passes = 10;                            // 2 s of the 20 committed, then a pass outlasting the grace
-  start_diarized(config, gated_hooks(gate), 100.0);  // no speaker before the end
+  const auto gate = grace_over_in_a_pass(config, 0.2);  // the gated pass outlasts the grace
+  start_diarized(config, gated_hooks(gate), 100.0);     // no speaker before the end
   WsClient client(port_, "/asr");
   ASSERT_EQ(client.read().value()["type"], "config");
   client.send_pcm(to_s16(tone(20.0, 0.1f)), 16000);

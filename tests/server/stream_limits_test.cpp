@@ -57,11 +57,7 @@ TEST_F(StreamLimits, ClientThatNeverReadsHasABoundedQueueAndIsEnded) {
 TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
   server::ServerConfig config;
   config.pcm_input = true;
-  config.shutdown_grace_seconds = 0.3;
-  config.final_pass_wait_seconds = 0.2;  // the gated pass outlasts it too
-  config.stream.max_step_seconds = 0.2;
-  auto gate = std::make_shared<PassGate>();
-  gate->free_passes = 10;  // at most 2 s of the audio's 20 (0.2 s a pass), then a pass past the grace
+  const auto gate = grace_over_in_a_pass(config, 0.2);  // the gated pass outlasts the grace
   start(config, gated_hooks(gate));
   WsClient client(port_, "/asr");
   ASSERT_EQ(client.read().value()["type"], "config");
@@ -96,11 +92,7 @@ TEST_F(StreamLimits, ShutdownGraceOverSendsTheTextSoFarAsFinal) {
 TEST_F(StreamLimits, ShutdownGraceOverWaitsForTheRunningPass) {
   server::ServerConfig config;
   config.pcm_input = true;
-  config.shutdown_grace_seconds = 0.3;
-  config.final_pass_wait_seconds = kHangGuard.count();
-  config.stream.max_step_seconds = 0.2;
-  auto gate = std::make_shared<PassGate>();
-  gate->free_passes = 10;
+  const auto gate = grace_over_in_a_pass(config, kHangGuard.count());  // the gated pass outlasts the grace
   start(config, gated_hooks(gate));
   WsClient client(port_, "/asr");
   ASSERT_EQ(client.read().value()["type"], "config");

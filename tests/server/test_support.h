@@ -187,6 +187,18 @@ inline server::ServerHooks gated_hooks(const std::shared_ptr<PassGate>& gate) {
   return hooks;
 }
 
+// A shutdown whose grace (0.3 s) runs out while a model pass runs: the server's
+// settings for it (0.2 s steps; the final result waits up to final_pass_wait for the
+// running pass) and a gate letting the first 10 passes (2 s of audio) through.
+inline std::shared_ptr<PassGate> grace_over_in_a_pass(server::ServerConfig& config, double final_pass_wait) {
+  config.shutdown_grace_seconds = 0.3;
+  config.final_pass_wait_seconds = final_pass_wait;
+  config.stream.max_step_seconds = 0.2;
+  auto gate = std::make_shared<PassGate>();
+  gate->free_passes = 10;
+  return gate;
+}
+
 // The text of every line of a WhisperLiveKit update, joined.
 inline std::string lines_text(const nlohmann::json& update) {
   std::string text;
