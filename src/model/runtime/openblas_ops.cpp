@@ -228,6 +228,19 @@ Epilogue epilogue_of(const ggml_tensor* dst, const void* userdata) {
   return {dst->src[2] ? static_cast<const float*>(dst->src[2]->data) : nullptr, userdata != nullptr};
 }
 
+// The rows of one sgemm call: a product is cut into blocks on a grid that depends
+// on its shape only, never on the thread count, and the threads share whole
+// blocks. OpenBLAS's results depend on a call's shape (its kernels' edges: split
+// 1500 rows as 750 + 750 and a few percent of the values change in the last bits),
+// so a split by threads would make a pass's values depend on how many threads ran
+// it, which the scheduler chooses per pass (a lone pass borrows idle cores). At
+// most `blocks` blocks of at least `least` rows (a multiple of 16): a few percent
+// of sgemm's rate against one call (measured 95-97 against 99-103 GFLOP/s on one
+// Zen 5 core at the encoders' shapes, blocks of 128-256 rows).
+int64_t block_rows(int64_t n, int64_t blocks = 16, int64_t least = 128) {
+  return std::max<int64_t>(least, ((n + blocks - 1) / blocks + 15) / 16 * 16);
+}
+
 void mul_mat_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* a = dst->src[0];
   const ggml_tensor* b = dst->src[1];
@@ -237,18 +250,20 @@ void mul_mat_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const auto* B = static_cast<const float*>(b->data);
   auto* C = static_cast<float*>(dst->data);
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
-  if (J >= I) {  // split B's rows (the activations' rows, usually)
-    const auto [j0, j1] = share(J, ith, nth, 16);
-    if (j1 <= j0) return;
-    sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(j1 - j0), static_cast<int>(I), static_cast<int>(K), 1.0f,
-          B + j0 * ld(b), ld(b), A, ld(a), 0.0f, C + j0 * ld(dst), ld(dst));
-    if (epilogue.any()) bias_activation(C + j0 * ld(dst), ld(dst), j1 - j0, 0, I, epilogue.bias, epilogue.gelu);
-  } else {  // split A's rows
-    const auto [i0, i1] = share(I, ith, nth, 16);
-    if (i1 <= i0) return;
-    sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(i1 - i0), static_cast<int>(K), 1.0f, B,
-          ld(b), A + i0 * ld(a), ld(a), 0.0f, C + i0, ld(dst));
-    if (epilogue.any()) bias_activation(C + i0, ld(dst), J, i0, i1 - i0, epilogue.bias, epilogue.gelu);
+  const bool split_b = J >= I;  // split B's rows (the activations' rows, usually), else A's
+  const int64_t n = split_b ? J : I, rows = block_rows(n);
+  const auto [b0, b1] = share((n + rows - 1) / rows, ith, nth, 1);
+  for (int64_t block = b0; block < b1; ++block) {
+    const int64_t r0 = block * rows, r1 = std::min(n, r0 + rows);
+    if (split_b) {
+      sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(r1 - r0), static_cast<int>(I), static_cast<int>(K), 1.0f,
+            B + r0 * ld(b), ld(b), A, ld(a), 0.0f, C + r0 * ld(dst), ld(dst));
+      if (epilogue.any()) bias_activation(C + r0 * ld(dst), ld(dst), r1 - r0, 0, I, epilogue.bias, epilogue.gelu);
+    } else {
+      sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(J), static_cast<int>(r1 - r0), static_cast<int>(K), 1.0f, B,
+            ld(b), A + r0 * ld(a), ld(a), 0.0f, C + r0, ld(dst));
+      if (epilogue.any()) bias_activation(C + r0, ld(dst), J, r0, r1 - r0, epilogue.bias, epilogue.gelu);
+    }
   }
 }
 
@@ -271,16 +286,19 @@ void mul_mat_chunked_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const ggml_tensor* b = dst->src[1];  // f32
   const Epilogue epilogue = epilogue_of(dst, userdata);
   const int64_t K = a->ne[0], I = a->ne[1], J = b->ne[1];
-  const int64_t rows_per_chunk = chunk_rows(K);
-  const auto [i0, i1] = share(I, ith, nth, 16);
-  if (i1 <= i0) return;
+  // Chunks on a grid of the shape alone (block_rows: at most 8, of at least 256
+  // rows, sgemm's rate at few activation rows falling with smaller ones), each
+  // converted and multiplied whole.
+  const int64_t rows_per_chunk = std::min(chunk_rows(K), block_rows(I, 8, 256));
+  const auto [c_begin, c_end] = share((I + rows_per_chunk - 1) / rows_per_chunk, ith, nth, 1);
+  if (c_end <= c_begin) return;
   thread_local std::vector<float> chunk;
   chunk.resize(static_cast<size_t>(rows_per_chunk * K));
   const auto* B = static_cast<const float*>(b->data);
   auto* C = static_cast<float*>(dst->data);
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
-  for (int64_t c0 = i0; c0 < i1; c0 += rows_per_chunk) {
-    const int64_t rows = std::min(rows_per_chunk, i1 - c0);
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    const int64_t c0 = c * rows_per_chunk, rows = std::min(rows_per_chunk, I - c0);
     for (int64_t r = 0; r < rows; ++r) {
       row_to_f32(a->type, static_cast<const char*>(a->data) + (c0 + r) * a->nb[1], chunk.data() + r * K, K);
     }

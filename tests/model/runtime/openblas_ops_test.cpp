@@ -99,6 +99,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMulMat,
                                            ProductCase{GGML_TYPE_F16, 2048, 2500, 20, 2},  // chunks of 1024 rows
                                            ProductCase{GGML_TYPE_F32, 33, 17, 200, 1}));
 
+// A product's values never depend on the thread count (the scheduler chooses it
+// per pass): split over b's rows, over a's rows, and a weight converted in chunks,
+// each with several blocks and with GELU's epilogue, bit for bit on 1 to 5 threads.
+TEST(BlasMulMat, TheValuesDoNotDependOnTheThreadCount) {
+  ASSERT_TRUE(openblas_available()) << openblas_status();
+  for (const ProductCase& c : {ProductCase{GGML_TYPE_F32, 64, 96, 1500, 0},     // b's rows: 12 blocks
+                               ProductCase{GGML_TYPE_F32, 64, 1000, 90, 0},     // a's rows
+                               ProductCase{GGML_TYPE_F16, 64, 2100, 40, 0}}) {  // chunks of the weight
+    const std::vector<float> a = normal_values(c.k * c.i, 1), b = normal_values(c.k * c.j, 2),
+                             bias = normal_values(c.i, 3);
+    std::vector<std::vector<float>> by_threads;
+    for (int threads = 1; threads <= 5; ++threads) {
+      Graph g(ggml_row_size(GGML_TYPE_F32, c.k) * (2 * c.i + 2 * c.j) + 4 * (c.i * c.j) * 2 + (1 << 20));
+      ggml_tensor* out = blas_mul_mat(g.ctx.get(), g.matrix(c.type, c.k, c.i, a), g.matrix(GGML_TYPE_F32, c.k, c.j, b),
+                                      g.matrix(GGML_TYPE_F32, c.i, 1, bias), Activation::kGelu);
+      by_threads.push_back(g.compute(out, threads));
+    }
+    for (size_t t = 1; t < by_threads.size(); ++t)
+      EXPECT_EQ(by_threads[0], by_threads[t])
+          << (t + 1) << " threads, " << ggml_type_name(c.type) << " " << c.i << " x " << c.j;
+  }
+}
+
 // The epilogue: + bias per output column, then GELU (ggml_gelu's tanh form), in
 // both splits (over b's rows and over a's rows) and with a column count that leaves
 // a partial vector.
