@@ -2,10 +2,16 @@
 
 #include <algorithm>
 
+#include "common/pass_threads.h"
+
 namespace earshot::session {
 
-Scheduler::Scheduler(int workers) {
-  for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { run(); });
+Scheduler::Scheduler(int workers, PassThreadPolicy threads) : pass_threads_(threads) {
+  workers = std::max(1, workers);
+  pass_threads_.threads = std::max(0, pass_threads_.threads);
+  pass_threads_.max_threads = std::max(pass_threads_.threads, pass_threads_.max_threads);
+  free_threads_ = workers * pass_threads_.threads;
+  for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { run(); });
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -68,6 +74,11 @@ size_t Scheduler::queued() const {
   return urgent_.size() + ready_.size();
 }
 
+int64_t Scheduler::lent_steps() const {
+  std::lock_guard lock(mutex_);
+  return lent_steps_;
+}
+
 size_t Scheduler::busy() const {
   std::lock_guard lock(mutex_);
   return scheduled_.size();
@@ -80,16 +91,31 @@ bool Scheduler::wait_busy(const std::function<bool(size_t busy)>& condition,
 }
 
 void Scheduler::run() {
+  const int per_pass = pass_threads_.threads;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !ready_.empty(); });
+    // A worker starts a step only with its share of the cores free (a lent pass
+    // gives them back when it ends).
+    wake_.wait(lock, [&] { return stopping_ || ((!urgent_.empty() || !ready_.empty()) && free_threads_ >= per_pass); });
     if (stopping_) return;
     std::deque<std::shared_ptr<StreamSession>>& queue = urgent_.empty() ? ready_ : urgent_;
     std::shared_ptr<StreamSession> session = std::move(queue.front());
     queue.pop_front();
+    // Nothing waiting behind it: the idle workers' cores go to this pass.
+    int threads = per_pass;
+    if (urgent_.empty() && ready_.empty()) threads = std::min(free_threads_, pass_threads_.max_threads);
+    free_threads_ -= threads;
+    const bool lent = threads > per_pass;
+    if (lent) ++lent_steps_;
     lock.unlock();
-    session->step();
+    if (threads > 0) {
+      PassThreads scope(threads);
+      session->step();
+    } else {
+      session->step();
+    }
     lock.lock();
+    free_threads_ += threads;
     // Checked under the scheduler lock so a notify() racing with this step is never lost.
     if (!stopping_ && session->has_work()) {
       enqueue_locked(std::move(session));
@@ -97,6 +123,8 @@ void Scheduler::run() {
     } else {
       scheduled_.erase(session.get());
     }
+    // Workers that waited for the lent cores may go on now.
+    if (lent) wake_.notify_all();
     stepped_.notify_all();
   }
 }

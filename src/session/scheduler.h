@@ -6,10 +6,18 @@
 // pending, a finalize) wait in a FIFO of their own that the workers serve first:
 // a voice agent waits for that step, and it is short (the VAD alone) or the one
 // flush of a turn. A session is never stepped on two threads at once.
+//
+// Threads per pass (PassThreadPolicy): each step may run its model pass on a set
+// number of threads, and a step that leaves nothing waiting may borrow the cores
+// of the idle workers: a lone stream's pass (the flush at the end of a turn) then
+// takes all of them instead of one worker's share. The workers' cores are never
+// oversubscribed: a worker waits for lent cores to come back before it starts a
+// step (at most the one pass that borrowed them).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -22,9 +30,16 @@
 
 namespace earshot::session {
 
+// How many threads a step's model pass gets (common/pass_threads.h).
+struct PassThreadPolicy {
+  int threads = 0;      // per pass; 0: not decided per pass (each backend keeps its own)
+  int max_threads = 0;  // a step with none waiting behind it may take up to this many
+                        // of the workers' cores (workers x threads); <= threads: never
+};
+
 class Scheduler {
  public:
-  explicit Scheduler(int workers);
+  explicit Scheduler(int workers, PassThreadPolicy threads = {});
   ~Scheduler();  // stop()
   // Finishes the step in progress on each worker, joins the workers and drops the
   // queued sessions; later notify() calls queue nothing. Idempotent. A server calls
@@ -47,6 +62,9 @@ class Scheduler {
   void wake_waiters();
 
   int workers() const { return static_cast<int>(threads_.size()); }
+  const PassThreadPolicy& pass_threads() const { return pass_threads_; }
+  // Steps that ran on more threads than PassThreadPolicy::threads (borrowed cores).
+  int64_t lent_steps() const;
   size_t queued() const;
   // Sessions queued or being stepped (0: idle).
   size_t busy() const;
@@ -72,6 +90,9 @@ class Scheduler {
   std::deque<std::shared_ptr<StreamSession>> ready_;
   std::set<const StreamSession*> scheduled_;  // queued or running
   bool stopping_ = false;
+  PassThreadPolicy pass_threads_;
+  int free_threads_ = 0;  // of the workers' cores, those no step holds
+  int64_t lent_steps_ = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -108,6 +108,7 @@ struct VadSession::State {
 
     backend = runtime::create_backend(runtime::cpu_device(), options.n_threads);
     runner = std::make_unique<runtime::GraphRunner>(backend.get(), "VAD window");
+    runner->ignore_pass_threads();  // one 32 ms window: more threads only add wake-ups
     window_graph = runner->begin(kGraphNodes);
     graph = build_window_graph(window_graph.ctx(), window_graph.graph(), model->impl(), options.context);
     runner->allocate(window_graph);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/pass_threads.h"
 #include "decode_compare.h"
 #include "model_test_util.h"
 
@@ -362,6 +363,27 @@ TEST_F(SessionTest, TwoSessionsOnOneModelInTwoThreadsEqualEachAlone) {
         return logits_of(decode(s, {{43}}), 0);
       },
       test_audio(16000, 1), test_audio(12000, 2));
+}
+
+// The scheduler decides a pass's threads per pass (common/pass_threads.h: a lone
+// pass borrows the idle workers' cores): the values never depend on how many
+// threads computed them, with ggml's kernels and with OpenBLAS's, in the encoder
+// (the mel included) and the decoder.
+TEST_F(SessionTest, APassGivesTheSameValuesOnAnyNumberOfThreads) {
+  for (runtime::CpuKernels kernels : {runtime::CpuKernels::kGgml, runtime::CpuKernels::kOpenBlas}) {
+    SessionOptions o = options(1);
+    o.cpu_kernels = kernels;
+    std::vector<std::vector<float>> by_threads;
+    for (int threads : {1, 2, 3, 4}) {
+      PassThreads lend(threads);
+      Session s(model_, o);
+      s.encode(test_audio(32000, 3));
+      decode(s, {{sot(), 42}});
+      by_threads.push_back(logits_of(decode(s, {{43}}), 0));
+    }
+    for (size_t i = 1; i < by_threads.size(); ++i)
+      EXPECT_EQ(by_threads[0], by_threads[i]) << (i + 1) << " threads, " << runtime::to_string(kernels);
+  }
 }
 
 TEST_F(SessionTest, DecodingPastTheTextContextThrows) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../support/wait.h"
+#include "common/pass_threads.h"
 #include "fakes.h"
 #include "protocol/wlk/projection.h"
 
@@ -172,10 +173,14 @@ TEST(Scheduler, AnUrgentSessionGoesBeforeTheQueue) {
   std::vector<char> order;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
+  earshot::testing::Counter g_entered;
   auto make = [&](char name) {
     FakeProcessor::Hooks hooks;
     hooks.on_process = [&, name, first = std::make_shared<bool>(true)] {
-      if (name == 'G' && *first) released.wait();  // holds the worker until the others are queued
+      if (name == 'G' && *first) {  // holds the worker until the others are queued
+        g_entered.add();
+        released.wait();
+      }
       *first = false;
       std::lock_guard lock(mutex);
       order.push_back(name);
@@ -188,6 +193,7 @@ TEST(Scheduler, AnUrgentSessionGoesBeforeTheQueue) {
   Scheduler scheduler(1);
   g->push_audio(tone(2.0, 0.1f));
   scheduler.notify(g);
+  ASSERT_TRUE(g_entered.wait_for_at_least(1)) << "g's step never started";  // the others queue behind it
   for (auto& s : {b, c, u}) {
     s->push_audio(tone(1.0, 0.1f));
     scheduler.notify(s);
@@ -202,6 +208,77 @@ TEST(Scheduler, AnUrgentSessionGoesBeforeTheQueue) {
   }));
   std::lock_guard lock(mutex);
   EXPECT_EQ(std::string(order.begin(), order.begin() + 5), "GUBCG");
+}
+
+// Without a thread policy a step decides nothing: each backend keeps its own.
+TEST(Scheduler, WithoutAThreadPolicyPassesKeepTheirBackendsThreads) {
+  std::atomic<int> seen = -1;
+  FakeProcessor::Hooks hooks;
+  hooks.on_process = [&] { seen = pass_threads(); };
+  auto a = std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(hooks), nullptr, StreamOptions{});
+  Scheduler scheduler(2);
+  a->push_audio(tone(0.5, 0.1f));
+  a->end_of_stream();
+  scheduler.notify(a);
+  ASSERT_TRUE(scheduler.wait_idle(std::chrono::steady_clock::now() + earshot::testing::kHangGuard));
+  EXPECT_EQ(seen.load(), 0);
+  EXPECT_EQ(scheduler.lent_steps(), 0);
+}
+
+// A step with nothing waiting behind it borrows the idle workers' cores; a
+// session queued meanwhile waits for them to come back, so the passes running at
+// once never hold more than the workers' cores (workers x threads).
+TEST(Scheduler, ALoneStepBorrowsTheIdleCoresAndNoneAreOversubscribed) {
+  earshot::testing::Gate gate;
+  earshot::testing::Counter entered;
+  std::atomic<int> in_use = 0, most = 0, first_threads = 0;
+  std::atomic<bool> a_held = false;
+  auto make = [&](bool hold_first) {
+    FakeProcessor::Hooks hooks;
+    hooks.on_process = [&, hold_first, first = std::make_shared<bool>(true)] {
+      const int threads = pass_threads();
+      EXPECT_GE(threads, 1);
+      const int now = in_use += threads;
+      EXPECT_LE(now, 4) << "more threads than the workers' cores";
+      int m = most.load();
+      while (now > m && !most.compare_exchange_weak(m, now)) {
+      }
+      if (hold_first && *first) {
+        first_threads = threads;
+        a_held = true;
+        entered.add();
+        EXPECT_TRUE(gate.wait());
+        a_held = false;
+      } else {
+        EXPECT_FALSE(a_held.load()) << "a step started while a lone step held every core";
+      }
+      *first = false;
+      in_use -= threads;
+    };
+    StreamOptions options;
+    options.max_step_seconds = 0.5;
+    return std::make_shared<StreamSession>(std::make_unique<FakeProcessor>(hooks), nullptr, options);
+  };
+  auto a = make(true);
+  std::vector<std::shared_ptr<StreamSession>> others = {make(false), make(false), make(false)};
+  Scheduler scheduler(2, PassThreadPolicy{2, 4});
+  EXPECT_EQ(scheduler.pass_threads().threads, 2);
+  a->push_audio(tone(0.5, 0.1f));
+  a->end_of_stream();
+  scheduler.notify(a);
+  ASSERT_TRUE(entered.wait_for_at_least(1)) << "a's step never started";
+  EXPECT_EQ(first_threads.load(), 4);  // alone: both workers' cores
+  for (auto& s : others) {
+    s->push_audio(tone(2.0, 0.1f));
+    s->end_of_stream();
+    scheduler.notify(s);
+  }
+  EXPECT_EQ(scheduler.queued(), 3u);  // every one waits for the lent cores
+  gate.open();
+  ASSERT_TRUE(scheduler.wait_idle(std::chrono::steady_clock::now() + earshot::testing::kHangGuard));
+  for (auto& s : others) EXPECT_TRUE(s->done());
+  EXPECT_LE(most.load(), 4);
+  EXPECT_GE(scheduler.lent_steps(), 1);
 }
 
 }  // namespace

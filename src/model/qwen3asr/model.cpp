@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "common/pass_threads.h"
 #include "model/qwen3asr/model_writer.h"
 #include "model/runtime/gemv_ops.h"
 #include "model/runtime/gguf_file.h"
@@ -420,6 +421,10 @@ int32_t Session::argmax_logits() {
   return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
 }
 
+void Session::follow_pass_threads() {
+  if (const int threads = pass_threads(); threads > 0) llama_set_n_threads(ctx_, threads, threads);
+}
+
 int32_t Session::decode_tokens(std::span<const int32_t> tokens) {
   if (tokens.empty()) return -1;
   std::vector<llama_token> ids(tokens.begin(), tokens.end());
@@ -432,6 +437,7 @@ int32_t Session::decode_tokens(std::span<const int32_t> tokens) {
   for (size_t i = 0; i < ids.size(); ++i) pos[i] = n_past_ + static_cast<int>(i);
   llama_batch b{
       static_cast<int32_t>(ids.size()), ids.data(), nullptr, pos.data(), n_seq.data(), seq.data(), logits.data()};
+  follow_pass_threads();
   if (llama_decode(ctx_, b) != 0) {
     kv_keys_.clear();
     throw Error(ErrorCode::kInternal, "libllama could not decode the tokens");
@@ -504,6 +510,7 @@ int32_t Session::prefill(const PromptSpec& p) {
   std::vector<int8_t> logits(static_cast<size_t>(rows), 0);
   logits.back() = 1;
   llama_batch b{rows, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
+  follow_pass_threads();
   if (llama_decode(ctx_, b) != 0) {
     kv_keys_.clear();  // what the cache holds is unknown: the next prefill starts afresh
     throw Error(ErrorCode::kInternal, "libllama could not decode the prompt");

@@ -213,6 +213,8 @@ class Session {
  private:
   int32_t decode_tokens(std::span<const int32_t> tokens);
   int32_t argmax_logits();
+  // The decode that follows runs on pass_threads() (common/pass_threads.h) when set.
+  void follow_pass_threads();
 
   std::shared_ptr<const Model> model_;
   std::vector<Head> heads_;

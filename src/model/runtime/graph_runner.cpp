@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/pass_threads.h"
+#include "model/runtime/device.h"
 
 namespace earshot::runtime {
 
@@ -68,6 +70,8 @@ void GraphRunner::check_supported(const Graph& graph) const {
 }
 
 void GraphRunner::compute(const Graph& graph) {
+  // Set on every compute: runners may share a backend (a session's KV-cache copy).
+  if (const int threads = pass_threads(); follow_pass_threads_ && threads > 0) set_threads(backend_, threads);
   if (ggml_backend_graph_compute(backend_, graph.graph_) != GGML_STATUS_SUCCESS)
     throw Error(ErrorCode::kInternal, "the " + plans_[graph.plan_].what + " graph failed to compute");
 }

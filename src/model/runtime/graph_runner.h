@@ -73,8 +73,13 @@ class GraphRunner {
   // Throws kUnsupported naming the first op the backend cannot run (a clear error
   // before a stream starts, not a failure in the middle of one).
   void check_supported(const Graph& graph) const;
-  // Runs the allocated graph; throws kInternal naming the graph on failure.
+  // Runs the allocated graph; throws kInternal naming the graph on failure. On a
+  // CPU backend, with pass_threads() set (common/pass_threads.h: the scheduler
+  // lends a lone pass the idle workers' cores), it runs on that many threads.
   void compute(const Graph& graph);
+  // Keeps the backend's own thread count whatever pass_threads() says: graphs so
+  // small (a VAD window) that more threads only add their wake-ups.
+  void ignore_pass_threads() { follow_pass_threads_ = false; }
 
   ggml_backend_t backend() const { return backend_; }
   const GraphAllocator& allocator(int plan = 0) const { return *plans_.at(plan).alloc; }
@@ -86,6 +91,7 @@ class GraphRunner {
   };
   ggml_backend_t backend_;
   std::vector<Plan> plans_;
+  bool follow_pass_threads_ = true;
   // Room for a graph's tensor and node metadata, grown on demand and left
   // uninitialised: ggml writes each object it places, and a zeroed buffer would make
   // every idle session resident by that much before its first pass.

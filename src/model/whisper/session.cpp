@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/pass_threads.h"
 #include "features/mel.h"
 #include "model/runtime/device.h"
 #include "model/runtime/graph_runner.h"
@@ -152,8 +153,10 @@ int Session::encode(std::span<const float> pcm) {
     computed = features::mel_filter_bank(hp.n_mels);
     filter_data = computed;
   }
+  // The pass's threads when a scheduler decides them per pass (common/pass_threads.h).
+  const int threads = pass_threads() > 0 ? pass_threads() : options_.n_threads;
   impl_->mel = features::log_mel_spectrogram(pcm, filter_data, hp.n_mels,
-                                             features::kChunkSeconds * features::kSampleRate, options_.n_threads);
+                                             features::kChunkSeconds * features::kSampleRate, threads);
   const int content_frames = static_cast<int>(pcm.size() / features::kHopLength);
   return encode_mel(impl_->mel, content_frames);
 }
