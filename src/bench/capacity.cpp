@@ -397,7 +397,7 @@ CapacityRun run_capacity(const CapacityFactory& factory, const std::vector<std::
   const double give_up = longest * 3 + 120;
   {
     std::optional<session::Scheduler> own;
-    if (!options.scheduler) own.emplace(options.workers);
+    if (!options.scheduler) own.emplace(options.workers, options.pass_threads);
     session::Scheduler& scheduler = options.scheduler ? *options.scheduler : *own;
     run.workers = scheduler.workers();
     origin = time.now();

@@ -42,13 +42,10 @@
 #include "model/asr_decoder.h"
 #include "model/model_pass.h"
 #include "policy/online_processor.h"
+#include "session/scheduler.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
 #include "stages/stage.h"
-
-namespace earshot::session {
-class Scheduler;
-}
 
 namespace earshot::bench {
 
@@ -96,6 +93,7 @@ using CapacityFactory = std::function<CapacityStream(int session)>;
 
 struct CapacityOptions {
   int workers = 2;
+  session::PassThreadPolicy pass_threads;  // threads per pass, what a lone pass may borrow (none by default)
   double chunk_seconds = 0.5;
   session::StreamOptions stream;
   std::function<session::VadFactory(std::shared_ptr<ProfileCounters>)> vad;  // null: no VAD

@@ -249,7 +249,7 @@ TurnRun run_turns(const TurnBenchFactory& factory, const std::vector<TurnStream>
   const size_t frame = std::max<size_t>(1, samples_of(options.frame_seconds));
   const double give_up = longest * 3 + 60;
   {
-    session::Scheduler scheduler(options.workers);
+    session::Scheduler scheduler(options.workers, options.pass_threads);
     origin = time.now();
     for (long k = 1;; ++k) {
       time.sleep_until(origin.load() + static_cast<double>(k) * options.frame_seconds);

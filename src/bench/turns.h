@@ -27,6 +27,7 @@
 #include "bench/runner.h"
 #include "events/event.h"
 #include "policy/online_processor.h"
+#include "session/scheduler.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
 #include "stages/stage.h"
@@ -101,6 +102,7 @@ using TurnBenchFactory = std::function<TurnBenchStream(int session)>;
 
 struct TurnRunOptions {
   int workers = 2;
+  session::PassThreadPolicy pass_threads;  // threads per pass, what a lone pass may borrow (none by default)
   double frame_seconds = 0.02;
   session::StreamOptions stream;
   session::VadFactory vad;

@@ -419,7 +419,9 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
     return out;
   };
   bench::CapacityOptions options;
-  options.workers = c.workers;
+  const WorkerPlan plan = plan_workers(s.workers, engine.capabilities(), s.model.runtime, machine_cores());
+  options.workers = plan.workers;
+  options.pass_threads = plan.threads;
   options.chunk_seconds = s.stream.chunk_seconds;
   options.stream.max_pending_seconds = c.max_buffered_seconds;
   if (in.vad) {
@@ -532,8 +534,9 @@ void run_capacity_mode(const engine::Engine& engine, const std::string& name, co
       bad = mid;
     }
   }
-  std::printf("%s: capacity %d real-time session(s) with %s (%d workers, %d threads each, batch-decode %d)\n",
-              name.c_str(), good, report.pass_rule().c_str(), c.workers, s.threads, s.model.runtime.batch_streams);
+  const WorkerPlan plan = plan_workers(s.workers, engine.capabilities(), s.model.runtime, machine_cores());
+  std::printf("%s: capacity %d real-time session(s) with %s (%s, batch-decode %d)\n", name.c_str(), good,
+              report.pass_rule().c_str(), plan.describe().c_str(), s.model.runtime.batch_streams);
   report.searches.push_back({name, good, false});
 }
 

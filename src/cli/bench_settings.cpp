@@ -33,10 +33,9 @@ CapacitySettings read_capacity(const Args& args) {
   }
   for (int n : capacity.sessions)
     if (n < 1) refuse("--sessions must be >= 1");
-  capacity.workers = static_cast<int>(args.get_int("workers"));
   capacity.max_sessions = static_cast<int>(args.get_int("max-sessions"));
   capacity.profile = args.get_flag("profile");
-  if (capacity.workers < 1 || capacity.max_sessions < 1) refuse("--workers and --max-sessions must be >= 1");
+  if (capacity.max_sessions < 1) refuse("--max-sessions must be >= 1");
   if (args.get_flag("as-fast-as-possible")) refuse("--capacity runs in real time (drop --as-fast-as-possible)");
   capacity.max_buffered_seconds = args.get_double("max-buffered-seconds");
   const double max_step = session::StreamOptions{}.max_step_seconds;
@@ -75,7 +74,6 @@ void BenchSettings::declare(Args& args) {
       .flag("realtime", "feed audio at real-time pace (delays on the wall clock, computation included)")
       .flag("as-fast-as-possible", "feed audio back to back (delays on the audio clock; the default)")
       .option("chunk", "seconds of audio per insert (the server's chunking)", "0.5")
-      .option("threads", "CPU threads per session (model and baseline)", default_thread_count())
       .option("sessions", "concurrent sessions, each streaming the whole dataset (--capacity: N, N1,N2,..., or auto)",
               "1")
       .option("language", "language code, or auto", "en")
@@ -88,7 +86,6 @@ void BenchSettings::declare(Args& args) {
               "model")
       .option("vad-model", "Silero VAD weights (ggml) for --workload reference's word times; default: the model cache")
       .flag("capacity", "real-time sessions through the server's pipeline (VAD, scheduler, protocol): lag per N")
-      .option("workers", "--capacity and --turns: scheduler worker threads (the server's --workers)", "2")
       .option(
           "turns",
           "measure end-of-turn delays instead (multi-turn or two-speaker: turns made from the dataset's files; "
@@ -108,6 +105,7 @@ void BenchSettings::declare(Args& args) {
       .option("json", "write every number as JSON to this file")
       .option("markdown", "write a Markdown summary to this file")
       .option("plot", "write an SVG plot of the delay distributions to this file");
+  declare_worker_options(args, "--capacity and --turns: scheduler worker threads (the server's --workers)");
   declare_alignatt_options(args);
   declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kBench);
@@ -142,12 +140,11 @@ BenchSettings BenchSettings::read(const Args& args) {
     if (s.capacity) refuse("--turns and --capacity are separate runs: give one");
     if (args.get_flag("as-fast-as-possible")) refuse("--turns runs in real time (drop --as-fast-as-possible)");
     s.turns = bench::parse_turn_dataset_kind(args.get("turns"));
-    s.turn_workers = static_cast<int>(args.get_int("workers"));
-    if (s.turn_workers < 1) refuse("--workers must be >= 1");
   }
   s.sessions = s.capacity ? 1 : static_cast<int>(args.get_int("sessions"));
   if (s.sessions < 1) refuse("--sessions must be >= 1");
   s.threads = engine::read_threads(args);
+  s.workers = read_worker_request(args);
   s.language = args.get("language");
   s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
   s.model = engine::read_model_spec(args, CommandKind::kBench);  // a bad --device fails before any work

@@ -15,6 +15,7 @@
 #include "bench/runner.h"
 #include "bench/turns.h"
 #include "cli/commands.h"
+#include "cli/worker_plan.h"
 #include "common/command_line.h"
 #include "common/keyterms.h"
 #include "engine/model_spec.h"
@@ -29,7 +30,6 @@ const char* to_string(BenchWorkload workload);  // "model", "reference"
 // --capacity: each session streams the whole dataset as one stream (files back
 // to back, session s starting at file s) through the server's session pipeline.
 struct CapacitySettings {
-  int workers = 2;
   bool profile = false;
   std::vector<int> sessions;  // the N to run; empty = search (--sessions auto)
   int max_sessions = 64;
@@ -77,7 +77,8 @@ struct BenchSettings {
   // --turns: the delays from each end of speech to its final text and end of turn (bench/turns.h),
   // over --sessions streams of this turn dataset at once, on --workers scheduler threads.
   std::optional<bench::TurnDatasetKind> turns;
-  int turn_workers = 2;
+  // --workers, --threads, --lend-cores (--capacity and --turns: as serve plans them, cli/worker_plan.h).
+  WorkerRequest workers;
 
   // The p95 lag a capacity run must stay under: --lag-limit, else the chunk + 0.5 s
   // (1 s at the default 0.5 s chunk).

@@ -75,7 +75,9 @@ void run_turn_bench(const engine::Engine& engine, const std::string& name, const
     return out;
   };
   bench::TurnRunOptions options;
-  options.workers = s.turn_workers;
+  const WorkerPlan plan = plan_workers(s.workers, engine.capabilities(), s.model.runtime, machine_cores());
+  options.workers = plan.workers;
+  options.pass_threads = plan.threads;
   options.frame_seconds = 0.02;
   options.stream.min_step_seconds = 0.04;  // serve's --vac-chunk-size
   options.vad = session::silero_vad_factory(vad);
@@ -96,9 +98,9 @@ void run_turn_bench(const engine::Engine& engine, const std::string& name, const
               ms(bench::delay_percentile(sc.turns, &D::end_of_turn, 0.5)).c_str(),
               ms(bench::delay_percentile(sc.turns, &D::end_of_turn, 0.95)).c_str(), false_ends, sc.missed_ends);
   std::printf(
-      "  (ms after each end of speech; %s, %d stream(s), %d worker(s), %d thread(s) each, workload %s, "
+      "  (ms after each end of speech; %s, %d stream(s), %s, workload %s, "
       "%.0f s of audio in %.0f s)\n",
-      bench::to_string(*s.turns), s.sessions, s.turn_workers, s.threads, to_string(s.workload), run.audio_seconds,
+      bench::to_string(*s.turns), s.sessions, plan.describe().c_str(), to_string(s.workload), run.audio_seconds,
       run.elapsed_seconds);
   for (const std::string& e : run.errors) std::printf("  stream error: %s\n", e.c_str());
   std::fflush(stdout);

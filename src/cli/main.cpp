@@ -11,6 +11,7 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
+#include "cli/worker_plan.h"
 #include "common/error.h"
 #include "model/runtime/openblas_ops.h"
 
@@ -19,7 +20,8 @@ namespace {
 using earshot::cli::Command;
 
 // The version, whether FFmpeg decodes compressed audio, the CPU kernels of the
-// encoders' products (--cpu-kernels auto), and the compute devices the linked ggml
+// encoders' products (--cpu-kernels auto), serve's default worker plan on this
+// machine (cli/worker_plan.h), and the compute devices the linked ggml
 // offers: a CUDA build (EARSHOT_CUDA=ON) lists its GPUs here, so a user can see
 // what was built.
 int run_version(const earshot::cli::CommandArgs&) {
@@ -32,6 +34,15 @@ int run_version(const earshot::cli::CommandArgs&) {
                   ? (earshot::runtime::openblas_status() + " for the encoders' products").c_str()
                   : (earshot::runtime::openblas_status() + "; ggml's kernels throughout").c_str(),
               earshot::runtime::amx_status().c_str());
+  {
+    const int cores = earshot::cli::machine_cores();
+    const earshot::cli::WorkerPlan plan =
+        earshot::cli::plan_workers({}, earshot::engine::Capabilities{}, earshot::engine::RuntimeOptions{}, cores);
+    std::printf(
+        "workers: serve's and bench's default plan on %d cores: %s (Qwen3-ASR, a GPU or --batch-decode: "
+        "one worker, each pass on --threads)\n",
+        cores, plan.describe().c_str());
+  }
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t device = ggml_backend_dev_get(i);
     size_t free = 0, total = 0;

@@ -139,6 +139,10 @@ ServeSetup prepare_serve(ServeSettings settings, const Args& args) {
   spec.path = model_path;
   const std::shared_ptr<const engine::Engine> engine = engine::load(spec);
   config.model_id = engine->capabilities().model_name;
+  const WorkerPlan workers = plan_workers(settings.workers, engine->capabilities(), spec.runtime, machine_cores());
+  config.workers = workers.workers;
+  config.pass_threads = workers.threads;
+  std::fprintf(stderr, "earshot serve: %s on %d cores\n", workers.describe().c_str(), machine_cores());
 
   auto counters = std::make_shared<server::ModelCounters>();
   server::ServerHooks hooks;

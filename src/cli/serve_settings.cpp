@@ -57,7 +57,6 @@ server::ServerConfig read_server_config(const Args& args) {
   config.drain_seconds = args.get_double("drain-seconds");
   if (!(config.drain_seconds >= 0)) refuse("--drain-seconds must be >= 0");
   config.transcription_timeout_seconds = args.get_double("transcription-timeout");
-  config.workers = static_cast<int>(args.get_int("workers"));
   config.io_threads = 2;
   config.stream.pause_segmentation_seconds = args.get_double("pause-segmentation-seconds");
   config.stream.min_step_seconds = args.get_double("vac-chunk-size");
@@ -65,7 +64,6 @@ server::ServerConfig read_server_config(const Args& args) {
   config.stream.max_pending_seconds = args.get_double("max-buffered-seconds");
   config.file = config.stream;
   if (config.max_sessions < 1) refuse("--max-sessions must be >= 1");
-  if (config.workers < 1) refuse("--workers must be >= 1");
   if (!(config.stream.max_step_seconds > 0)) refuse("--max-step-seconds must be > 0");
   if (config.stream.max_pending_seconds > 0 && config.stream.max_pending_seconds < config.stream.max_step_seconds)
     refuse("--max-buffered-seconds must be at least --max-step-seconds");
@@ -98,10 +96,9 @@ void ServeSettings::declare(Args& args) {
       .flag("no-vac", "no voice activity detection: every sample goes to the model")
       .option("vad-model", "Silero VAD weights (ggml); default: the model cache", "")
       .option("vac-chunk-size", "seconds of new audio a model step waits for", "0.04")
-      .option("warmup-file", "run the model once on this audio file before serving", "")
-      .option("threads", "CPU threads per model pass", default_thread_count())
-      .option("workers", "sessions whose model work runs at the same time", "1")
-      .option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
+      .option("warmup-file", "run the model once on this audio file before serving", "");
+  declare_worker_options(args, "sessions whose model work runs at the same time");
+  args.option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
       .option("max-message-kb", "largest WebSocket message accepted (KiB)", "1024")
       .option("max-upload-mb", "largest file accepted by /v1/audio/transcriptions (MiB)", "25")
       .option("trace-dir",
@@ -157,6 +154,7 @@ ServeSettings ServeSettings::read(const Args& args) {
   policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(alignatt));
   s.config.keyterms = read_keyterms(args, policy_config);
   s.model = engine::read_model_spec(args, CommandKind::kServe);
+  s.workers = read_worker_request(args);
   s.model.policies.alignatt = policy_config;
   s.model.policies.localagreement.long_silence = s.config.stream.pause_segmentation_seconds;
   s.model_name = args.get("model");

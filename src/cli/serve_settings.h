@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/worker_plan.h"
 #include "common/command_line.h"
 #include "engine/model_spec.h"
 #include "server/config.h"
@@ -38,6 +39,7 @@ struct ServeSettings {
   std::string vad_model;    // --vad-model; "" = the model cache's (pulled when absent)
   std::string trace_dir;    // --trace-dir; "" = no traces
   std::optional<std::string> warmup_file;
+  WorkerRequest workers;  // --workers, --threads, --lend-cores: planned once the model's family is known
 };
 
 }  // namespace earshot::cli

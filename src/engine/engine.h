@@ -31,6 +31,9 @@ struct Capabilities {
   std::vector<std::string> languages;  // codes the model takes ("en", ...)
   double frames_per_second = 50;
   std::vector<std::string> policies;  // streaming policies it runs; the first is the default
+  // Its streams' passes share one context that runs one at a time (Qwen3-ASR's
+  // libmtmd encoder): serve's --workers auto then runs one worker on every core.
+  bool serial_passes = false;
 };
 
 struct StreamRequest {

@@ -88,6 +88,7 @@ ModelSpec read_model_spec(const Args& args, CommandKind command) {
 }
 
 int read_threads(const Args& args) {
+  if (args.get("threads") == "auto") return std::stoi(default_thread_count());
   const long threads = args.get_int("threads");
   if (threads < 1) throw Error(ErrorCode::kInvalidArgument, "--threads must be >= 1");
   return static_cast<int>(threads);

@@ -26,7 +26,9 @@ void declare_model_options(Args& args, CommandKind command);
 ModelSpec read_model_spec(const Args& args, CommandKind command);
 
 // --threads (CPU threads per model pass), the one check of it every command uses:
-// Throws Error(kInvalidArgument) "--threads must be >= 1" below 1.
+// auto is the cores (at most 8; serve's and bench's worker plan may then run
+// fewer per pass, cli/worker_plan.h). Throws Error(kInvalidArgument) "--threads
+// must be >= 1" below 1.
 int read_threads(const Args& args);
 
 // What the registered families offer, for --policy's help: "alignatt or

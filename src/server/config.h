@@ -13,6 +13,7 @@
 #include "audio/audio.h"
 #include "common/keyterms.h"
 #include "policy/online_processor.h"
+#include "session/scheduler.h"
 #include "session/stream_session.h"
 #include "session/voice_activity.h"
 #include "stages/registry.h"
@@ -67,7 +68,8 @@ struct ServerConfig {
   // above (ended at once: final lines, ready_to_stop). 0 = end them at once.
   double drain_seconds = 0;
   int io_threads = 1;
-  int workers = 1;  // sessions whose model work runs at the same time
+  int workers = 1;                         // sessions whose model work runs at the same time
+  session::PassThreadPolicy pass_threads;  // threads per pass and what a lone pass may borrow; {0, 0}: the model's
   session::StreamOptions stream;
   session::StreamOptions file;       // whole-file transcription (no skipping)
   std::string model_id = "whisper";  // /v1/models and /health

@@ -42,7 +42,7 @@ HttpResponse openai_error(int status, const std::string& message, const std::str
 }
 
 Core::Core(ServerConfig config, ServerHooks hooks)
-    : config_(std::move(config)), hooks_(std::move(hooks)), scheduler_(config_.workers) {
+    : config_(std::move(config)), hooks_(std::move(hooks)), scheduler_(config_.workers, config_.pass_threads) {
   // A file is bounded by the upload limit; none of it may be skipped.
   config_.file.max_pending_seconds = 0;
   if (!hooks_.make_processor) throw Error(ErrorCode::kInternal, "server needs a processor factory");
@@ -398,6 +398,14 @@ std::string Core::metrics_text() const {
   metric("earshot_lag_seconds_mean", "gauge", "Mean remaining_time_transcription of live sessions.",
          streams ? sum_lag / static_cast<double>(streams) : 0.0);
   metric("earshot_scheduler_queued", "gauge", "Sessions waiting for a worker.", scheduler_.queued());
+  metric("earshot_scheduler_workers", "gauge", "Worker threads running model passes (--workers).",
+         scheduler_.workers());
+  metric("earshot_scheduler_pass_threads", "gauge", "Threads per model pass (0: the model's own, --threads).",
+         scheduler_.pass_threads().threads);
+  metric("earshot_scheduler_pass_threads_max", "gauge",
+         "Threads a pass with none waiting behind it may take (--lend-cores).", scheduler_.pass_threads().max_threads);
+  metric("earshot_scheduler_lent_steps_total", "counter", "Model steps that ran on cores borrowed from idle workers.",
+         scheduler_.lent_steps());
   metric("earshot_http_requests_total", "counter", "HTTP requests served (WebSocket upgrades excluded).",
          t.http_requests);
   metric("earshot_streams_slow_client_total", "counter",

@@ -76,8 +76,8 @@ TEST(CliBenchSettings, CapacityRefusesWhatItCannotMeasure) {
 }
 
 TEST(CliBenchSettings, CapacityRanges) {
-  EXPECT_EQ(bench_refusal({"--capacity", "--workers", "0"}), "--workers and --max-sessions must be >= 1");
-  EXPECT_EQ(bench_refusal({"--capacity", "--max-sessions", "0"}), "--workers and --max-sessions must be >= 1");
+  EXPECT_EQ(bench_refusal({"--capacity", "--workers", "0"}), "--workers must be auto or 1..4096");
+  EXPECT_EQ(bench_refusal({"--capacity", "--max-sessions", "0"}), "--max-sessions must be >= 1");
   const std::string buffered =
       "--max-buffered-seconds must be 0 (unbounded) or at least 10 (the most audio one step takes)";
   EXPECT_EQ(bench_refusal({"--capacity", "--max-buffered-seconds", "5"}), buffered);
@@ -196,7 +196,7 @@ TEST(CliBenchSettings, AnAcceptedCapacityCommandLineIsTyped) {
                            "--max-buffered-seconds", "0", "--profile", "--lag-limit", "1.5", "--markdown", "c.md"});
   ASSERT_TRUE(s.capacity);
   EXPECT_EQ(s.capacity->sessions, (std::vector<int>{1, 2, 4}));
-  EXPECT_EQ(s.capacity->workers, 3);
+  EXPECT_EQ(s.workers.workers, 3);
   EXPECT_EQ(s.capacity->max_sessions, 8);
   EXPECT_DOUBLE_EQ(s.capacity->max_buffered_seconds, 0);
   EXPECT_TRUE(s.capacity->profile);
@@ -208,7 +208,9 @@ TEST(CliBenchSettings, AnAcceptedCapacityCommandLineIsTyped) {
   s = bench({"--capacity", "--sessions", "auto", "--chunk", "0.25"});
   ASSERT_TRUE(s.capacity);
   EXPECT_TRUE(s.capacity->sessions.empty());
-  EXPECT_EQ(s.capacity->workers, 2);
+  EXPECT_FALSE(s.workers.workers);  // auto: planned from the machine and the model (worker_plan_test.cpp)
+  EXPECT_FALSE(s.workers.threads);
+  EXPECT_TRUE(s.workers.lend_cores);
   EXPECT_EQ(s.capacity->max_sessions, 64);
   EXPECT_DOUBLE_EQ(s.capacity->max_buffered_seconds, 60);
   EXPECT_DOUBLE_EQ(s.lag_limit(), 0.75);
@@ -234,7 +236,9 @@ TEST(CliServeSettings, RangesAreRefusedNamingTheFlag) {
   EXPECT_EQ(serve_refusal({"--max-uploads", "0"}), "--max-uploads must be >= 1");
   EXPECT_EQ(serve_refusal({"--drain-seconds", "-1"}), "--drain-seconds must be >= 0");
   EXPECT_EQ(serve_refusal({"--max-sessions", "0"}), "--max-sessions must be >= 1");
-  EXPECT_EQ(serve_refusal({"--workers", "0"}), "--workers must be >= 1");
+  EXPECT_EQ(serve_refusal({"--workers", "0"}), "--workers must be auto or 1..4096");
+  EXPECT_EQ(serve_refusal({"--workers", "many"}), "--workers must be auto or 1..4096");
+  EXPECT_EQ(serve_refusal({"--lend-cores", "maybe"}), "--lend-cores must be on or off, not 'maybe'");
   EXPECT_EQ(serve_refusal({"--max-step-seconds", "0"}), "--max-step-seconds must be > 0");
   EXPECT_EQ(serve_refusal({"--max-buffered-seconds", "5"}),
             "--max-buffered-seconds must be at least --max-step-seconds");
@@ -273,7 +277,7 @@ TEST(CliServeSettings, AnAcceptedCommandLineIsTyped) {
   EXPECT_EQ(s.warmup_file, "w.wav");
   EXPECT_EQ(s.config.port, 0);
   EXPECT_TRUE(s.config.pcm_input);
-  EXPECT_EQ(s.config.workers, 2);
+  EXPECT_EQ(s.workers.workers, 2);
   EXPECT_EQ(s.config.default_language, "de");
   EXPECT_DOUBLE_EQ(s.config.stream.pause_segmentation_seconds, 3);
   EXPECT_DOUBLE_EQ(s.config.stream.max_pending_seconds, 0);
@@ -314,6 +318,72 @@ TEST(CliTranscribeSettings, AnAcceptedCommandLineIsTyped) {
   EXPECT_EQ(s.trace, "t.jsonl");
   EXPECT_FALSE(s.events);
   EXPECT_FALSE(s.output);
+}
+
+}  // namespace
+}  // namespace earshot::cli
+
+namespace earshot::cli {
+namespace {
+
+WorkerRequest request(std::optional<int> workers, std::optional<int> threads, bool lend = true) {
+  WorkerRequest r;
+  r.workers = workers;
+  r.threads = threads;
+  r.lend_cores = lend;
+  return r;
+}
+
+// --workers auto and --threads auto on the CPU: a worker per core, one thread per
+// pass, and a lone pass may borrow every idle core; either count given sets the other.
+TEST(CliWorkerPlan, AutoRunsAWorkerPerCoreAndALonePassBorrowsTheIdleCores) {
+  const engine::Capabilities whisper;
+  const engine::RuntimeOptions cpu;
+  WorkerPlan p = plan_workers(request({}, {}), whisper, cpu, 4);
+  EXPECT_EQ(p.workers, 4);
+  EXPECT_EQ(p.threads.threads, 1);
+  EXPECT_EQ(p.threads.max_threads, 4);
+  EXPECT_EQ(p.describe(), "4 workers x 1 thread per pass, a lone pass up to 4");
+  p = plan_workers(request({}, 2), whisper, cpu, 4);  // --threads 2: 2 workers
+  EXPECT_EQ(p.workers, 2);
+  EXPECT_EQ(p.threads.threads, 2);
+  EXPECT_EQ(p.threads.max_threads, 4);
+  p = plan_workers(request(2, {}), whisper, cpu, 4);  // --workers 2: 2 threads each
+  EXPECT_EQ(p.threads.threads, 2);
+  p = plan_workers(request(1, 2), whisper, cpu, 4);  // one worker: nothing to borrow
+  EXPECT_EQ(p.workers, 1);
+  EXPECT_EQ(p.threads.max_threads, 2);
+  EXPECT_EQ(p.describe(), "1 worker x 2 threads per pass");
+  p = plan_workers(request(4, 1), whisper, cpu, 2);  // more workers than cores: never past the machine
+  EXPECT_EQ(p.threads.max_threads, 2);
+  p = plan_workers(request({}, {}, false), whisper, cpu, 4);  // --lend-cores off
+  EXPECT_EQ(p.workers, 4);
+  EXPECT_EQ(p.threads.max_threads, 1);
+  EXPECT_EQ(plan_workers(request({}, 3), whisper, cpu, 2).workers, 1);  // more threads than cores: one worker
+}
+
+// A family whose passes run one at a time, a GPU, or batching: nothing decided
+// per pass (each backend keeps --threads), one worker unless asked (N to batch N).
+TEST(CliWorkerPlan, SerialFamiliesGpusAndBatchingKeepTheirThreads) {
+  engine::Capabilities qwen;
+  qwen.serial_passes = true;
+  const engine::RuntimeOptions cpu;
+  WorkerPlan p = plan_workers(request({}, {}), qwen, cpu, 8);
+  EXPECT_EQ(p.workers, 1);
+  EXPECT_EQ(p.threads.threads, 0);
+  EXPECT_EQ(p.threads.max_threads, 0);
+  EXPECT_EQ(p.describe(), "1 worker, each pass on the model's threads");
+  EXPECT_EQ(plan_workers(request(3, {}), qwen, cpu, 8).workers, 3);
+  engine::RuntimeOptions gpu;
+  gpu.device = "CUDA0";
+  p = plan_workers(request({}, {}), engine::Capabilities{}, gpu, 8);
+  EXPECT_EQ(p.workers, 1);
+  EXPECT_EQ(p.threads.threads, 0);
+  engine::RuntimeOptions batched;
+  batched.batch_streams = 16;
+  p = plan_workers(request({}, {}), engine::Capabilities{}, batched, 2);
+  EXPECT_EQ(p.workers, 16);  // so that 16 steps can wait to be batched
+  EXPECT_EQ(p.threads.threads, 0);
 }
 
 }  // namespace
