@@ -133,6 +133,7 @@ TEST(FluxProjection, TurnsFollowFluxsStateMachine) {
   EXPECT_EQ(out[0]["transcript"], "I want tea.");
   EXPECT_EQ(out[0]["turn_index"], 0);
   EXPECT_DOUBLE_EQ(out[0]["end_of_turn_confidence"], 0.9);
+  EXPECT_EQ(out[0]["trigger"], "model");  // the turn stage decided
   EXPECT_TRUE(p.on_events({}, 3.0).empty()) << "no Update between turns";
   // The next turn counts up and starts empty.
   out = p.on_events(std::vector<events::Event>{events::SpeechStarted{4.0}, events::TurnStarted{1, 4.0}}, 4.1);
@@ -140,6 +141,21 @@ TEST(FluxProjection, TurnsFollowFluxsStateMachine) {
   EXPECT_EQ(out[0]["turn_index"], 1);
   EXPECT_EQ(out[0]["transcript"], "");
   EXPECT_EQ(out[0]["sequence_id"].get<int>(), 7) << "every message counted from 0 (Connected)";
+}
+
+// A turn a ForceEndTurn ended (the session's finalize) says so, as Flux's EndOfTurn does.
+TEST(FluxProjection, AForcedEndOfTurnIsTriggeredManually) {
+  FluxProjection p(StreamInfo{});
+  p.connected();
+  p.on_events(std::vector<events::Event>{events::SpeechStarted{0.5}, events::TurnStarted{0, 0.5},
+                                         events::WordsCommitted{{word(" one", 0.5, 0.8)}}},
+              0.9);
+  const std::vector<json> out =
+      p.on_events(std::vector<events::Event>{events::TurnEnded{0, 0.9, 1.0, because("finalize")}}, 1.0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0]["event"], "EndOfTurn");
+  EXPECT_EQ(out[0]["trigger"], "manual");
+  EXPECT_EQ(out[0]["transcript"], "one");
 }
 
 TEST(FluxProjection, ErrorsAndTheEnd) {

@@ -155,7 +155,11 @@ std::vector<json> FluxProjection::on_events(std::span<const events::Event> event
       changed = false;
     } else if (const auto* t = std::get_if<events::TurnEnded>(&event)) {
       if (!in_turn_) continue;
-      out.push_back(turn_info("EndOfTurn", false, t->confidence));
+      json end = turn_info("EndOfTurn", false, t->confidence);
+      // Flux documents two triggers: "manual" for a ForceEndTurn (our finalize), "model" for its own
+      // decisions; earshot's silence, semantic and timeout ends are the latter.
+      end["trigger"] = t->evidence.reason == "finalize" ? "manual" : "model";
+      out.push_back(std::move(end));
       in_turn_ = false;
       committed_.clear();
       turn_index_ = t->turn + 1;

@@ -9,6 +9,7 @@
 //               audio_window_end, transcript, words [{word, confidence, start, end}],
 //               end_of_turn_confidence}
 //              event: StartOfTurn, Update, EagerEndOfTurn, TurnResumed, EndOfTurn
+//              (EndOfTurn adds trigger: "manual" after a ForceEndTurn, else "model")
 //   ConfigureFailure {type, request_id, sequence_id}: earshot keeps a stream's thresholds
 //   Error      {type, sequence_id, code, description}
 // sequence_id counts every message sent, from 0. The state machine: StartOfTurn opens
