@@ -2,6 +2,7 @@
 // OpenAI-compatible transcription endpoint.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -40,6 +41,9 @@ class Http : public ServerFixture {
     config.max_upload_bytes = 1 << 20;
     config.cors_origins = {"https://app.example"};
     config.api_token = "tok";
+    // serve's plan on two cores: two workers of one thread, a lone pass on both.
+    config.workers = 2;
+    config.pass_threads = {1, 2};
     auto hooks = fake_hooks();
     hooks.make_decoder = [] { return audio::StreamDecoder::create(); };
     // An engine that batches steps across streams (--batch-decode) reports its counts.
@@ -201,6 +205,13 @@ TEST_F(Http, MetricsCountSessionsAndAudio) {
   EXPECT_NE(m.body.find("# TYPE earshot_batch_steps_total counter\nearshot_batch_steps_total 12\n"), std::string::npos);
   EXPECT_NE(m.body.find("earshot_batch_graphs_total 5\n"), std::string::npos);
   EXPECT_NE(m.body.find("# TYPE earshot_batch_size_max gauge\nearshot_batch_size_max 3\n"), std::string::npos);
+  // The worker plan, and the file's steps, alone on the workers, ran on both cores.
+  EXPECT_NE(m.body.find("earshot_scheduler_workers 2\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("earshot_scheduler_pass_threads 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("earshot_scheduler_pass_threads_max 2\n"), std::string::npos);
+  const size_t lent = m.body.find("\nearshot_scheduler_lent_steps_total ");
+  ASSERT_NE(lent, std::string::npos);
+  EXPECT_GT(std::stol(m.body.substr(lent + std::strlen("\nearshot_scheduler_lent_steps_total "))), 0);
 }
 
 TEST(Multipart, ParsesFieldsAndFiles) {
