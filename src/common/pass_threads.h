@@ -16,7 +16,7 @@ inline thread_local int pass_threads = 0;
 // The threads the current pass may use; 0: not decided per pass.
 inline int pass_threads() { return detail::pass_threads; }
 
-// Sets pass_threads() for its lifetime (n >= 1), then restores what was there.
+// Sets pass_threads() for its lifetime (0: not decided per pass), then restores what was there.
 class PassThreads {
  public:
   explicit PassThreads(int n) : previous_(detail::pass_threads) { detail::pass_threads = n; }

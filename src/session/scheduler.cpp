@@ -108,10 +108,8 @@ void Scheduler::run() {
     const bool lent = threads > per_pass;
     if (lent) ++lent_steps_;
     lock.unlock();
-    if (threads > 0) {
-      PassThreads scope(threads);
-      session->step();
-    } else {
+    {
+      PassThreads scope(threads);  // 0 (no policy): each backend keeps its own
       session->step();
     }
     lock.lock();

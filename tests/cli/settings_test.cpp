@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../model/error_of.h"
@@ -320,12 +321,6 @@ TEST(CliTranscribeSettings, AnAcceptedCommandLineIsTyped) {
   EXPECT_FALSE(s.output);
 }
 
-}  // namespace
-}  // namespace earshot::cli
-
-namespace earshot::cli {
-namespace {
-
 WorkerRequest request(std::optional<int> workers, std::optional<int> threads, bool lend = true) {
   WorkerRequest r;
   r.workers = workers;
@@ -334,32 +329,27 @@ WorkerRequest request(std::optional<int> workers, std::optional<int> threads, bo
   return r;
 }
 
+// A plan as {workers, threads per pass, the most a lone pass may take}.
+std::tuple<int, int, int> shape(const WorkerPlan& p) { return {p.workers, p.threads.threads, p.threads.max_threads}; }
+
 // --workers auto and --threads auto on the CPU: a worker per core, one thread per
 // pass, and a lone pass may borrow every idle core; either count given sets the other.
 TEST(CliWorkerPlan, AutoRunsAWorkerPerCoreAndALonePassBorrowsTheIdleCores) {
   const engine::Capabilities whisper;
   const engine::RuntimeOptions cpu;
   WorkerPlan p = plan_workers(request({}, {}), whisper, cpu, 4);
-  EXPECT_EQ(p.workers, 4);
-  EXPECT_EQ(p.threads.threads, 1);
-  EXPECT_EQ(p.threads.max_threads, 4);
+  EXPECT_EQ(shape(p), std::make_tuple(4, 1, 4));
   EXPECT_EQ(p.describe(), "4 workers x 1 thread per pass, a lone pass up to 4");
-  p = plan_workers(request({}, 2), whisper, cpu, 4);  // --threads 2: 2 workers
-  EXPECT_EQ(p.workers, 2);
-  EXPECT_EQ(p.threads.threads, 2);
-  EXPECT_EQ(p.threads.max_threads, 4);
-  p = plan_workers(request(2, {}), whisper, cpu, 4);  // --workers 2: 2 threads each
-  EXPECT_EQ(p.threads.threads, 2);
+  EXPECT_EQ(shape(plan_workers(request({}, 2), whisper, cpu, 4)), std::make_tuple(2, 2, 4));  // --threads 2
+  EXPECT_EQ(shape(plan_workers(request(2, {}), whisper, cpu, 4)), std::make_tuple(2, 2, 4));  // --workers 2
   p = plan_workers(request(1, 2), whisper, cpu, 4);  // one worker: nothing to borrow
-  EXPECT_EQ(p.workers, 1);
-  EXPECT_EQ(p.threads.max_threads, 2);
+  EXPECT_EQ(shape(p), std::make_tuple(1, 2, 2));
   EXPECT_EQ(p.describe(), "1 worker x 2 threads per pass");
-  p = plan_workers(request(4, 1), whisper, cpu, 2);  // more workers than cores: never past the machine
-  EXPECT_EQ(p.threads.max_threads, 2);
-  p = plan_workers(request({}, {}, false), whisper, cpu, 4);  // --lend-cores off
-  EXPECT_EQ(p.workers, 4);
-  EXPECT_EQ(p.threads.max_threads, 1);
-  EXPECT_EQ(plan_workers(request({}, 3), whisper, cpu, 2).workers, 1);  // more threads than cores: one worker
+  // More workers than cores: a lone pass never past the machine.
+  EXPECT_EQ(shape(plan_workers(request(4, 1), whisper, cpu, 2)), std::make_tuple(4, 1, 2));
+  EXPECT_EQ(shape(plan_workers(request({}, {}, false), whisper, cpu, 4)), std::make_tuple(4, 1, 1));  // lend off
+  // More threads than cores: one worker, on the threads asked for.
+  EXPECT_EQ(shape(plan_workers(request({}, 3), whisper, cpu, 2)), std::make_tuple(1, 3, 3));
 }
 
 // A family whose passes run one at a time, a GPU, or batching: nothing decided
@@ -368,22 +358,17 @@ TEST(CliWorkerPlan, SerialFamiliesGpusAndBatchingKeepTheirThreads) {
   engine::Capabilities qwen;
   qwen.serial_passes = true;
   const engine::RuntimeOptions cpu;
-  WorkerPlan p = plan_workers(request({}, {}), qwen, cpu, 8);
-  EXPECT_EQ(p.workers, 1);
-  EXPECT_EQ(p.threads.threads, 0);
-  EXPECT_EQ(p.threads.max_threads, 0);
+  const WorkerPlan p = plan_workers(request({}, {}), qwen, cpu, 8);
+  EXPECT_EQ(shape(p), std::make_tuple(1, 0, 0));
   EXPECT_EQ(p.describe(), "1 worker, each pass on the model's threads");
-  EXPECT_EQ(plan_workers(request(3, {}), qwen, cpu, 8).workers, 3);
+  EXPECT_EQ(shape(plan_workers(request(3, {}), qwen, cpu, 8)), std::make_tuple(3, 0, 0));
   engine::RuntimeOptions gpu;
   gpu.device = "CUDA0";
-  p = plan_workers(request({}, {}), engine::Capabilities{}, gpu, 8);
-  EXPECT_EQ(p.workers, 1);
-  EXPECT_EQ(p.threads.threads, 0);
+  EXPECT_EQ(shape(plan_workers(request({}, {}), engine::Capabilities{}, gpu, 8)), std::make_tuple(1, 0, 0));
   engine::RuntimeOptions batched;
   batched.batch_streams = 16;
-  p = plan_workers(request({}, {}), engine::Capabilities{}, batched, 2);
-  EXPECT_EQ(p.workers, 16);  // so that 16 steps can wait to be batched
-  EXPECT_EQ(p.threads.threads, 0);
+  // 16 workers, so that 16 steps can wait to be batched.
+  EXPECT_EQ(shape(plan_workers(request({}, {}), engine::Capabilities{}, batched, 2)), std::make_tuple(16, 0, 0));
 }
 
 }  // namespace
