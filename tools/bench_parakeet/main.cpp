@@ -357,11 +357,11 @@ void products(const std::shared_ptr<const fc::Model>& model, int threads, const 
   std::printf("a layer's products, %d threads, the rows kernels' path %s (%s); streaming read %.1f GB/s\n", threads,
               earshot::runtime::to_string(earshot::runtime::kernel_path()).data(),
               earshot::runtime::describe_cpu().c_str(), bandwidth);
-  std::printf("%6s %5s %10s %10s %10s %10s %8s %10s %8s\n", "type", "rows", "sgemm_GF/s", "rows_GF/s", "ggml_GF/s",
-              "blas_GF/s", "rows/sg", "rows_GB/s", "/read");
+  std::printf("%6s %5s %10s %10s %10s %10s %10s %8s %10s %8s\n", "type", "rows", "sgemm_GF/s", "rows_GF/s", "ggml_GF/s",
+              "blas_GF/s", "int8_GF/s", "rows/sg", "rows_GB/s", "/read");
   for (ggml_type type : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
     for (int m : rows) {
-      double flop = 0, t_sgemm = 0, t_rows = 0, t_ggml = 0, t_blas = 0, bytes = 0;
+      double flop = 0, t_sgemm = 0, t_rows = 0, t_ggml = 0, t_blas = 0, t_int8 = 0, bytes = 0;
       for (const Shape& sh : shapes) {
         const earshot::tools::GemmShape g{m, sh.n, sh.k};
         const double f = g.flop() * sh.count;
@@ -370,18 +370,20 @@ void products(const std::shared_ptr<const fc::Model>& model, int threads, const 
         t_rows += f / (earshot::tools::rows_op_gflops(type, g, threads, reps) * 1e9);
         t_ggml += f / (earshot::tools::ggml_mul_mat_gflops(type, g, threads, reps) * 1e9);
         t_blas += f / (earshot::tools::blas_op_gflops(type, g, threads, reps) * 1e9);
+        if (type == GGML_TYPE_Q8_0) t_int8 += f / (earshot::tools::q8_op_gflops(g, threads, reps) * 1e9);
         bytes += static_cast<double>(ggml_row_size(type, sh.k)) * sh.n * sh.count;
       }
       const double rows_gbs = bytes / t_rows * 1e-9;
-      std::printf("%6s %5d %10.1f %10.1f %10.1f %10.1f %8.2f %10.1f %8.2f\n", ggml_type_name(type), m,
+      std::printf("%6s %5d %10.1f %10.1f %10.1f %10.1f %10.1f %8.2f %10.1f %8.2f\n", ggml_type_name(type), m,
                   flop / t_sgemm * 1e-9, flop / t_rows * 1e-9, flop / t_ggml * 1e-9, flop / t_blas * 1e-9,
-                  t_sgemm / t_rows, rows_gbs, rows_gbs / bandwidth);
+                  t_int8 > 0 ? flop / t_int8 * 1e-9 : 0.0, t_sgemm / t_rows, rows_gbs, rows_gbs / bandwidth);
       std::fflush(stdout);
     }
   }
   std::printf(
       "(best of %d each; rows: runtime::rows_mul_mat, ggml: ggml_mul_mat, blas: the OpenBLAS op with the weight "
-      "converted to f32 in chunks; rows/sg: the rows kernel's rate over sgemm's at the same shapes; rows_GB/s: "
+      "converted to f32 in chunks; int8: runtime::q8_mul_mat (Q8_0; 0: not measured); rows/sg: the rows kernel's rate "
+      "over sgemm's at the same shapes; rows_GB/s: "
       "the weight bytes it reads per second, /read: over the streaming read)\n",
       reps);
 }

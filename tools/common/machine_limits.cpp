@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "model/runtime/openblas_ops.h"
+#include "model/runtime/q8_gemm.h"
 #include "model/runtime/rows_ops.h"
 
 extern "C" {
@@ -105,7 +106,7 @@ double openblas_sgemm_gflops(const GemmShape& s, int threads, int reps) {
 
 namespace {
 
-enum class Product { kGgml, kOpenBlasOp, kRowsOp };
+enum class Product { kGgml, kOpenBlasOp, kRowsOp, kQ8Op };
 
 double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int reps, Product product) {
   const ggml_init_params params{ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
@@ -115,6 +116,7 @@ double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int
   ggml_tensor* x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, s.k, s.m);
   ggml_tensor* y = product == Product::kOpenBlasOp ? runtime::blas_mul_mat(ctx.get(), w, x)
                    : product == Product::kRowsOp   ? runtime::rows_mul_mat(ctx.get(), w, x)
+                   : product == Product::kQ8Op     ? runtime::q8_mul_mat(ctx.get(), w, x)
                                                    : ggml_mul_mat(ctx.get(), w, x);
   ggml_cgraph* graph = ggml_new_graph(ctx.get());
   ggml_build_forward_expand(graph, y);
@@ -144,6 +146,10 @@ double graph_product_gflops(ggml_type type, const GemmShape& s, int threads, int
 }
 
 }  // namespace
+
+double q8_op_gflops(const GemmShape& s, int threads, int reps) {
+  return graph_product_gflops(GGML_TYPE_Q8_0, s, threads, reps, Product::kQ8Op);
+}
 
 double ggml_mul_mat_gflops(ggml_type type, const GemmShape& s, int threads, int reps) {
   return graph_product_gflops(type, s, threads, reps, Product::kGgml);

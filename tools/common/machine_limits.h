@@ -50,6 +50,10 @@ double blas_op_gflops(ggml_type type, const GemmShape& shape, int threads, int r
 // type, streamed once per block of rows, multiplied in register tiles).
 double rows_op_gflops(ggml_type type, const GemmShape& shape, int threads, int reps);
 
+// A Q8_0 weight's product on earshot's int8 op (runtime::q8_mul_mat: the activations
+// quantised once, panels of 32 weight rows on AVX512-VNNI where the CPU has it).
+double q8_op_gflops(const GemmShape& shape, int threads, int reps);
+
 // GB/s of summing a `bytes`-long buffer (far beyond the caches) split over
 // `threads` threads; best of `reps`.
 double read_bandwidth_gbs(size_t bytes, int threads, int reps);

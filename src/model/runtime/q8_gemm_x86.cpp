@@ -1,0 +1,168 @@
+// The AVX512-VNNI kernels of runtime::q8_mul_mat (q8_gemm.h), compiled for that
+// instruction set with GCC's target attribute (the rest of the binary stays
+// baseline x86-64) and run only where runtime::kernel_path() says the CPU has it.
+//
+// A thread takes 32 weight rows at a time (a panel) and lays them out for
+// vpdpbusd: per block b and group q of 4 values, 128 bytes, the 4 bytes of each
+// of the 32 rows (q_w + 128, as unsigned bytes), and the rows' block scales as
+// f32. Tiles of up to 6 activation rows then pass over the panel: per block, 16
+// vpdpbusd per activation row (2 x 16 rows x 4 values each, the activation's 4
+// bytes broadcast), started from the row's correction (-128 * sum q_x), then the
+// exact sums to f32, scaled by d_w * d_x and added: 12 integer and 12 float
+// accumulators in registers.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "model/runtime/q8_gemm.h"
+
+#define EARSHOT_T_AVX512_VNNI "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+
+namespace earshot::runtime::q8 {
+namespace {
+
+constexpr int64_t kBlockBytes = 34;
+constexpr int kPanel = 32;
+constexpr int kMaxRows = 6;
+
+inline int32_t load_i32(const char* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline float load_f32(const char* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// A thread's panel, laid out for the tiles (grown, never shrunk).
+struct Panel {
+  std::vector<uint32_t> bytes;  // nb * 8 * 32 groups of 4 bytes
+  std::vector<float> scales;    // nb * 32
+};
+
+[[gnu::target(EARSHOT_T_AVX512_VNNI)]] void pack_panel(const char* w, int64_t ldw, int64_t nb, int rows, Panel& p) {
+  p.bytes.resize(static_cast<size_t>(nb * 8 * kPanel));
+  p.scales.resize(static_cast<size_t>(nb * kPanel));
+  for (int r = 0; r < kPanel; ++r) {
+    const char* row = w + r * ldw;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint32_t* dst = p.bytes.data() + b * 8 * kPanel + r;
+      if (r >= rows) {
+        for (int q = 0; q < 8; ++q) dst[q * kPanel] = 0x80808080u;  // q_w = 0
+        p.scales[static_cast<size_t>(b * kPanel + r)] = 0.0f;
+        continue;
+      }
+      const char* blk = row + b * kBlockBytes;
+      uint16_t d;
+      std::memcpy(&d, blk, 2);
+      p.scales[static_cast<size_t>(b * kPanel + r)] = _cvtsh_ss(d);
+      for (int q = 0; q < 8; ++q) {
+        uint32_t v;
+        std::memcpy(&v, blk + 2 + 4 * q, 4);
+        dst[q * kPanel] = v ^ 0x80808080u;
+      }
+    }
+  }
+}
+
+template <int R>
+[[gnu::target(EARSHOT_T_AVX512_VNNI)]] void tile(const Panel& p, int64_t nb, const char* xq, int64_t stride, int64_t K,
+                                                 float* out, int64_t ldo, const float* bias, __mmask16 m0,
+                                                 __mmask16 m1) {
+  __m512 f0[R], f1[R];
+  for (int r = 0; r < R; ++r) f0[r] = f1[r] = _mm512_setzero_ps();
+  const char* scales = xq + K;
+  const char* corrs = xq + K + nb * 4;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i a0[R], a1[R];
+    for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_set1_epi32(load_i32(corrs + r * stride + b * 4));
+    const uint32_t* pb = p.bytes.data() + b * 8 * kPanel;
+    for (int q = 0; q < 8; ++q) {
+      const __m512i w0 = _mm512_loadu_si512(pb + q * kPanel), w1 = _mm512_loadu_si512(pb + q * kPanel + 16);
+      for (int r = 0; r < R; ++r) {
+        const __m512i xv = _mm512_set1_epi32(load_i32(xq + r * stride + b * 32 + 4 * q));
+        a0[r] = _mm512_dpbusd_epi32(a0[r], w0, xv);
+        a1[r] = _mm512_dpbusd_epi32(a1[r], w1, xv);
+      }
+    }
+    const __m512 d0 = _mm512_loadu_ps(p.scales.data() + b * kPanel);
+    const __m512 d1 = _mm512_loadu_ps(p.scales.data() + b * kPanel + 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(load_f32(scales + r * stride + b * 4));
+      f0[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, a0[r]), _mm512_mul_ps(d0, dx), f0[r]);
+      f1[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, a1[r]), _mm512_mul_ps(d1, dx), f1[r]);
+    }
+  }
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(out + r * ldo, m0, bias ? _mm512_add_ps(f0[r], b0) : f0[r]);
+    if (m1) _mm512_mask_storeu_ps(out + r * ldo + 16, m1, bias ? _mm512_add_ps(f1[r], b1) : f1[r]);
+  }
+}
+
+using TileFn = void (*)(const Panel&, int64_t, const char*, int64_t, int64_t, float*, int64_t, const float*, __mmask16,
+                        __mmask16);
+constexpr TileFn kTiles[kMaxRows] = {tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
+
+__mmask16 lanes(int n) { return n >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << n) - 1u); }
+
+}  // namespace
+
+[[gnu::target(EARSHOT_T_AVX512_VNNI)]] void quantise_rows_avx512(const float* x, int64_t ldx, int64_t K, int64_t j0,
+                                                                 int64_t j1, char* out) {
+  const int64_t nb = K / 32, stride = quantised_row_bytes(K);
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* row = x + j * ldx;
+    char* o = out + j * stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m512 v0 = _mm512_loadu_ps(row + b * 32), v1 = _mm512_loadu_ps(row + b * 32 + 16);
+      // (The maskz forms and the reductions through memory: GCC 12's unmasked
+      // intrinsics start from _mm512_undefined_*, which -Wmaybe-uninitialized flags.)
+      const __m512i abs_bits = _mm512_set1_epi32(0x7fffffff);
+      alignas(64) float m[16];
+      _mm512_store_ps(m, _mm512_maskz_max_ps(0xffff, _mm512_and_ps(v0, _mm512_castsi512_ps(abs_bits)),
+                                             _mm512_and_ps(v1, _mm512_castsi512_ps(abs_bits))));
+      float amax = 0.0f;
+      for (float e : m) amax = amax < e ? e : amax;
+      const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+      const __m512 s = _mm512_set1_ps(id);
+      constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+      const __m512i q0 =
+          _mm512_maskz_cvtps_epi32(0xffff, _mm512_maskz_roundscale_ps(0xffff, _mm512_mul_ps(v0, s), kNearest));
+      const __m512i q1 =
+          _mm512_maskz_cvtps_epi32(0xffff, _mm512_maskz_roundscale_ps(0xffff, _mm512_mul_ps(v1, s), kNearest));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + b * 32), _mm512_maskz_cvtepi32_epi8(0xffff, q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + b * 32 + 16), _mm512_maskz_cvtepi32_epi8(0xffff, q1));
+      alignas(64) int32_t qs[16];
+      _mm512_store_si512(qs, _mm512_add_epi32(q0, q1));
+      int32_t sum = 0;
+      for (int32_t e : qs) sum += e;
+      const int32_t corr = -128 * sum;
+      std::memcpy(o + K + b * 4, &d, 4);
+      std::memcpy(o + K + nb * 4 + b * 4, &corr, 4);
+    }
+  }
+}
+
+void product_avx512(const void* w, int64_t ldw, const char* xq, int64_t K, int64_t J, float* out, int64_t ldo,
+                    const float* bias, int64_t i0, int64_t i1) {
+  thread_local Panel panel;
+  const int64_t nb = K / 32, stride = quantised_row_bytes(K);
+  const auto* base = static_cast<const char*>(w);
+  for (int64_t p = i0; p < i1; p += kPanel) {
+    const int n = static_cast<int>(std::min<int64_t>(kPanel, i1 - p));
+    pack_panel(base + p * ldw, ldw, nb, n, panel);
+    const __mmask16 m0 = lanes(n), m1 = lanes(n - 16 > 0 ? n - 16 : 0);
+    for (int64_t j = 0; j < J; j += kMaxRows) {
+      const int r = static_cast<int>(std::min<int64_t>(kMaxRows, J - j));
+      kTiles[r - 1](panel, nb, xq + j * stride, stride, K, out + j * ldo + p, ldo, bias ? bias + p : nullptr, m0, m1);
+    }
+  }
+}
+
+}  // namespace earshot::runtime::q8
