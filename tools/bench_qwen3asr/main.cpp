@@ -43,7 +43,7 @@ using Clock = std::chrono::steady_clock;
 const char* kUsage =
     "usage: earshot-bench-qwen3asr --model PREFIX.gguf [--mmproj FILE] [--threads T] [--reps N]\n"
     "                              [--seconds 5,10,15] [--steps S] [--context-tokens C] [--profile on]\n"
-    "                              [--cpu-kernels auto|ggml|openblas] [--quantized-products auto|openblas|ggml]\n"
+    "                              [--cpu-kernels auto|ggml|openblas] [--quantized-products auto|int8|openblas|ggml]\n"
     "                              [--audio FILE] [--live-steps N]\n"
     "\n"
     "Times, per buffered audio length (default 5, 10 and 15 s; medians of N repetitions, default 3):\n"
@@ -63,8 +63,9 @@ const char* kUsage =
     "little above the plain pass): milliseconds and share per op class, GFLOP/s of each product class.\n"
     "--cpu-kernels: the large products (default auto: OpenBLAS inside libmtmd's and libllama's graphs;\n"
     "ggml: both graphs as upstream builds them).\n"
-    "--quantized-products: with OpenBLAS, where quantised weights' products of many rows run (openblas:\n"
-    "dequantised in chunks; ggml: ggml's int8 kernels; default auto: openblas where it runs AVX-512 kernels).\n"
+    "--quantized-products: where quantised weights' products of many rows run (int8: Q8_0 on earshot's int8\n"
+    "op, AVX512-VNNI; openblas: dequantised in chunks; ggml: ggml's int8 kernels; default auto: int8 for\n"
+    "Q8_0 where the CPU has AVX512-VNNI, else openblas where it runs AVX-512 kernels, else ggml).\n"
     "Then a live pass at each length: a stream's pass 1 s after its previous one (done first, as\n"
     "AlignAtt does it: encode, prefill, N steps; default 5), which keeps the encoder's windows whose mel\n"
     "is unchanged and the prompt's KV rows before its first changed position: its encoder (windows\n"
@@ -386,10 +387,13 @@ Args parse(int argc, char** argv) {
        {"--quantized-products",
         [&](const std::string& v) {
           using QP = q::ModelOptions::QuantizedProducts;
-          if (v != "auto" && v != "openblas" && v != "ggml")
+          if (v != "auto" && v != "int8" && v != "openblas" && v != "ggml")
             throw earshot::Error(earshot::ErrorCode::kInvalidArgument,
-                                 "--quantized-products must be auto, openblas or ggml, not " + v);
-          a.quantized_products = v == "ggml" ? QP::kGgml : v == "openblas" ? QP::kOpenBlas : QP::kAuto;
+                                 "--quantized-products must be auto, int8, openblas or ggml, not " + v);
+          a.quantized_products = v == "ggml"       ? QP::kGgml
+                                 : v == "openblas" ? QP::kOpenBlas
+                                 : v == "int8"     ? QP::kInt8
+                                                   : QP::kAuto;
         }},
        {"--audio", [&](const std::string& v) { a.audio = v; }},
        {"--cpu-kernels",
@@ -447,9 +451,10 @@ int main(int argc, char** argv) {
         "(medians, ms); products: %s%s\n",
         a.model.c_str(), model->n_layer(), model->n_head(), model->n_embd(), heads.size(), a.threads, a.reps,
         model->on_openblas() ? "OpenBLAS" : "ggml (both graphs as upstream)",
-        model->on_openblas() ? (model->quantized_on_openblas() ? ", quantised weights' too (dequantised)"
-                                                               : ", quantised weights' on ggml's int8 kernels")
-                             : "");
+        model->int8_products()           ? ", Q8_0 weights' of many rows on earshot's int8 op (AVX512-VNNI)"
+        : !model->on_openblas()          ? ""
+        : model->quantized_on_openblas() ? ", quantised weights' too (dequantised)"
+                                         : ", quantised weights' on ggml's int8 kernels");
 
     q::Session session(model, heads, 1024);
     // The committed tokens AlignAtt carries after the prompt (any text will do).

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "model/qwen3asr/model.h"
 #include "policy/alignatt/prompted_alignatt.h"
 #include "policy/commit/rolling_decoder.h"
 
@@ -22,6 +23,9 @@ struct Qwen3AsrOptions {
   // --qwen3-reuse: a stream keeps its unchanged encoder windows and prompt KV rows
   // across passes (on), or encodes and prefills everything each pass (off, as WhisperLiveKit's qwen3_simul).
   bool reuse = true;
+  // --qwen3-quantized-products: where a quantised pair's products of many rows run
+  // (qwen3asr::ModelOptions::QuantizedProducts: auto, int8, openblas, ggml).
+  qwen3asr::ModelOptions::QuantizedProducts quantized_products = qwen3asr::ModelOptions::QuantizedProducts::kAuto;
 };
 
 }  // namespace earshot::engine

@@ -80,6 +80,7 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   options.mel_frames = own.hf_mel_frames ? qwen3asr::MelFrames::kHf : qwen3asr::MelFrames::kMtmd;
   options.cpu_kernels = spec.runtime.cpu_kernels;
   options.reuse_encoder_windows = options.reuse_prompt_kv = own.reuse;
+  options.quantized_products = own.quantized_products;
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!own.alignment_heads.empty()) {
     qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(own.alignment_heads, 20), spec.path);

@@ -32,6 +32,12 @@ void declare(Args& args, CommandKind /*command*/) {
               "prompt's KV rows before the first changed position (on; the same tokens), or encodes and prefills "
               "everything each pass (off, as WhisperLiveKit's qwen3_simul)",
               "on");
+  args.option("qwen3-quantized-products",
+              "Qwen3-ASR: where a quantised pair's products of many rows (the encoder's, a prompt's) run: int8 "
+              "(Q8_0 on earshot's int8 kernels; needs AVX512-VNNI), openblas (dequantised onto OpenBLAS), ggml "
+              "(ggml's int8 kernels) or auto (int8 for Q8_0 where the CPU has AVX512-VNNI, else openblas where it "
+              "runs AVX-512 kernels, else ggml)",
+              "auto");
   args.option("rolling-unfixed-tokens",
               "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
               "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
@@ -59,6 +65,16 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
     throw Error(ErrorCode::kInvalidArgument, "--qwen3-trim must be window or sliding, not '" + trim + "'");
   options.trim =
       trim == "window" ? policy::PromptedAlignAttConfig::Trim::kWindow : policy::PromptedAlignAttConfig::Trim::kSliding;
+  using QP = qwen3asr::ModelOptions::QuantizedProducts;
+  const std::string qp = args.get("qwen3-quantized-products");
+  if (qp != "auto" && qp != "int8" && qp != "openblas" && qp != "ggml") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--qwen3-quantized-products must be auto, int8, openblas or ggml, not '" + qp + "'");
+  }
+  options.quantized_products = qp == "int8"       ? QP::kInt8
+                               : qp == "openblas" ? QP::kOpenBlas
+                               : qp == "ggml"     ? QP::kGgml
+                                                  : QP::kAuto;
   options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
   options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
   try {

@@ -16,6 +16,7 @@
 #include "model/qwen3asr/model_writer.h"
 #include "model/runtime/gemv_ops.h"
 #include "model/runtime/gguf_file.h"
+#include "model/runtime/q8_gemm.h"
 
 namespace earshot::qwen3asr {
 namespace {
@@ -134,6 +135,25 @@ bool dequantizable(const Model& model, const ggml_tensor* w) {
          ggml_get_type_traits(w->type)->to_float != nullptr;
 }
 
+// Rows from which a Q8_0 weight's product runs on the int8 op: below, its panel
+// layout costs more than it saves (Zen 5, 2 threads: at 8 rows 228 GFLOP/s against
+// ggml's 237; at 16, 373 against 252).
+constexpr int64_t kInt8MinRows = 16;
+
+// A Q8_0 weight's product of many rows on the int8 op (runtime/q8_gemm.h) where
+// the model wants it; null otherwise (the caller decides).
+ggml_tensor* int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) noexcept {
+  if (!model.int8_products() || w->type != GGML_TYPE_Q8_0 || x->ne[1] < kInt8MinRows ||
+      !runtime::q8_gemm_supports(w, x)) {
+    return nullptr;
+  }
+  try {
+    return runtime::q8_mul_mat(ctx, w, x);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 // The patched libmtmd's weight products (mtmd_context_params::mul_mat) on OpenBLAS:
 // f32 activations against weights, both of at least 8 rows: every product of the
 // qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an 8 s window
@@ -141,6 +161,8 @@ bool dequantizable(const Model& model, const ggml_tensor* w) {
 // rows) stay with ggml. (Called from libmtmd's graph builder: nothing may throw
 // through it.)
 ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void* model) noexcept {
+  if (ggml_tensor* y = int8_product(*static_cast<const Model*>(model), ctx, w, x)) return y;
+  if (!static_cast<const Model*>(model)->on_openblas()) return nullptr;
   if (x->type != GGML_TYPE_F32 || w->ne[1] < 8 || x->ne[1] < 8) return nullptr;
   if (ggml_is_quantized(w->type) && !dequantizable(*static_cast<const Model*>(model), w)) return nullptr;
   try {
@@ -174,7 +196,8 @@ ggml_tensor* openblas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* 
 // activations kept in f32). Quantised weights stay with ggml's int8 kernels (on AMX
 // they outrun sgemm).
 ggml_tensor* openblas_text_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void* model) noexcept {
-  if (x->type != GGML_TYPE_F32) return nullptr;
+  if (ggml_tensor* y = int8_product(*static_cast<const Model*>(model), ctx, w, x)) return y;
+  if (x->type != GGML_TYPE_F32 || !static_cast<const Model*>(model)->on_openblas()) return nullptr;
   if (ggml_is_quantized(w->type)) {  // a prompt's rows, if dequantised products are wanted
     if (x->ne[1] <= runtime::kGemvMaxRows || !dequantizable(*static_cast<const Model*>(model), w)) return nullptr;
     try {
@@ -221,9 +244,19 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   m->options_ = options;
   m->on_openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, true) == runtime::CpuKernels::kOpenBlas;
   using QuantizedProducts = ModelOptions::QuantizedProducts;
+  if (options.quantized_products == QuantizedProducts::kInt8 &&
+      (options.cpu_kernels == runtime::CpuKernels::kGgml || !runtime::q8_gemm_available())) {
+    throw Error(ErrorCode::kUnsupported,
+                "int8 quantised products need earshot's kernels (not --cpu-kernels ggml) and a CPU with AVX512-VNNI; "
+                "this one: " +
+                    runtime::describe_cpu());
+  }
+  m->int8_products_ = options.cpu_kernels != runtime::CpuKernels::kGgml && runtime::q8_gemm_available() &&
+                      (options.quantized_products == QuantizedProducts::kInt8 ||
+                       options.quantized_products == QuantizedProducts::kAuto);
   m->quantized_on_openblas_ =
       m->on_openblas_ && (options.quantized_products == QuantizedProducts::kOpenBlas ||
-                          (options.quantized_products == QuantizedProducts::kAuto && runtime::openblas_runs_avx512()));
+                          (options.quantized_products != QuantizedProducts::kGgml && runtime::openblas_runs_avx512()));
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   // Float weights in plain CPU memory, where the OpenBLAS products read them: ggml's
@@ -249,11 +282,11 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   // The model's own look at each window's mel (encode_windows), then the caller's.
   cp.cb_eval = &Model::encoder_node;
   cp.cb_eval_user_data = m.get();
-  if (m->on_openblas_) {
+  if (m->on_openblas_ || m->int8_products_) {
     cp.mul_mat = openblas_mul_mat;
     cp.mul_mat_user_data = m.get();
-    cp.attention = openblas_attention;
   }
+  if (m->on_openblas_) cp.attention = openblas_attention;
   m->mtmd_ = mtmd_init_from_file(mmproj.string().c_str(), m->model_, cp);
   if (!m->mtmd_ || !mtmd_support_audio(m->mtmd_)) {
     throw Error(ErrorCode::kInvalidModel, "libmtmd could not load the audio encoder " + mmproj.string() + " for " +
@@ -364,11 +397,11 @@ Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, in
   cp.cb_eval_user_data = this;
   cp.no_perf = true;
   if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
-  if (model_->on_openblas()) {
+  if (model_->on_openblas() || model_->int8_products()) {
     cp.mul_mat = openblas_text_mul_mat;
     cp.mul_mat_user_data = const_cast<Model*>(model_.get());
-    cp.attention = openblas_text_attention;
   }
+  if (model_->on_openblas()) cp.attention = openblas_text_attention;
   ctx_ = llama_init_from_model(model_->llama(), cp);
   if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
 }

@@ -64,18 +64,20 @@ struct ModelOptions {
   // node). kGgml leaves both graphs as upstream builds them (f16 im2col, ggml's
   // kernels).
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
-  // With the products on OpenBLAS: where a quantised weight's products of many
-  // rows (the audio encoder's, a prompt's) run. kOpenBlas: on OpenBLAS, the weight
-  // dequantised in chunks as it is used (a step's few rows stay with ggml's int8
-  // kernels, which read the weight once in its own type); kGgml: ggml's int8
-  // kernels; kAuto: OpenBLAS where it runs its AVX-512 kernels, else ggml's (on a
-  // Zen 5, Q8_0, 1 thread: a 179-token prompt 1.5 s on OpenBLAS's SkylakeX
-  // kernels against 2.0 s on ggml's, but 2.0 s on its AVX2 Haswell ones against
-  // ggml's 1.7-1.9; the encoder likewise). A weight ggml keeps in another layout
-  // stays with ggml's kernels either way: libllama puts a quantised text model in
-  // ggml's AMX buffer where the CPU has AMX (its int8 tiles outrun sgemm), and
-  // Q4_0 in its repacked one.
-  enum class QuantizedProducts { kAuto, kOpenBlas, kGgml };
+  // Where a quantised weight's products of many rows (the audio encoder's, a
+  // prompt's) run. kInt8: a Q8_0 weight's on earshot's int8 op (runtime/q8_gemm.h:
+  // AVX512-VNNI, 3-5x ggml's int8 kernels and sgemm at these shapes; an error
+  // where the CPU lacks it), other types as kAuto places them. kOpenBlas: on
+  // OpenBLAS, the weight dequantised in chunks as it is used (a step's few rows
+  // stay with ggml's int8 kernels, which read the weight once in its own type);
+  // kGgml: ggml's int8 kernels; kAuto: kInt8 for Q8_0 where the CPU has
+  // AVX512-VNNI, else OpenBLAS where it runs its AVX-512 kernels, else ggml's (on a
+  // Zen 5, Q8_0, 2 threads, a 0.6B prompt's products: 1,000 GFLOP/s on the int8
+  // op, 190 on ggml's, 136 on OpenBLAS dequantised). A weight ggml keeps in another
+  // layout stays with ggml's kernels either way: libllama puts a quantised text
+  // model in ggml's AMX buffer where the CPU has AMX (its int8 tiles outrun
+  // sgemm), and Q4_0 in its repacked one.
+  enum class QuantizedProducts { kAuto, kOpenBlas, kGgml, kInt8 };
   QuantizedProducts quantized_products = QuantizedProducts::kAuto;
   // Called for every node of the audio encoder's graph (libmtmd's cb_eval, a
   // ggml_backend_sched_eval_callback), after the model's own look at each window's
@@ -101,6 +103,8 @@ class Model {
   bool on_openblas() const { return on_openblas_; }
   // Whether quantised weights' products of many rows do too (options().quantized_products resolved).
   bool quantized_on_openblas() const { return quantized_on_openblas_; }
+  // Whether Q8_0 weights' products of many rows run on the int8 op (options().quantized_products resolved).
+  bool int8_products() const { return int8_products_; }
   int n_layer() const;
   int n_head() const;
   int n_embd() const;
@@ -143,6 +147,7 @@ class Model {
   ModelOptions options_;
   bool on_openblas_ = false;
   bool quantized_on_openblas_ = false;
+  bool int8_products_ = false;
   std::filesystem::path text_path_;
   runtime::GgufTensor token_embd_;
   std::unique_ptr<EncoderProbe> probe_ = std::make_unique<EncoderProbe>();

@@ -18,6 +18,7 @@
 #include "model/qwen3asr/model.h"
 #include "model/qwen3asr/model_writer.h"
 #include "model/runtime/gguf_file.h"
+#include "model/runtime/q8_gemm.h"
 
 namespace earshot::qwen3asr {
 namespace {
@@ -142,61 +143,34 @@ TEST_F(Qwen3AsrQuantized, GreedyChoicesAgreeWithTheF16PairWhereItsMarginIsClear)
   }
 }
 
-// With the products on OpenBLAS, a quantised weight's products of many rows (the
-// encoder's, a prompt's) run dequantised on OpenBLAS or on ggml's int8 kernels as
-// asked; both give the same greedy choices, within the int8 activations' rounding.
-TEST_F(Qwen3AsrQuantized, QuantisedProductsRunWhereAskedAndAgree) {
-  struct Ops {
-    int custom = 0, q8_mul_mat = 0;
-    static bool count(ggml_tensor* t, bool ask, void* self) {
-      if (!ask) return true;
-      auto* ops = static_cast<Ops*>(self);
-      ops->custom += t->op == GGML_OP_CUSTOM;
-      ops->q8_mul_mat += t->op == GGML_OP_MUL_MAT && t->src[0]->type == GGML_TYPE_Q8_0;
-      return false;
-    }
-  } blas_ops, ggml_ops;
-  ModelOptions blas_options, ggml_options;
-  blas_options.n_threads = ggml_options.n_threads = 1;
-  blas_options.cpu_kernels = ggml_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
-  blas_options.quantized_products = ModelOptions::QuantizedProducts::kOpenBlas;
-  ggml_options.quantized_products = ModelOptions::QuantizedProducts::kGgml;
-  blas_options.encoder_eval_callback = ggml_options.encoder_eval_callback = &Ops::count;
-  blas_options.encoder_eval_data = &blas_ops;
-  ggml_options.encoder_eval_data = &ggml_ops;
-  const auto blas_model = Model::load(q8.text, q8.mmproj, blas_options);
-  const auto ggml_model = Model::load(q8.text, q8.mmproj, ggml_options);
-  EXPECT_TRUE(blas_model->quantized_on_openblas());
-  EXPECT_FALSE(ggml_model->quantized_on_openblas());
-  Session a(blas_model, {{3, 0}}), b(ggml_model, {{3, 0}});
+// Two sessions of the Q8_0 pair whose quantised products run different ways: the
+// same number of audio tokens, embeddings within `embd_tolerance` of their scale
+// (and not equal: the products did run differently), and b's logits, fed a's
+// tokens, close to a's with the same greedy choice wherever a's margin is clear of
+// twice their difference (a random model's near-ties may fall either way, and where
+// is up to the CPU's kernels). Returns the largest logit difference over the
+// largest logit.
+float agreement(Session& a, Session& b, const std::vector<float>& speech, float embd_tolerance, const char* what) {
   const std::span<const float> buffer(speech.data(), 4 * 16000);
-  ASSERT_EQ(a.encode(buffer), b.encode(buffer));
-  // The blocks' six products and the projector's two are Q8_0: on OpenBLAS none is a
-  // MUL_MAT node, on ggml all of them are.
-  EXPECT_EQ(blas_ops.q8_mul_mat, 0);
-  EXPECT_EQ(ggml_ops.q8_mul_mat, 2 * 6 + 2);
-  EXPECT_GT(blas_ops.custom, ggml_ops.custom);
+  EXPECT_EQ(a.encode(buffer), b.encode(buffer));
   float diff = 0, scale = 0;
   for (size_t i = 0; i < a.audio_embeddings().size(); ++i) {
     diff = std::max(diff, std::abs(a.audio_embeddings()[i] - b.audio_embeddings()[i]));
     scale = std::max(scale, std::abs(a.audio_embeddings()[i]));
   }
-  EXPECT_LT(diff, 0.05f * scale) << diff << " of " << scale;
+  EXPECT_LT(diff, embd_tolerance * scale) << diff << " of " << scale;
   EXPECT_GT(diff, 0.0f);
-  // The logits, b fed a's tokens: close, and the same greedy choice wherever a's
-  // margin is clear of twice their difference (a random model's near-ties may fall
-  // either way, and where is up to the CPU's kernels).
   int clear = 0;
   float worst = 0;
   const auto agree = [&](int32_t ta, int32_t tb, int step) {
     const std::vector<float>&x = a.logits(), &y = b.logits();
-    float d = 0, scale = 0, second = -INFINITY;
+    float d = 0, top = 0, second = -INFINITY;
     for (size_t k = 0; k < x.size(); ++k) {
       d = std::max(d, std::abs(x[k] - y[k]));
-      scale = std::max(scale, std::abs(x[k]));
+      top = std::max(top, std::abs(x[k]));
       if (static_cast<int32_t>(k) != ta) second = std::max(second, x[k]);
     }
-    worst = std::max(worst, d / scale);
+    worst = std::max(worst, d / top);
     if (x[static_cast<size_t>(ta)] - second <= 2 * d) return;
     ++clear;
     EXPECT_EQ(tb, ta) << "step " << step << ": a margin of " << x[static_cast<size_t>(ta)] - second << ", logits " << d
@@ -209,9 +183,86 @@ TEST_F(Qwen3AsrQuantized, QuantisedProductsRunWhereAskedAndAgree) {
     agree(next, b.step(token), i);
     token = next;
   }
-  std::printf("Q8_0 products on OpenBLAS against ggml's: max |logit diff| / max |logit| %.3g, %d of 5 choices clear\n",
-              worst, clear);
-  EXPECT_LT(worst, 0.05f);
+  std::printf("%s: encoder output %.3g of %.3g apart, max |logit diff| / max |logit| %.3g, %d of 5 choices clear\n",
+              what, diff, scale, worst, clear);
+  return worst;
+}
+
+// Counts the encoder graph's custom ops and ggml products of a Q8_0 weight.
+struct Ops {
+  int custom = 0, q8_mul_mat = 0;
+  static bool count(ggml_tensor* t, bool ask, void* self) {
+    if (!ask) return true;
+    auto* ops = static_cast<Ops*>(self);
+    ops->custom += t->op == GGML_OP_CUSTOM;
+    ops->q8_mul_mat += t->op == GGML_OP_MUL_MAT && t->src[0]->type == GGML_TYPE_Q8_0;
+    return false;
+  }
+};
+
+// With the products on OpenBLAS, a quantised weight's products of many rows (the
+// encoder's, a prompt's) run dequantised on OpenBLAS or on ggml's int8 kernels as
+// asked; both give the same greedy choices, within the int8 activations' rounding.
+TEST_F(Qwen3AsrQuantized, QuantisedProductsRunWhereAskedAndAgree) {
+  Ops blas_ops, ggml_ops;
+  ModelOptions blas_options, ggml_options;
+  blas_options.n_threads = ggml_options.n_threads = 1;
+  blas_options.cpu_kernels = ggml_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
+  blas_options.quantized_products = ModelOptions::QuantizedProducts::kOpenBlas;
+  ggml_options.quantized_products = ModelOptions::QuantizedProducts::kGgml;
+  blas_options.encoder_eval_callback = ggml_options.encoder_eval_callback = &Ops::count;
+  blas_options.encoder_eval_data = &blas_ops;
+  ggml_options.encoder_eval_data = &ggml_ops;
+  const auto blas_model = Model::load(q8.text, q8.mmproj, blas_options);
+  const auto ggml_model = Model::load(q8.text, q8.mmproj, ggml_options);
+  EXPECT_TRUE(blas_model->quantized_on_openblas());
+  EXPECT_FALSE(ggml_model->quantized_on_openblas());
+  EXPECT_FALSE(blas_model->int8_products());
+  EXPECT_FALSE(ggml_model->int8_products());
+  Session a(blas_model, {{3, 0}}), b(ggml_model, {{3, 0}});
+  EXPECT_LT(agreement(a, b, speech, 0.05f, "Q8_0 products on OpenBLAS against ggml's"), 0.05f);
+  // The blocks' six products and the projector's two are Q8_0: on OpenBLAS none is a
+  // MUL_MAT node, on ggml all of them are.
+  EXPECT_EQ(blas_ops.q8_mul_mat, 0);
+  EXPECT_EQ(ggml_ops.q8_mul_mat, 2 * 6 + 2);
+  EXPECT_GT(blas_ops.custom, ggml_ops.custom);
+}
+
+// Without AVX512-VNNI, asking for earshot's int8 op is refused with the reason; on
+// a CPU with it, Q8_0 products of many rows run there (the default) and agree with
+// ggml's int8 kernels as the OpenBLAS ones do.
+TEST_F(Qwen3AsrQuantized, Int8ProductsRunWhereTheCpuHasThemAndAgree) {
+  ModelOptions int8_options, ggml_options;
+  int8_options.n_threads = ggml_options.n_threads = 2;
+  int8_options.quantized_products = ModelOptions::QuantizedProducts::kInt8;
+  ggml_options.quantized_products = ModelOptions::QuantizedProducts::kGgml;
+  {
+    // Below AVX512-VNNI (capped here; every CPU without it runs this way), refused.
+    runtime::ScopedKernelCap cap(runtime::CpuPath::kAvx512);
+    try {
+      Model::load(q8.text, q8.mmproj, int8_options);
+      ADD_FAILURE() << "int8 products were taken without AVX512-VNNI";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("AVX512-VNNI"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(Model::load(q8.text, q8.mmproj, {})->int8_products());  // auto: ggml's or OpenBLAS
+  }
+  if (!runtime::cpu_has(runtime::CpuPath::kAvx512Vnni)) return;  // the rest needs the instructions
+  Ops int8_ops, ggml_ops;
+  int8_options.encoder_eval_callback = ggml_options.encoder_eval_callback = &Ops::count;
+  int8_options.encoder_eval_data = &int8_ops;
+  ggml_options.encoder_eval_data = &ggml_ops;
+  const auto int8_model = Model::load(q8.text, q8.mmproj, int8_options);
+  const auto ggml_model = Model::load(q8.text, q8.mmproj, ggml_options);
+  EXPECT_TRUE(int8_model->int8_products());
+  EXPECT_FALSE(ggml_model->int8_products());
+  EXPECT_TRUE(Model::load(q8.text, q8.mmproj, {})->int8_products());  // auto: here
+  Session a(int8_model, {{3, 0}}), b(ggml_model, {{3, 0}});
+  EXPECT_LT(agreement(a, b, speech, 0.05f, "Q8_0 products on the int8 op against ggml's"), 0.05f);
+  // Of the 14 Q8_0 products of a window (52 rows for 4 s), none is left to ggml.
+  EXPECT_EQ(int8_ops.q8_mul_mat, 0);
+  EXPECT_EQ(ggml_ops.q8_mul_mat, 2 * 6 + 2);
 }
 
 }  // namespace
