@@ -44,27 +44,56 @@ struct Panel {
   std::vector<float> scales;    // nb * 32
 };
 
+// Lays out one block of 16 weight rows: their 8 groups of 4 bytes (32 values
+// each) transposed so that vector q holds group q of rows 0-15, each byte + 128.
+// rows[r] null: a padding row (q_w = 0). An 8 x 8 transpose of 32-bit groups in
+// each 256-bit half (rows 0-7 low, 8-15 high): two rounds of unpacks, then one
+// two-source permute joins the quarters.
+[[gnu::target(EARSHOT_T_AVX512_VNNI)]] inline void pack_group(const char* const* rows, int64_t offset, uint32_t* dst) {
+  __m512i z[8];
+  for (int k = 0; k < 8; ++k) {
+    const __m256i lo =
+        rows[k] ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[k] + offset)) : _mm256_setzero_si256();
+    const __m256i hi = rows[k + 8] ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[k + 8] + offset))
+                                   : _mm256_setzero_si256();
+    z[k] = _mm512_maskz_inserti64x4(0xff, _mm512_maskz_inserti64x4(0xff, _mm512_setzero_si512(), lo, 0), hi, 1);
+  }
+  __m512i t[8], u[8];
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm512_maskz_unpacklo_epi32(0xffff, z[2 * k], z[2 * k + 1]);
+    t[2 * k + 1] = _mm512_maskz_unpackhi_epi32(0xffff, z[2 * k], z[2 * k + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 0-3 (and 8-11), then 4-7 (and 12-15)
+    const __m512i* a = t + 4 * h;
+    u[4 * h + 0] = _mm512_maskz_unpacklo_epi64(0xff, a[0], a[2]);  // groups 0 and 4
+    u[4 * h + 1] = _mm512_maskz_unpackhi_epi64(0xff, a[0], a[2]);  // 1 and 5
+    u[4 * h + 2] = _mm512_maskz_unpacklo_epi64(0xff, a[1], a[3]);  // 2 and 6
+    u[4 * h + 3] = _mm512_maskz_unpackhi_epi64(0xff, a[1], a[3]);  // 3 and 7
+  }
+  const __m512i first = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+  const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+  const __m512i bias = _mm512_set1_epi32(static_cast<int>(0x80808080u));
+  for (int q = 0; q < 4; ++q) {
+    _mm512_storeu_si512(dst + q * kPanel, _mm512_xor_si512(_mm512_permutex2var_epi64(u[q], first, u[q + 4]), bias));
+    _mm512_storeu_si512(dst + (q + 4) * kPanel,
+                        _mm512_xor_si512(_mm512_permutex2var_epi64(u[q], second, u[q + 4]), bias));
+  }
+}
+
 [[gnu::target(EARSHOT_T_AVX512_VNNI)]] void pack_panel(const char* w, int64_t ldw, int64_t nb, int rows, Panel& p) {
   p.bytes.resize(static_cast<size_t>(nb * 8 * kPanel));
   p.scales.resize(static_cast<size_t>(nb * kPanel));
-  for (int r = 0; r < kPanel; ++r) {
-    const char* row = w + r * ldw;
-    for (int64_t b = 0; b < nb; ++b) {
-      uint32_t* dst = p.bytes.data() + b * 8 * kPanel + r;
-      if (r >= rows) {
-        for (int q = 0; q < 8; ++q) dst[q * kPanel] = 0x80808080u;  // q_w = 0
-        p.scales[static_cast<size_t>(b * kPanel + r)] = 0.0f;
-        continue;
-      }
-      const char* blk = row + b * kBlockBytes;
-      uint16_t d;
-      std::memcpy(&d, blk, 2);
-      p.scales[static_cast<size_t>(b * kPanel + r)] = _cvtsh_ss(d);
-      for (int q = 0; q < 8; ++q) {
-        uint32_t v;
-        std::memcpy(&v, blk + 2 + 4 * q, 4);
-        dst[q * kPanel] = v ^ 0x80808080u;
-      }
+  const char* row[kPanel];
+  for (int r = 0; r < kPanel; ++r) row[r] = r < rows ? w + r * ldw : nullptr;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint32_t* dst = p.bytes.data() + b * 8 * kPanel;
+    pack_group(row, b * kBlockBytes + 2, dst);
+    pack_group(row + 16, b * kBlockBytes + 2, dst + 16);
+    float* scales = p.scales.data() + b * kPanel;
+    for (int r = 0; r < kPanel; ++r) {
+      uint16_t d = 0;
+      if (row[r]) std::memcpy(&d, row[r] + b * kBlockBytes, 2);
+      scales[r] = _cvtsh_ss(d);
     }
   }
 }
@@ -154,11 +183,22 @@ void product_avx512(const void* w, int64_t ldw, const char* xq, int64_t K, int64
   thread_local Panel panel;
   const int64_t nb = K / 32, stride = quantised_row_bytes(K);
   const auto* base = static_cast<const char*>(w);
+  const int64_t row_lines = (nb * kBlockBytes + 63) / 64;
   for (int64_t p = i0; p < i1; p += kPanel) {
     const int n = static_cast<int>(std::min<int64_t>(kPanel, i1 - p));
     pack_panel(base + p * ldw, ldw, nb, n, panel);
     const __mmask16 m0 = lanes(n), m1 = lanes(n - 16 > 0 ? n - 16 : 0);
+    // The next panel's weights come from memory while this one computes: each
+    // tile asks for its share of their cache lines (into L2).
+    const int64_t next_rows = std::min<int64_t>(kPanel, i1 - p - kPanel);
+    const int64_t lines = next_rows > 0 ? next_rows * row_lines : 0;
+    const int64_t tiles = (J + kMaxRows - 1) / kMaxRows;
+    const int64_t per_tile = (lines + tiles - 1) / tiles;
+    int64_t line = 0;
     for (int64_t j = 0; j < J; j += kMaxRows) {
+      for (const int64_t end = std::min(lines, line + per_tile); line < end; ++line) {
+        _mm_prefetch(base + (p + kPanel + line / row_lines) * ldw + line % row_lines * 64, _MM_HINT_T1);
+      }
       const int r = static_cast<int>(std::min<int64_t>(kMaxRows, J - j));
       kTiles[r - 1](panel, nb, xq + j * stride, stride, K, out + j * ldo + p, ldo, bias ? bias + p : nullptr, m0, m1);
     }
