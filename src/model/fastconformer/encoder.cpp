@@ -276,6 +276,7 @@ std::vector<float> attention_mask(const Hparams& hp, int right, int T) {
 Encoder::Encoder(std::shared_ptr<const Model> model, ggml_backend_t backend, EncoderOptions options)
     : model_(std::move(model)), backend_(backend), options_(options) {
   right_ = resolve_right_context(model_->hparams(), options_.right_context);
+  products_ = runtime::encoder_products(options_.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_)));
   openblas_ = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
               runtime::CpuKernels::kOpenBlas;
   runner_ = std::make_unique<runtime::GraphRunner>(backend_, "encoder");
@@ -295,7 +296,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
 
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_mel_frames, 1, 1);
   ggml_set_input(input);
-  const runtime::MatMul mm{openblas_};
+  const runtime::MatMul mm = products_;
   ggml_tensor* x = detail::build_subsampling(ctx, m, input, options_.f16_subsampling, mm);
   const int T = static_cast<int>(x->ne[1]);
   ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.n_state, 2 * T - 1);

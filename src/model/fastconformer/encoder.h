@@ -69,6 +69,7 @@ class Encoder {
   EncoderOptions options_;
   int right_ = -1;
   bool openblas_ = false;
+  runtime::MatMul products_;  // options_.cpu_kernels resolved for the encoder's graph
   std::unique_ptr<runtime::GraphRunner> runner_;
 };
 

@@ -136,15 +136,10 @@ bool dequantizable(const Model& model, const ggml_tensor* w) {
          ggml_get_type_traits(w->type)->to_float != nullptr;
 }
 
-// Rows from which a Q8_0 weight's product runs on the int8 op: below, its panel
-// layout costs more than it saves (Zen 5, 2 threads: at 8 rows 228 GFLOP/s against
-// ggml's 237; at 16, 373 against 252).
-constexpr int64_t kInt8MinRows = 16;
-
 // A Q8_0 weight's product of many rows on the int8 op (runtime/q8_gemm.h) where
 // the model wants it; null otherwise (the caller decides).
 ggml_tensor* int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) noexcept {
-  if (!model.int8_products() || w->type != GGML_TYPE_Q8_0 || x->ne[1] < kInt8MinRows ||
+  if (!model.int8_products() || w->type != GGML_TYPE_Q8_0 || x->ne[1] < runtime::kQ8GemmMinRows ||
       !runtime::q8_gemm_supports(w, x)) {
     return nullptr;
   }

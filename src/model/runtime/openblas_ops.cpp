@@ -683,7 +683,17 @@ MatMul step_products(CpuKernels requested, bool on_cpu, int64_t n_rows, int64_t 
     resolve_cpu_kernels(requested, on_cpu);  // throws where OpenBLAS cannot load
     return n_rows >= openblas_min_rows ? MatMul{true, false} : MatMul{false, true};
   }
-  return n_rows > kRowsOpMaxRows && openblas_available() ? MatMul{true, false} : MatMul{false, true};
+  if (n_rows <= kRowsOpMaxRows) return MatMul{false, true};
+  MatMul mm = encoder_products(requested, on_cpu);
+  mm.rows = !mm.openblas;  // without OpenBLAS, the few-row op still
+  return mm;
+}
+
+MatMul encoder_products(CpuKernels requested, bool on_cpu) {
+  MatMul mm;
+  mm.openblas = resolve_cpu_kernels(requested, on_cpu) == CpuKernels::kOpenBlas;
+  mm.int8 = on_cpu && requested == CpuKernels::kAuto && q8_gemm_available();
+  return mm;
 }
 
 }  // namespace earshot::runtime

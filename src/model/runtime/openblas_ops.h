@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "model/runtime/amx.h"
+#include "model/runtime/q8_gemm.h"
 #include "model/runtime/rows_ops.h"
 
 namespace earshot::runtime {
@@ -115,14 +116,25 @@ struct MatMul {
   // The few-row op wherever it takes the operands (F16, F32, Q8_0 weights), ahead of
   // the above; for a step's few rows, where reading the weight bounds the product.
   bool rows = false;
+  // A Q8_0 weight's products of at least kQ8GemmMinRows rows on the int8 op
+  // (runtime/q8_gemm.h), ahead of all the above.
+  bool int8 = false;
+  bool int8_takes(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr) const {
+    return int8 && a->type == GGML_TYPE_Q8_0 && b->ne[1] >= kQ8GemmMinRows && q8_gemm_supports(a, b, bias);
+  }
   ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
+    if (int8_takes(a, b)) return q8_mul_mat(ctx, a, b);
     if (rows && rows_supports(a, b)) return rows_mul_mat(ctx, a, b);
     return openblas ? blas_mul_mat(ctx, a, b) : mul_mat(ctx, a, b);
   }
   // a b + bias, then GELU if asked: one op on OpenBLAS (the epilogue of each thread's
-  // block) and on the few-row op (the bias only: GELU is ggml's, as whisper.cpp's),
-  // ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
+  // block) and on the few-row and int8 ops (the bias only: GELU is ggml's, as
+  // whisper.cpp's), ggml_add (and ggml_gelu) after the product otherwise, as whisper.cpp.
   ggml_tensor* affine(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, bool gelu = false) const {
+    if (int8_takes(a, b, bias)) {
+      ggml_tensor* out = q8_mul_mat(ctx, a, b, bias);
+      return gelu ? ggml_gelu(ctx, out) : out;
+    }
     if (rows && rows_supports(a, b, bias)) {
       ggml_tensor* out = rows_mul_mat(ctx, a, b, bias);
       return gelu ? ggml_gelu(ctx, out) : out;
@@ -133,6 +145,12 @@ struct MatMul {
   }
 };
 
+// The products of an encoder's graph (many rows) under `requested` kernels on the
+// CPU (on_cpu; off it ggml's): OpenBLAS where `requested` resolves to it, and under
+// kAuto a Q8_0 weight's on the int8 op where the CPU has AVX512-VNNI (3-5x ggml's
+// int8 kernels and OpenBLAS's sgemm at these shapes). Throws as resolve_cpu_kernels.
+MatMul encoder_products(CpuKernels requested, bool on_cpu);
+
 // The most activation rows a step's products run on the few-row op under
 // CpuKernels::kAuto; beyond, on OpenBLAS where it loads (a batch of many streams'
 // chunks, where sgemm's blocking pays).
@@ -140,7 +158,8 @@ inline constexpr int64_t kRowsOpMaxRows = 128;
 
 // The products of a step of `n_rows` activation rows under `requested` kernels on
 // the CPU (on_cpu; off it ggml's): kAuto, the few-row op up to kRowsOpMaxRows rows
-// and OpenBLAS beyond where it loads; kOpenBlas, OpenBLAS from `openblas_min_rows`
+// and beyond, OpenBLAS where it loads and a Q8_0 weight's on the int8 op where the
+// CPU has it (encoder_products); kOpenBlas, OpenBLAS from `openblas_min_rows`
 // rows and the few-row op below; kGgml, ggml's.
 MatMul step_products(CpuKernels requested, bool on_cpu, int64_t n_rows, int64_t openblas_min_rows);
 

@@ -37,6 +37,12 @@ namespace earshot::runtime {
 // Whether the op runs on its AVX512-VNNI kernels here (kernel_path() is kAvx512Vnni).
 bool q8_gemm_available();
 
+// Activation rows from which a product is worth the op: below, laying out the
+// weight's panels costs more than it saves (Zen 5, 2 threads, the 0.6B streaming
+// transducer's shapes: 8 rows 275-280 GFLOP/s against ggml's 176-196 and the
+// few-row op's 218-244; 16 rows 455-470 against 190-205 and 237-239).
+inline constexpr int64_t kQ8GemmMinRows = 16;
+
 // Whether q8_mul_mat takes these operands: a 2-D Q8_0 weight a [K, I] whose rows
 // are Q8_0's own blocks (contiguous, in a plain host buffer: not on AMX or in
 // ggml's repacked layouts), b [K, J] f32 with contiguous rows (any row stride),

@@ -96,6 +96,7 @@ Runner::Runner(const Model& model, const RunOptions& options) : model_(model) {
     owned_ = runtime::create_backend(model.device(), options.threads);
     backend_ = owned_.get();
   }
+  products_ = runtime::encoder_products(options.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_)));
   openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
               runtime::CpuKernels::kOpenBlas;
   runner_ = std::make_unique<runtime::GraphRunner>(backend_, "diarizer");
@@ -109,7 +110,7 @@ FrameProbabilities Runner::offline(std::span<const float> mel, int n_mel) {
   const runtime::GraphRunner::Graph g = runner_->begin(kMaxNodes);
   ggml_context* ctx = g.ctx();
   ggml_cgraph* graph = g.graph();
-  const runtime::MatMul mm{openblas_};
+  const runtime::MatMul mm = products_;
   ggml_tensor* input = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_mels, n_mel);
   ggml_set_input(input);
   ggml_tensor* x = pre_encode(ctx, model_, input, mm);
@@ -140,7 +141,7 @@ StepOutput Runner::step(std::span<const float> mel, int n_mel, std::span<const f
   const runtime::GraphRunner::Graph g = runner_->begin(kMaxNodes);
   ggml_context* ctx = g.ctx();
   ggml_cgraph* graph = g.graph();
-  const runtime::MatMul mm{openblas_};
+  const runtime::MatMul mm = products_;
   ggml_tensor* input = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.encoder.n_mels, n_mel);
   ggml_set_input(input);
   ggml_tensor* chunk = pre_encode(ctx, model_, input, mm);

@@ -32,10 +32,11 @@ ggml_tensor* conv1d_k3(ggml_context* ctx, ggml_tensor* kernel, ggml_tensor* inpu
 }  // namespace
 
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           int n_audio_ctx, EncoderKernels kernels) {
+                           int n_audio_ctx, EncoderKernels kernels, bool int8) {
   const bool openblas = kernels == EncoderKernels::kOpenBlas;
   const bool flash_attention = kernels == EncoderKernels::kGgmlFlash;
-  const MatMul mul_mat{openblas};
+  MatMul mul_mat{openblas};
+  mul_mat.int8 = int8;
   const Hparams& hp = model.hparams();
   const Weights& w = model.weights();
   const int n_state = hp.n_audio_state;

@@ -39,9 +39,10 @@ struct EncoderGraph {
 enum class EncoderKernels { kGgml, kGgmlFlash, kOpenBlas };
 
 // Encoder over n_audio_ctx frames (1500 = 30 s), ending with the writes of every
-// decoder layer's cross K/V into state.cross_k/cross_v.
+// decoder layer's cross K/V into state.cross_k/cross_v. int8: a Q8_0 model's
+// products on the int8 op (runtime::MatMul::int8; runtime::encoder_products).
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const StateTensors& state,
-                           int n_audio_ctx, EncoderKernels kernels);
+                           int n_audio_ctx, EncoderKernels kernels, bool int8 = false);
 
 struct DecoderGraphSpec {
   int n_sequences = 1;

@@ -50,6 +50,7 @@ struct Session::Impl {
   int checked_encoder_ctx = 0;   // encoder graph shape already checked by check_supported
   bool fused_attention = false;  // options.flash_attention, where the backend has the fused op
   bool openblas = false;         // options.cpu_kernels resolved
+  bool int8 = false;             // and Q8_0 weights' encoder products on the int8 op
 
   ~Impl() {
     runner.reset();  // before the backend
@@ -104,6 +105,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   impl_->runner =
       std::make_unique<runtime::GraphRunner>(impl_->backend, std::vector<std::string>{"encoder", "decoder"});
   impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
+  impl_->int8 = runtime::encoder_products(options_.cpu_kernels, runtime::is_cpu(model_->device())).int8;
   impl_->openblas = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(model_->device())) ==
                     runtime::CpuKernels::kOpenBlas;
 
@@ -190,7 +192,8 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   detail::EncoderGraph g = detail::build_encoder(graph.ctx(), graph.graph(), *model_, impl_->state, n_ctx,
                                                  impl_->openblas          ? detail::EncoderKernels::kOpenBlas
                                                  : impl_->fused_attention ? detail::EncoderKernels::kGgmlFlash
-                                                                          : detail::EncoderKernels::kGgml);
+                                                                          : detail::EncoderKernels::kGgml,
+                                                 impl_->int8);
   if (impl_->checked_encoder_ctx != n_ctx) {  // once per graph shape
     runner.check_supported(graph);
     impl_->checked_encoder_ctx = n_ctx;
