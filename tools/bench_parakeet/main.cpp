@@ -192,10 +192,10 @@ void offline(const std::string& path, const std::vector<int>& seconds, int threa
 
 // Compute seconds of one stream fed in 10 ms pieces (mel and encoder; the decoder's
 // matrix-vector steps are not in it: they depend on what the weights emit).
-double stream_once(const std::shared_ptr<const fc::Model>& model, int right, int threads,
-                   const std::vector<float>& pcm) {
+double stream_once(const std::shared_ptr<const fc::Model>& model, int right, int threads, const std::vector<float>& pcm,
+                   earshot::runtime::CpuKernels kernels) {
   ggml_backend_ptr backend = earshot::runtime::create_backend(nullptr, threads);
-  fc::StreamingEncoder encoder(model, backend.get(), {.right_context = right});
+  fc::StreamingEncoder encoder(model, backend.get(), {.right_context = right, .cpu_kernels = kernels});
   earshot::features::NemoMelStream mel(mel_config(model->hparams()), model->mel_filters(), model->window());
   const double t0 = now();
   for (size_t at = 0; at < pcm.size(); at += 160) {
@@ -215,16 +215,18 @@ void streaming(const std::string& path, double seconds, int threads, int cores) 
   if (!hp.streaming()) throw Error(ErrorCode::kInvalidArgument, path + " is not a cache-aware streaming model");
   const std::vector<int> rights = hp.att_right_options.empty() ? std::vector<int>{hp.att_right} : hp.att_right_options;
   const std::vector<float> pcm = noise(seconds, 1);
-  std::printf("streaming encoder, %s, %.0f s of audio in 10 ms pieces (compute s per audio s):\n", path.c_str(),
-              seconds);
-  std::printf("%12s %14s %12s %18s\n", "lookahead_ms", "rtf_threads", "rtf_1thread", "realtime_streams");
-  for (int right : rights) {
-    const double at_threads = stream_once(model, right, threads, pcm) / seconds;
-    const double at_one = threads == 1 ? at_threads : stream_once(model, right, 1, pcm) / seconds;
-    std::printf("%12d %14.3f %12.3f %18.2f\n", (right + 1) * 80, at_threads, at_one, cores / at_one);
-    std::fflush(stdout);
+  for (const auto kernels : {earshot::runtime::CpuKernels::kAuto, earshot::runtime::CpuKernels::kGgml}) {
+    std::printf("streaming encoder, %s, %.0f s of audio in 10 ms pieces, --cpu-kernels %s (compute s per audio s):\n",
+                path.c_str(), seconds, std::string(earshot::runtime::to_string(kernels)).c_str());
+    std::printf("%12s %14s %12s %18s\n", "lookahead_ms", "rtf_threads", "rtf_1thread", "realtime_streams");
+    for (int right : rights) {
+      const double at_threads = stream_once(model, right, threads, pcm, kernels) / seconds;
+      const double at_one = threads == 1 ? at_threads : stream_once(model, right, 1, pcm, kernels) / seconds;
+      std::printf("%12d %14.3f %12.3f %18.2f\n", (right + 1) * 80, at_threads, at_one, cores / at_one);
+      std::fflush(stdout);
+    }
+    std::printf("(rtf_threads at %d threads; realtime_streams = %d cores / rtf_1thread)\n", threads, cores);
   }
-  std::printf("(rtf_threads at %d threads; realtime_streams = %d cores / rtf_1thread)\n", threads, cores);
   if (hp.n_prompts > 0) {
     // Nemotron 3.5's prompt kernel runs on the host per encoder frame (one thread), outside the encoder.
     const int n_frames = static_cast<int>(seconds * 12.5);
