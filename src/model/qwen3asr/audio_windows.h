@@ -7,6 +7,14 @@
 // normalised against the whole buffer's maximum (Whisper's clamp to max - 8),
 // and the first two frames of a buffer see the STFT's reflection padding.
 //
+// Within a window the conv stem (three conv2d, conv_out, the position
+// embeddings) runs per 100-frame chunk, each chunk's products on their own
+// (earshot's patch to libmtmd, mtmd_context_params::audio_stem), so a chunk's stem
+// output depends on its own mel only: a re-encoded window computes the stem only
+// for its chunks from the first whose mel changed, and takes the earlier ones'
+// from the last encode. A window's tokens then still equal a full re-encode's bit
+// for bit (the attention and what follows run over the whole window either way).
+//
 // So a window is re-encoded exactly when the mel libmtmd makes for it differs,
 // bit for bit, from the mel it was last encoded from. The mel is read where
 // the graph computes it (its first node, `inp_chunks`, through libmtmd's
@@ -31,6 +39,8 @@ inline constexpr int kWindowSamples = kWindowFrames * kHopSamples;  // 128000: 8
 struct EncodedWindow {
   std::vector<float> mel;   // the graph's input as libmtmd made it: what decides reuse
   std::vector<float> embd;  // its audio tokens, n_tokens x n_embd (mtmd's padding tokens included)
+  std::vector<float> stem;  // its first stem_chunks chunks' stem outputs (13 x the encoder's width each)
+  int stem_chunks = 0;
   int n_tokens = 0;
   uint64_t id = 0;  // unique per encode within a stream: the prompt's audio positions are keyed by it
 };
@@ -40,6 +50,8 @@ struct EncodeStats {
   int windows = 0;  // windows of the buffer
   int encoded = 0;  // of them, run through the encoder
   int reused = 0;   // of them, kept (their mel unchanged)
+  int stems = 0;        // chunks of the encoded windows whose conv stem ran
+  int stems_kept = 0;   // chunks of the encoded windows whose stem output was kept
 };
 
 }  // namespace earshot::qwen3asr

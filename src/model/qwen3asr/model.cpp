@@ -292,6 +292,11 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
   if (m->on_openblas_ || m->int8_products_) {
     cp.mul_mat = openblas_mul_mat;
     cp.mul_mat_user_data = m.get();
+    // With the program's products the stem runs per chunk; a window keeps its
+    // unchanged chunks' stems (audio_windows.h).
+    cp.audio_stem = &Model::audio_stem;
+    cp.audio_stem_user_data = m.get();
+    m->stem_hook_ = true;
   }
   if (m->on_openblas_) cp.attention = openblas_attention;
   m->mtmd_ = mtmd_init_from_file(mmproj.string().c_str(), m->model_, cp);

@@ -138,8 +138,15 @@ class Model {
     bool read = false;                           // the graph's input node was seen
     bool unchanged = false;                      // and equals `cached`: the graph stopped there
     bool outer_asked = false;                    // the caller's callback wanted the node last asked about
+    const EncodedWindow* window = nullptr;       // the window being encoded (its chunks' stems)
+    int kept_chunks = 0;                         // chunks the graph takes from window->stem
+    std::vector<float> stem_new;                 // every chunk's stem output as the graph took it
+    int64_t stem_width = 0;                      // values per stem token
   };
   static bool encoder_node(ggml_tensor* t, bool ask, void* model);
+  // libmtmd's audio_stem hook: how many of the window's first chunks keep their stem
+  // output (their mel unchanged since the window's last encode), and where it is.
+  static int audio_stem(const float* mel, int64_t n_frames, int64_t n_mel, const float** kept, void* model);
 
   Model() = default;
   llama_model* model_ = nullptr;
@@ -148,6 +155,7 @@ class Model {
   bool on_openblas_ = false;
   bool quantized_on_openblas_ = false;
   bool int8_products_ = false;
+  bool stem_hook_ = false;  // libmtmd's graph runs the stem per chunk (audio_stem is set)
   std::filesystem::path text_path_;
   runtime::GgufTensor token_embd_;
   std::unique_ptr<EncoderProbe> probe_ = std::make_unique<EncoderProbe>();

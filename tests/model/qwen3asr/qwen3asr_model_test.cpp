@@ -255,18 +255,20 @@ TEST_F(Qwen3Asr, EncoderProductsOnOpenBlasAgreeWithLibmtmdsOwnGraph) {
   blas_options.encoder_eval_data = &blas_ops;
   Session upstream(Model::load(pair.text, pair.mmproj, upstream_options), {{3, 1}});
   Session blas(Model::load(pair.text, pair.mmproj, blas_options), {{3, 1}});
-  for (const auto& [seconds, windows] : {std::pair{1.0, 1}, std::pair{9.5, 2}}) {  // 800-frame windows, a graph each
+  // 800-frame windows, a graph each; 100-frame chunks (n / 160 + 1 frames: 101 and 951)
+  for (const auto& [seconds, windows, chunks] : {std::tuple{1.0, 1, 2}, std::tuple{9.5, 2, 10}}) {
     SCOPED_TRACE(seconds);
     upstream_ops = blas_ops = {};
     ASSERT_EQ(upstream.encode(tone(seconds)), blas.encode(tone(seconds)));
     // Upstream: every product on ggml. Ours: q, k, v, attention, out, up, down per
-    // layer, the three convs, conv_out and the projector's two on OpenBLAS; nothing
-    // on ggml's products.
+    // layer, the three convs and conv_out per chunk whose stem runs, and the
+    // projector's two on OpenBLAS; nothing on ggml's products.
     EXPECT_EQ(upstream_ops.custom, 0);
     EXPECT_EQ(upstream_ops.conv_im2col_f32, 0);
     EXPECT_GE(upstream_ops.mul_mat, windows * (2 * 8 + 3 + 1 + 2));
-    EXPECT_GE(blas_ops.custom, windows * (2 * 7 + 3 + 1 + 2));
-    EXPECT_EQ(blas_ops.conv_im2col_f32, windows * 3);
+    EXPECT_GE(blas_ops.custom, windows * (2 * 7 + 2) + blas.last_encode().stems * (3 + 1));
+    EXPECT_EQ(blas.last_encode().stems + blas.last_encode().stems_kept, chunks);
+    EXPECT_EQ(blas_ops.conv_im2col_f32, 3 * blas.last_encode().stems);
     EXPECT_EQ(blas_ops.mul_mat, 0);
     const std::vector<float>&a = upstream.audio_embeddings(), &b = blas.audio_embeddings();
     ASSERT_EQ(a.size(), b.size());

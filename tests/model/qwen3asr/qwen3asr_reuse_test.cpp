@@ -71,14 +71,15 @@ size_t windows_of(size_t samples) {
 // A stream's buffer growing by uneven pieces, trimmed at the front as AlignAtt
 // trims it (whole windows, or anywhere): after every encode the kept windows'
 // embeddings equal a full re-encode's bit for bit (the same graph on the same
-// mel), and whole windows are kept wherever the mel allows it.
+// mel), whole windows are kept wherever the mel allows it, and within a window
+// that is encoded again the chunks whose mel is unchanged keep their conv stem.
 TEST_F(Qwen3AsrReuse, KeptWindowsEqualAFullReencodeAsTheBufferGrowsAndIsTrimmed) {
   ASSERT_GT(speech.size(), 30u * 16000u);
   for (const bool window_trim : {true, false}) {
     SCOPED_TRACE(window_trim ? "trimmed at window boundaries" : "trimmed anywhere");
     Session a(kept, {{3, 0}}), b(full, {{3, 0}});
     size_t begin = 0, end = 8000;
-    int encodes = 0, reused = 0, encoded = 0;
+    int encodes = 0, reused = 0, encoded = 0, stems = 0, stems_kept = 0;
     const size_t max_samples = 15 * 16000;
     for (size_t piece = 0; end < 30 * 16000; ++piece) {
       end += 7000 + (piece * 3917) % 12000;  // 0.44 to 1.19 s
@@ -91,15 +92,23 @@ TEST_F(Qwen3AsrReuse, KeptWindowsEqualAFullReencodeAsTheBufferGrowsAndIsTrimmed)
       EXPECT_EQ(s.encoded + s.reused, s.windows);
       EXPECT_GE(s.encoded, 1);  // the last window grew
       EXPECT_EQ(b.last_encode().encoded, s.windows);
+      EXPECT_EQ(b.last_encode().stems_kept, 0);
       ++encodes;
       reused += s.reused;
       encoded += s.encoded;
+      stems += s.stems;
+      stems_kept += s.stems_kept;
     }
     EXPECT_GE(encodes, 30);
+    std::printf("%s: %d windows encoded, %d kept; of the encoded windows' chunks %d stems run, %d kept\n",
+                window_trim ? "window trim" : "sliding trim", encoded, reused, stems, stems_kept);
     // Trimmed anywhere, every window's audio moves on each trim (the seed's 15 s
     // sliding trim leaves nothing to keep once the buffer is full).
     if (window_trim) {
       EXPECT_GE(reused, 10) << encoded << " windows encoded";
+      EXPECT_GT(stems_kept, stems) << "a growing window's earlier chunks keep their stems";
+    } else {
+      EXPECT_GT(stems_kept, 0);
     }
   }
 }
