@@ -63,9 +63,9 @@ int Model::audio_stem(const float* mel, int64_t n_frames, int64_t n_mel, const f
   // At least one chunk is computed (the patch keeps all but the last at most), so
   // the graph still reads the mel: its first node, where encoder_node stops a
   // window whose mel is unchanged.
-  const int64_t have = std::min<int64_t>({n_frames / kChunkFrames - 1,
-                                          static_cast<int64_t>(w.mel.size()) / chunk_values,
-                                          static_cast<int64_t>(w.stem_chunks)});
+  const int64_t have =
+      std::min<int64_t>({n_frames / kChunkFrames - 1, static_cast<int64_t>(w.mel.size()) / chunk_values,
+                         static_cast<int64_t>(w.stem_chunks)});
   int64_t c = 0;
   for (; c < have; ++c) {
     bool same = true;

@@ -47,11 +47,11 @@ struct EncodedWindow {
 
 // What one encode did.
 struct EncodeStats {
-  int windows = 0;  // windows of the buffer
-  int encoded = 0;  // of them, run through the encoder
-  int reused = 0;   // of them, kept (their mel unchanged)
-  int stems = 0;        // chunks of the encoded windows whose conv stem ran
-  int stems_kept = 0;   // chunks of the encoded windows whose stem output was kept
+  int windows = 0;     // windows of the buffer
+  int encoded = 0;     // of them, run through the encoder
+  int reused = 0;      // of them, kept (their mel unchanged)
+  int stems = 0;       // chunks of the encoded windows whose conv stem ran
+  int stems_kept = 0;  // chunks of the encoded windows whose stem output was kept
 };
 
 }  // namespace earshot::qwen3asr
