@@ -277,8 +277,6 @@ Encoder::Encoder(std::shared_ptr<const Model> model, ggml_backend_t backend, Enc
     : model_(std::move(model)), backend_(backend), options_(options) {
   right_ = resolve_right_context(model_->hparams(), options_.right_context);
   products_ = runtime::encoder_products(options_.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_)));
-  openblas_ = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
-              runtime::CpuKernels::kOpenBlas;
   runner_ = std::make_unique<runtime::GraphRunner>(backend_, "encoder");
 }
 

@@ -61,14 +61,13 @@ class Encoder {
   EncoderOutput encode(std::span<const float> mel, int n_mel_frames);
   int right_context() const { return right_; }
   // Whether the products run on OpenBLAS (options.cpu_kernels resolved).
-  bool openblas() const { return openblas_; }
+  bool openblas() const { return products_.openblas; }
 
  private:
   std::shared_ptr<const Model> model_;
   ggml_backend_t backend_;
   EncoderOptions options_;
   int right_ = -1;
-  bool openblas_ = false;
   runtime::MatMul products_;  // options_.cpu_kernels resolved for the encoder's graph
   std::unique_ptr<runtime::GraphRunner> runner_;
 };

@@ -139,10 +139,7 @@ bool dequantizable(const Model& model, const ggml_tensor* w) {
 // A Q8_0 weight's product of many rows on the int8 op (runtime/q8_gemm.h) where
 // the model wants it; null otherwise (the caller decides).
 ggml_tensor* int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) noexcept {
-  if (!model.int8_products() || w->type != GGML_TYPE_Q8_0 || x->ne[1] < runtime::kQ8GemmMinRows ||
-      !runtime::q8_gemm_supports(w, x)) {
-    return nullptr;
-  }
+  if (!model.int8_products() || !runtime::q8_gemm_takes(w, x)) return nullptr;
   try {
     return runtime::q8_mul_mat(ctx, w, x);
   } catch (const std::exception&) {

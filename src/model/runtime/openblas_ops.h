@@ -120,7 +120,7 @@ struct MatMul {
   // (runtime/q8_gemm.h), ahead of all the above.
   bool int8 = false;
   bool int8_takes(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr) const {
-    return int8 && a->type == GGML_TYPE_Q8_0 && b->ne[1] >= kQ8GemmMinRows && q8_gemm_supports(a, b, bias);
+    return int8 && q8_gemm_takes(a, b, bias);
   }
   ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b) const {
     if (int8_takes(a, b)) return q8_mul_mat(ctx, a, b);

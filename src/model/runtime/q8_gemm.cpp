@@ -106,6 +106,10 @@ bool q8_gemm_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_ten
          b->ne[1] >= 1;
 }
 
+bool q8_gemm_takes(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias) {
+  return b->ne[1] >= kQ8GemmMinRows && q8_gemm_supports(a, b, bias);
+}
+
 ggml_tensor* q8_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias) {
   if (!q8_gemm_supports(a, b, bias)) {
     throw Error(ErrorCode::kInternal,

@@ -49,6 +49,10 @@ inline constexpr int64_t kQ8GemmMinRows = 16;
 // bias null or I f32 values.
 bool q8_gemm_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr);
 
+// Whether the op takes these operands and they have rows enough to gain by it
+// (q8_gemm_supports, and b has at least kQ8GemmMinRows rows).
+bool q8_gemm_takes(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr);
+
 // ggml_mul_mat(ctx, a, b) (+ bias[i] on every row) for what q8_gemm_supports
 // takes: [I, J] f32. Only for graphs computed on the CPU backend; throws
 // earshot::Error(kInternal) for operands it refuses.

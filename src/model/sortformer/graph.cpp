@@ -97,8 +97,6 @@ Runner::Runner(const Model& model, const RunOptions& options) : model_(model) {
     backend_ = owned_.get();
   }
   products_ = runtime::encoder_products(options.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_)));
-  openblas_ = runtime::resolve_cpu_kernels(options.cpu_kernels, runtime::is_cpu(runtime::device_of(backend_))) ==
-              runtime::CpuKernels::kOpenBlas;
   runner_ = std::make_unique<runtime::GraphRunner>(backend_, "diarizer");
 }
 

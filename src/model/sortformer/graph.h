@@ -47,7 +47,6 @@ class Runner {
   const Model& model_;
   ggml_backend_ptr owned_;
   ggml_backend_t backend_ = nullptr;
-  bool openblas_ = false;
   runtime::MatMul products_;  // options.cpu_kernels resolved for the graph
   std::unique_ptr<runtime::GraphRunner> runner_;
 };

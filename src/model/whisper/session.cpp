@@ -105,9 +105,9 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   impl_->runner =
       std::make_unique<runtime::GraphRunner>(impl_->backend, std::vector<std::string>{"encoder", "decoder"});
   impl_->fused_attention = options_.flash_attention && impl_->supports_fused_attention(hp);
-  impl_->int8 = runtime::encoder_products(options_.cpu_kernels, runtime::is_cpu(model_->device())).int8;
-  impl_->openblas = runtime::resolve_cpu_kernels(options_.cpu_kernels, runtime::is_cpu(model_->device())) ==
-                    runtime::CpuKernels::kOpenBlas;
+  const runtime::MatMul products = runtime::encoder_products(options_.cpu_kernels, runtime::is_cpu(model_->device()));
+  impl_->openblas = products.openblas;
+  impl_->int8 = products.int8;
 
   ggml_init_params params{2 * ggml_tensor_overhead(), nullptr, true};
   impl_->cross_ctx = ggml_init(params);

@@ -191,6 +191,11 @@ float agreement(Session& a, Session& b, const std::vector<float>& speech, float 
 // Counts the encoder graph's custom ops and ggml products of a Q8_0 weight.
 struct Ops {
   int custom = 0, q8_mul_mat = 0;
+  // The model loaded with `options` counts into this.
+  void watch(ModelOptions& options) {
+    options.encoder_eval_callback = &Ops::count;
+    options.encoder_eval_data = this;
+  }
   static bool count(ggml_tensor* t, bool ask, void* self) {
     if (!ask) return true;
     auto* ops = static_cast<Ops*>(self);
@@ -210,9 +215,8 @@ TEST_F(Qwen3AsrQuantized, QuantisedProductsRunWhereAskedAndAgree) {
   blas_options.cpu_kernels = ggml_options.cpu_kernels = runtime::CpuKernels::kOpenBlas;
   blas_options.quantized_products = ModelOptions::QuantizedProducts::kOpenBlas;
   ggml_options.quantized_products = ModelOptions::QuantizedProducts::kGgml;
-  blas_options.encoder_eval_callback = ggml_options.encoder_eval_callback = &Ops::count;
-  blas_options.encoder_eval_data = &blas_ops;
-  ggml_options.encoder_eval_data = &ggml_ops;
+  blas_ops.watch(blas_options);
+  ggml_ops.watch(ggml_options);
   const auto blas_model = Model::load(q8.text, q8.mmproj, blas_options);
   const auto ggml_model = Model::load(q8.text, q8.mmproj, ggml_options);
   EXPECT_TRUE(blas_model->quantized_on_openblas());
@@ -250,9 +254,8 @@ TEST_F(Qwen3AsrQuantized, Int8ProductsRunWhereTheCpuHasThemAndAgree) {
   }
   if (!runtime::cpu_has(runtime::CpuPath::kAvx512Vnni)) return;  // the rest needs the instructions
   Ops int8_ops, ggml_ops;
-  int8_options.encoder_eval_callback = ggml_options.encoder_eval_callback = &Ops::count;
-  int8_options.encoder_eval_data = &int8_ops;
-  ggml_options.encoder_eval_data = &ggml_ops;
+  int8_ops.watch(int8_options);
+  ggml_ops.watch(ggml_options);
   const auto int8_model = Model::load(q8.text, q8.mmproj, int8_options);
   const auto ggml_model = Model::load(q8.text, q8.mmproj, ggml_options);
   EXPECT_TRUE(int8_model->int8_products());

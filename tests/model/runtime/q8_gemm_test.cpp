@@ -197,7 +197,11 @@ TEST(Q8MulMatTest, RefusesWhatItCannotMultiply) {
   ggml_tensor* x_short = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 32, 4);
   ggml_tensor* x_f16 = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F16, 64, 4);
   ggml_tensor* bias_wrong = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 7);
+  ggml_tensor* x16 = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, 64, kQ8GemmMinRows);
   EXPECT_TRUE(q8_gemm_supports(q8, x));
+  EXPECT_FALSE(q8_gemm_takes(q8, x));  // too few rows to gain by it
+  EXPECT_TRUE(q8_gemm_takes(q8, x16));
+  EXPECT_FALSE(q8_gemm_takes(f16, x16));
   EXPECT_FALSE(q8_gemm_supports(f16, x));
   EXPECT_FALSE(q8_gemm_supports(q8, x_short));
   EXPECT_FALSE(q8_gemm_supports(q8, x_f16));
