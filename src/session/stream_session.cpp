@@ -581,7 +581,17 @@ void StreamSession::begin_silence(int64_t at_sample) {
   state_->fed_since_process = false;
   state_->flushed = true;
   commit(r.committed);
-  std::vector<events::Event> out = run_chain(events::SpeechEnded{to_seconds(at_sample)});
+  // The tail after the flush comes before the speech end: a stage that waits for every
+  // word to be committed (turns) sees the pause as it is, even when the same step goes
+  // on into the next speech.
+  std::vector<events::Event> out;
+  std::vector<Word> provisional = processor_->provisional();
+  if (!same_words(provisional, state_->provisional)) {
+    state_->provisional = provisional;
+    out = run_chain(events::ProvisionalChanged{std::move(provisional)});
+  }
+  std::vector<events::Event> ended = run_chain(events::SpeechEnded{to_seconds(at_sample)});
+  out.insert(out.end(), std::make_move_iterator(ended.begin()), std::make_move_iterator(ended.end()));
   std::lock_guard lock(mutex_);
   state_->in_speech = false;
   state_->silence_start = at_sample;

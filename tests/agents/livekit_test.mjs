@@ -9,17 +9,37 @@
 // silence after each; the v1 stream is also flushed right after each utterance's last
 // frame (the plugin then sends Finalize, which used to cancel the end of the turn).
 // Every START_OF_SPEECH must be followed by its END_OF_SPEECH before the next one
-// starts, and the OpenAI plugin must deliver a final transcript per turn.
+// starts; on /v1/realtime every turn must be completed
+// (conversation.item.input_audio_transcription.completed, read off the plugin's
+// socket) and the plugin must deliver a final transcript for each completed turn
+// with text (it drops an empty one, as it should: the random-weight model may say
+// nothing for a turn, depending on how the passes fell), at least one in all.
 //   node livekit_test.mjs v1|flux|openai
 import { initializeLogger, stt } from "@livekit/agents";
 import * as deepgram from "@livekit/agents-plugin-deepgram";
 import * as openai from "@livekit/agents-plugin-openai";
 import { AudioFrame } from "@livekit/rtc-node";
+import { WebSocket } from "ws";  // the plugins' socket (hoisted by the lockfile): read, not changed
 import { sharedFile, startServer, wavSamples } from "../browser/earshot_server.mjs";
 
 initializeLogger({ pretty: false, level: "warn" });
 const mode = process.argv[2];
 if (!["v1", "flux", "openai"].includes(mode)) throw new Error("usage: node livekit_test.mjs v1|flux|openai");
+
+// What the server sent on /v1/realtime: each completed item's transcript, in order, and its errors.
+const completed = [];
+const errors = [];
+const emitMessage = WebSocket.prototype.emit;
+WebSocket.prototype.emit = function (event, ...args) {
+  if (event === "message") {
+    try {
+      const m = JSON.parse(args[0].toString());
+      if (m.type === "conversation.item.input_audio_transcription.completed") completed.push(m.transcript ?? "");
+      if (m.type === "error") errors.push(JSON.stringify(m.error));
+    } catch { /* not JSON: not ours to check here */ }
+  }
+  return emitMessage.call(this, event, ...args);
+};
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const FRAME = 320;  // 20 ms at 16 kHz
@@ -55,8 +75,9 @@ try {
       events.push({ type: ev.type, text: ev.alternatives?.[0]?.text ?? "", at: Date.now() });
       const count = (type) => events.filter((e) => e.type === type).length;
       // The OpenAI plugin's final transcript follows its END_OF_SPEECH (completed after speech_stopped).
+      const spoken = completed.filter((t) => t !== "").length;
       if (count(stt.SpeechEventType.END_OF_SPEECH) >= 2 &&
-          (mode !== "openai" || count(stt.SpeechEventType.FINAL_TRANSCRIPT) >= 2)) break;
+          (mode !== "openai" || (completed.length >= 2 && count(stt.SpeechEventType.FINAL_TRANSCRIPT) >= spoken))) break;
     }
   })();
   const started = Date.now();
@@ -66,8 +87,13 @@ try {
     if (mode === "v1") stream.flush();  // the plugin sends Finalize: the turn must still end
     await sendRealTime(stream, silence, started, sent);
   }
-  await Promise.race([reader, sleep(20000)]);
+  // The events follow the audio by the server's lag: on a loaded machine (CI runs tests side by side,
+  // one model thread each) that can be seconds, so the deadline is generous; a healthy run ends at once.
+  const sentAt = Date.now();
+  await Promise.race([reader, sleep(90000)]);
   stream.close();
+  console.log(`${mode}: the last event ${events.length ? events.at(-1).at - sentAt : 0} ms after the last frame`);
+  for (const e of errors) console.log(`${mode}: the server sent an error: ${e}`);
   const kinds = events.map((e) => e.type);
   const name = (t) => stt.SpeechEventType[t] ?? String(t);
   console.log(`${mode}: ${events.map((e) => name(e.type) + (e.text ? `(${e.text.slice(0, 20)})` : "")).join(", ")}`);
@@ -80,8 +106,11 @@ try {
     if (k === stt.SpeechEventType.END_OF_SPEECH) { if (!open) ordered = false; open = false; }
   }
   const finals = kinds.filter((k) => k === stt.SpeechEventType.FINAL_TRANSCRIPT).length;
-  if (mode === "openai" && finals < 2) {
-    console.error(`openai: expected a FINAL_TRANSCRIPT per turn, got ${finals} over ${ends} turns`);
+  const spoken = completed.filter((t) => t !== "").length;
+  if (mode === "openai" && (completed.length !== ends || finals !== spoken || finals < 1)) {
+    console.error(`openai: expected a completed item per turn and a FINAL_TRANSCRIPT per completed transcript ` +
+                  `with text (at least one), got ${completed.length} completed (${spoken} with text) and ` +
+                  `${finals} finals over ${ends} turns`);
     failed = true;
   }
   if (starts < 2 || ends !== starts || !ordered || open) {

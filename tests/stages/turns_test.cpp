@@ -139,6 +139,34 @@ TEST(TurnRule, NoEndWhileWordsAreProvisional) {
   EXPECT_EQ(s.turns(), "start 0 0.00\nend 0 0.50 silence\n");
 }
 
+TEST(TurnRule, APauseCarriedInOneStepEndsTheTurnOnTheAudioClock) {
+  // A session behind its stream steps over a speech end, the silence and the next start
+  // at once; its clock tick comes after them all. The pause still ends the turn.
+  for (const bool acoustic : {false, true}) {
+    TurnSettings settings;
+    if (acoustic) settings.silence_seconds = 0.35;
+    Script s(settings);
+    s.event(events::SpeechStarted{0}).event(events::WordsCommitted{{word(" Done", 0.1, 0.9)}});
+    s.event(events::ProvisionalChanged{{}}).event(events::SpeechEnded{1.0}).event(events::SpeechStarted{3.0});
+    s.event(events::WordsCommitted{{word(" Next", 3.1, 3.5)}}).tick(3.6);
+    EXPECT_EQ(s.turns(), "start 0 0.00\nend 0 1.00 silence\nstart 1 3.00\n") << "acoustic " << acoustic;
+    const events::TurnEnded* end = s.last_end();
+    ASSERT_NE(end, nullptr);
+    EXPECT_NEAR(end->evidence.silence_seconds, 2.0, 1e-9);
+  }
+  // A pause too short for the rule keeps one turn, as when ticked through it.
+  Script s;
+  s.event(events::SpeechStarted{0}).event(events::WordsCommitted{{word(" and", 0.1, 0.4)}});
+  s.event(events::SpeechEnded{0.5}).event(events::SpeechStarted{0.8}).tick(2.0);
+  EXPECT_EQ(s.turns(), "start 0 0.00\n");
+  // Audio the session skipped (it fell too far behind) is no pause.
+  Script skipped;
+  skipped.event(events::SpeechStarted{0}).event(events::WordsCommitted{{word(" Done.", 0.1, 0.4)}});
+  skipped.event(events::SpeechEnded{0.5}).event(events::AudioSkipped{0.5, 4.0}).event(events::SpeechStarted{4.0});
+  skipped.tick(4.2);
+  EXPECT_EQ(skipped.turns(), "start 0 0.00\n");
+}
+
 TEST(TurnRule, TheTimeoutEndsATurnTheThresholdNeverWould) {
   TurnSettings settings;
   settings.eot_threshold = 1.0;  // only forced ends
@@ -327,6 +355,22 @@ TEST(TurnStage, ALiveSessionsTurnsEndWhenTheVadDecides) {
     if (std::holds_alternative<events::TurnEnded>(log[i]) && first_end == 0) first_end = i;
   }
   EXPECT_LT(last_word, first_end);
+}
+
+TEST(TurnStage, ASessionBehindItsStreamEndsTheSameTurns) {
+  // The audio of ALiveSessionsTurnsEndWhenTheVadDecides arrives before the session
+  // steps at all (it fell behind): its turns are the same, decided on the audio clock.
+  using namespace earshot::testing;
+  std::vector<std::unique_ptr<Stage>> chain;
+  chain.push_back(std::make_unique<TurnStage>(TurnSettings{}));
+  session::StreamSession s(
+      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), session::StreamOptions{}, [] { return 0.0; },
+      std::move(chain));
+  const std::vector<float> audio = concat({tone(0.7, 0.1f), silence(1.0), tone(0.6, 0.2f), silence(0.5)});
+  s.push_audio(audio);
+  s.end_of_stream();
+  while (s.has_work()) s.step();
+  EXPECT_EQ(turns_of(s.events_since(0).events), "start 0 0.00\nend 0 0.70 silence\nstart 1 1.70\nend 1 2.30 silence\n");
 }
 
 TEST(TurnRegistry, OptionsAndStreamsThatTurnItOff) {

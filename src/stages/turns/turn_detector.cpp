@@ -146,6 +146,15 @@ void TurnDetector::on_event(const events::Event& event, const Emit& emit) {
     if (state_ == State::kIdle) open(tail_.front().start, emit);
     if (state_ == State::kLikelyOver) resume(tail_.front().start, emit);
   } else if (const auto* s = std::get_if<events::SpeechStarted>(&event)) {
+    // The pause that ends here was heard whole, whatever the steps that carried it: a
+    // session that fell behind runs one step over a speech end, its silence and the next
+    // start, and its clock tick comes after them all. The pause decides first, on the
+    // audio clock (a gap of skipped audio is no pause).
+    if (saw_vad_ && !in_speech_ && !pause_is_skip_) {
+      heard_ = std::max(heard_, s->at);
+      decide(emit);
+    }
+    pause_is_skip_ = false;
     saw_vad_ = true;
     in_speech_ = true;
     if (state_ == State::kIdle) open(s->at, emit);
@@ -153,6 +162,10 @@ void TurnDetector::on_event(const events::Event& event, const Emit& emit) {
   } else if (const auto* e = std::get_if<events::SpeechEnded>(&event)) {
     in_speech_ = false;
     speech_ended_at_ = e->at;
+    pause_is_skip_ = false;
+  } else if (const auto* k = std::get_if<events::AudioSkipped>(&event)) {
+    // Skipped audio inside speech comes as a speech end at the gap's start and a start at its end.
+    if (saw_vad_ && !in_speech_ && k->start == speech_ended_at_) pause_is_skip_ = true;
   } else if (const auto* f = std::get_if<events::Finalized>(&event)) {
     if (state_ == State::kIdle) return;
     const double at = saw_vad_ && !in_speech_ ? speech_ended_at_ : f->at;

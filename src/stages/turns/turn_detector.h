@@ -85,6 +85,7 @@ class TurnDetector {
   bool in_speech_ = false;      // the VAD says speech now
   bool saw_vad_ = false;        // a SpeechStarted came: silence is known
   double speech_ended_at_ = 0;  // the last SpeechEnded
+  bool pause_is_skip_ = false;  // the pause since it is audio the session skipped (AudioSkipped)
   double heard_ = 0;
   std::vector<Word> words_;  // the open turn's committed words
   std::vector<Word> tail_;   // the provisional tail
