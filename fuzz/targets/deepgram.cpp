@@ -2,7 +2,8 @@
 // options (parse_listen_options with every repeated keyterm/keywords; a bad value
 // becomes an Error message or a REST error body naming the option), then text
 // messages, one per line (KeepAlive,
-// Finalize, CloseStream; anything else becomes an Error message).
+// Finalize, CloseStream; anything else becomes an Error message), each also read as
+// Flux's Configure (apply_flux_configure: a bad one becomes a ConfigureFailure).
 // Errors must be short and free of control characters (fuzz_input.h).
 // Input: the target, '\n', the messages. Any exception other than
 // earshot::Error, any sanitizer report is a finding.
@@ -12,6 +13,7 @@
 
 #include "common/error.h"
 #include "fuzz_input.h"
+#include "protocol/deepgram/flux.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/deepgram/options.h"
 #include "protocol/target.h"
@@ -46,6 +48,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const earshot::Error& e) {
       earshot::fuzz::check_client_message(e.what());  // a 1 MB "type" was echoed whole, twice
       deepgram::error_message(e.what()).dump();
+    }
+    try {
+      bool keyterms_changed = false;
+      const deepgram::FluxOptions next =
+          deepgram::apply_flux_configure(deepgram::FluxOptions{}, text, &keyterms_changed);
+      earshot::fuzz::check(!next.eager_eot_threshold || *next.eager_eot_threshold <= next.eot_threshold.value_or(0.7),
+                           "an eager threshold at most the end threshold");
+    } catch (const earshot::Error& e) {
+      earshot::fuzz::check_client_message(e.what());
+      deepgram::FluxProjection(deepgram::StreamInfo{}).configure_failure(e.what()).dump();
     }
   }
   return 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -153,9 +154,18 @@ struct TurnEnded {
   TurnEvidence evidence;
 };
 
+// A client changed the stream's stage settings mid-stream (Deepgram Flux's Configure):
+// from here on the stages run with `params` (the stream's whole set, under
+// stages::StreamRequest::params names). It comes in audio order: at the stream
+// position the client had sent when it asked (StreamSession::change_settings).
+struct SettingsChanged {
+  double at = 0;
+  std::map<std::string, std::string> params;
+};
+
 using Event =
     std::variant<WordsCommitted, ProvisionalChanged, SpeechStarted, SpeechEnded, Pause, LanguageDetected, StreamError,
                  Finalized, EndOfStream, TranslationCommitted, TranslationDraftChanged, SegmentTranslated,
-                 SpeakersAssigned, AudioSkipped, TurnStarted, TurnEndLikely, TurnResumed, TurnEnded>;
+                 SpeakersAssigned, AudioSkipped, TurnStarted, TurnEndLikely, TurnResumed, TurnEnded, SettingsChanged>;
 
 }  // namespace earshot::events

@@ -28,7 +28,7 @@ class FluxProtocol : public AudioStreamProtocol {
       return refusal("this server runs without turn detection (--turn-detection off): /v2/listen needs it",
                      kClosePolicyViolation);
     try {
-      options_ = deepgram::parse_flux_options(request.target.query);
+      options_ = deepgram::parse_flux_options(request.target.query, request.target.pairs);
       language_ = deepgram_support::language(core_, options_.listen);
       decoder_ = deepgram_support::make_decoder(core_, options_.listen);
     } catch (const Error& e) {
@@ -46,7 +46,8 @@ class FluxProtocol : public AudioStreamProtocol {
 
   Outgoing start() override {
     try {
-      session_ = core_.open_session(language_, false, core_.config().stream, deepgram::flux_stage_params(options_));
+      session_ = core_.open_session(
+          {language_, false, core_.config().stream, deepgram::flux_stage_params(options_), options_.listen.keyterms});
     } catch (const std::exception& e) {
       return refusal(e.what(), kClosePolicyViolation);
     }
@@ -68,7 +69,7 @@ class FluxProtocol : public AudioStreamProtocol {
             core_.scheduler().notify(session_);
           }
           break;
-        case deepgram::FluxClientMessage::kConfigure: out.send(projection_.configure_failure().dump()); break;
+        case deepgram::FluxClientMessage::kConfigure: configure(text, out); break;
         case deepgram::FluxClientMessage::kCloseStream: end_stream(); break;
       }
     } catch (const Error& e) {
@@ -101,6 +102,26 @@ class FluxProtocol : public AudioStreamProtocol {
   }
 
  private:
+  // New thresholds take effect from the audio received after the message on (the turn
+  // stage checks them now); a stream's keyterms are fixed when it opens (a family reads
+  // them into its prompt or its decoding graph), so a change to them is refused.
+  void configure(std::string_view text, Outgoing& out) {
+    try {
+      bool keyterms_changed = false;
+      deepgram::FluxOptions next = deepgram::apply_flux_configure(options_, text, &keyterms_changed);
+      if (keyterms_changed)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "earshot cannot change a stream's keyterms mid-stream: reconnect with keyterm= in the URL "
+                    "(nothing was changed)");
+      if (ended_) throw Error(ErrorCode::kInvalidArgument, "the stream has ended (nothing was changed)");
+      const std::map<std::string, std::string> effective = session_->change_settings(deepgram::flux_stage_params(next));
+      options_ = std::move(next);
+      out.send(projection_.configure_success(effective, options_.listen.keyterms).dump());
+    } catch (const Error& e) {
+      out.send(projection_.configure_failure(e.what()).dump());
+    }
+  }
+
   std::vector<nlohmann::json> tick_messages() {
     session::EventBatch batch = session_->events_since(cursor_);
     cursor_ = batch.next;

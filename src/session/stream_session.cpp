@@ -65,6 +65,8 @@ struct StreamSession::State {
   // counted) it flushes at, and its number. A step stops at the first one's position,
   // so audio received after a request is not flushed with it.
   std::deque<std::pair<int64_t, uint64_t>> finalize_at;
+  // Each pending change_settings() call: the stream position it applies at, and the set.
+  std::deque<std::pair<int64_t, std::map<std::string, std::string>>> settings_at;
   std::deque<events::Event> log;
   uint64_t log_base = 0;    // index of log.front() since the stream started
   bool log_closed = false;  // EndOfStream is in the log
@@ -241,6 +243,17 @@ uint64_t StreamSession::finalize() {
   return s.finalize_requests;
 }
 
+std::map<std::string, std::string> StreamSession::change_settings(const std::map<std::string, std::string>& params) {
+  std::map<std::string, std::string> effective;
+  for (const auto& stage : stages_) effective.merge(stage->check_settings(params));  // throws for a bad set
+  std::lock_guard lock(mutex_);
+  State& s = *state_;
+  if (s.end_requested || s.finished || !s.error.empty()) return effective;
+  s.settings_at.emplace_back(s.consumed_samples + s.pending_gap + static_cast<int64_t>(s.pending.size()), params);
+  ++s.version;
+  return effective;
+}
+
 std::vector<events::Event> StreamSession::run_chain(events::Event event) {
   std::vector<events::Event> current{std::move(event)};
   if (stages_.empty()) return current;
@@ -397,7 +410,8 @@ void StreamSession::run_step() {
   int64_t gap = 0;
   bool last = false;
   bool finalize = false;
-  uint64_t finalize_answers = 0;  // the requests this step's Finalized answers
+  uint64_t finalize_answers = 0;        // the requests this step's Finalized answers
+  std::vector<events::Event> settings;  // SettingsChanged due before this step's audio
   {
     std::lock_guard lock(mutex_);
     if (s.finished || !s.error.empty()) return;
@@ -405,12 +419,21 @@ void StreamSession::run_step() {
     s.pending_gap = 0;
     s.skipped_samples += gap;
     s.consumed_samples += gap;
+    while (!s.settings_at.empty() && s.settings_at.front().first <= s.consumed_samples) {
+      settings.emplace_back(
+          events::SettingsChanged{to_seconds(s.settings_at.front().first), std::move(s.settings_at.front().second)});
+      s.settings_at.pop_front();
+    }
     size_t take =
         std::min(s.pending.size(), static_cast<size_t>(std::max(1.0, options_.max_step_seconds * kSampleRate)));
-    // A finalize flushes at the position it was asked at: the step stops there.
+    // A finalize flushes at the position it was asked at, and new settings apply
+    // there: the step stops at the first.
     if (!s.finalize_at.empty())
       take =
           std::min(take, static_cast<size_t>(std::max<int64_t>(0, s.finalize_at.front().first - s.consumed_samples)));
+    if (!s.settings_at.empty())
+      take =
+          std::min(take, static_cast<size_t>(std::max<int64_t>(0, s.settings_at.front().first - s.consumed_samples)));
     chunk.assign(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(take));
     s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(take));
     chunk_start = s.consumed_samples;
@@ -424,6 +447,11 @@ void StreamSession::run_step() {
       s.finalize_at.pop_front();
     }
     s.finalize_requested = !s.finalize_at.empty();
+  }
+  for (events::Event& e : settings) {
+    std::vector<events::Event> out = run_chain(std::move(e));
+    std::lock_guard lock(mutex_);
+    append_locked(out);
   }
   const double started = clock_();
   if (!chunk.empty() && !stages_.empty()) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -124,6 +125,14 @@ class StreamSession {
   // (1, 2, ...; Finalized::requests reaches it once answered), 0 when the stream
   // has ended or failed (no Finalized will come).
   uint64_t finalize();
+  // The client changes the stream's stage settings (Deepgram Flux's Configure):
+  // `params` is the whole set (stages::StreamRequest::params names). The stages
+  // check it now (Error(kInvalidArgument) naming a bad parameter, nothing changed);
+  // it applies in audio order, as an events::SettingsChanged before the audio
+  // received after this call. Returns what the stages will run with, as parameters
+  // (empty when no stage has settings a stream can change). Nothing happens once
+  // the stream has ended.
+  std::map<std::string, std::string> change_settings(const std::map<std::string, std::string>& params);
 
   // The server gives up on the session before its model caught up (shutdown
   // grace over): no step starts after this call. The step running, if any,

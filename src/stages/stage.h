@@ -6,7 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "events/event.h"
@@ -48,6 +50,17 @@ class Stage {
   virtual void advance(double heard, const std::function<void(events::Event)>& emit) {
     (void)heard;
     (void)emit;
+  }
+
+  // Mid-stream settings (a client's Configure): what this stage would run with under
+  // `params` (the stream's whole set, StreamRequest::params names), as parameters,
+  // checked, not applied (an events::SettingsChanged applies them in audio order).
+  // Throws Error(kInvalidArgument) naming a bad parameter. Empty: the stage has no
+  // settings a stream can change. Called from any thread: it reads only what the
+  // stage was opened with.
+  virtual std::map<std::string, std::string> check_settings(const std::map<std::string, std::string>& params) const {
+    (void)params;
+    return {};
   }
 };
 

@@ -170,7 +170,67 @@ TEST(FluxProjection, ErrorsAndTheEnd) {
   FluxProjection q(StreamInfo{});
   q.on_events(std::vector<events::Event>{events::EndOfStream{}}, 1);
   EXPECT_TRUE(q.ended());
-  EXPECT_EQ(q.configure_failure()["type"], "ConfigureFailure");
+  const json failure = q.configure_failure("nothing was changed");
+  EXPECT_EQ(failure["type"], "ConfigureFailure");
+  EXPECT_EQ(failure["description"], "nothing was changed");
+}
+
+std::string configure_error(const FluxOptions& current, const std::string& text) {
+  try {
+    apply_flux_configure(current, text, nullptr);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(FluxOptions, ConfigureChangesThresholdsOverTheStreamsOwn) {
+  const FluxOptions current = parse_flux_options({{"eot_threshold", "0.8"}, {"eot_timeout_ms", "3000"}},
+                                                 {{"keyterm", "earshot"}, {"keyterm", "ggml"}});
+  ASSERT_EQ(current.listen.keyterms.terms.size(), 2u);
+  bool keyterms_changed = true;
+  FluxOptions next = apply_flux_configure(
+      current, R"({"type":"Configure","thresholds":{"eager_eot_threshold":0.5,"eot_timeout_ms":1200}})",
+      &keyterms_changed);
+  EXPECT_FALSE(keyterms_changed) << "no keyterms in the message: the stream's stay";
+  EXPECT_EQ(next.eot_threshold, 0.8) << "what the message leaves out stays";
+  EXPECT_EQ(next.eager_eot_threshold, 0.5);
+  EXPECT_EQ(next.eot_timeout_ms, 1200);
+  apply_flux_configure(current, R"({"type":"Configure","keyterms":["earshot","ggml"]})", &keyterms_changed);
+  EXPECT_FALSE(keyterms_changed) << "the same list";
+  apply_flux_configure(current, R"({"type":"Configure","keyterms":["ggml"]})", &keyterms_changed);
+  EXPECT_TRUE(keyterms_changed);
+  // Checked as the query is, over the stream's thresholds.
+  EXPECT_NE(configure_error(current, R"({"thresholds":{"eot_threshold":0.4}})").find("'eot_threshold'"),
+            std::string::npos);
+  EXPECT_NE(configure_error(current, R"({"thresholds":{"eot_timeout_ms":"5000"}})").find("'eot_timeout_ms'"),
+            std::string::npos);
+  EXPECT_NE(configure_error(current, R"({"thresholds":{"eager_eot_threshold":0.9}})").find("above eot_threshold"),
+            std::string::npos);
+  EXPECT_EQ(configure_error(current, R"({"thresholds":{"eager_eot_threshold":0.9,"eot_threshold":0.95}})"), "accepted");
+  EXPECT_NE(configure_error(current, R"({"thresholds":[0.5]})").find("'thresholds'"), std::string::npos);
+  EXPECT_NE(configure_error(current, R"({"keyterms":"earshot"})").find("'keyterms'"), std::string::npos);
+  EXPECT_NE(configure_error(current, "[]"), "accepted");
+}
+
+TEST(FluxProjection, ConfigureSuccessSaysWhatTheStreamRunsWith) {
+  FluxProjection p(StreamInfo{});
+  p.connected();
+  Keyterms keyterms;
+  keyterms.add("earshot");
+  const json ok = p.configure_success(
+      {{"eot_threshold", "0.75"}, {"eot_timeout_ms", "1200"}, {"eager_eot_threshold", "0.5"}}, keyterms);
+  EXPECT_EQ(ok["type"], "ConfigureSuccess");
+  EXPECT_EQ(ok["sequence_id"], 1);
+  EXPECT_DOUBLE_EQ(ok["thresholds"]["eot_threshold"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(ok["thresholds"]["eager_eot_threshold"].get<double>(), 0.5);
+  EXPECT_EQ(ok["thresholds"]["eot_timeout_ms"], 1200);
+  EXPECT_TRUE(ok["thresholds"]["eot_timeout_ms"].is_number_integer());
+  EXPECT_EQ(ok["keyterms"], json::array({"earshot"}));
+  const json no_eager = p.configure_success({{"eot_threshold", "0.7"}, {"eot_timeout_ms", "5000"}}, Keyterms{});
+  EXPECT_FALSE(no_eager["thresholds"].contains("eager_eot_threshold")) << "eager ends off";
+  EXPECT_EQ(no_eager["keyterms"], json::array());
 }
 
 }  // namespace

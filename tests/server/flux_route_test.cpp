@@ -81,7 +81,7 @@ TEST_F(Flux, ATurnPerPhraseWithItsWords) {
   EXPECT_LT(pos(ends[0]), pos(starts[1]));
 }
 
-TEST_F(Flux, EagerEndsWhenAskedAndConfigureIsRefused) {
+TEST_F(Flux, EagerEndsWhenAsked) {
   WsClient client(port_,
                   "/v2/listen?encoding=linear16&sample_rate=16000&eager_eot_threshold=0.3&eot_threshold=0.99&"
                   "eot_timeout_ms=500",
@@ -99,9 +99,50 @@ TEST_F(Flux, EagerEndsWhenAskedAndConfigureIsRefused) {
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(eager[0]["transcript"], ends[0]["transcript"]);
   EXPECT_LT(eager[0]["sequence_id"].get<int>(), ends[0]["sequence_id"].get<int>());
-  bool refused = false;
-  for (const json& m : messages) refused = refused || m["type"] == "ConfigureFailure";
-  EXPECT_TRUE(refused);
+  const json* configured = nullptr;
+  for (const json& m : messages)
+    if (m["type"] == "ConfigureSuccess") configured = &m;
+  ASSERT_NE(configured, nullptr) << seen;
+  EXPECT_DOUBLE_EQ((*configured)["thresholds"]["eot_threshold"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ((*configured)["thresholds"]["eager_eot_threshold"].get<double>(), 0.3) << "the stream's own";
+  EXPECT_EQ((*configured)["thresholds"]["eot_timeout_ms"], 500);
+}
+
+TEST_F(Flux, ConfigureChangesTheThresholdsFromItsPlaceInTheAudio) {
+  // Only the end of the stream ends a turn at first: the first pause does not.
+  WsClient client(port_, "/v2/listen?encoding=linear16&sample_rate=16000&eot_threshold=1.0&eot_timeout_ms=60000",
+                  auth());
+  send_paced(client, concat({tone(1.0, 0.1f), silence(1.2)}), 100);
+  client.send_text(R"({"type":"Configure","thresholds":{"eot_threshold":0.7,"eot_timeout_ms":2000},"keyterms":[]})");
+  client.send_text(R"({"type":"Configure","keyterms":["earshot"]})");              // keyterms are fixed per stream
+  client.send_text(R"({"type":"Configure","thresholds":{"eot_threshold":0.2}})");  // out of range
+  send_paced(client, concat({tone(1.0, 0.1f), silence(1.2)}), 100);
+  client.send_text(R"({"type":"CloseStream"})");
+  const std::vector<json> messages = read_all(client);
+  std::string seen;
+  std::vector<json> successes, failures;
+  for (const json& m : messages) {
+    seen += m.dump() + "\n";
+    if (m["type"] == "ConfigureSuccess") successes.push_back(m);
+    if (m["type"] == "ConfigureFailure") failures.push_back(m);
+  }
+  ASSERT_EQ(successes.size(), 1u) << seen;
+  EXPECT_DOUBLE_EQ(successes[0]["thresholds"]["eot_threshold"].get<double>(), 0.7);
+  EXPECT_EQ(successes[0]["thresholds"]["eot_timeout_ms"], 2000);
+  EXPECT_FALSE(successes[0]["thresholds"].contains("eager_eot_threshold"));
+  EXPECT_EQ(successes[0]["keyterms"], json::array());
+  ASSERT_EQ(failures.size(), 2u) << seen;
+  EXPECT_NE(failures[0]["description"].get<std::string>().find("keyterms"), std::string::npos);
+  EXPECT_NE(failures[1]["description"].get<std::string>().find("'eot_threshold'"), std::string::npos);
+  // The new threshold ends the first turn once the stream reaches the Configure (its
+  // pause long over), before the second phrase opens the next; without it the two
+  // phrases would be one turn.
+  const std::vector<json> starts = turn_events(messages, "StartOfTurn"), ends = turn_events(messages, "EndOfTurn");
+  ASSERT_EQ(ends.size(), 2u) << seen;
+  ASSERT_EQ(starts.size(), 2u) << seen;
+  EXPECT_GT(ends[0]["sequence_id"].get<int>(), successes[0]["sequence_id"].get<int>());
+  EXPECT_LT(ends[0]["sequence_id"].get<int>(), starts[1]["sequence_id"].get<int>());
+  EXPECT_EQ(ends[0]["trigger"], "model");
 }
 
 TEST_F(Flux, ForceEndTurnEndsTheTurnAtOnce) {

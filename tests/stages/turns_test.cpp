@@ -373,6 +373,66 @@ TEST(TurnStage, ASessionBehindItsStreamEndsTheSameTurns) {
   EXPECT_EQ(turns_of(s.events_since(0).events), "start 0 0.00\nend 0 0.70 silence\nstart 1 1.70\nend 1 2.30 silence\n");
 }
 
+TEST(TurnStage, SettingsChangeMidStreamInAudioOrder) {
+  // check_settings reads a stream's whole set over the server's defaults, without applying it.
+  TurnSettings defaults;
+  defaults.timeout_seconds = 4;
+  TurnSettings only_timeouts = defaults;
+  only_timeouts.eot_threshold = 1.0;
+  TurnStage stage(only_timeouts, nullptr, defaults);
+  const std::map<std::string, std::string> effective =
+      stage.check_settings({{"turns", "true"}, {"eot_threshold", "0.7"}, {"eager_eot_threshold", "0.5"}});
+  EXPECT_EQ(effective, (std::map<std::string, std::string>{
+                           {"eot_threshold", "0.7"}, {"eager_eot_threshold", "0.5"}, {"eot_timeout_ms", "4000"}}));
+  EXPECT_THROW(stage.check_settings({{"eot_threshold", "0.2"}}), Error);
+  EXPECT_THROW(stage.check_settings({{"eager_eot_threshold", "0.9"}}), Error) << "above the default 0.7";
+
+  // A pause that does not end the turn under the first settings ends it once new ones arrive.
+  std::vector<events::Event> out;
+  auto emit = [&](events::Event e) { out.push_back(std::move(e)); };
+  stage.consume(events::SpeechStarted{0}, emit);
+  stage.consume(events::WordsCommitted{{word(" Done.", 0.1, 0.4)}}, emit);
+  stage.consume(events::SpeechEnded{0.5}, emit);
+  stage.advance(1.5, emit);
+  EXPECT_EQ(turns_of(out), "start 0 0.00\n");
+  stage.consume(events::SettingsChanged{1.5, {{"eot_threshold", "0.7"}}}, emit);
+  EXPECT_TRUE(std::holds_alternative<events::SettingsChanged>(out.back())) << "passed on";
+  stage.advance(1.6, emit);
+  EXPECT_EQ(turns_of(out), "start 0 0.00\nend 0 0.50 silence\n");
+}
+
+TEST(TurnStage, ASessionPlacesNewSettingsAtTheAudioReceivedBeforeThem) {
+  using namespace earshot::testing;
+  std::vector<std::unique_ptr<Stage>> chain;
+  TurnSettings only_timeouts;
+  only_timeouts.eot_threshold = 1.0;
+  chain.push_back(std::make_unique<TurnStage>(only_timeouts));
+  session::StreamSession s(
+      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), session::StreamOptions{}, [] { return 0.0; },
+      std::move(chain));
+  // Everything arrives before the session steps: the change still lands between the two phrases.
+  s.push_audio(concat({tone(0.7, 0.1f), silence(1.0)}));
+  EXPECT_THROW(s.change_settings({{"eot_threshold", "7"}}), Error);
+  const std::map<std::string, std::string> effective = s.change_settings({{"eot_threshold", "0.7"}});
+  EXPECT_EQ(effective.at("eot_threshold"), "0.7");
+  s.push_audio(concat({tone(0.6, 0.2f), silence(0.5)}));
+  s.end_of_stream();
+  while (s.has_work()) s.step();
+  const std::vector<events::Event> log = s.events_since(0).events;
+  size_t changed = 0, second_start = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (const auto* c = std::get_if<events::SettingsChanged>(&log[i])) {
+      changed = i;
+      EXPECT_NEAR(c->at, 1.7, 1e-9);
+    }
+    if (const auto* t = std::get_if<events::TurnStarted>(&log[i]); t && t->turn == 1) second_start = i;
+  }
+  ASSERT_GT(changed, 0u);
+  EXPECT_LT(changed, second_start);
+  // The first pause ends turn 0 only under the new threshold (with 1.0 it would go on).
+  EXPECT_EQ(turns_of(log), "start 0 0.00\nend 0 0.70 silence\nstart 1 1.70\nend 1 2.30 silence\n");
+}
+
 TEST(TurnRegistry, OptionsAndStreamsThatTurnItOff) {
   const StageDefinition def = stage_definition();
   EXPECT_EQ(def.name, "turns");

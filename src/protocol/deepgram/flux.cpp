@@ -35,22 +35,73 @@ std::string number_text(double v) {
   return text;
 }
 
+void check_eager(const FluxOptions& o, const char* what) {
+  if (o.eager_eot_threshold && *o.eager_eot_threshold > o.eot_threshold.value_or(0.7))
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("invalid ") + what + " 'eager_eot_threshold': " + number_text(*o.eager_eot_threshold) +
+                    " is above eot_threshold (" + number_text(o.eot_threshold.value_or(0.7)) +
+                    "): the eager end comes first");
+}
+
 }  // namespace
 
-FluxOptions parse_flux_options(const std::map<std::string, std::string>& query) {
+FluxOptions parse_flux_options(const std::map<std::string, std::string>& query,
+                               const std::vector<std::pair<std::string, std::string>>& pairs) {
   FluxOptions o;
   std::map<std::string, std::string> listen = query;
   listen.erase("language");  // Flux has no language option (flux-general-multi: language_hint)
-  o.listen = parse_listen_options(listen);
+  std::vector<std::pair<std::string, std::string>> listen_pairs;
+  for (const auto& p : pairs)
+    if (p.first != "language") listen_pairs.push_back(p);
+  o.listen = parse_listen_options(listen, listen_pairs);
   if (query.count("eot_threshold")) o.eot_threshold = ranged(query, "eot_threshold", 0.5, 1.0);
   if (query.count("eager_eot_threshold")) o.eager_eot_threshold = ranged(query, "eager_eot_threshold", 0.3, 0.9);
   if (query.count("eot_timeout_ms"))
     o.eot_timeout_ms = static_cast<int>(std::lround(ranged(query, "eot_timeout_ms", 500, 60000)));
-  if (o.eager_eot_threshold && *o.eager_eot_threshold > o.eot_threshold.value_or(0.7))
-    throw Error(ErrorCode::kInvalidArgument,
-                "invalid option 'eager_eot_threshold': " + number_text(*o.eager_eot_threshold) +
-                    " is above eot_threshold (" + number_text(o.eot_threshold.value_or(0.7)) +
-                    "): the eager end comes first");
+  check_eager(o, "option");
+  return o;
+}
+
+FluxOptions apply_flux_configure(const FluxOptions& current, std::string_view text, bool* keyterms_changed) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(ErrorCode::kInvalidArgument, "Configure must be a JSON object");
+  FluxOptions o = current;
+  if (j.contains("thresholds")) {
+    const json& t = j["thresholds"];
+    if (!t.is_object())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "invalid 'thresholds': expected an object with eot_threshold, eager_eot_threshold, eot_timeout_ms");
+    auto number = [&](const char* key, double lo, double hi) -> std::optional<double> {
+      if (!t.contains(key) || t[key].is_null()) return std::nullopt;
+      if (!t[key].is_number() || !(t[key].get<double>() >= lo && t[key].get<double>() <= hi)) {
+        char range[64];
+        std::snprintf(range, sizeof range, "%g-%g", lo, hi);
+        std::string got = t[key].dump();
+        if (got.size() > 40) got = t[key].is_string() ? "a string" : t[key].type_name();  // no long echo
+        throw Error(ErrorCode::kInvalidArgument,
+                    std::string("invalid threshold '") + key + "': expected a number in " + range + ", got " + got);
+      }
+      return t[key].get<double>();
+    };
+    if (auto v = number("eot_threshold", 0.5, 1.0)) o.eot_threshold = v;
+    if (auto v = number("eager_eot_threshold", 0.3, 0.9)) o.eager_eot_threshold = v;
+    if (auto v = number("eot_timeout_ms", 500, 60000)) o.eot_timeout_ms = static_cast<int>(std::lround(*v));
+  }
+  check_eager(o, "threshold");
+  bool changed = false;
+  if (j.contains("keyterms")) {
+    const json& k = j["keyterms"];
+    if (!k.is_array()) throw Error(ErrorCode::kInvalidArgument, "invalid 'keyterms': expected an array of strings");
+    Keyterms next;
+    for (const json& term : k) {
+      if (!term.is_string())
+        throw Error(ErrorCode::kInvalidArgument, "invalid 'keyterms': expected an array of strings");
+      next.add(term.get<std::string>());
+    }
+    next.check_limits("keyterms");
+    changed = !(next == current.listen.keyterms);
+  }
+  if (keyterms_changed) *keyterms_changed = changed;
   return o;
 }
 
@@ -81,8 +132,35 @@ json FluxProjection::connected() {
   return {{"type", "Connected"}, {"request_id", info_.request_id}, {"sequence_id", sequence_++}};
 }
 
-json FluxProjection::configure_failure() {
-  return {{"type", "ConfigureFailure"}, {"request_id", info_.request_id}, {"sequence_id", sequence_++}};
+json FluxProjection::configure_success(const std::map<std::string, std::string>& turn_params,
+                                       const Keyterms& keyterms) {
+  json thresholds = json::object();
+  auto put = [&](const char* key, bool integer) {
+    const auto it = turn_params.find(key);
+    if (it == turn_params.end()) return;
+    const double v = std::stod(it->second);
+    if (integer)
+      thresholds[key] = std::lround(v);
+    else
+      thresholds[key] = v;
+  };
+  put("eot_threshold", false);
+  put("eager_eot_threshold", false);
+  put("eot_timeout_ms", true);
+  json terms = json::array();
+  for (const Keyterm& k : keyterms.terms) terms.push_back(k.text);
+  return {{"type", "ConfigureSuccess"},
+          {"request_id", info_.request_id},
+          {"sequence_id", sequence_++},
+          {"thresholds", thresholds},
+          {"keyterms", terms}};
+}
+
+json FluxProjection::configure_failure(const std::string& description) {
+  return {{"type", "ConfigureFailure"},
+          {"request_id", info_.request_id},
+          {"sequence_id", sequence_++},
+          {"description", description}};
 }
 
 json FluxProjection::error(const std::string& code, const std::string& description) {

@@ -10,7 +10,10 @@
 //               end_of_turn_confidence}
 //              event: StartOfTurn, Update, EagerEndOfTurn, TurnResumed, EndOfTurn
 //              (EndOfTurn adds trigger: "manual" after a ForceEndTurn, else "model")
-//   ConfigureFailure {type, request_id, sequence_id}: earshot keeps a stream's thresholds
+//   ConfigureSuccess {type, request_id, sequence_id, thresholds {eot_threshold,
+//               eager_eot_threshold (when on), eot_timeout_ms}, keyterms}: what the
+//               stream runs with from the audio after the Configure on
+//   ConfigureFailure {type, request_id, sequence_id, description}: nothing changed
 //   Error      {type, sequence_id, code, description}
 // sequence_id counts every message sent, from 0. The state machine: StartOfTurn opens
 // turn turn_index; Update about every 0.25 s of transcribed audio while nothing else
@@ -41,15 +44,25 @@ struct FluxOptions {
   std::optional<int> eot_timeout_ms;          // 500..60000
 };
 
-// Reads a /v2/listen query. Unknown keys (keyterm, tag, mip_opt_out, language_hint...)
-// are ignored; bad values are Error(kInvalidArgument) naming the option.
-FluxOptions parse_flux_options(const std::map<std::string, std::string>& query);
+// Reads a /v2/listen query (`pairs` as parse_listen_options takes them: keyterm
+// repeats). Unknown keys (tag, mip_opt_out, language_hint...) are ignored; bad values
+// are Error(kInvalidArgument) naming the option.
+FluxOptions parse_flux_options(const std::map<std::string, std::string>& query,
+                               const std::vector<std::pair<std::string, std::string>>& pairs = {});
 // The turn stage's parameters for these options (stages/turns/turn_stage.h's names).
 std::map<std::string, std::string> flux_stage_params(const FluxOptions& options);
 
 enum class FluxClientMessage { kCloseStream, kKeepAlive, kForceEndTurn, kConfigure };
 // Throws Error(kInvalidArgument) for anything else.
 FluxClientMessage parse_flux_client_message(std::string_view text);
+
+// A Configure message over the stream's options: {"type":"Configure","thresholds":
+// {eot_threshold, eager_eot_threshold, eot_timeout_ms} (each optional),"keyterms":
+// [...] (optional: the whole new list)}; other keys are ignored. The options that
+// follow, checked as the query's (an eager threshold above the end threshold
+// included); Error(kInvalidArgument) naming the field otherwise. `keyterms_changed`:
+// the message lists keyterms other than the stream's.
+FluxOptions apply_flux_configure(const FluxOptions& current, std::string_view text, bool* keyterms_changed);
 
 class FluxProjection {
  public:
@@ -59,7 +72,9 @@ class FluxProjection {
   // Messages for the events since the last call. heard_seconds: the stream time the
   // session's VAD has heard (audio_window_end, the clock of Update's cadence).
   std::vector<nlohmann::json> on_events(std::span<const events::Event> events, double heard_seconds);
-  nlohmann::json configure_failure();
+  // The settings in effect (the turn stage's parameters, stages/turns' names) and the keyterms.
+  nlohmann::json configure_success(const std::map<std::string, std::string>& turn_params, const Keyterms& keyterms);
+  nlohmann::json configure_failure(const std::string& description);
   nlohmann::json error(const std::string& code, const std::string& description);
   bool ended() const { return ended_; }
   const StreamInfo& info() const { return info_; }

@@ -122,7 +122,7 @@ LoadedTurns::LoadedTurns(TurnSettings defaults, std::shared_ptr<const SemanticTu
 std::unique_ptr<Stage> LoadedTurns::open(const StreamRequest& request) const {
   std::optional<TurnSettings> settings = settings_for(request.params, defaults_);
   if (!settings) return nullptr;
-  return std::make_unique<TurnStage>(*settings, semantic_ ? open_scorer(semantic_) : nullptr);
+  return std::make_unique<TurnStage>(*settings, semantic_ ? open_scorer(semantic_) : nullptr, defaults_);
 }
 
 std::vector<Metric> LoadedTurns::metrics() const { return {}; }

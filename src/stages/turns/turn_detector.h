@@ -66,6 +66,8 @@ class TurnDetector {
   void advance(double heard, const Emit& emit);
 
   const TurnSettings& settings() const { return settings_; }
+  // New thresholds from here on (a stream's mid-stream settings); the open turn goes on under them.
+  void set_settings(const TurnSettings& settings) { settings_ = settings; }
   int turns_ended() const { return turn_; }
 
  private:

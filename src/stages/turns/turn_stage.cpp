@@ -1,6 +1,7 @@
 #include "stages/turns/turn_stage.h"
 
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "common/error.h"
@@ -67,10 +68,40 @@ std::optional<TurnSettings> settings_for(const std::map<std::string, std::string
   return s;
 }
 
-TurnStage::TurnStage(TurnSettings settings, std::unique_ptr<TurnScorer> scorer)
-    : scorer_(std::move(scorer)), detector_(settings, scorer_.get()) {}
+std::map<std::string, std::string> settings_params(const TurnSettings& s) {
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
+  std::map<std::string, std::string> p{{"eot_threshold", number(s.eot_threshold)},
+                                       {"eot_timeout_ms", number(s.timeout_seconds * 1000)}};
+  if (s.eager_eot_threshold) p["eager_eot_threshold"] = number(*s.eager_eot_threshold);
+  if (s.silence_seconds) p["turn_silence_ms"] = number(*s.silence_seconds * 1000);
+  return p;
+}
+
+TurnStage::TurnStage(TurnSettings settings, std::unique_ptr<TurnScorer> scorer, TurnSettings defaults)
+    : scorer_(std::move(scorer)), defaults_(defaults), detector_(settings, scorer_.get()) {}
+
+std::map<std::string, std::string> TurnStage::check_settings(const std::map<std::string, std::string>& params) const {
+  std::map<std::string, std::string> without_off = params;
+  without_off.erase("turns");  // a stream's turns stay on once opened
+  return settings_params(*settings_for(without_off, defaults_));
+}
 
 void TurnStage::consume(const events::Event& event, const std::function<void(events::Event)>& emit) {
+  if (const auto* c = std::get_if<events::SettingsChanged>(&event)) {
+    // Checked when asked (check_settings): a bad set cannot arrive; if one did, the stream keeps its settings.
+    try {
+      std::map<std::string, std::string> params = c->params;
+      params.erase("turns");
+      detector_.set_settings(*settings_for(params, defaults_));
+    } catch (const Error&) {
+    }
+    emit(event);
+    return;
+  }
   // Words that open or resume a turn come after its event; the end of the stream after the turn's end.
   const bool turn_first = std::holds_alternative<events::WordsCommitted>(event) ||
                           std::holds_alternative<events::ProvisionalChanged>(event) ||

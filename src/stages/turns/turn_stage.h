@@ -15,6 +15,8 @@
 //                        silence_duration_ms)
 //   turn_eagerness       low | medium | high | auto (OpenAI semantic_vad): eot_threshold 0.85 / 0.7 /
 //                        0.55 / 0.7 with eot_timeout 8 / 4 / 2 / 4 s
+// A stream may change them mid-stream (events::SettingsChanged, Flux's Configure):
+// the whole set again, over the server's defaults; the open turn goes on under them.
 #pragma once
 
 #include <functional>
@@ -33,14 +35,20 @@ namespace earshot::stages::turns {
 std::optional<TurnSettings> settings_for(const std::map<std::string, std::string>& params,
                                          const TurnSettings& defaults);
 
+// The settings as parameters (the names above; eager_eot_threshold and turn_silence_ms when set).
+std::map<std::string, std::string> settings_params(const TurnSettings& settings);
+
 class TurnStage : public Stage {
  public:
-  TurnStage(TurnSettings settings, std::unique_ptr<TurnScorer> scorer = nullptr);
+  // defaults: the server's, under which mid-stream parameters are read (settings_for).
+  TurnStage(TurnSettings settings, std::unique_ptr<TurnScorer> scorer = nullptr, TurnSettings defaults = {});
   void consume(const events::Event& event, const std::function<void(events::Event)>& emit) override;
   void advance(double heard, const std::function<void(events::Event)>& emit) override;
+  std::map<std::string, std::string> check_settings(const std::map<std::string, std::string>& params) const override;
 
  private:
   std::unique_ptr<TurnScorer> scorer_;
+  TurnSettings defaults_;
   TurnDetector detector_;
 };
 
