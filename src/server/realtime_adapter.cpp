@@ -203,6 +203,17 @@ class RealtimeProtocol : public AudioStreamProtocol {
             "invalid_value", problem,
             beta ? "session.input_audio_transcription.language" : "session.audio.input.transcription.language");
     }
+    // Turn detection may change while the stream runs: the turn stage takes the new
+    // settings from the audio appended so far on (events::SettingsChanged).
+    const std::map<std::string, std::string> turn = stage_params(next.turn);
+    if (session_ && turn != stage_params(config_.turn)) {
+      try {
+        session_->change_settings(turn);
+      } catch (const Error& e) {
+        throw rt::RealtimeError("invalid_value", e.what(),
+                                beta ? "session.turn_detection" : "session.audio.input.turn_detection");
+      }
+    }
     config_ = std::move(next);
     projection_->configure(config_);
     out.send(json{{"type", beta ? "transcription_session.updated" : "session.updated"},

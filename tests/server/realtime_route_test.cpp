@@ -334,6 +334,62 @@ TEST_F(Realtime, WithATurnStageItemsAreItsTurns) {
   client.close();
 }
 
+// Records the settings changes that reach the chain (a turn stage's view).
+class SettingsRecorder : public stages::Stage {
+ public:
+  explicit SettingsRecorder(std::function<void(const events::SettingsChanged&)> seen) : seen_(std::move(seen)) {}
+  void consume(const events::Event& event, const std::function<void(events::Event)>& emit) override {
+    if (const auto* c = std::get_if<events::SettingsChanged>(&event)) seen_(*c);
+    emit(event);
+  }
+  std::map<std::string, std::string> check_settings(const std::map<std::string, std::string>& params) const override {
+    if (params.count("turn_silence_ms") && params.at("turn_silence_ms") == "1234")
+      throw Error(ErrorCode::kInvalidArgument, "invalid parameter 'turn_silence_ms': out of range");
+    return params;
+  }
+
+ private:
+  std::function<void(const events::SettingsChanged&)> seen_;
+};
+
+TEST_F(Realtime, TurnDetectionChangesWhileTheStreamRuns) {
+  std::vector<events::SettingsChanged> changes;
+  server::ServerConfig config;
+  config.stages = {"turns"};
+  start_with(config, [&] {
+    return std::make_unique<SettingsRecorder>([&](const events::SettingsChanged& c) {
+      std::lock_guard lock(mutex_);
+      changes.push_back(c);
+    });
+  });
+  WsClient client(port_, "/v1/realtime?intent=transcription");
+  client.read();
+  append(client, pcm16(0.5, 24000, 0));
+  client.send_text(R"({"type":"session.update","session":{"audio":{"input":{
+      "turn_detection":{"type":"server_vad","silence_duration_ms":700}}}}})");
+  std::optional<json> updated = client.read();
+  ASSERT_TRUE(updated);
+  EXPECT_EQ((*updated)["type"], "session.updated") << updated->dump();
+  EXPECT_EQ((*updated)["session"]["audio"]["input"]["turn_detection"]["silence_duration_ms"], 700);
+  // A set the stage refuses is an error naming turn detection; the session keeps its settings.
+  client.send_text(R"({"type":"session.update","session":{"audio":{"input":{
+      "turn_detection":{"type":"server_vad","silence_duration_ms":1234}}}}})");
+  std::optional<json> refused = client.read();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ((*refused)["type"], "error") << refused->dump();
+  EXPECT_EQ((*refused)["error"]["param"], "session.audio.input.turn_detection");
+  append(client, pcm16(0.5, 24000, 0));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex_);
+    return !changes.empty();
+  }));
+  std::lock_guard lock(mutex_);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].params.at("turn_silence_ms"), "700");
+  // At the audio appended before the update (less what the 24 to 16 kHz resampler still held).
+  EXPECT_NEAR(changes[0].at, 0.5, 0.005);
+}
+
 TEST_F(Realtime, ErrorsHaveOpenAIsShapeAndTheSessionGoesOn) {
   start_with();
   WsClient client(port_, "/v1/realtime");  // the official client's URL has no intent: transcription is all there is
