@@ -53,8 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       bool keyterms_changed = false;
       const deepgram::FluxOptions next =
           deepgram::apply_flux_configure(deepgram::FluxOptions{}, text, &keyterms_changed);
-      earshot::fuzz::check(!next.eager_eot_threshold || *next.eager_eot_threshold <= next.eot_threshold.value_or(0.7),
-                           "an eager threshold at most the end threshold");
+      earshot::fuzz::check(
+          !next.eager_eot_threshold || !next.eot_threshold || *next.eager_eot_threshold <= *next.eot_threshold,
+          "an eager threshold at most the end threshold");
     } catch (const earshot::Error& e) {
       earshot::fuzz::check_client_message(e.what());
       deepgram::FluxProjection(deepgram::StreamInfo{}).configure_failure(e.what()).dump();

@@ -54,7 +54,9 @@ TEST(FluxOptions, ThresholdsCheckedAndPassedToTheTurnStage) {
   EXPECT_NE(error_of({{"eager_eot_threshold", "1"}}).find("'eager_eot_threshold'"), std::string::npos);
   EXPECT_NE(error_of({{"eot_timeout_ms", "100"}}).find("'eot_timeout_ms'"), std::string::npos);
   EXPECT_NE(error_of({{"eot_timeout_ms", "x"}}).find("'eot_timeout_ms'"), std::string::npos);
-  EXPECT_NE(error_of({{"eager_eot_threshold", "0.8"}}).find("above eot_threshold"), std::string::npos);
+  EXPECT_NE(error_of({{"eager_eot_threshold", "0.8"}, {"eot_threshold", "0.7"}}).find("above eot_threshold"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"eager_eot_threshold", "0.8"}}), "accepted") << "the turn stage checks it against the server's";
   EXPECT_EQ(error_of({{"eager_eot_threshold", "0.8"}, {"eot_threshold", "0.9"}}), "accepted");
   EXPECT_NE(error_of({{"sample_rate", "16000"}, {"encoding", "linear16"}, {"channels", "0"}}), "accepted");
 }

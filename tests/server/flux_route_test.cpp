@@ -171,6 +171,15 @@ TEST_F(Flux, BadOptionsAndMessages) {
   EXPECT_FALSE(bad.read());
   EXPECT_EQ(bad.close_code(), 1008);
 
+  // An eager threshold above the server's eot_threshold (0.7 here), the stream giving none.
+  WsClient eager(port_, "/v2/listen?encoding=linear16&sample_rate=16000&eager_eot_threshold=0.8", auth());
+  m = eager.read();
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)["type"], "Error");
+  EXPECT_NE((*m)["description"].get<std::string>().find("above eot_threshold"), std::string::npos) << m->dump();
+  EXPECT_FALSE(eager.read());
+  EXPECT_EQ(eager.close_code(), 1008);
+
   WsClient client(port_, "/v2/listen?encoding=linear16&sample_rate=16000", auth());
   ASSERT_EQ(client.read().value()["type"], "Connected");
   client.send_text(R"({"type":"Finalize"})");
@@ -178,6 +187,11 @@ TEST_F(Flux, BadOptionsAndMessages) {
   ASSERT_TRUE(m);
   EXPECT_EQ((*m)["type"], "Error");
   EXPECT_NE((*m)["description"].get<std::string>().find("ForceEndTurn"), std::string::npos);
+  client.send_text(R"({"type":"Configure","thresholds":{"eager_eot_threshold":0.8}})");
+  m = client.read();
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)["type"], "ConfigureFailure");
+  EXPECT_NE((*m)["description"].get<std::string>().find("above eot_threshold"), std::string::npos) << m->dump();
   client.send_text(R"({"type":"CloseStream"})");
   read_all(client);
   EXPECT_EQ(client.close_code(), 1000);

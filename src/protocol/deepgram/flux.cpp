@@ -35,12 +35,13 @@ std::string number_text(double v) {
   return text;
 }
 
+// Both given: the eager end comes first. With eot_threshold left to the server, the
+// turn stage checks the pair against the server's default (--eot-threshold).
 void check_eager(const FluxOptions& o, const char* what) {
-  if (o.eager_eot_threshold && *o.eager_eot_threshold > o.eot_threshold.value_or(0.7))
+  if (o.eager_eot_threshold && o.eot_threshold && *o.eager_eot_threshold > *o.eot_threshold)
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("invalid ") + what + " 'eager_eot_threshold': " + number_text(*o.eager_eot_threshold) +
-                    " is above eot_threshold (" + number_text(o.eot_threshold.value_or(0.7)) +
-                    "): the eager end comes first");
+                    " is above eot_threshold (" + number_text(*o.eot_threshold) + "): the eager end comes first");
 }
 
 }  // namespace
