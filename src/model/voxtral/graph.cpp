@@ -5,13 +5,17 @@
 #include "common/error.h"
 #include "model/runtime/amx.h"
 #include "model/runtime/gemv_ops.h"
+#include "model/runtime/q8_gemm.h"
 
 namespace earshot::voxtral {
 namespace {
 
-// A weight product: a few rows against a float weight on the CPU keep their f32
-// activations (gemv_mul_mat); the rest is ggml's (AMX where the weight lives there).
+// A weight product: a Q8_0 weight on the int8 op where asked (GraphKernels::int8);
+// a few rows against a float weight on the CPU keep their f32 activations
+// (gemv_mul_mat); the rest is ggml's (AMX where the weight lives there).
 ggml_tensor* product(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, GraphKernels k) {
+  if (k.cpu && k.int8 && runtime::q8_gemm_available() && runtime::q8_gemm_supports(w, x))
+    return runtime::q8_mul_mat(ctx, w, x);
   if (k.cpu && runtime::gemv_supports(w, x)) return runtime::gemv_mul_mat(ctx, w, x);
   return runtime::mul_mat(ctx, w, x);
 }
@@ -40,6 +44,7 @@ ggml_tensor* ring_attention(ggml_context* ctx, ggml_tensor* q, const KvRing& rin
 
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const KvRing& ring, int slots,
                            GraphKernels kernels) {
+  kernels.int8 = true;  // the encoder's products: many rows (GraphKernels::int8)
   const Hparams& hp = model.hparams();
   const int frames = hp.mel_frames_per_slot * slots;  // mel frames in
   const int n = frames / 2;                           // encoder frames out
@@ -168,7 +173,8 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   return g;
 }
 
-int encoder_graph_nodes(const Hparams& hp) { return 64 + 40 * hp.enc_n_layer; }
+// Per layer: ~40 nodes, and on the int8 op a quantise node beside each of its 7 products.
+int encoder_graph_nodes(const Hparams& hp) { return 64 + 56 * hp.enc_n_layer; }
 
 int decoder_graph_nodes(const Hparams& hp, int parts) { return 64 + hp.n_layer * (40 + 12 * parts); }
 

@@ -20,6 +20,11 @@ namespace earshot::voxtral {
 // activation rows against a float weight go to runtime::gemv_mul_mat).
 struct GraphKernels {
   bool cpu = true;
+  // A Q8_0 weight's products on the int8 op (runtime/q8_gemm.h) where the CPU runs it,
+  // at any number of rows: the encoder's (its values do not depend on the rows, so a
+  // stream encoded slot by slot still equals the whole file at once). The decoder's
+  // one row per stream stays on the few-row kernels.
+  bool int8 = false;
 };
 
 struct EncoderGraph {
