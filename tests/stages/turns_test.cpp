@@ -313,6 +313,19 @@ TEST(TurnParams, PerStreamSettingsOverTheDefaults) {
   EXPECT_NE(message({{"turns", "maybe"}}).find("'turns'"), std::string::npos);
 }
 
+// A session on the fakes with a turn stage of `settings`, and two phrases 1 s apart.
+std::unique_ptr<session::StreamSession> session_with_turns(TurnSettings settings = {}) {
+  std::vector<std::unique_ptr<Stage>> chain;
+  chain.push_back(std::make_unique<TurnStage>(settings));
+  return std::make_unique<session::StreamSession>(
+      std::make_unique<testing::FakeProcessor>(), std::make_unique<testing::FakeVad>(), session::StreamOptions{},
+      [] { return 0.0; }, std::move(chain));
+}
+std::vector<float> two_phrases() {
+  using namespace earshot::testing;
+  return concat({tone(0.7, 0.1f), silence(1.0), tone(0.6, 0.2f), silence(0.5)});
+}
+
 TEST(TurnStage, OrdersItsEventsAroundTheOnesThatCausedThem) {
   TurnStage stage(TurnSettings{});
   std::vector<events::Event> out;
@@ -330,14 +343,10 @@ TEST(TurnStage, OrdersItsEventsAroundTheOnesThatCausedThem) {
 }
 
 TEST(TurnStage, ALiveSessionsTurnsEndWhenTheVadDecides) {
-  using namespace earshot::testing;
-  std::vector<std::unique_ptr<Stage>> chain;
-  chain.push_back(std::make_unique<TurnStage>(TurnSettings{}));
-  session::StreamSession s(
-      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), session::StreamOptions{}, [] { return 0.0; },
-      std::move(chain));
+  const auto session = session_with_turns();
+  session::StreamSession& s = *session;
   // Two turns 1 s apart, fed in 0.1 s steps as a real-time client's audio arrives.
-  const std::vector<float> audio = concat({tone(0.7, 0.1f), silence(1.0), tone(0.6, 0.2f), silence(0.5)});
+  const std::vector<float> audio = two_phrases();
   for (size_t at = 0; at < audio.size(); at += 1600) {
     s.push_audio(std::span<const float>(audio).subspan(at, std::min<size_t>(1600, audio.size() - at)));
     while (s.has_work()) s.step();
@@ -360,14 +369,9 @@ TEST(TurnStage, ALiveSessionsTurnsEndWhenTheVadDecides) {
 TEST(TurnStage, ASessionBehindItsStreamEndsTheSameTurns) {
   // The audio of ALiveSessionsTurnsEndWhenTheVadDecides arrives before the session
   // steps at all (it fell behind): its turns are the same, decided on the audio clock.
-  using namespace earshot::testing;
-  std::vector<std::unique_ptr<Stage>> chain;
-  chain.push_back(std::make_unique<TurnStage>(TurnSettings{}));
-  session::StreamSession s(
-      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), session::StreamOptions{}, [] { return 0.0; },
-      std::move(chain));
-  const std::vector<float> audio = concat({tone(0.7, 0.1f), silence(1.0), tone(0.6, 0.2f), silence(0.5)});
-  s.push_audio(audio);
+  const auto session = session_with_turns();
+  session::StreamSession& s = *session;
+  s.push_audio(two_phrases());
   s.end_of_stream();
   while (s.has_work()) s.step();
   EXPECT_EQ(turns_of(s.events_since(0).events), "start 0 0.00\nend 0 0.70 silence\nstart 1 1.70\nend 1 2.30 silence\n");
@@ -403,13 +407,10 @@ TEST(TurnStage, SettingsChangeMidStreamInAudioOrder) {
 
 TEST(TurnStage, ASessionPlacesNewSettingsAtTheAudioReceivedBeforeThem) {
   using namespace earshot::testing;
-  std::vector<std::unique_ptr<Stage>> chain;
   TurnSettings only_timeouts;
   only_timeouts.eot_threshold = 1.0;
-  chain.push_back(std::make_unique<TurnStage>(only_timeouts));
-  session::StreamSession s(
-      std::make_unique<FakeProcessor>(), std::make_unique<FakeVad>(), session::StreamOptions{}, [] { return 0.0; },
-      std::move(chain));
+  const auto session = session_with_turns(only_timeouts);
+  session::StreamSession& s = *session;
   // Everything arrives before the session steps: the change still lands between the two phrases.
   s.push_audio(concat({tone(0.7, 0.1f), silence(1.0)}));
   EXPECT_THROW(s.change_settings({{"eot_threshold", "7"}}), Error);

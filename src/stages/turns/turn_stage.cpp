@@ -84,19 +84,21 @@ std::map<std::string, std::string> settings_params(const TurnSettings& s) {
 TurnStage::TurnStage(TurnSettings settings, std::unique_ptr<TurnScorer> scorer, TurnSettings defaults)
     : scorer_(std::move(scorer)), defaults_(defaults), detector_(settings, scorer_.get()) {}
 
-std::map<std::string, std::string> TurnStage::check_settings(const std::map<std::string, std::string>& params) const {
+TurnSettings TurnStage::changed_settings(const std::map<std::string, std::string>& params) const {
   std::map<std::string, std::string> without_off = params;
   without_off.erase("turns");  // a stream's turns stay on once opened
-  return settings_params(*settings_for(without_off, defaults_));
+  return *settings_for(without_off, defaults_);
+}
+
+std::map<std::string, std::string> TurnStage::check_settings(const std::map<std::string, std::string>& params) const {
+  return settings_params(changed_settings(params));
 }
 
 void TurnStage::consume(const events::Event& event, const std::function<void(events::Event)>& emit) {
   if (const auto* c = std::get_if<events::SettingsChanged>(&event)) {
     // Checked when asked (check_settings): a bad set cannot arrive; if one did, the stream keeps its settings.
     try {
-      std::map<std::string, std::string> params = c->params;
-      params.erase("turns");
-      detector_.set_settings(*settings_for(params, defaults_));
+      detector_.set_settings(changed_settings(c->params));
     } catch (const Error&) {
     }
     emit(event);

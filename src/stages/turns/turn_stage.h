@@ -47,6 +47,9 @@ class TurnStage : public Stage {
   std::map<std::string, std::string> check_settings(const std::map<std::string, std::string>& params) const override;
 
  private:
+  // A stream's whole new set over the server's defaults (Error for a bad one).
+  TurnSettings changed_settings(const std::map<std::string, std::string>& params) const;
+
   std::unique_ptr<TurnScorer> scorer_;
   TurnSettings defaults_;
   TurnDetector detector_;
