@@ -124,6 +124,8 @@ class TimedVad : public session::VoiceActivityDetector {
     return inner_->finish();
   }
   int64_t max_event_delay_samples() const override { return inner_->max_event_delay_samples(); }
+  bool end_pending() const override { return inner_->end_pending(); }
+  std::optional<int64_t> decided_until() const override { return inner_->decided_until(); }
 
  private:
   std::unique_ptr<session::VoiceActivityDetector> inner_;

@@ -121,6 +121,16 @@ class StreamingTransducer : public TransducerStream {
   // The segment ends: the tokens of the rest of its audio. The prediction
   // network's state carries into the next segment.
   virtual std::vector<TokenEmission> finish() = 0;
+  // The segment's last audio and its end: push(samples) then finish(), with the
+  // same tokens; a model that can encodes them in fewer passes (a flush at the
+  // end of speech is then one pass, its weights read once).
+  virtual std::vector<TokenEmission> finish_with(std::span<const float> samples) {
+    std::vector<TokenEmission> out;
+    if (!samples.empty()) out = push(samples);
+    std::vector<TokenEmission> rest = finish();
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+  }
   // Encoder frames of the current segment decoded so far.
   virtual int frames_done() const = 0;
 };

@@ -17,6 +17,7 @@ class SileroVad : public VoiceActivityDetector {
   std::vector<VadEvent> finish() override;
   int64_t max_event_delay_samples() const override { return max_delay_; }
   bool end_pending() const override { return detector_.end_pending(); }
+  std::optional<int64_t> decided_until() const override { return detector_.decided_until(); }
 
  private:
   vad::SpeechDetector detector_;

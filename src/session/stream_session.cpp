@@ -498,11 +498,17 @@ void StreamSession::run_step() {
   // wants everything it sent; a pause keeps its undecided audio (it may hold the
   // start of speech).
   const bool release_all = last || !vad_ || (finalize && s.in_speech);
-  release_until(release_all ? chunk_end : chunk_end - vad_->max_event_delay_samples());
+  if (release_all) {
+    release_until(chunk_end);
+  } else {
+    int64_t decided = chunk_end - vad_->max_event_delay_samples();
+    if (const std::optional<int64_t> d = vad_->decided_until()) decided = std::max(decided, *d + s.vad_offset);
+    release_until(decided);
+  }
 
-  // While the VAD has an end pending, the audio released since the last pass is
-  // older than the silence (it trails by the VAD's look-ahead) and the flush is a
-  // few windows away: a pass now would only delay that flush (it waits for the pass).
+  // While the VAD has an end pending, the audio released since the last pass ends
+  // where the speech would end and the flush is a few windows away: a pass now
+  // would only delay that flush (it waits for the pass).
   const bool end_pending = vad_ && s.in_speech && !last && vad_->end_pending();
   if (s.fed_since_process && !last && !finalize && !end_pending) {
     ProcessResult r = processor_->process(false);

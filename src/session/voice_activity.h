@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,12 @@ class VoiceActivityDetector {
   // pass over the audio released so far then adds little, and the pass that
   // flushes the end is near. False where the detector cannot tell.
   virtual bool end_pending() const { return false; }
+  // The sample (counted as events are) before which the detector has decided
+  // everything: no event still to come points before it. The session releases
+  // audio up to here rather than max_event_delay_samples() back, so speech
+  // reaches the model as soon as it is known to be speech. nullopt where the
+  // detector cannot tell (the worst case then holds).
+  virtual std::optional<int64_t> decided_until() const { return std::nullopt; }
 };
 
 using VadFactory = std::function<std::unique_ptr<VoiceActivityDetector>()>;

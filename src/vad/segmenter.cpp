@@ -66,6 +66,17 @@ std::optional<SpeechEvent> SpeechSegmenter::finish(int64_t stream_end_sample) {
   return SpeechEvent{SpeechEvent::Kind::kSpeechEnd, end};
 }
 
+int64_t SpeechSegmenter::decided_until() const {
+  if (!triggered_) {
+    // A start points at least one pad before the next window, never before the last end.
+    return std::clamp(current_sample_ - pad_samples_, last_end_, current_sample_);
+  }
+  // An end points one pad past its first silent window's start (a pending one's,
+  // or a window still to come), never past the audio consumed when decided.
+  if (silence_since_) return std::min(*silence_since_ - options_.window_samples + pad_samples_, current_sample_);
+  return current_sample_;
+}
+
 void SpeechSegmenter::reset() {
   current_sample_ = 0;
   triggered_ = false;

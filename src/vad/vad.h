@@ -182,6 +182,14 @@ class SpeechSegmenter {
   bool end_pending() const {
     return triggered_ && silence_since_.has_value() && current_sample_ - *silence_since_ < min_silence_samples_;
   }
+  // Every event still to come points at or after this sample (an end of the
+  // open segment at its first silent window's start plus the pad at the
+  // earliest; a start one pad before the next window, never before the last
+  // end): the audio before it is decided. With the defaults it trails the
+  // windows consumed by at most the pad (30 ms) in a pause and not at all in
+  // speech, far less than the worst case a caller must otherwise assume (an
+  // end pointing 130 ms back, a start 62 ms).
+  int64_t decided_until() const;
   const SegmenterOptions& options() const { return options_; }
 
  private:
@@ -215,6 +223,7 @@ class SpeechDetector {
   void reset();
   bool in_speech() const { return segmenter_.in_speech(); }
   bool end_pending() const { return segmenter_.end_pending(); }
+  int64_t decided_until() const { return segmenter_.decided_until(); }
 
  private:
   VadSession session_;

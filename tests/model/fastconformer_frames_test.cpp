@@ -115,5 +115,45 @@ TEST(TransducerStreamFrames, StreamingEndsAfterTheEncoderFramesOfNeMosCount) {
   }
 }
 
+// A flush (the segment's last audio and its end) is one encoder pass, with the
+// tokens of push() then finish() (their two or three passes).
+TEST(TransducerStreamFrames, StreamingFinishWithIsPushThenFinishInOnePass) {
+  TempDir dir("transducer-frames");
+  RandomModelOptions o;
+  o.seed = 4;
+  o.streaming = true;
+  write_gguf(dir / "nemotron.gguf", random_model(o));
+  const auto model = Model::load(dir / "nemotron.gguf");
+  const Hparams& hp = model->hparams();
+  const std::vector<float> audio = tones(98 * 160);
+  for (int n : lengths()) {
+    for (int split : {0, 1234, 4000, 12000}) {
+      if (split >= n) continue;
+      int passes = 0;
+      PassReport count = [&passes](ModelPass pass, std::chrono::nanoseconds) {
+        if (pass == ModelPass::kEncoder) ++passes;
+      };
+      const auto one = open_streaming_stream(model, 1, runtime::CpuKernels::kGgml, hp.att_right, nullptr, "",
+                                             NemoFrameCount::kNemo, count);
+      const auto two =
+          open_streaming_stream(model, 1, runtime::CpuKernels::kGgml, hp.att_right, nullptr, "", NemoFrameCount::kNemo);
+      const std::span<const float> head(audio.data(), static_cast<size_t>(split));
+      const std::span<const float> tail(audio.data() + split, static_cast<size_t>(n - split));
+      std::vector<TokenEmission> a = one->push(head), b = two->push(head);
+      passes = 0;
+      const std::vector<TokenEmission> a_rest = one->finish_with(tail);
+      EXPECT_EQ(passes, 1) << "n " << n << " split " << split;
+      a.insert(a.end(), a_rest.begin(), a_rest.end());
+      for (const auto& part : {two->push(tail), two->finish()}) b.insert(b.end(), part.begin(), part.end());
+      ASSERT_EQ(a.size(), b.size()) << "n " << n << " split " << split;
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].token, b[i].token) << "n " << n << " split " << split << " emission " << i;
+        EXPECT_EQ(a[i].frame, b[i].frame) << "n " << n << " split " << split << " emission " << i;
+      }
+      EXPECT_EQ(one->frames_done(), 0);  // the segment ended: the next push starts a new one
+    }
+  }
+}
+
 }  // namespace
 }  // namespace earshot::fastconformer

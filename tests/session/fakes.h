@@ -36,6 +36,7 @@ class FakeProcessor : public OnlineProcessor {
     if (buffer_.empty()) buffer_start_ = stream_end_time - static_cast<double>(samples.size()) / 16000.0;
     buffer_.insert(buffer_.end(), samples.begin(), samples.end());
     inserted_ += samples.size();
+    inserted_until_ = stream_end_time;
   }
   ProcessResult process(bool is_last) override {
     ++passes_;
@@ -72,6 +73,7 @@ class FakeProcessor : public OnlineProcessor {
 
   int passes() const { return passes_; }
   size_t inserted() const { return inserted_; }
+  double inserted_until() const { return inserted_until_; }  // stream time of the last sample inserted
 
  private:
   Word word(size_t from, size_t count, const char* prefix) const {
@@ -95,6 +97,7 @@ class FakeProcessor : public OnlineProcessor {
   std::vector<float> buffer_;
   double buffer_start_ = 0;
   size_t inserted_ = 0;
+  double inserted_until_ = 0;
   int passes_ = 0;
 
  public:

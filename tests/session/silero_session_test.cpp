@@ -63,5 +63,33 @@ TEST(SileroSession, DecisionDelayCoversEndEvents) {
   EXPECT_GE(detector.max_event_delay_samples(), 5 * 512 + 480);
 }
 
+// Speech reaches the model as soon as the VAD has decided it is speech, not a
+// worst-case decision delay (222 ms) later: while a detector fed the same audio
+// is in speech with no end pending, the model has every sample but the VAD's
+// partial window and at most one whole window (20 ms pieces, a step after each).
+TEST(SileroSession, SpeechReachesTheModelOnceDecided) {
+  auto model = vad::VadModel::load(EARSHOT_SHARED_DIR "/models/silero-v6.2.0-ggml.bin");
+  const std::vector<float> jfk = audio::load_file(EARSHOT_SHARED_DIR "/data/jfk.wav");
+  auto processor = std::make_unique<testing::FakeProcessor>();
+  auto* fake = processor.get();
+  StreamOptions options;
+  options.min_step_seconds = 0.02;
+  StreamSession session(std::move(processor), std::make_unique<SileroVad>(model), options);
+  vad::SpeechDetector twin(model);
+  constexpr size_t kPiece = 320;
+  int checked = 0;
+  for (size_t i = 0; i + kPiece <= jfk.size(); i += kPiece) {
+    const std::span<const float> piece = std::span<const float>(jfk).subspan(i, kPiece);
+    session.push_audio(piece);
+    twin.push(piece);
+    while (session.has_work()) session.step();
+    if (!twin.in_speech() || twin.end_pending()) continue;
+    const double pushed = static_cast<double>(i + kPiece) / 16000.0;
+    EXPECT_LE(pushed - fake->inserted_until(), 2 * 512 / 16000.0) << "at " << pushed << " s";
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);  // jfk.wav is mostly speech
+}
+
 }  // namespace
 }  // namespace earshot::session

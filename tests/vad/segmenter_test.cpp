@@ -72,6 +72,52 @@ TEST(SpeechSegmenter, AnEndIsPendingFromTheFirstSilentWindowToItsDecision) {
   EXPECT_FALSE(band.in_speech());  // the last silent window decided it
 }
 
+// What decided_until() promises: no later event (nor the end finish() gives)
+// points before it, and it never runs past the windows consumed; in speech it is
+// the windows consumed, in a pause one pad before them (random sequences over
+// both thresholds and the band between, with several pads and silences).
+TEST(SpeechSegmenter, NoEventPointsBeforeWhatWasDecided) {
+  uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
+  };
+  for (int pad_ms : {0, 30, 100}) {
+    for (int silence_ms : {0, 100, 300}) {
+      SegmenterOptions options;
+      options.speech_pad_ms = pad_ms;
+      options.min_silence_ms = silence_ms;
+      SpeechSegmenter segmenter(options);
+      const int64_t pad = pad_ms * 16;
+      int64_t decided = 0, consumed = 0;
+      bool speech = false;
+      for (int i = 0; i < 4000; ++i) {
+        // Runs of speech, silence or the band, so segments open and close often.
+        if (i % 7 == 0) speech = next() < 0.5f;
+        const float p = speech ? 0.5f + 0.5f * next() : 0.45f * next();
+        const std::optional<SpeechEvent> e = segmenter.push(p);
+        consumed += options.window_samples;
+        if (e) {
+          EXPECT_GE(e->sample, decided) << "window " << i << " pad " << pad_ms << " silence " << silence_ms;
+        }
+        const int64_t now = segmenter.decided_until();
+        EXPECT_GE(now, decided) << "window " << i;
+        EXPECT_LE(now, consumed) << "window " << i;
+        if (segmenter.in_speech() && p >= 0.5f) {
+          EXPECT_EQ(now, consumed) << "window " << i;
+        }
+        if (!segmenter.in_speech()) {
+          EXPECT_GE(now, consumed - pad) << "window " << i;
+        }
+        decided = now;
+      }
+      if (const std::optional<SpeechEvent> e = segmenter.finish(consumed + 100)) {
+        EXPECT_GE(e->sample, decided);
+      }
+    }
+  }
+}
+
 TEST(SpeechSegmenter, StartIsClampedAtStreamStart) {
   EXPECT_EQ(run({0.8f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}), (std::vector{start(0, 0), end(5, 992)}));
 }

@@ -192,6 +192,16 @@ class StreamingStream : public StreamingTransducer, StreamBase {
     out.insert(out.end(), last.begin(), last.end());
     return out;
   }
+  std::vector<TokenEmission> finish_with(std::span<const float> samples) override {
+    // The mel of the samples and the stream's last frames, then every remaining
+    // chunk at once: one encoder pass up to kMaxStepFrames frames (the output is the
+    // same whatever the split of the mel).
+    features::FrameMajorMel mel = mel_stream_.push(samples);
+    const features::FrameMajorMel rest = mel_stream_.finish();
+    mel.data.insert(mel.data.end(), rest.data.begin(), rest.data.end());
+    encoder_.append_mel(mel.data, mel.n_frames + rest.n_frames);
+    return greedy(encode([&] { return encoder_.finish(); }), state_);
+  }
   int frames_done() const override { return encoder_.frames_done(); }
 
  private:

@@ -110,19 +110,18 @@ class StreamingTransducerProcessor : public TransducerWords {
 
   ProcessResult process(bool is_last) override {
     ProcessResult result;
-    if (!samples_.empty()) {
-      segment_samples_ += static_cast<long long>(samples_.size());
-      decode(stream_->push(samples_), segment_start_, segment_end(), result.committed);
-      samples_.clear();
-    }
+    segment_samples_ += static_cast<long long>(samples_.size());
     if (is_last && segment_samples_ > 0) {
-      decode(stream_->finish(), segment_start_, segment_end(), result.committed);
+      // The segment's last audio and its end together: a flush is one pass.
+      decode(stream_->finish_with(samples_), segment_start_, segment_end(), result.committed);
       segment_start_ += static_cast<double>(segment_samples_) / kSampleRate;
       segment_samples_ = 0;
       done_frames_ = 0;
     } else {
+      if (!samples_.empty()) decode(stream_->push(samples_), segment_start_, segment_end(), result.committed);
       done_frames_ = stream_->frames_done();
     }
+    samples_.clear();
     if (is_last) flush(result.committed);
     result.processed_until = segment_start_ + done_frames_ * frame_seconds();
     return result;
