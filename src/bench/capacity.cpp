@@ -101,6 +101,10 @@ class TimedProcessor : public OnlineProcessor {
     ScopeTimer t(c_->processor, clock_);
     return inner_->finish();
   }
+  void prepare_flush() override {
+    ScopeTimer t(c_->processor, clock_);
+    inner_->prepare_flush();
+  }
   void warmup() override { inner_->warmup(); }  // not part of the stream
   std::string language() const override { return inner_->language(); }
 

@@ -169,6 +169,7 @@ class FedAudioProcessor : public OnlineProcessor {
     inner_->end_silence(duration, offset);
   }
   ProcessResult finish() override { return inner_->finish(); }
+  void prepare_flush() override { inner_->prepare_flush(); }
   void warmup() override {
     inner_->warmup();
     fed_->seconds = 0;

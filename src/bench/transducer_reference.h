@@ -99,6 +99,7 @@ class SegmentClockProcessor : public OnlineProcessor {
   ProcessResult start_silence() override { return ended(inner_->start_silence()); }
   void end_silence(double duration, double offset) override { inner_->end_silence(duration, offset); }
   ProcessResult finish() override { return ended(inner_->finish()); }
+  void prepare_flush() override { inner_->prepare_flush(); }
   void warmup() override { inner_->warmup(); }
   std::string language() const override { return inner_->language(); }
 

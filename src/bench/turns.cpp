@@ -197,6 +197,7 @@ TurnScore score_turns(const TurnStream& stream, const std::vector<ProbedEvent>& 
         for (const Word& w : e->words) {
           const double mid = (w.start + w.end) / 2;
           if (mid >= previous_end && mid < next) last_word = std::max(last_word, p.wall);
+          if (mid >= last_start && mid < next) d.last_part_has_words = true;
         }
       }
     }

@@ -81,6 +81,10 @@ struct TurnDelays {
   double end_of_speech = 0;  // stream seconds
   std::optional<double> vad, final_text, end_of_turn;
   std::string reason;  // the TurnEnded's
+  // Whether the system committed words in the turn's last stretch of speech
+  // (after its last pause): without, what ends is a turn without words (noise,
+  // a breath, or words the model did not hear), which the rule holds longer.
+  bool last_part_has_words = false;
 };
 
 struct TurnScore {

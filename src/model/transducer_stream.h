@@ -131,6 +131,12 @@ class StreamingTransducer : public TransducerStream {
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
   }
+  // The segment may end with `samples` (a pending end of speech): encode them
+  // and the segment's rest now, leaving the stream as it is; a finish_with() of
+  // the same samples with nothing pushed between then only decodes (its encoder
+  // pass already ran, while the VAD waited to decide). Does nothing where the
+  // model cannot (the default).
+  virtual void prepare_finish(std::span<const float> samples) { (void)samples; }
   // Encoder frames of the current segment decoded so far.
   virtual int frames_done() const = 0;
 };

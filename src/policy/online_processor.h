@@ -41,6 +41,11 @@ class OnlineProcessor {
   virtual void end_silence(double duration, double offset) = 0;
   // End of stream: flushes and returns the last committed words.
   virtual ProcessResult finish() = 0;
+  // Speech may be ending here (the VAD has an end pending): a processor whose
+  // flush can be worked out ahead without changing anything does so now, and
+  // the start_silence() that follows with no audio inserted between is quicker.
+  // Any other call drops that work. Does nothing by default.
+  virtual void prepare_flush() {}
   // Runs the model once on a short clip so the first real pass is not slow.
   virtual void warmup() = 0;
 

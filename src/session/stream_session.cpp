@@ -510,6 +510,9 @@ void StreamSession::run_step() {
   // where the speech would end and the flush is a few windows away: a pass now
   // would only delay that flush (it waits for the pass).
   const bool end_pending = vad_ && s.in_speech && !last && vad_->end_pending();
+  // The flush the decision will ask for can be worked out now, while the VAD
+  // waits (a processor that can undo it; the audio it would flush is all here).
+  if (end_pending && !finalize) processor_->prepare_flush();
   if (s.fed_since_process && !last && !finalize && !end_pending) {
     ProcessResult r = processor_->process(false);
     ++s.passes;

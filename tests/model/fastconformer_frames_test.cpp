@@ -155,5 +155,62 @@ TEST(TransducerStreamFrames, StreamingFinishWithIsPushThenFinishInOnePass) {
   }
 }
 
+// A finish encoded ahead (a pending end of speech) leaves the stream as it was,
+// and the finish_with() of the same samples then only decodes, with the same
+// tokens; a push between drops it (the stream goes on as if nothing ran).
+TEST(TransducerStreamFrames, StreamingPrepareFinishEncodesAheadWithTheSameTokens) {
+  TempDir dir("transducer-frames");
+  RandomModelOptions o;
+  o.seed = 6;
+  o.streaming = true;
+  write_gguf(dir / "nemotron.gguf", random_model(o));
+  const auto model = Model::load(dir / "nemotron.gguf");
+  const Hparams& hp = model->hparams();
+  const std::vector<float> audio = tones(98 * 160);
+  auto open = [&](PassReport report = {}) {
+    return open_streaming_stream(model, 1, runtime::CpuKernels::kGgml, hp.att_right, nullptr, "", NemoFrameCount::kNemo,
+                                 std::move(report));
+  };
+  auto same = [](const std::vector<TokenEmission>& a, const std::vector<TokenEmission>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].token != b[i].token || a[i].frame != b[i].frame) return false;
+    return true;
+  };
+  const std::span<const float> head(audio.data(), 6000), middle(audio.data() + 6000, 3000),
+      tail(audio.data() + 9000, audio.size() - 9000);
+  const auto plain = open();
+  std::vector<TokenEmission> expected = plain->push(head);
+  for (const auto& part : {plain->push(middle), plain->finish_with(tail)})
+    expected.insert(expected.end(), part.begin(), part.end());
+
+  int passes = 0;
+  const auto ahead = open([&passes](ModelPass pass, std::chrono::nanoseconds) {
+    if (pass == ModelPass::kEncoder) ++passes;
+  });
+  std::vector<TokenEmission> got = ahead->push(head);
+  const int frames = ahead->frames_done();
+  ahead->prepare_finish(middle);  // speech went on: dropped by the push
+  EXPECT_EQ(ahead->frames_done(), frames);
+  for (const auto& part : {ahead->push(middle)}) got.insert(got.end(), part.begin(), part.end());
+  passes = 0;
+  ahead->prepare_finish(tail);
+  ahead->prepare_finish(tail);  // the same samples: already done
+  EXPECT_EQ(passes, 1);
+  const std::vector<TokenEmission> rest = ahead->finish_with(tail);
+  EXPECT_EQ(passes, 1);  // no encoder pass at the flush
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_TRUE(same(got, expected));
+  EXPECT_FALSE(expected.empty());
+
+  // Prepared for other samples than the flush's: the flush encodes them itself.
+  const auto other = open();
+  std::vector<TokenEmission> again = other->push(head);
+  other->prepare_finish(middle);
+  for (const auto& part : {other->push(middle), other->finish_with(tail)})
+    again.insert(again.end(), part.begin(), part.end());
+  EXPECT_TRUE(same(again, expected));
+}
+
 }  // namespace
 }  // namespace earshot::fastconformer

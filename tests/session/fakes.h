@@ -68,10 +68,12 @@ class FakeProcessor : public OnlineProcessor {
     buffer_.clear();
   }
   ProcessResult finish() override { return process(true); }
+  void prepare_flush() override { ++prepared_; }
   void warmup() override {}
   std::string language() const override { return hooks_.language; }
 
   int passes() const { return passes_; }
+  int prepared() const { return prepared_; }  // prepare_flush calls
   size_t inserted() const { return inserted_; }
   double inserted_until() const { return inserted_until_; }  // stream time of the last sample inserted
 
@@ -99,6 +101,7 @@ class FakeProcessor : public OnlineProcessor {
   size_t inserted_ = 0;
   double inserted_until_ = 0;
   int passes_ = 0;
+  int prepared_ = 0;
 
  public:
   std::vector<std::pair<double, double>> silences_;  // (duration, offset) of end_silence calls

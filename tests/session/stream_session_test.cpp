@@ -306,21 +306,24 @@ class FakeVadWithoutPendingEnds : public FakeVad {
   bool end_pending() const override { return false; }
 };
 
-// While the VAD has an end pending, a step runs the VAD alone: the audio released
-// to the model trails the silence by the look-ahead, and a pass now would only
-// delay the flush. Steps come every VAD window then, the flush with the decision;
-// the words are the same as with every pass run.
+// While the VAD has an end pending, a step runs the VAD alone and lets the
+// processor work out its flush ahead (prepare_flush): a pass now would only delay
+// the flush. Steps come every VAD window then, the flush with the decision; the
+// words are the same as with every pass run.
 TEST(StreamSession, WhileAnEndIsPendingStepsRunNoPassAndTheFlushFollowsTheDecision) {
-  auto run = [](std::unique_ptr<VoiceActivityDetector> vad, bool tells_pending_ends, std::vector<int>& passes) {
+  auto run = [](std::unique_ptr<VoiceActivityDetector> vad, bool tells_pending_ends, std::vector<int>& passes,
+                std::vector<int>& prepared) {
     auto p = std::make_unique<FakeProcessor>();
     FakeProcessor* processor = p.get();
     StreamSession session(std::move(p), std::move(vad), {});
     session.push_audio(tone(0.992, 0.1f));  // 31 whole windows of speech
     session.step();
     passes.push_back(processor->passes());
+    prepared.push_back(processor->prepared());
     session.push_audio(silence(0.064));  // two silent windows: the end is pending
     session.step();
     passes.push_back(processor->passes());
+    prepared.push_back(processor->prepared());
     EXPECT_FALSE(session.has_work());    // nothing new to step over yet
     session.push_audio(silence(0.032));  // the third: decided
     // One VAD window is a step while an end is pending (else it waits for min_step_seconds).
@@ -332,11 +335,13 @@ TEST(StreamSession, WhileAnEndIsPendingStepsRunNoPassAndTheFlushFollowsTheDecisi
     while (session.has_work()) session.step();
     return describe(snapshot(session).lines);
   };
-  std::vector<int> with, without;
-  const std::string lines = run(std::make_unique<FakeVad>(), true, with);
-  EXPECT_EQ(with, (std::vector<int>{1, 1, 2}));  // the pending step ran no pass; the decision flushed
-  EXPECT_EQ(run(std::make_unique<FakeVadWithoutPendingEnds>(), false, without), lines);
-  EXPECT_EQ(without, (std::vector<int>{1, 2, 3}));             // a pass on every step
+  std::vector<int> with, without, prepared_with, prepared_without;
+  const std::string lines = run(std::make_unique<FakeVad>(), true, with, prepared_with);
+  EXPECT_EQ(with, (std::vector<int>{1, 1, 2}));        // the pending step ran no pass; the decision flushed
+  EXPECT_EQ(prepared_with, (std::vector<int>{0, 1}));  // it prepared the flush
+  EXPECT_EQ(run(std::make_unique<FakeVadWithoutPendingEnds>(), false, without, prepared_without), lines);
+  EXPECT_EQ(without, (std::vector<int>{1, 2, 3}));  // a pass on every step
+  EXPECT_EQ(prepared_without, (std::vector<int>{0, 0}));
   EXPECT_NE(lines.find(" p100"), std::string::npos) << lines;  // the flush's partial window
 }
 

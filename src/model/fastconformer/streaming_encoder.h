@@ -141,6 +141,11 @@ class StreamingEncoder {
   // subsampling's right padding applies). False when there is none.
   bool next_step(bool end_of_stream, int& t0, int& t1, bool& at_end) const;
 
+  // The stream's whole state (caches, buffered mel, frames done), to run a step
+  // ahead and put it back (StreamingTransducer::prepare_finish).
+  const detail::StreamState& state() const { return state_; }
+  void restore(detail::StreamState state) { state_ = std::move(state); }
+
   int right_context() const { return state_.right; }
   int chunk_frames() const { return state_.right + 1; }
   // Encoder frames output so far in this stream.

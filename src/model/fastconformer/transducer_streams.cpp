@@ -1,6 +1,8 @@
 #include "model/fastconformer/transducer_streams.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "common/sample_rate.h"
 #include "features/nemo_mel.h"
@@ -173,6 +175,7 @@ class StreamingStream : public StreamingTransducer, StreamBase {
     state_.boost = 0;
   }
   void warmup() override {
+    prepared_.reset();
     // A throwaway encoder: this stream's caches stay untouched.
     StreamingEncoder encoder(model_, backend_.get(), encoder_.options(), batcher_);
     features::NemoMelStream mel(mel_, model_->mel_filters(), model_->window());
@@ -182,10 +185,12 @@ class StreamingStream : public StreamingTransducer, StreamBase {
   }
 
   std::vector<TokenEmission> push(std::span<const float> samples) override {
+    prepared_.reset();
     const features::FrameMajorMel mel = mel_stream_.push(samples);
     return greedy(encode([&] { return encoder_.push(mel.data, mel.n_frames); }), state_);
   }
   std::vector<TokenEmission> finish() override {
+    prepared_.reset();
     const features::FrameMajorMel rest = mel_stream_.finish();
     std::vector<TokenEmission> out = greedy(encode([&] { return encoder_.push(rest.data, rest.n_frames); }), state_);
     const std::vector<TokenEmission> last = greedy(encode([&] { return encoder_.finish(); }), state_);
@@ -193,18 +198,53 @@ class StreamingStream : public StreamingTransducer, StreamBase {
     return out;
   }
   std::vector<TokenEmission> finish_with(std::span<const float> samples) override {
-    // The mel of the samples and the stream's last frames, then every remaining
-    // chunk at once: one encoder pass up to kMaxStepFrames frames (the output is the
-    // same whatever the split of the mel).
-    features::FrameMajorMel mel = mel_stream_.push(samples);
-    const features::FrameMajorMel rest = mel_stream_.finish();
-    mel.data.insert(mel.data.end(), rest.data.begin(), rest.data.end());
-    encoder_.append_mel(mel.data, mel.n_frames + rest.n_frames);
-    return greedy(encode([&] { return encoder_.finish(); }), state_);
+    EncoderOutput enc;
+    if (prepared_ && std::ranges::equal(prepared_->samples, samples)) {
+      // Encoded ahead: take the output and the state after it; decode now (the
+      // prediction network's state and any steering are as they are now).
+      enc = std::move(prepared_->output);
+      encoder_.restore(std::move(prepared_->encoder));
+      mel_stream_ = std::move(prepared_->mel);
+    } else {
+      enc = encode_rest(samples);
+    }
+    prepared_.reset();
+    return greedy(enc, state_);
+  }
+  void prepare_finish(std::span<const float> samples) override {
+    if (prepared_ && std::ranges::equal(prepared_->samples, samples)) return;
+    prepared_.reset();
+    detail::StreamState encoder_before = encoder_.state();
+    features::NemoMelStream mel_before = mel_stream_;
+    EncoderOutput output = encode_rest(samples);
+    prepared_.emplace(
+        Prepared{{samples.begin(), samples.end()}, std::move(output), encoder_.state(), std::move(mel_stream_)});
+    encoder_.restore(std::move(encoder_before));
+    mel_stream_ = std::move(mel_before);
   }
   int frames_done() const override { return encoder_.frames_done(); }
 
  private:
+  // A finish encoded ahead (prepare_finish): for these samples, the output and
+  // the encoder and mel states after it.
+  struct Prepared {
+    std::vector<float> samples;
+    EncoderOutput output;
+    detail::StreamState encoder;
+    features::NemoMelStream mel;
+  };
+
+  // The mel of the samples and the stream's last frames, then every remaining
+  // chunk at once: one encoder pass up to kMaxStepFrames frames (the output is the
+  // same whatever the split of the mel).
+  EncoderOutput encode_rest(std::span<const float> samples) {
+    features::FrameMajorMel mel = mel_stream_.push(samples);
+    const features::FrameMajorMel rest = mel_stream_.finish();
+    mel.data.insert(mel.data.end(), rest.data.begin(), rest.data.end());
+    encoder_.append_mel(mel.data, mel.n_frames + rest.n_frames);
+    return encode([&] { return encoder_.finish(); });
+  }
+
   // An encoder call, reported as a pass when it ran a step (gave frames).
   template <typename Call>
   EncoderOutput encode(Call call) {
@@ -218,6 +258,7 @@ class StreamingStream : public StreamingTransducer, StreamBase {
   std::shared_ptr<StreamingBatcher> batcher_;
   StreamingEncoder encoder_;
   features::NemoMelStream mel_stream_;
+  std::optional<Prepared> prepared_;
 };
 
 }  // namespace

@@ -129,6 +129,9 @@ class StreamingTransducerProcessor : public TransducerWords {
 
   ProcessResult start_silence() override { return process(true); }
   ProcessResult finish() override { return process(true); }
+  void prepare_flush() override {
+    if (segment_samples_ > 0 || !samples_.empty()) stream_->prepare_finish(samples_);
+  }
 
  private:
   double segment_end() const { return segment_start_ + static_cast<double>(segment_samples_) / kSampleRate; }
