@@ -189,14 +189,7 @@ class StreamingStream : public StreamingTransducer, StreamBase {
     const features::FrameMajorMel mel = mel_stream_.push(samples);
     return greedy(encode([&] { return encoder_.push(mel.data, mel.n_frames); }), state_);
   }
-  std::vector<TokenEmission> finish() override {
-    prepared_.reset();
-    const features::FrameMajorMel rest = mel_stream_.finish();
-    std::vector<TokenEmission> out = greedy(encode([&] { return encoder_.push(rest.data, rest.n_frames); }), state_);
-    const std::vector<TokenEmission> last = greedy(encode([&] { return encoder_.finish(); }), state_);
-    out.insert(out.end(), last.begin(), last.end());
-    return out;
-  }
+  std::vector<TokenEmission> finish() override { return finish_with({}); }
   std::vector<TokenEmission> finish_with(std::span<const float> samples) override {
     EncoderOutput enc;
     if (prepared_ && std::ranges::equal(prepared_->samples, samples)) {
