@@ -38,6 +38,22 @@ std::vector<int> lengths() {
   return n;
 }
 
+// A random-weight cache-aware streaming model, written to `dir` and loaded.
+std::shared_ptr<const Model> streaming_model(const TempDir& dir, uint64_t seed) {
+  RandomModelOptions o;
+  o.seed = seed;
+  o.streaming = true;
+  write_gguf(dir / "nemotron.gguf", random_model(o));
+  return Model::load(dir / "nemotron.gguf");
+}
+
+// A pass report that counts the encoder passes into `passes`.
+PassReport count_encoder_passes(int& passes) {
+  return [&passes](ModelPass pass, std::chrono::nanoseconds) {
+    if (pass == ModelPass::kEncoder) ++passes;
+  };
+}
+
 int mel_frames(int n, NemoFrameCount count) { return n / 160 + (count == NemoFrameCount::kLibparakeet ? 1 : 0); }
 
 // Records the frames the greedy decoder steps through, choosing blank (the next frame) on each.
@@ -91,11 +107,7 @@ TEST(TransducerStreamFrames, OfflineDecodesTheEncoderFramesOfNeMosCount) {
 
 TEST(TransducerStreamFrames, StreamingEndsAfterTheEncoderFramesOfNeMosCount) {
   TempDir dir("transducer-frames");
-  RandomModelOptions o;
-  o.seed = 3;
-  o.streaming = true;
-  write_gguf(dir / "nemotron.gguf", random_model(o));
-  const auto model = Model::load(dir / "nemotron.gguf");
+  const auto model = streaming_model(dir, 3);
   const Hparams& hp = model->hparams();
   const std::vector<float> audio = tones(98 * 160);
   EXPECT_EQ(hp.encoder_frames(89), 12);
@@ -116,25 +128,18 @@ TEST(TransducerStreamFrames, StreamingEndsAfterTheEncoderFramesOfNeMosCount) {
 }
 
 // A flush (the segment's last audio and its end) is one encoder pass, with the
-// tokens of push() then finish() (their two or three passes).
+// tokens of push() then finish() (two passes).
 TEST(TransducerStreamFrames, StreamingFinishWithIsPushThenFinishInOnePass) {
   TempDir dir("transducer-frames");
-  RandomModelOptions o;
-  o.seed = 4;
-  o.streaming = true;
-  write_gguf(dir / "nemotron.gguf", random_model(o));
-  const auto model = Model::load(dir / "nemotron.gguf");
+  const auto model = streaming_model(dir, 4);
   const Hparams& hp = model->hparams();
   const std::vector<float> audio = tones(98 * 160);
   for (int n : lengths()) {
     for (int split : {0, 1234, 4000, 12000}) {
       if (split >= n) continue;
       int passes = 0;
-      PassReport count = [&passes](ModelPass pass, std::chrono::nanoseconds) {
-        if (pass == ModelPass::kEncoder) ++passes;
-      };
       const auto one = open_streaming_stream(model, 1, runtime::CpuKernels::kGgml, hp.att_right, nullptr, "",
-                                             NemoFrameCount::kNemo, count);
+                                             NemoFrameCount::kNemo, count_encoder_passes(passes));
       const auto two =
           open_streaming_stream(model, 1, runtime::CpuKernels::kGgml, hp.att_right, nullptr, "", NemoFrameCount::kNemo);
       const std::span<const float> head(audio.data(), static_cast<size_t>(split));
@@ -160,11 +165,7 @@ TEST(TransducerStreamFrames, StreamingFinishWithIsPushThenFinishInOnePass) {
 // tokens; a push between drops it (the stream goes on as if nothing ran).
 TEST(TransducerStreamFrames, StreamingPrepareFinishEncodesAheadWithTheSameTokens) {
   TempDir dir("transducer-frames");
-  RandomModelOptions o;
-  o.seed = 6;
-  o.streaming = true;
-  write_gguf(dir / "nemotron.gguf", random_model(o));
-  const auto model = Model::load(dir / "nemotron.gguf");
+  const auto model = streaming_model(dir, 6);
   const Hparams& hp = model->hparams();
   const std::vector<float> audio = tones(98 * 160);
   auto open = [&](PassReport report = {}) {
@@ -185,9 +186,7 @@ TEST(TransducerStreamFrames, StreamingPrepareFinishEncodesAheadWithTheSameTokens
     expected.insert(expected.end(), part.begin(), part.end());
 
   int passes = 0;
-  const auto ahead = open([&passes](ModelPass pass, std::chrono::nanoseconds) {
-    if (pass == ModelPass::kEncoder) ++passes;
-  });
+  const auto ahead = open(count_encoder_passes(passes));
   std::vector<TokenEmission> got = ahead->push(head);
   const int frames = ahead->frames_done();
   ahead->prepare_finish(middle);  // speech went on: dropped by the push
