@@ -37,6 +37,7 @@ phase "built TSan"
 status=0
 # What failed, phase by phase: printed last, so the tail of a long log names it.
 failures=""
+failure_output=""
 failed() { failures+="$*"$'\n'; status=1; }
 # A failed ctest run: each failed test is run once more, alone, to tell a failure
 # from a flaky one in the record; either way the script fails.
@@ -46,6 +47,15 @@ ctest_failures() {  # $1: flavour; ctest keeps the failed tests' numbers and nam
     local names=()
     while IFS= read -r line; do names+=("${line#*:}"); done <"$log"
     for name in "${names[@]}"; do
+      # Its output from the failing run, kept before the rerun rewrites ctest's log:
+      # printed again last, where the tail of a long CI log still shows it.
+      failure_output+="== $1: $name, the end of its output when it failed"$'\n'
+      failure_output+="$(awk -v name="$name" '
+        $0 ~ /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); current = $0 }
+        current == name && /^<end of output>$/ { inside = 0 }
+        inside { print }
+        current == name && /^Output:$/ { inside = 1; getline }
+      ' "$ROOT/build/$1/Testing/Temporary/LastTest.log" 2>/dev/null | tail -n 30 || true)"$'\n'
       if ctest --test-dir "$ROOT/build/$1" --output-on-failure -R "^${name//./\\.}\$" >/dev/null 2>&1; then
         failed "$1: $name (passed when run again alone: flaky)"
       else
@@ -87,6 +97,7 @@ for flavour in release sanitize; do
   awk 'NF == 3 { printf "%8.1f  %s\n", $3, $1 }' "$cost" | sort -rn | sed -n '1,8p'
 done
 if [ -n "$failures" ]; then
+  printf '%s' "$failure_output"
   printf '== FAILED\n%s' "$failures"
 else
   echo "== every test passed"

@@ -29,6 +29,10 @@ if (!["v1", "flux", "openai"].includes(mode)) throw new Error("usage: node livek
 // What the server sent on /v1/realtime: each completed item's transcript, in order, and its errors.
 const completed = [];
 const errors = [];
+// Every turn message of the server, with its item and the milliseconds since the start: printed when the
+// test fails, so a failure seen once (CI) says what the server sent.
+const serverTurns = [];
+const t0 = Date.now();
 const emitMessage = WebSocket.prototype.emit;
 WebSocket.prototype.emit = function (event, ...args) {
   if (event === "message") {
@@ -36,6 +40,10 @@ WebSocket.prototype.emit = function (event, ...args) {
       const m = JSON.parse(args[0].toString());
       if (m.type === "conversation.item.input_audio_transcription.completed") completed.push(m.transcript ?? "");
       if (m.type === "error") errors.push(JSON.stringify(m.error));
+      if (m.type.startsWith("input_audio_buffer.speech_") || m.type.endsWith("transcription.completed")) {
+        const detail = m.audio_start_ms ?? m.audio_end_ms ?? JSON.stringify((m.transcript ?? "").slice(0, 16));
+        serverTurns.push(`${m.type.split(".").pop()} ${m.item_id} ${detail} @${Date.now() - t0} ms`);
+      }
     } catch { /* not JSON: not ours to check here */ }
   }
   return emitMessage.call(this, event, ...args);
@@ -127,6 +135,7 @@ try {
   await server.stop();
 }
 if (failed) {
+  if (serverTurns.length) console.error(`what the server sent of its turns:\n  ${serverTurns.join("\n  ")}`);
   console.error(server.log().split("\n").slice(-20).join("\n"));
   process.exit(1);
 }
