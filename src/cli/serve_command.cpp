@@ -168,6 +168,9 @@ ServeSetup prepare_serve(ServeSettings settings, const Args& args) {
     engine::StreamRequest request = defaults;
     request.language = r.language;
     request.keyterms = r.keyterms;
+    if (const std::string problem = engine->delay_problem(r.delay_ms); !problem.empty())
+      throw Error(ErrorCode::kInvalidArgument, "delay_ms " + problem);
+    request.delay_ms = r.delay_ms;
     if (!trace_dir.empty()) {
       // One file per stream, written by the one worker that runs the stream's step.
       const std::filesystem::path file = trace_dir / ("stream-" + std::to_string(++*streams) + ".jsonl");

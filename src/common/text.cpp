@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <charconv>
+
 namespace earshot {
 
 std::string trim(std::string_view text, std::string_view whitespace) {
@@ -7,6 +9,14 @@ std::string trim(std::string_view text, std::string_view whitespace) {
   if (a == std::string_view::npos) return "";
   const size_t b = text.find_last_not_of(whitespace);
   return std::string(text.substr(a, b - a + 1));
+}
+
+std::optional<int> parse_whole_number(std::string_view text, int min, int max) {
+  int n = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, n);
+  if (text.empty() || ec != std::errc() || ptr != end || n < min || n > max) return std::nullopt;
+  return n;
 }
 
 }  // namespace earshot

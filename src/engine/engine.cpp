@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <string>
 
 #include "common/error.h"
 #include "common/utf8.h"
@@ -15,6 +16,12 @@ std::string Engine::language_problem(const std::string& language) const {
   }
   if (std::find(c.languages.begin(), c.languages.end(), language) != c.languages.end()) return "";
   return "unknown language code " + quote_client_text(language);
+}
+
+std::string Engine::delay_problem(int delay_ms) const {
+  if (delay_ms == 0) return "";
+  return std::to_string(delay_ms) + ": this model (family " + capabilities().family +
+         ") has no per-stream delay; only Voxtral Realtime models take one";
 }
 
 std::string Engine::resolve_policy(const std::string& policy) const {

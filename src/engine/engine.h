@@ -31,6 +31,9 @@ struct Capabilities {
   std::vector<std::string> languages;  // codes the model takes ("en", ...)
   double frames_per_second = 50;
   std::vector<std::string> policies;  // streaming policies it runs; the first is the default
+  // A stream may choose how far its text trails the audio (StreamRequest::delay_ms):
+  // Voxtral Realtime, trained for a range of delays.
+  bool stream_delay = false;
   // Its streams' passes share one context that runs one at a time (Qwen3-ASR's
   // libmtmd encoder): serve's --workers auto then runs one worker on every core.
   bool serial_passes = false;
@@ -42,6 +45,10 @@ struct StreamRequest {
   // The vocabulary to expect: Whisper and Qwen3-ASR take it as prompt text, the
   // transducers boost its phrases while decoding. Empty: the model as it is.
   Keyterms keyterms;
+  // How far the stream's text trails its audio, in ms, where the family lets a
+  // stream choose (Capabilities::stream_delay; Engine::delay_problem checks it);
+  // 0 = the model's setting (--delay-ms).
+  int delay_ms = 0;
   PassReport on_pass;                                  // optional: every model pass of this stream, timed
   std::function<void(const std::string&)> on_warning;  // optional: per-pass warnings (loop guards...)
   // Optional: one JSON line per policy pass (AlignAtt's --trace format; a policy without a trace ignores it).
@@ -78,6 +85,9 @@ class Engine {
 
   // "" when `language` (a code or auto) is one this model takes, else why not.
   std::string language_problem(const std::string& language) const;
+  // "" when a stream may ask for `delay_ms` (0: none asked), else why not: the
+  // families without a stream delay refuse any (their open_stream ignores it).
+  virtual std::string delay_problem(int delay_ms) const;
   // The policy a request names, resolved ("" = the default); throws kInvalidArgument
   // naming the policies there are when the engine has no such one.
   std::string resolve_policy(const std::string& policy) const;

@@ -95,6 +95,7 @@ struct BatchTotals {
 struct ProcessorRequest {
   std::string language = "auto";  // "auto" or a code
   Keyterms keyterms;              // the server's defaults and the stream's own, merged
+  int delay_ms = 0;               // the stream's delay_ms (Voxtral Realtime); 0 = the server's
 };
 
 struct ServerHooks {

@@ -139,7 +139,7 @@ std::shared_ptr<session::StreamSession> Core::open_session(SessionRequest reques
     if (!problem.empty()) throw Error(ErrorCode::kInvalidArgument, problem);
   }
   std::unique_ptr<OnlineProcessor> processor =
-      hooks_.make_processor({language, Keyterms::merge(config_.keyterms, request.keyterms)});
+      hooks_.make_processor({language, Keyterms::merge(config_.keyterms, request.keyterms), request.delay_ms});
   std::unique_ptr<session::VoiceActivityDetector> vad;
   if (hooks_.make_vad) vad = hooks_.make_vad();
   std::vector<std::unique_ptr<stages::Stage>> chain;

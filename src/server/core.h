@@ -83,6 +83,10 @@ struct SessionRequest {
   // The protocol's stage parameters (stages::StreamRequest: target_language, diarize...).
   std::map<std::string, std::string> stage_params;
   Keyterms keyterms;  // the stream's own vocabulary; the server's defaults are added to it
+  // How far the stream's text may trail its audio, in ms, for a model that lets a
+  // stream choose (Voxtral Realtime); 0 = the server's --delay-ms. The protocols'
+  // delay_ms parameter; a model without a stream delay refuses any other value.
+  int delay_ms = 0;
 };
 
 // One of the --max-sessions slots, held for as long as the object lives (move-only).

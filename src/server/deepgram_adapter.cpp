@@ -186,8 +186,8 @@ class DeepgramProtocol : public StreamProtocol {
     try {
       for (int i = 0; i < n; ++i) {
         Channel c;
-        c.session = core_.open_session(
-            {language_, false, std::nullopt, deepgram_support::stage_params(options_), options_.keyterms});
+        c.session = core_.open_session({language_, false, std::nullopt, deepgram_support::stage_params(options_),
+                                        options_.keyterms, options_.delay_ms});
         c.projection.emplace(options_, info, i);
         channels_.push_back(std::move(c));
       }

@@ -46,8 +46,8 @@ class FluxProtocol : public AudioStreamProtocol {
 
   Outgoing start() override {
     try {
-      session_ = core_.open_session(
-          {language_, false, core_.config().stream, deepgram::flux_stage_params(options_), options_.listen.keyterms});
+      session_ = core_.open_session({language_, false, core_.config().stream, deepgram::flux_stage_params(options_),
+                                     options_.listen.keyterms, options_.listen.delay_ms});
     } catch (const std::exception& e) {
       return refusal(e.what(), kClosePolicyViolation);
     }

@@ -90,8 +90,8 @@ HttpResponse deepgram_listen(Core& core, const HttpRequest& request) {
   for (const std::vector<float>& samples : channels) {
     std::shared_ptr<session::StreamSession> session;
     try {
-      session =
-          core.open_session({language, true, config.file, deepgram_support::stage_params(options), options.keyterms});
+      session = core.open_session(
+          {language, true, config.file, deepgram_support::stage_params(options), options.keyterms, options.delay_ms});
     } catch (const Error& e) {
       return deepgram_error(e.code() == ErrorCode::kInvalidArgument ? 400 : 500, "Bad Request", e.what(),
                             info.request_id);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "audio/raw_decoder.h"
+#include "common/text.h"
 #include "protocol/openai_realtime/projection.h"
 #include "protocol/openai_realtime/session.h"
 #include "server/audio_stream_protocol.h"
@@ -82,6 +83,15 @@ class RealtimeProtocol : public AudioStreamProtocol {
             "the item's commit, as OpenAI's)",
             kClosePolicyViolation);
       options_.live_deltas = it->second == "live";
+    }
+    if (auto it = query.find("delay_ms"); it != query.end()) {
+      const std::optional<int> ms = parse_whole_number(it->second, 1, 60000);
+      if (!ms)
+        return refusal(
+            "invalid query parameter 'delay_ms': expected milliseconds, a whole number from 1 to 60000 "
+            "(how far a Voxtral Realtime stream's text trails its audio)",
+            kClosePolicyViolation);
+      delay_ms_ = *ms;
     }
     const std::vector<std::string>& stages = core_.config().stages;
     options_.turn_events = std::find(stages.begin(), stages.end(), "turns") != stages.end();
@@ -228,6 +238,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
     request.language = config_.language.empty() ? "auto" : config_.language;
     request.stage_params = stage_params(config_.turn);
     request.keyterms = config_.keyterms();
+    request.delay_ms = delay_ms_;
     try {
       decoder_ = std::make_unique<audio::RawDecoder>(encoding_of(config_.format), rt::sample_rate_of(config_.format));
       session_ = core_.open_session(std::move(request));
@@ -292,6 +303,7 @@ class RealtimeProtocol : public AudioStreamProtocol {
   rt::Ids ids_;
   rt::SessionConfig config_;
   rt::ProjectionOptions options_;
+  int delay_ms_ = 0;  // ?delay_ms= (Voxtral Realtime); 0 = the server's
   std::optional<rt::Projection> projection_;
   uint64_t cursor_ = 0;
   session::StreamStatus status_;

@@ -80,11 +80,21 @@ HttpResponse openai_transcription(Core& core, const HttpRequest& request) {
   const FormPart* file = nullptr;
   std::string language, response_format = "json";
   Keyterms keyterms;  // OpenAI's prompt: the stream's vocabulary (common/keyterms.h)
+  std::string delay;  // earshot's own field: a Voxtral Realtime stream's delay in ms
   for (const FormPart& p : parts) {
     if (p.name == "file") file = &p;
     if (p.name == "language") language = trim(p.data);
     if (p.name == "response_format") response_format = trim(p.data);
     if (p.name == "prompt") keyterms.prompt = trim(p.data);
+    if (p.name == "delay_ms") delay = trim(p.data);
+  }
+  int delay_ms = 0;
+  if (!delay.empty()) {
+    const std::optional<int> ms = parse_whole_number(delay, 1, 60000);
+    if (!ms)
+      return openai_error(400, "invalid delay_ms " + quote_client_text(delay) +
+                                   ": expected milliseconds, a whole number from 1 to 60000");
+    delay_ms = *ms;
   }
   try {
     keyterms.check_limits("prompt");
@@ -116,7 +126,7 @@ HttpResponse openai_transcription(Core& core, const HttpRequest& request) {
 
   std::shared_ptr<session::StreamSession> session;
   try {
-    session = core.open_session({language, true, std::nullopt, {}, keyterms});
+    session = core.open_session({language, true, std::nullopt, {}, keyterms, delay_ms});
   } catch (const Error& e) {
     return openai_error(e.code() == ErrorCode::kInvalidArgument ? 400 : 500, e.what());
   }

@@ -61,8 +61,12 @@ class WlkProtocol : public AudioStreamProtocol {
   Outgoing start() override {
     try {
       // WhisperLiveKit's query has target_language (empty: the server's default target).
-      session_ = core_.open_session(params_.language, false, core_.config().stream,
-                                    {{"target_language", params_.target_language}});
+      session_ = core_.open_session({params_.language,
+                                     false,
+                                     core_.config().stream,
+                                     {{"target_language", params_.target_language}},
+                                     {},
+                                     params_.delay_ms});
       decoder_ = core_.config().pcm_input ? std::make_unique<PcmDecoder>() : core_.hooks().make_decoder();
     } catch (const std::exception& e) {
       return refusal(e.what(), kCloseBadRequest);

@@ -111,5 +111,55 @@ TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
   EXPECT_EQ(f.foreign_request(spec(0), "a Whisper model (family whisper)"), "");
 }
 
+// A stream's own delay_ms (what the protocols' delay_ms asks) is the model loaded
+// with that --delay-ms, for that stream only; the other families refuse any.
+TEST_F(VoxtralEngineTest, AStreamsDelayIsTheModelLoadedWithIt) {
+  const std::shared_ptr<const Engine> engine = load(spec());
+  EXPECT_TRUE(engine->capabilities().stream_delay);
+  EXPECT_EQ(engine->delay_problem(0), "");
+  EXPECT_EQ(engine->delay_problem(160), "");
+  EXPECT_NE(engine->delay_problem(440).find("440 is not a delay Voxtral Realtime was trained with"), std::string::npos);
+  const std::vector<float> pcm = speech();
+  StreamRequest request;
+  request.delay_ms = 160;
+  auto processor = engine->open_stream(request);
+  std::vector<Word> words;
+  for (size_t at = 0; at < pcm.size(); at += 1600) {
+    processor->insert_audio(std::span<const float>(pcm.data() + at, 1600), static_cast<double>(at + 1600) / 16000);
+    for (Word& w : processor->process().committed) words.push_back(std::move(w));
+  }
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  const std::vector<Word> loaded_with = stream(*load(spec(160)), pcm, 1600);
+  EXPECT_EQ(text_of(words), text_of(loaded_with));
+  ASSERT_EQ(words.size(), loaded_with.size());
+  for (size_t i = 0; i < words.size(); ++i) {
+    EXPECT_DOUBLE_EQ(words[i].start, loaded_with[i].start) << i;
+    EXPECT_DOUBLE_EQ(words[i].end, loaded_with[i].end) << i;
+  }
+  EXPECT_NE(text_of(stream(*engine, pcm, 1600)), text_of(words)) << "480 ms is another model input than 160 ms";
+  request.delay_ms = 1600;
+  try {
+    engine->open_stream(request);
+    ADD_FAILURE() << "1600 ms was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("delay_ms 1600 is not a delay"), std::string::npos) << e.what();
+  }
+
+  struct OtherFamily : Engine {
+    OtherFamily() {
+      c.family = "whisper";
+      c.policies = {"alignatt"};
+    }
+    Capabilities c;
+    const Capabilities& capabilities() const override { return c; }
+    std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest&) const override { return nullptr; }
+  } other;
+  EXPECT_FALSE(other.capabilities().stream_delay);
+  EXPECT_EQ(other.delay_problem(0), "");
+  EXPECT_EQ(other.delay_problem(480),
+            "480: this model (family whisper) has no per-stream delay; only Voxtral Realtime models take one");
+}
+
 }  // namespace
 }  // namespace earshot::engine

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "protocol/deepgram/flux.h"
 #include "protocol/deepgram/messages.h"
 #include "protocol/deepgram/options.h"
 
@@ -64,6 +65,11 @@ TEST(DeepgramOptions, DefaultsAndAcceptedValues) {
   EXPECT_EQ(parse_listen_options({{"endpointing", "false"}}).endpointing_ms, std::nullopt);
   EXPECT_EQ(parse_listen_options({{"language", "multi"}}).language, "auto");
   EXPECT_EQ(parse_listen_options({{"language", "fr"}}).language, "fr");
+  EXPECT_EQ(parse_listen_options({}).delay_ms, 0);  // earshot's own: the server's delay
+  EXPECT_EQ(parse_listen_options({{"delay_ms", "960"}}).delay_ms, 960);
+  EXPECT_NE(error_of({{"delay_ms", "0"}}).find("'delay_ms'"), std::string::npos) << error_of({{"delay_ms", "0"}});
+  EXPECT_NE(error_of({{"delay_ms", "0.5"}}).find("'delay_ms'"), std::string::npos);
+  EXPECT_EQ(parse_flux_options({{"delay_ms", "2400"}}, {}).listen.delay_ms, 2400);  // Flux reads it alike
   EXPECT_EQ(o.keyterms.terms.size(), 1u);  // keywords=ignored:2 is a term of weight 2
   EXPECT_EQ(o.keyterms.terms[0].weight, 2);
 }

@@ -45,6 +45,18 @@ TEST(StreamParams, DefaultsAndErrors) {
   EXPECT_FALSE(p.diff_mode);
   EXPECT_EQ(parse_stream_params({{"language", ""}}, "de").language, "de");
   EXPECT_TRUE(parse_stream_params({{"mode", "diff"}}, "").diff_mode);
+  EXPECT_EQ(p.delay_ms, 0);
+  EXPECT_EQ(parse_stream_params({{"delay_ms", "480"}}, "").delay_ms, 480);
+  for (const char* bad : {"", "0", "-80", "80ms", "1e3", "99999999999"}) {
+    try {
+      parse_stream_params({{"delay_ms", bad}}, "");
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_EQ(std::string(e.what()),
+                std::string("invalid delay_ms '") + bad + "': expected milliseconds, a whole number from 1 to 60000");
+    }
+  }
   try {
     parse_stream_params({{"mode", "x"}}, "");
     FAIL();

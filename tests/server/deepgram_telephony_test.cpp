@@ -252,5 +252,71 @@ TEST_F(Telephony, OpenAIsPromptReachesTheModel) {
   EXPECT_EQ(got[0].keyterms.terms.size(), 1u);  // the server's own
 }
 
+// earshot's own delay_ms (a Voxtral Realtime stream's delay) reaches the model from
+// every route that opens a stream; a value that is no whole number of ms is refused
+// by the route, one the model was not trained with by the model (serve's hook).
+TEST_F(Telephony, TheStreamDelayReachesTheModelFromEveryRoute) {
+  start_with();
+  {
+    WsClient client(port_, "/v1/listen?encoding=linear16&sample_rate=16000&delay_ms=160");
+    client.send_text(R"({"type":"CloseStream"})");
+    read_all(client);
+  }
+  EXPECT_EQ(http_request(port_, "POST", "/v1/listen?encoding=linear16&sample_rate=16000&delay_ms=240",
+                         std::string(3200, '\0'))
+                .status,
+            200);
+  {
+    WsClient client(port_, "/asr?delay_ms=320");
+    client.send_end();
+    EXPECT_EQ(client.read_until_stop().back()["type"], "ready_to_stop");
+    client.close();
+  }
+  {
+    WsClient client(port_, "/v1/listen?encoding=linear16&sample_rate=16000");  // none: the server's
+    client.send_text(R"({"type":"CloseStream"})");
+    read_all(client);
+  }
+  const std::string b = "XyZboundary";
+  auto upload = [&](const std::string& delay) {
+    std::string wav = "RIFF";
+    const uint32_t data = 3200, riff = 36 + data;
+    auto u32 = [&](uint32_t v) { wav.append(reinterpret_cast<const char*>(&v), 4); };
+    auto u16 = [&](uint16_t v) { wav.append(reinterpret_cast<const char*>(&v), 2); };
+    u32(riff);
+    wav += "WAVEfmt ";
+    u32(16), u16(1), u16(1), u32(16000), u32(32000), u16(2), u16(16);
+    wav += "data";
+    u32(data);
+    wav.append(data, '\0');
+    const std::string body =
+        "--" + b + "\r\nContent-Disposition: form-data; name=\"delay_ms\"\r\n\r\n" + delay + "\r\n--" + b +
+        "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" + wav + "\r\n--" + b + "--\r\n";
+    return http_request(port_, "POST", "/v1/audio/transcriptions", body,
+                        {{"Content-Type", "multipart/form-data; boundary=" + b}});
+  };
+  EXPECT_EQ(upload("400").status, 200);
+  std::vector<int> delays;
+  for (const server::ProcessorRequest& r : requests()) delays.push_back(r.delay_ms);
+  EXPECT_EQ(delays, (std::vector<int>{160, 240, 320, 0, 400}));
+
+  // Refused before any stream opens, naming the parameter.
+  const HttpResult bad_upload = upload("1.5");
+  EXPECT_EQ(bad_upload.status, 400);
+  EXPECT_NE(bad_upload.body.find("invalid delay_ms '1.5'"), std::string::npos) << bad_upload.body;
+  const HttpResult bad_listen =
+      http_request(port_, "POST", "/v1/listen?encoding=linear16&sample_rate=16000&delay_ms=0", std::string(3200, '\0'));
+  EXPECT_EQ(bad_listen.status, 400);
+  EXPECT_NE(bad_listen.body.find("delay_ms"), std::string::npos) << bad_listen.body;
+  {
+    WsClient client(port_, "/asr?delay_ms=soon");
+    const std::vector<json> messages = read_all(client);
+    ASSERT_FALSE(messages.empty());
+    EXPECT_NE(messages.front()["error"].get<std::string>().find("invalid delay_ms 'soon'"), std::string::npos)
+        << messages.front().dump();
+  }
+  EXPECT_EQ(requests().size(), 5u);
+}
+
 }  // namespace
 }  // namespace earshot::testing

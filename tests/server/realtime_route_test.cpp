@@ -304,6 +304,30 @@ TEST_F(Realtime, ThePromptAndTheTurnSettingsReachTheModelAndTheStages) {
                                                                   {"turn_silence_ms", "350"}}));
 }
 
+TEST_F(Realtime, TheStreamDelayInTheUrlReachesTheModel) {
+  start_with();
+  {
+    WsClient client(port_, "/v1/realtime?intent=transcription&delay_ms=480");
+    client.read();
+    append(client, pcm16(0.2, 24000, 0));
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard lock(mutex_);
+      return !requests_.empty();
+    }));
+    client.close();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    EXPECT_EQ(requests_.at(0).delay_ms, 480);
+  }
+  // Not a whole number of ms: refused before the session starts, naming the parameter.
+  WsClient bad(port_, "/v1/realtime?intent=transcription&delay_ms=-80");
+  std::optional<json> e = bad.read();
+  ASSERT_TRUE(e);
+  EXPECT_EQ((*e)["type"], "error");
+  EXPECT_NE((*e)["error"]["message"].get<std::string>().find("'delay_ms'"), std::string::npos) << e->dump();
+}
+
 // A turn stage's stand-in: a turn is each speech segment, ended when it ends.
 class ScriptedTurns : public stages::Stage {
  public:

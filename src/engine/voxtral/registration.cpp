@@ -9,10 +9,11 @@ namespace earshot::engine {
 
 namespace {
 
-void declare(Args& args, CommandKind /*command*/) {
+void declare(Args& args, CommandKind command) {
   args.option("delay-ms",
-              "Voxtral Realtime: how far its text trails the audio, as trained: 80, 160, ..., 1200 (multiples of "
-              "80) or 2400 ms; 0 = the file's default (480 ms)",
+              std::string("Voxtral Realtime: how far its text trails the audio, as trained: 80, 160, ..., 1200 "
+                          "(multiples of 80) or 2400 ms; 0 = the file's default (480 ms)") +
+                  (command == CommandKind::kServe ? "; a stream may ask for its own (delay_ms on every protocol)" : ""),
               "0");
 }
 

@@ -11,15 +11,13 @@ namespace earshot::engine {
 VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), spec_(spec) {
   const voxtral::Hparams& hp = model_->hparams();
-  const int slot_ms = static_cast<int>(hp.slot_seconds() * 1000 + 0.5);
+  slot_ms_ = static_cast<int>(hp.slot_seconds() * 1000 + 0.5);
   const int delay_ms = spec.options<VoxtralOptions>().delay_ms;
   delay_ = hp.default_delay;
   if (delay_ms != 0) {
-    if (delay_ms % slot_ms != 0 || !voxtral::is_published_delay(delay_ms / slot_ms))
-      throw Error(ErrorCode::kInvalidArgument,
-                  "--delay-ms " + std::to_string(delay_ms) +
-                      " is not a delay Voxtral Realtime was trained with: " + voxtral::published_delays_text());
-    delay_ = delay_ms / slot_ms;
+    if (const std::string problem = delay_problem(delay_ms); !problem.empty())
+      throw Error(ErrorCode::kInvalidArgument, "--delay-ms " + problem);
+    delay_ = delay_ms / slot_ms_;
   }
   capabilities_.family = "voxtral";
   capabilities_.model_name = model_->name().empty() ? spec.path.stem().string() : model_->name();
@@ -29,6 +27,14 @@ VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const 
   capabilities_.languages = {"en", "fr", "es", "de", "ru", "zh", "ja", "it", "pt", "nl", "ar", "hi", "ko"};
   capabilities_.frames_per_second = 1.0 / hp.slot_seconds();
   capabilities_.policies = {"native"};
+  capabilities_.stream_delay = true;
+}
+
+std::string VoxtralEngine::delay_problem(int delay_ms) const {
+  if (delay_ms == 0) return "";
+  if (delay_ms > 0 && delay_ms % slot_ms_ == 0 && voxtral::is_published_delay(delay_ms / slot_ms_)) return "";
+  return std::to_string(delay_ms) +
+         " is not a delay Voxtral Realtime was trained with: " + voxtral::published_delays_text();
 }
 
 std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest& request) const {
@@ -38,6 +44,11 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
   voxtral::StreamOptions options;
   options.threads = spec_.runtime.threads;
   options.delay = delay_;
+  if (request.delay_ms != 0) {
+    if (const std::string problem = delay_problem(request.delay_ms); !problem.empty())
+      throw Error(ErrorCode::kInvalidArgument, "delay_ms " + problem);
+    options.delay = request.delay_ms / slot_ms_;
+  }
   options.on_pass = request.on_pass;
   return policy::streaming_transducer_processor(std::make_unique<voxtral::Stream>(model_, options), request.language);
 }

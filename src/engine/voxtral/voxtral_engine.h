@@ -20,7 +20,10 @@ class VoxtralEngine : public Engine {
   VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const ModelSpec& spec);
 
   const Capabilities& capabilities() const override { return capabilities_; }
+  // A request's delay_ms (when not 0) replaces --delay-ms for its stream; the
+  // delays taken are the ones the model was trained with (delay_problem).
   std::unique_ptr<OnlineProcessor> open_stream(const StreamRequest& request) const override;
+  std::string delay_problem(int delay_ms) const override;
 
   int delay_slots() const { return delay_; }
 
@@ -28,7 +31,8 @@ class VoxtralEngine : public Engine {
   std::shared_ptr<const voxtral::Model> model_;
   ModelSpec spec_;
   Capabilities capabilities_;
-  int delay_;  // slots
+  int slot_ms_;  // one slot's audio (80 ms)
+  int delay_;    // slots: --delay-ms, else the file's default
 };
 
 // Loads spec.path as a Voxtral Realtime GGUF (engine/voxtral/registration.cpp registers this).

@@ -111,6 +111,7 @@ ListenOptions parse_listen_options(const std::map<std::string, std::string>& que
     else
       o.endpointing_ms = parse_int("endpointing", *v, 0, 60000);
   }
+  if (auto v = get("delay_ms")) o.delay_ms = parse_int("delay_ms", *v, 1, 60000);
   if (auto v = get("utterance_end_ms")) {
     o.utterance_end_ms = parse_int("utterance_end_ms", *v, 1000, 5000);
     if (!o.interim_results) bad("utterance_end_ms", "needs interim_results=true");

@@ -35,6 +35,9 @@ struct ListenOptions {
   std::optional<int> utterance_end_ms;  // 1000-5000; needs interim_results
   bool vad_events = false;
   bool diarize = false;  // accepted; words carry speaker once diarization runs
+  // earshot's own: how far the text may trail the audio, in ms, for a model that lets
+  // a stream choose (Voxtral Realtime); 0 = the server's (the model checks the value).
+  int delay_ms = 0;
 };
 
 // Reads the options of a /v1/listen request (decoded query). Unknown keys are

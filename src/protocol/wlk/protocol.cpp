@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "common/utf8.h"
 
 namespace earshot::protocol::wlk {
@@ -81,6 +82,13 @@ StreamParams parse_stream_params(const std::map<std::string, std::string>& query
     throw Error(ErrorCode::kInvalidArgument, "invalid mode " + quote_client_text(mode) + ": expected 'full' or 'diff'");
   }
   p.token = get("token").value_or("");
+  if (const std::optional<std::string> delay = get("delay_ms")) {
+    const std::optional<int> ms = parse_whole_number(*delay, 1, 60000);
+    if (!ms)
+      throw Error(ErrorCode::kInvalidArgument, "invalid delay_ms " + quote_client_text(*delay) +
+                                                   ": expected milliseconds, a whole number from 1 to 60000");
+    p.delay_ms = *ms;
+  }
   return p;
 }
 

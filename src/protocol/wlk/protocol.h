@@ -58,10 +58,13 @@ struct StreamParams {
   std::string target_language;  // "" when none
   bool diff_mode = false;
   std::string token;  // from the query; "" when absent
+  // earshot's own: how far the text may trail the audio, in ms, for a model that
+  // lets a stream choose (Voxtral Realtime); 0 = the server's.
+  int delay_ms = 0;
 };
-// Reads language / target_language / mode / token. Unknown parameters are
-// ignored, like the reference server. Throws Error(kInvalidArgument) for a mode
-// other than full/diff.
+// Reads language / target_language / mode / token / delay_ms. Unknown parameters
+// are ignored, like the reference server. Throws Error(kInvalidArgument) for a
+// mode other than full/diff and a delay_ms that is no whole number of ms.
 StreamParams parse_stream_params(const std::map<std::string, std::string>& query, const std::string& default_language);
 
 nlohmann::json config_message(bool use_audio_worklet, bool diff_mode);
