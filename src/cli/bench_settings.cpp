@@ -152,6 +152,7 @@ BenchSettings BenchSettings::read(const Args& args) {
   alignatt.beams = static_cast<int>(args.get_int("beams"));
   s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
   s.keyterms = read_keyterms(args, s.model.policies.alignatt);
+  s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.on_cpu = s.model.runtime.device.empty();
   s.baseline_no_fallback = args.get_flag("baseline-no-fallback");
 

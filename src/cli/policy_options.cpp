@@ -60,8 +60,18 @@ void declare_keyterm_options(Args& args) {
   args.option("keyterms",
               "a file of terms every stream expects (names, products, jargon): one per line, optionally "
               "term:weight; a stream's own (Deepgram keyterm/keywords, OpenAI prompt) are added. Whisper and "
-              "Qwen3-ASR read them as prompt text, transducers boost them (--keyterm-bonus)",
+              "Qwen3-ASR read them as prompt text, transducers and Voxtral Realtime boost them (--keyterm-bonus)",
               "");
+  args.option("keyterm-bonus",
+              "transducers and Voxtral Realtime: log-probability bonus per piece of a keyterm phrase (times the "
+              "term's weight; taken back when the phrase breaks off)",
+              "1.5");
+}
+
+double read_keyterm_bonus(const Args& args) {
+  const double bonus = args.get_double("keyterm-bonus");
+  if (!(bonus >= 0 && bonus <= 100)) throw Error(ErrorCode::kInvalidArgument, "--keyterm-bonus must be 0 to 100");
+  return bonus;
 }
 
 Keyterms read_keyterms(const Args& args, policy::AlignAttConfig& alignatt) {

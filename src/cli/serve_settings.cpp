@@ -156,6 +156,7 @@ ServeSettings ServeSettings::read(const Args& args) {
   s.model = engine::read_model_spec(args, CommandKind::kServe);
   s.workers = read_worker_request(args);
   s.model.policies.alignatt = policy_config;
+  s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.model.policies.localagreement.long_silence = s.config.stream.pause_segmentation_seconds;
   s.model_name = args.get("model");
   s.policy = args.get("policy");

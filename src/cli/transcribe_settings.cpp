@@ -54,6 +54,7 @@ TranscribeSettings TranscribeSettings::read(const Args& args) {
   alignatt.never_fire = args.get_flag("never-fire");
   s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
   s.keyterms = read_keyterms(args, s.model.policies.alignatt);
+  s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.policy = args.get("policy");
   s.language = args.get("language");
   s.format = args.get("format");

@@ -45,6 +45,9 @@ struct PolicySettings {
     c.commit.agreeing_passes = 2;
     return c;
   }();
+  // Log-probability bonus per piece of a keyterm phrase at weight 1 (--keyterm-bonus),
+  // for the families that boost phrases while decoding (transducers, Voxtral Realtime).
+  double keyterm_bonus = 1.5;
 };
 
 struct ModelSpec {

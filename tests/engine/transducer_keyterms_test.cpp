@@ -82,7 +82,7 @@ TEST(TransducerKeyterms, ABoostedPhraseReachesEveryPolicysDecoding) {
   TempDir dir("transducer-keyterms");
   for (bool streaming : {false, true}) {
     ModelSpec spec = model_spec(dir, streaming);
-    spec.options<TransducerOptions>().keyterm_bonus = 40;  // far above any gap: the phrase everywhere
+    spec.policies.keyterm_bonus = 40;  // far above any gap: the phrase everywhere
     const auto engine = load(spec);
     const std::vector<std::string> policies =
         streaming ? std::vector<std::string>{"native"} : std::vector<std::string>{"native", "rolling"};

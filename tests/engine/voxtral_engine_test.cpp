@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "audio/wav.h"
@@ -16,6 +17,7 @@
 #include "engine/voxtral/options.h"
 #include "engine/voxtral/registration.h"
 #include "engine_test_util.h"
+#include "model/voxtral/model.h"
 #include "model/voxtral/random_model.h"
 
 namespace earshot::engine {
@@ -111,6 +113,50 @@ TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
   EXPECT_EQ(f.foreign_request(spec(0), "a Whisper model (family whisper)"), "");
 }
 
+std::vector<Word> stream_with(const Engine& engine, const std::vector<float>& pcm, const StreamRequest& request) {
+  auto processor = engine.open_stream(request);
+  std::vector<Word> words;
+  for (size_t at = 0; at < pcm.size(); at += 1600) {
+    const size_t n = std::min<size_t>(1600, pcm.size() - at);
+    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
+    for (Word& w : processor->process().committed) words.push_back(std::move(w));
+  }
+  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  return words;
+}
+
+// Keyterms are boosted as the transducers boost them (policy/transducer/phrase_boost.h),
+// while each slot's token is chosen: a word the model does not say comes out with a
+// bonus far above any gap, its two words whole though pads and word marks come
+// between their pieces; without keyterms the words are exactly the model's own.
+TEST_F(VoxtralEngineTest, KeytermsAreBoostedPhrases) {
+  ModelSpec boosted_spec = spec();
+  boosted_spec.policies.keyterm_bonus = 40;
+  const std::shared_ptr<const Engine> engine = load(boosted_spec);
+  const std::vector<float> pcm = speech();
+  const std::string plain = text_of(stream(*engine, pcm, 1600));
+  ASSERT_FALSE(plain.empty());
+  // Two word-start pieces the plain words do not hold: a phrase of two words.
+  const auto model = voxtral::Model::load(file);
+  const TokenPieces& pieces = model->vocab();
+  std::vector<std::string> absent;
+  for (int t = 0; t < pieces.size() && absent.size() < 2; ++t) {
+    if (!pieces.starts_word(t)) continue;
+    const std::string word = pieces.text(t, true);
+    if (word.size() >= 3 && plain.find(word) == std::string::npos &&
+        std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isalpha(c); }))
+      absent.push_back(word);
+  }
+  ASSERT_EQ(absent.size(), 2u);
+  const std::string phrase = absent[0] + " " + absent[1];
+  StreamRequest request;
+  request.keyterms.add(phrase);
+  const std::string boosted = text_of(stream_with(*engine, pcm, request));
+  EXPECT_NE(boosted.find(phrase), std::string::npos) << boosted;
+  EXPECT_EQ(text_of(stream_with(*engine, pcm, StreamRequest{})), plain);
+  // (tekken is byte-level: every text has a spelling, so no phrase is left out.)
+}
+
 // A stream's own delay_ms (what the protocols' delay_ms asks) is the model loaded
 // with that --delay-ms, for that stream only; the other families refuse any.
 TEST_F(VoxtralEngineTest, AStreamsDelayIsTheModelLoadedWithIt) {
@@ -122,13 +168,7 @@ TEST_F(VoxtralEngineTest, AStreamsDelayIsTheModelLoadedWithIt) {
   const std::vector<float> pcm = speech();
   StreamRequest request;
   request.delay_ms = 160;
-  auto processor = engine->open_stream(request);
-  std::vector<Word> words;
-  for (size_t at = 0; at < pcm.size(); at += 1600) {
-    processor->insert_audio(std::span<const float>(pcm.data() + at, 1600), static_cast<double>(at + 1600) / 16000);
-    for (Word& w : processor->process().committed) words.push_back(std::move(w));
-  }
-  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
+  const std::vector<Word> words = stream_with(*engine, pcm, request);
   const std::vector<Word> loaded_with = stream(*load(spec(160)), pcm, 1600);
   EXPECT_EQ(text_of(words), text_of(loaded_with));
   ASSERT_EQ(words.size(), loaded_with.size());

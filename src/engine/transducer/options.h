@@ -18,9 +18,6 @@ struct TransducerOptions {
   features::NemoFrameCount mel_frames = features::NemoFrameCount::kNemo;
   // Beam search width per decoding pass (--transducer-beams; 1 = greedy).
   int beams = 1;
-  // Log-probability bonus per piece of a keyterm phrase at weight 1 (--keyterm-bonus):
-  // sherpa-onnx's hotwords default.
-  double keyterm_bonus = 1.5;
 };
 
 }  // namespace earshot::engine

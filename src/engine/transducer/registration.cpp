@@ -22,10 +22,6 @@ void declare(Args& args, CommandKind /*command*/) {
               "FastConformer transducers: beam search width (1 = greedy); the beam runs within each decoding pass "
               "(a window, a rolling pass or a streaming chunk) and the best hypothesis carries on",
               "1");
-  args.option("keyterm-bonus",
-              "FastConformer transducers: log-probability bonus per piece of a keyterm phrase (times the term's "
-              "weight; taken back when the phrase breaks off)",
-              "1.5");
 }
 
 // --lookahead-ms (0 = the model's default): a negative value fails here, the rest
@@ -42,9 +38,6 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
   const long beams = args.get_int("transducer-beams");
   if (beams < 1 || beams > 64) throw Error(ErrorCode::kInvalidArgument, "--transducer-beams must be 1 to 64");
   spec.options<TransducerOptions>().beams = static_cast<int>(beams);
-  const double bonus = args.get_double("keyterm-bonus");
-  if (!(bonus >= 0 && bonus <= 100)) throw Error(ErrorCode::kInvalidArgument, "--keyterm-bonus must be 0 to 100");
-  spec.options<TransducerOptions>().keyterm_bonus = bonus;
 }
 
 // --lookahead-ms is a cache-aware streaming transducer's chunk; a model of

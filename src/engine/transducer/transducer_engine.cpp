@@ -15,20 +15,11 @@ namespace {
 // keyterms as boosted phrases over the stream's pieces (none: the model's own
 // choices). A phrase no pieces spell is named in a warning.
 template <class Stream>
-std::unique_ptr<Stream> with_decoding(std::unique_ptr<Stream> stream, const TransducerOptions& own,
+std::unique_ptr<Stream> with_decoding(std::unique_ptr<Stream> stream, const TransducerOptions& own, float bonus,
                                       const StreamRequest& request) {
   TransducerDecoding decoding;
   decoding.beam = own.beams;
-  if (!request.keyterms.empty()) {
-    std::vector<std::string> skipped;
-    decoding.boost = policy::PhraseBoost::build(request.keyterms.phrases(), stream->pieces(),
-                                                static_cast<float>(own.keyterm_bonus), &skipped);
-    if (!skipped.empty() && request.on_warning) {
-      std::string names;
-      for (const std::string& s : skipped) names += (names.empty() ? "'" : ", '") + s + "'";
-      request.on_warning("keyterms no piece sequence of the model spells (not boosted): " + names);
-    }
-  }
+  decoding.boost = policy::PhraseBoost::for_keyterms(request.keyterms, stream->pieces(), bonus, request.on_warning);
   if (decoding.beam > 1 || decoding.boost) stream->set_decoding(std::move(decoding));
   return stream;
 }
@@ -99,14 +90,14 @@ std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamReque
         with_decoding(fastconformer::open_streaming_stream(model_, threads, spec_.runtime.cpu_kernels, right_context_,
                                                            batcher_, request.language, own.mel_frames, request.on_pass,
                                                            request.steer_transducer),
-                      own, request),
+                      own, static_cast<float>(spec_.policies.keyterm_bonus), request),
         request.language);
   }
   const double window_seconds = own.window_seconds;
   auto offline = [&] {
     return with_decoding(fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels,
                                                             request.language, own.mel_frames, request.on_pass),
-                         own, request);
+                         own, static_cast<float>(spec_.policies.keyterm_bonus), request);
   };
   if (policy == "native") return policy::native_transducer_processor(offline(), window_seconds, request.language);
   policy::commit::RevisingConfig config = spec_.policies.rolling;

@@ -5,6 +5,7 @@
 #include "model/runtime/device.h"
 #include "model/voxtral/stream.h"
 #include "policy/transducer/native_processors.h"
+#include "policy/transducer/phrase_boost.h"
 
 namespace earshot::engine {
 
@@ -39,8 +40,6 @@ std::string VoxtralEngine::delay_problem(int delay_ms) const {
 
 std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest& request) const {
   resolve_policy(request.policy);  // only native: anything else is refused here
-  if (!request.keyterms.empty() && request.on_warning)
-    request.on_warning("Voxtral Realtime takes no keyterms yet (neither prompt nor boosting): they are ignored");
   voxtral::StreamOptions options;
   options.threads = spec_.runtime.threads;
   options.delay = delay_;
@@ -50,7 +49,12 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
     options.delay = request.delay_ms / slot_ms_;
   }
   options.on_pass = request.on_pass;
-  return policy::streaming_transducer_processor(std::make_unique<voxtral::Stream>(model_, options), request.language);
+  auto stream = std::make_unique<voxtral::Stream>(model_, options);
+  // Keyterms as the transducers take them: phrases boosted while each slot's token is chosen.
+  if (auto boost = policy::PhraseBoost::for_keyterms(
+          request.keyterms, stream->pieces(), static_cast<float>(spec_.policies.keyterm_bonus), request.on_warning))
+    stream->set_decoding({1, std::move(boost)});
+  return policy::streaming_transducer_processor(std::move(stream), request.language);
 }
 
 std::shared_ptr<const Engine> load_voxtral_engine(const ModelSpec& spec) {

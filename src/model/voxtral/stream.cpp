@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "common/error.h"
 #include "model/runtime/device.h"
@@ -98,6 +99,7 @@ void Stream::start_context() {
   audio_.clear();
   positions_ = 0;
   last_token_ = hp.bos;
+  boost_state_ = 0;
   enc_ring_->reset();
   dec_ring_->reset();
   audio_kept_.clear();
@@ -129,6 +131,7 @@ std::vector<TokenEmission> Stream::finish() {
   // The segment's right padding, as the reference appends it after the audio.
   append_signal(std::vector<float>(static_cast<size_t>(right_padding(hp, delay_, signal_end_)), 0.0f));
   advance(/*closed=*/true, out);
+  boost_state_ = 0;  // a phrase cut short by the segment's end is no match
   // The next segment starts at the next slot of the same context.
   segment_slot0_ = signal_end_ / hp.samples_per_slot();
   return out;
@@ -271,13 +274,39 @@ void Stream::decode_step(std::vector<TokenEmission>& out) {
   ++positions_;
 }
 
+int Stream::boosted_choice(std::span<const float> logits) {
+  // A logit differs from its log-probability by one constant: scores add alike.
+  const Vocab& vocab = model_->vocab();
+  const float leave = boost_->leave(boost_state_);
+  const std::span<const TokenBoost::Arc> arcs = boost_->arcs(boost_state_);
+  int token = 0;
+  float best = -std::numeric_limits<float>::infinity();
+  size_t arc = 0;
+  int next = 0;
+  for (int t = 0; t < static_cast<int>(logits.size()); ++t) {
+    while (arc < arcs.size() && arcs[arc].token < t) ++arc;
+    const bool on_arc = arc < arcs.size() && arcs[arc].token == t;
+    const float score = logits[static_cast<size_t>(t)] + (on_arc                ? arcs[arc].score
+                                                          : vocab.is_control(t) ? 0.0f
+                                                                                : leave);
+    if (score > best) {
+      best = score;
+      token = t;
+      next = on_arc ? arcs[arc].next : vocab.is_control(t) ? boost_state_ : 0;
+    }
+  }
+  boost_state_ = next;
+  return token;
+}
+
 void Stream::take_token(std::span<const float> logits, std::vector<TokenEmission>& out) {
   const Hparams& hp = model_->hparams();
-  const int token = static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const float top = *std::max_element(logits.begin(), logits.end());
+  const int token = boost_ ? boosted_choice(logits)
+                           : static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   double sum = 0;
-  const float best = logits[token];
-  for (float v : logits) sum += std::exp(static_cast<double>(v - best));
-  const float log_prob = static_cast<float>(-std::log(sum));
+  for (float v : logits) sum += std::exp(static_cast<double>(v - top));
+  const float log_prob = logits[static_cast<size_t>(token)] - top - static_cast<float>(std::log(sum));
   last_token_ = token;
   if (observer_) observer_(PositionOutput{positions_, token, logits});
   if (token == hp.eos || positions_ + 1 >= hp.max_position) ended_ = true;
@@ -330,9 +359,10 @@ void Stream::warmup() {
 }
 
 void Stream::set_decoding(TransducerDecoding decoding) {
-  if (decoding.beam > 1 || decoding.boost)
-    throw Error(ErrorCode::kUnsupported,
-                "Voxtral Realtime decodes greedily: beam search and keyterm boosting are not supported for it yet");
+  if (decoding.beam > 1)
+    throw Error(ErrorCode::kUnsupported, "Voxtral Realtime decodes greedily: beam search is not supported for it yet");
+  boost_ = std::move(decoding.boost);
+  boost_state_ = 0;
 }
 
 }  // namespace earshot::voxtral

@@ -70,8 +70,11 @@ class Stream : public StreamingTransducer {
   double frame_seconds() const override { return model_->hparams().slot_seconds(); }
   void reset_state() override { reset_ = true; }
   void warmup() override;
-  // Greedy only: the model's own token per slot (beam search and keyterm boosting
-  // are not built for this family yet; asking for them throws kUnsupported).
+  // Greedy, with or without keyterm boosting: each slot's token is the one whose
+  // log-probability plus the boost's score is highest (a piece continuing a phrase
+  // gains its bonus, one breaking it off takes back what the match had gained;
+  // control tokens, the pads between a phrase's pieces among them, leave the
+  // match as it is). A beam (width > 1) throws kUnsupported.
   void set_decoding(TransducerDecoding decoding) override;
   std::vector<TokenEmission> push(std::span<const float> samples) override;
   std::vector<TokenEmission> finish() override;
@@ -106,6 +109,8 @@ class Stream : public StreamingTransducer {
   void decode_prompt(std::vector<TokenEmission>& out);
   void decode_step(std::vector<TokenEmission>& out);
   void take_token(std::span<const float> logits, std::vector<TokenEmission>& out);
+  // The slot's token under the boost, moving the match on.
+  int boosted_choice(std::span<const float> logits);
   void restart_after_end(std::vector<TokenEmission>& out, bool closed);
   void trim_signal();
 
@@ -137,7 +142,9 @@ class Stream : public StreamingTransducer {
   std::deque<std::vector<float>> audio_;  // embeddings of slots encoded, not yet decoded
   int64_t positions_ = 0;                 // decoded
   int last_token_ = 0;
-  bool ended_ = false;  // the model said EOS
+  std::shared_ptr<const TokenBoost> boost_;  // null: the model's own choices
+  int boost_state_ = 0;                      // the phrase match under way (0: none)
+  bool ended_ = false;                       // the model said EOS
   int contexts_ = 0;
   std::vector<float> logits_;
   std::function<void(const PositionOutput&)> observer_;

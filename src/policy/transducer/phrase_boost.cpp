@@ -75,6 +75,20 @@ float stronger(float a, float b) {
 
 }  // namespace
 
+std::shared_ptr<const PhraseBoost> PhraseBoost::for_keyterms(
+    const Keyterms& keyterms, const TokenPieces& pieces, float bonus,
+    const std::function<void(const std::string&)>& on_warning) {
+  if (keyterms.empty()) return nullptr;
+  std::vector<std::string> skipped;
+  std::shared_ptr<const PhraseBoost> boost = build(keyterms.phrases(), pieces, bonus, &skipped);
+  if (!skipped.empty() && on_warning) {
+    std::string names;
+    for (const std::string& s : skipped) names += (names.empty() ? "'" : ", '") + s + "'";
+    on_warning("keyterms no piece sequence of the model spells (not boosted): " + names);
+  }
+  return boost;
+}
+
 std::vector<int> spell_phrase(const std::string& text, const TokenPieces& pieces) {
   return Speller(pieces).spell(text);
 }

@@ -16,6 +16,7 @@
 // strongest bonus for them (positive over negative).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,6 +36,11 @@ class PhraseBoost final : public TokenBoost {
   // left: decoding is then exactly the model's own.
   static std::shared_ptr<const PhraseBoost> build(const std::vector<Keyterm>& phrases, const TokenPieces& pieces,
                                                   float bonus, std::vector<std::string>* skipped = nullptr);
+  // A stream's keyterms (their phrases) as build() takes them; the phrases left
+  // out are named in one warning. nullptr for no keyterms.
+  static std::shared_ptr<const PhraseBoost> for_keyterms(const Keyterms& keyterms, const TokenPieces& pieces,
+                                                         float bonus,
+                                                         const std::function<void(const std::string&)>& on_warning);
 
   std::span<const Arc> arcs(int state) const override;
   float leave(int state) const override;
