@@ -22,12 +22,10 @@ inline std::shared_ptr<const Engine> load_random_engine(const whisper::RandomMod
   return load(spec);
 }
 
-// One stream of `engine` (its `policy`, "" = the default) fed `pcm` in pieces of
-// `chunk` samples, processed after each and finished: every committed word.
+// One stream of `engine` opened with `request`, fed `pcm` in pieces of `chunk`
+// samples, processed after each and finished: every committed word.
 inline std::vector<Word> stream_words(const Engine& engine, const std::vector<float>& pcm, size_t chunk,
-                                      const std::string& policy = "") {
-  StreamRequest request;
-  request.policy = policy;
+                                      const StreamRequest& request) {
   auto processor = engine.open_stream(request);
   std::vector<Word> words;
   for (size_t at = 0; at < pcm.size(); at += chunk) {
@@ -37,6 +35,14 @@ inline std::vector<Word> stream_words(const Engine& engine, const std::vector<fl
   }
   for (Word& w : processor->finish().committed) words.push_back(std::move(w));
   return words;
+}
+
+// The same with only a policy ("" = the default).
+inline std::vector<Word> stream_words(const Engine& engine, const std::vector<float>& pcm, size_t chunk,
+                                      const std::string& policy = "") {
+  StreamRequest request;
+  request.policy = policy;
+  return stream_words(engine, pcm, chunk, request);
 }
 
 inline std::string text_of(const std::vector<Word>& words) {

@@ -113,18 +113,6 @@ TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
   EXPECT_EQ(f.foreign_request(spec(0), "a Whisper model (family whisper)"), "");
 }
 
-std::vector<Word> stream_with(const Engine& engine, const std::vector<float>& pcm, const StreamRequest& request) {
-  auto processor = engine.open_stream(request);
-  std::vector<Word> words;
-  for (size_t at = 0; at < pcm.size(); at += 1600) {
-    const size_t n = std::min<size_t>(1600, pcm.size() - at);
-    processor->insert_audio(std::span<const float>(pcm.data() + at, n), static_cast<double>(at + n) / 16000);
-    for (Word& w : processor->process().committed) words.push_back(std::move(w));
-  }
-  for (Word& w : processor->finish().committed) words.push_back(std::move(w));
-  return words;
-}
-
 // Keyterms are boosted as the transducers boost them (policy/transducer/phrase_boost.h),
 // while each slot's token is chosen: a word the model does not say comes out with a
 // bonus far above any gap, its two words whole though pads and word marks come
@@ -151,9 +139,9 @@ TEST_F(VoxtralEngineTest, KeytermsAreBoostedPhrases) {
   const std::string phrase = absent[0] + " " + absent[1];
   StreamRequest request;
   request.keyterms.add(phrase);
-  const std::string boosted = text_of(stream_with(*engine, pcm, request));
+  const std::string boosted = text_of(testing::stream_words(*engine, pcm, 1600, request));
   EXPECT_NE(boosted.find(phrase), std::string::npos) << boosted;
-  EXPECT_EQ(text_of(stream_with(*engine, pcm, StreamRequest{})), plain);
+  EXPECT_EQ(text_of(testing::stream_words(*engine, pcm, 1600, StreamRequest{})), plain);
   // (tekken is byte-level: every text has a spelling, so no phrase is left out.)
 }
 
@@ -168,7 +156,7 @@ TEST_F(VoxtralEngineTest, AStreamsDelayIsTheModelLoadedWithIt) {
   const std::vector<float> pcm = speech();
   StreamRequest request;
   request.delay_ms = 160;
-  const std::vector<Word> words = stream_with(*engine, pcm, request);
+  const std::vector<Word> words = testing::stream_words(*engine, pcm, 1600, request);
   const std::vector<Word> loaded_with = stream(*load(spec(160)), pcm, 1600);
   EXPECT_EQ(text_of(words), text_of(loaded_with));
   ASSERT_EQ(words.size(), loaded_with.size());

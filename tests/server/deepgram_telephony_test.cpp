@@ -70,6 +70,17 @@ std::map<int, std::vector<std::string>> finals_by_channel(const std::vector<json
   return out;
 }
 
+// POST /v1/audio/transcriptions of 0.1 s of silence (a WAV file) with one more form field.
+HttpResult upload_with(uint16_t port, const std::string& field, const std::string& value) {
+  const std::string b = "XyZboundary";
+  const std::string body = "--" + b + "\r\nContent-Disposition: form-data; name=\"" + field + "\"\r\n\r\n" + value +
+                           "\r\n--" + b +
+                           "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" +
+                           wav_file_bytes(std::vector<int16_t>(1600, 0)) + "\r\n--" + b + "--\r\n";
+  return http_request(port, "POST", "/v1/audio/transcriptions", body,
+                      {{"Content-Type", "multipart/form-data; boundary=" + b}});
+}
+
 class Telephony : public ServerFixture {
  protected:
   void start_with(server::ServerConfig config = {}) {
@@ -226,25 +237,7 @@ TEST_F(Telephony, KeytermsAndKeywordsReachTheModelAfterTheServersOwn) {
 
 TEST_F(Telephony, OpenAIsPromptReachesTheModel) {
   start_with();
-  const std::string b = "XyZboundary";
-  const std::string wav = [] {
-    std::string w = "RIFF";
-    const uint32_t data = 3200, riff = 36 + data;
-    auto u32 = [&](uint32_t v) { w.append(reinterpret_cast<const char*>(&v), 4); };
-    auto u16 = [&](uint16_t v) { w.append(reinterpret_cast<const char*>(&v), 2); };
-    u32(riff);
-    w += "WAVEfmt ";
-    u32(16), u16(1), u16(1), u32(16000), u32(32000), u16(2), u16(16);
-    w += "data";
-    u32(data);
-    w.append(data, '\0');
-    return w;
-  }();
-  const std::string body = "--" + b + "\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nearshot, ggml\r\n--" +
-                           b + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" + wav +
-                           "\r\n--" + b + "--\r\n";
-  const HttpResult r = http_request(port_, "POST", "/v1/audio/transcriptions", body,
-                                    {{"Content-Type", "multipart/form-data; boundary=" + b}});
+  const HttpResult r = upload_with(port_, "prompt", "earshot, ggml");
   ASSERT_EQ(r.status, 200) << r.body;
   const std::vector<server::ProcessorRequest> got = requests();
   ASSERT_EQ(got.size(), 1u);
@@ -277,24 +270,7 @@ TEST_F(Telephony, TheStreamDelayReachesTheModelFromEveryRoute) {
     client.send_text(R"({"type":"CloseStream"})");
     read_all(client);
   }
-  const std::string b = "XyZboundary";
-  auto upload = [&](const std::string& delay) {
-    std::string wav = "RIFF";
-    const uint32_t data = 3200, riff = 36 + data;
-    auto u32 = [&](uint32_t v) { wav.append(reinterpret_cast<const char*>(&v), 4); };
-    auto u16 = [&](uint16_t v) { wav.append(reinterpret_cast<const char*>(&v), 2); };
-    u32(riff);
-    wav += "WAVEfmt ";
-    u32(16), u16(1), u16(1), u32(16000), u32(32000), u16(2), u16(16);
-    wav += "data";
-    u32(data);
-    wav.append(data, '\0');
-    const std::string body =
-        "--" + b + "\r\nContent-Disposition: form-data; name=\"delay_ms\"\r\n\r\n" + delay + "\r\n--" + b +
-        "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" + wav + "\r\n--" + b + "--\r\n";
-    return http_request(port_, "POST", "/v1/audio/transcriptions", body,
-                        {{"Content-Type", "multipart/form-data; boundary=" + b}});
-  };
+  auto upload = [&](const std::string& delay) { return upload_with(port_, "delay_ms", delay); };
   EXPECT_EQ(upload("400").status, 200);
   std::vector<int> delays;
   for (const server::ProcessorRequest& r : requests()) delays.push_back(r.delay_ms);

@@ -77,23 +77,6 @@ TEST_F(SpeakersAtShutdown, TheForcedFinalKeepsEveryCommittedWord) {
   EXPECT_EQ(client.close_code(), 1001);
 }
 
-// A 16 kHz mono 16-bit WAV file of `pcm`.
-std::string wav_of(const std::vector<int16_t>& pcm) {
-  std::string out;
-  auto put = [&out](uint32_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  const auto data = static_cast<uint32_t>(pcm.size() * 2);
-  out += "RIFF";
-  put(36 + data, 4);
-  out += "WAVEfmt ";
-  put(16, 4), put(1, 2), put(1, 2), put(16000, 4), put(32000, 4), put(2, 2), put(16, 2);
-  out += "data";
-  put(data, 4);
-  out.append(reinterpret_cast<const char*>(pcm.data()), data);
-  return out;
-}
-
 std::vector<std::pair<std::string, int>> deepgram_finals(WsClient& client) {
   std::vector<std::pair<std::string, int>> words;
   while (auto m = client.read()) {
@@ -154,7 +137,7 @@ TEST_F(Speakers, FileRoutesCarrySpeakers) {
   EXPECT_EQ(words[7]["speaker"], 1);
   // OpenAI's verbose_json: a segment per speaker turn, with its speaker.
   const std::string body_parts = "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" +
-                                 wav_of(pcm) +
+                                 wav_file_bytes(pcm) +
                                  "\r\n--b\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\n"
                                  "verbose_json\r\n--b--\r\n";
   HttpResult openai = http_request(port_, "POST", "/v1/audio/transcriptions", body_parts,

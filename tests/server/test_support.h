@@ -91,6 +91,23 @@ inline std::vector<int16_t> to_s16(const std::vector<float>& samples) {
     out[i] = static_cast<int16_t>(std::lround(std::clamp(samples[i], -1.0f, 32767.0f / 32768.0f) * 32768.0f));
   return out;
 }
+// A 16 kHz mono 16-bit WAV file of `pcm`, as an upload carries it.
+inline std::string wav_file_bytes(const std::vector<int16_t>& pcm) {
+  std::string out;
+  auto put = [&out](uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  const auto data = static_cast<uint32_t>(pcm.size() * 2);
+  out += "RIFF";
+  put(36 + data, 4);
+  out += "WAVEfmt ";
+  put(16, 4), put(1, 2), put(1, 2), put(16000, 4), put(32000, 4), put(2, 2), put(16, 2);
+  out += "data";
+  put(data, 4);
+  out.append(reinterpret_cast<const char*>(pcm.data()), data);
+  return out;
+}
+
 inline std::vector<float> from_s16(const std::vector<int16_t>& samples) {
   std::vector<float> out(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) out[i] = static_cast<float>(samples[i]) / 32768.0f;
