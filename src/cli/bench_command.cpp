@@ -39,15 +39,14 @@
 #include "cli/commands.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "engine/catalogue.h"
 #include "engine/families.h"
+#include "model/registry.h"
 #include "session/silero_vad.h"
 #include "stages/diarization/sortformer/sortformer_source.h"
 #include "stages/registry.h"
 #include "stages/translation/registration.h"
 #include "vad/vad.h"
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
-#include "model/registry.h"
-#endif
 
 extern char** environ;
 
@@ -56,20 +55,11 @@ namespace {
 namespace fs = std::filesystem;
 using bench::SystemResult;
 
-fs::path model_path(const std::string& name_or_path) {
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
-  return models::resolve_model(name_or_path);
-#else
-  if (!fs::exists(name_or_path)) throw Error(ErrorCode::kIo, "model file '" + name_or_path + "' does not exist");
-  return name_or_path;
-#endif
-}
+fs::path model_path(const std::string& name_or_path) { return engine::resolve_model(name_or_path); }
 
 fs::path vad_model_path(const std::string& flag) {
   fs::path path = flag;
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
   if (flag.empty()) path = models::default_cache_dir() / "ggml-silero-v6.2.0.bin";
-#endif
   if (path.empty() || !fs::exists(path))
     throw Error(ErrorCode::kIo, "--workload reference (word times) and --capacity (the pipeline) need Silero VAD: " +
                                     (path.empty() ? std::string("give --vad-model PATH")

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/command_line.h"
+#include "engine/catalogue.h"
 #include "model/quantize/quantize.h"
 #include "model/registry.h"
 
@@ -58,16 +59,14 @@ void print_cached_files(const std::filesystem::path& cache) {
 
 int run_models(const CommandArgs& argv) {
   Args args("models",
-            "earshot models [--cache-dir DIR]\n\nLists the models `earshot pull` can download: Whisper, Parakeet "
-            "and Qwen3-ASR (--model),\n"
+            "earshot models [--cache-dir DIR]\n\nLists the models `earshot pull` can download: every model family's "
+            "(--model),\n"
             "translation LLMs (--translation-model), speaker diarization (--diarization-model).");
   args.option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models");
   if (!args.parse_or_help(argv)) return 0;
   const std::filesystem::path cache =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
-  std::vector<models::ModelInfo> all = models::known_models();
-  all.insert(all.end(), models::known_transducer_models().begin(), models::known_transducer_models().end());
-  all.insert(all.end(), models::known_qwen3asr_models().begin(), models::known_qwen3asr_models().end());
+  const std::vector<models::ModelInfo> all = engine::family_models();
   for (const models::ModelInfo& m : all) name_width = std::max(name_width, static_cast<int>(m.name.size()));
   for (const models::ModelInfo& m : models::known_diarization_models())
     name_width = std::max(name_width, static_cast<int>(m.name.size()));

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "cli/commands.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "engine/catalogue.h"
 #include "model/download.h"
 #include "model/registry.h"
 
@@ -143,7 +145,7 @@ int run_pull(const CommandArgs& argv) {
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
   const bool force = args.get_flag("force");
   for (const std::string& name : args.positional()) {
-    if (const models::ModelInfo* model = models::find_model(name)) {
+    if (const std::optional<models::ModelInfo> model = engine::find_model(name)) {
       pull_one(
           model->name, models::model_file_name(*model), models::model_url(*model, options.base_url),
           models::cached_model_path(*model, options.cache_dir), force, !model->sha1.empty(),
@@ -156,7 +158,7 @@ int run_pull(const CommandArgs& argv) {
           [&](const models::PullOptions& o) { return models::pull_translation_model(*llm, o); }, options);
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name +
-                                                   "'; known models: " + models::known_model_names() + ", " +
+                                                   "'; known models: " + engine::known_model_names() + ", " +
                                                    models::known_translation_model_names());
     }
   }

@@ -14,10 +14,11 @@
 #include "cli/serve_settings.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "engine/catalogue.h"
 #include "engine/families.h"
+#include "model/registry.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/download.h"
-#include "model/registry.h"
 #endif
 #include "server/model_counters.h"
 #include "server/server.h"
@@ -37,9 +38,9 @@ std::filesystem::path cache_dir() { return models::default_cache_dir(); }
 
 std::filesystem::path model_file(const std::string& name_or_path, bool pull) {
   try {
-    return models::resolve_model(name_or_path);
+    return engine::resolve_model(name_or_path);
   } catch (const Error& e) {
-    const models::ModelInfo* info = models::find_model(name_or_path);
+    const std::optional<models::ModelInfo> info = engine::find_model(name_or_path);
     if (!pull || !info || e.code() != ErrorCode::kIo) throw;
     std::fprintf(stderr, "earshot serve: model '%s' is not in the cache; downloading it\n", info->name.c_str());
     models::PullOptions options;

@@ -13,26 +13,15 @@
 #include "cli/transcribe_settings.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "engine/catalogue.h"
 #include "engine/families.h"
 #include "stages/registry.h"
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
-#include "model/registry.h"
-#endif
 
 namespace earshot::cli {
 
 namespace {
 
-std::filesystem::path model_path(const std::string& name_or_path) {
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
-  return models::resolve_model(name_or_path);
-#else
-  if (!std::filesystem::exists(name_or_path)) {
-    throw Error(ErrorCode::kIo, "model file '" + name_or_path + "' does not exist");
-  }
-  return name_or_path;
-#endif
-}
+std::filesystem::path model_path(const std::string& name_or_path) { return engine::resolve_model(name_or_path); }
 
 // One status line on a terminal: progress, the committed tail, the provisional tail in grey.
 class LiveLine {

@@ -14,6 +14,7 @@
 #include "common/command_line.h"
 #include "engine/engine.h"
 #include "engine/model_spec.h"
+#include "model/registry.h"
 #include "model/runtime/model_file.h"
 
 namespace earshot::engine {
@@ -50,6 +51,10 @@ struct Family {
   // How a model of the family runs with `spec` and `policy`, for reports (bench's
   // detail line): "libllama + libmtmd, mel frames mtmd, greedy".
   std::function<std::string(const ModelSpec& spec, const std::string& policy)> describe;
+  // The family's files published under a name, each with where it is and how a
+  // download of it is checked: `earshot pull NAME`, `--model NAME`, `earshot
+  // models` (engine/catalogue.h gathers them).
+  std::function<std::vector<models::ModelInfo>()> catalogue;
 };
 
 // Adds a family; a later registration with the same name replaces the earlier.

@@ -359,20 +359,8 @@ void verify_gguf_llm(const std::filesystem::path& part) { check_gguf_llm_header(
 
 std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options) {
   const std::filesystem::path cache = pull_cache_dir(options);
-  std::function<void(const std::filesystem::path&)> verify;
-  if (model.family == "parakeet") {
-    verify = [](const std::filesystem::path& part) { check_ggml_parakeet_header(part); };
-  } else if (model.family == "parakeet-gguf") {
-    verify = [](const std::filesystem::path& part) { check_published_parakeet_header(part); };
-  } else if (model.family == "qwen3asr") {
-    verify = verify_gguf_llm;
-  } else if (model.family == "sortformer-gguf") {
-    verify = [](const std::filesystem::path& part) { check_sortformer_header(part); };
-  } else {
-    verify = [](const std::filesystem::path& part) { check_ggml_whisper_header(part); };
-  }
   std::filesystem::path path =
-      pull_file(model_url(model, options.base_url), cached_model_path(model, cache), model.sha1, verify, options);
+      pull_file(model_url(model, options.base_url), cached_model_path(model, cache), model.sha1, model.check, options);
   if (!model.mmproj.empty()) {
     // The audio encoder belongs to the model: fetched with it, no SHA-1 known (registry.cpp).
     pull_file(mmproj_url(model, options.base_url), cached_mmproj_path(model, cache), "", verify_gguf_llm, options);

@@ -49,8 +49,9 @@ struct PullOptions {
   int max_attempts = 4;
 };
 
-// Downloads a known model into the cache (ggml-NAME.bin), verifying size, SHA-1 when
-// known, and that it parses as a ggml Whisper header. Returns the cached path.
+// Downloads a catalogue entry into the cache (under model_file_name(); its mmproj
+// beside it), verifying size, SHA-1 when known, and the entry's check (an mmproj:
+// a GGUF). Returns the cached path.
 std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options);
 
 // The same for a translation LLM (registry's known_translation_models()): the

@@ -13,91 +13,6 @@ namespace earshot::models {
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
-const char* const kTinydiarizeBaseUrl = "https://huggingface.co/akashmjn/tinydiarize-whisper.cpp/resolve/main";
-
-// Names as in whisper.cpp's models/download-ggml-model.sh; SHA-1s and the sizes of
-// unquantised models from its models/README.md; quantised sizes are approximate.
-std::vector<ModelInfo> make_registry() {
-  const std::string hf = kDefaultBaseUrl;
-  return {
-      {"tiny", 75 * kMiB, "bd577a113a864445d4c299885e0cb97d4ba92b5f", hf},
-      {"tiny.en", 75 * kMiB, "c78c86eb1a8faa21b369bcd33207cc90d64ae9df", hf},
-      {"tiny-q5_1", 31 * kMiB, "", hf},
-      {"tiny.en-q5_1", 31 * kMiB, "", hf},
-      {"tiny-q8_0", 42 * kMiB, "", hf},
-      {"base", 142 * kMiB, "465707469ff3a37a2b9b8d8f89f2f99de7299dac", hf},
-      {"base.en", 142 * kMiB, "137c40403d78fd54d454da0f9bd998f78703390c", hf},
-      {"base-q5_1", 57 * kMiB, "", hf},
-      {"base.en-q5_1", 57 * kMiB, "", hf},
-      {"base-q8_0", 78 * kMiB, "", hf},
-      {"small", 466 * kMiB, "55356645c2b361a969dfd0ef2c5a50d530afd8d5", hf},
-      {"small.en", 466 * kMiB, "db8a495a91d927739e50b3fc1cc4c6b8f6c2d022", hf},
-      {"small.en-tdrz", 465 * kMiB, "b6c6e7e89af1a35c08e6de56b66ca6a02a2fdfa1", kTinydiarizeBaseUrl},
-      {"small-q5_1", 181 * kMiB, "", hf},
-      {"small.en-q5_1", 181 * kMiB, "", hf},
-      {"small-q8_0", 252 * kMiB, "", hf},
-      {"medium", 1536 * kMiB, "fd9727b6e1217c2f614f9b698455c4ffd82463b4", hf},
-      {"medium.en", 1536 * kMiB, "8c30f0e44ce9560643ebd10bbe50cd20eafd3723", hf},
-      {"medium-q5_0", 514 * kMiB, "", hf},
-      {"medium.en-q5_0", 514 * kMiB, "", hf},
-      {"medium-q8_0", 785 * kMiB, "", hf},
-      {"large-v1", 2970 * kMiB, "b1caaf735c4cc1429223d5a74f0f4d0b9b59a299", hf},
-      {"large-v2", 2970 * kMiB, "0f4c8e34f21cf1a914c59d8b3ce882345ad349d6", hf},
-      {"large-v2-q5_0", 1126 * kMiB, "00e39f2196344e901b3a2bd5814807a769bd1630", hf},
-      {"large-v2-q8_0", 1536 * kMiB, "", hf},
-      {"large-v3", 2970 * kMiB, "ad82bf6a9043ceed055076d0fd39f5f186ff8062", hf},
-      {"large-v3-q5_0", 1126 * kMiB, "e6e2ed78495d403bef4b7cff42ef4aaadcfea8de", hf},
-      {"large-v3-turbo", 1536 * kMiB, "4af2b29d7ec73d781377bfd1758ca957a807e941", hf},
-      {"large-v3-turbo-q5_0", 547 * kMiB, "e050f7970618a659205450ad97eb95a18d69c9ee", hf},
-      {"large-v3-turbo-q8_0", 834 * kMiB, "", hf},
-  };
-}
-
-// whisper.cpp's scripts/upload-parakeet.py names (ggml-parakeet-tdt-0.6b-v3-TYPE.bin);
-// sizes approximate (0.6B parameters).
-std::vector<ModelInfo> make_transducer_registry() {
-  const std::string hf = kParakeetBaseUrl;
-  return {
-      {"parakeet-tdt-0.6b-v3-f32", 2400 * kMiB, "", hf, "parakeet"},
-      {"parakeet-tdt-0.6b-v3-f16", 1250 * kMiB, "", hf, "parakeet"},
-      {"parakeet-tdt-0.6b-v3-q8_0", 700 * kMiB, "", hf, "parakeet"},
-      {"parakeet-tdt-0.6b-v3-q4_0", 420 * kMiB, "", hf, "parakeet"},
-      {"parakeet-tdt-0.6b-v3-q4_k", 420 * kMiB, "", hf, "parakeet"},
-  };
-}
-
-// transcribe.cpp's published GGUFs of the transducers earshot runs (Parakeet-TDT
-// v2/v3: no linear biases; Nemotron streaming EN and 3.5: cache-aware RNN-T), as
-// its docs/models/MODEL.md lists them (release 0.2.1): each in
-// handy-computer/MODEL-gguf as MODEL-TYPE.gguf, the size it states (decimal GB/MB).
-// It states no hashes: pulls verify Content-Length and the GGUF layout. Its RNN-T,
-// CTC, 1.1B and unified models carry linear biases, a CTC head or
-// chunked_limited_with_rc attention, which earshot refuses at load.
-std::vector<ModelInfo> make_transcribe_cpp_registry() {
-  constexpr uint64_t kMB = 1000 * 1000;
-  struct Published {
-    const char* model;
-    uint64_t mb[6];  // F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M
-  };
-  const Published published[] = {
-      {"parakeet-tdt-0.6b-v3", {2510, 1260, 740, 627, 565, 502}},
-      {"parakeet-tdt-0.6b-v2", {2470, 1240, 730, 608, 547, 483}},
-      {"nemotron-speech-streaming-en-0.6b", {2300, 1160, 696, 573, 514, 453}},
-      {"nemotron-3.5-asr-streaming-0.6b", {2380, 1190, 716, 593, 534, 473}},
-  };
-  const char* types[6] = {"F32", "F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"};
-  std::vector<ModelInfo> out;
-  for (const Published& p : published) {
-    for (int i = 0; i < 6; ++i) {
-      std::string lower = types[i];
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out.push_back({"transcribe.cpp/" + std::string(p.model) + "-" + lower, p.mb[i] * kMB, "",
-                     std::string(kTranscribeCppBaseUrl) + "/" + p.model + "-gguf/resolve/main", "parakeet-gguf",
-                     std::string(p.model) + "-" + types[i] + ".gguf"});
-    }
-  }
-  return out;
-}
 
 // transcribe.cpp's Sortformer diarizer GGUFs, as its
 // docs/models/diar_streaming_sortformer_4spk-v2.1.md lists them (F32, F16, Q8_0
@@ -109,23 +24,9 @@ std::vector<ModelInfo> make_diarization_registry() {
   const std::string model = "diar_streaming_sortformer_4spk-v2.1";
   const std::string repo = std::string(kTranscribeCppBaseUrl) + "/" + model + "-gguf/resolve/main";
   return {
-      {"transcribe.cpp/" + model + "-f32", 471 * kMB, "", repo, "sortformer-gguf", model + "-F32.gguf"},
-      {"transcribe.cpp/" + model + "-f16", 237 * kMB, "", repo, "sortformer-gguf", model + "-F16.gguf"},
-      {"transcribe.cpp/" + model + "-q8_0", 139 * kMB, "", repo, "sortformer-gguf", model + "-Q8_0.gguf"},
-  };
-}
-
-// ggml-org's Qwen3-ASR-{0.6B,1.7B}-GGUF as llama.cpp converts them: Q8_0 text model
-// (arch qwen3vl) and mmproj (projector qwen3a); the file names as published
-// projects download them. No SHA-1 is known for them: pulls verify the server's
-// Content-Length and that both files are GGUF, not a hash. Sizes approximate.
-std::vector<ModelInfo> make_qwen3asr_registry() {
-  const std::string hf = kQwen3AsrBaseUrl;
-  return {
-      {"qwen3-asr-0.6b", 850 * kMiB, "", hf + "/Qwen3-ASR-0.6B-GGUF/resolve/main", "qwen3asr",
-       "Qwen3-ASR-0.6B-Q8_0.gguf", "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf"},
-      {"qwen3-asr-1.7b", 2200 * kMiB, "", hf + "/Qwen3-ASR-1.7B-GGUF/resolve/main", "qwen3asr",
-       "Qwen3-ASR-1.7B-Q8_0.gguf", "mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"},
+      {"transcribe.cpp/" + model + "-f32", 471 * kMB, "", repo, model + "-F32.gguf", "", check_sortformer_header},
+      {"transcribe.cpp/" + model + "-f16", 237 * kMB, "", repo, model + "-F16.gguf", "", check_sortformer_header},
+      {"transcribe.cpp/" + model + "-q8_0", 139 * kMB, "", repo, model + "-Q8_0.gguf", "", check_sortformer_header},
   };
 }
 
@@ -153,45 +54,24 @@ std::string strip_slashes(std::string url) {
 
 }  // namespace
 
-const std::vector<ModelInfo>& known_models() {
-  static const std::vector<ModelInfo> registry = make_registry();
-  return registry;
-}
-
-const std::vector<ModelInfo>& known_transducer_models() {
-  static const std::vector<ModelInfo> registry = [] {
-    std::vector<ModelInfo> all = make_transducer_registry();
-    for (ModelInfo& m : make_transcribe_cpp_registry()) all.push_back(std::move(m));
-    return all;
-  }();
-  return registry;
-}
-
-const std::vector<ModelInfo>& known_qwen3asr_models() {
-  static const std::vector<ModelInfo> registry = make_qwen3asr_registry();
-  return registry;
-}
-
 const std::vector<ModelInfo>& known_diarization_models() {
   static const std::vector<ModelInfo> registry = make_diarization_registry();
   return registry;
 }
 
-const ModelInfo* find_model(std::string_view name) {
-  if (name.starts_with("ggml-") && name.ends_with(".bin")) name = name.substr(5, name.size() - 9);
-  if (name == "parakeet-tdt-0.6b-v3") name = "parakeet-tdt-0.6b-v3-f16";
-  for (const auto* list :
-       {&known_models(), &known_transducer_models(), &known_qwen3asr_models(), &known_diarization_models()})
-    for (const ModelInfo& m : *list)
-      if (m.name == name || (!m.file.empty() && m.file == name)) return &m;
+const ModelInfo* find_model(std::span<const ModelInfo> catalogue, std::string_view name) {
+  if (name.empty()) return nullptr;
+  for (const ModelInfo& m : catalogue) {
+    if (m.name == name || model_file_name(m) == name) return &m;
+    for (const std::string& alias : m.aliases)
+      if (alias == name) return &m;
+  }
   return nullptr;
 }
 
-std::string known_model_names() {
+std::string model_names(std::span<const ModelInfo> catalogue) {
   std::string names;
-  for (const auto* list :
-       {&known_models(), &known_transducer_models(), &known_qwen3asr_models(), &known_diarization_models()})
-    for (const ModelInfo& m : *list) names += (names.empty() ? "" : ", ") + m.name;
+  for (const ModelInfo& m : catalogue) names += (names.empty() ? "" : ", ") + m.name;
   return names;
 }
 
@@ -237,12 +117,13 @@ bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir) {
          (model.mmproj.empty() || std::filesystem::exists(cached_mmproj_path(model, cache_dir), ec));
 }
 
-std::filesystem::path resolve_model(const std::string& name_or_path, const std::filesystem::path& cache_dir) {
+std::filesystem::path resolve_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
+                                    const std::filesystem::path& cache_dir) {
   const std::filesystem::path as_path(name_or_path);
   if (const auto given =
           existing_file(name_or_path, "model '" + name_or_path + "' is a directory, not a ggml model file"))
     return *given;
-  if (const ModelInfo* model = find_model(name_or_path)) {
+  if (const ModelInfo* model = find_model(catalogue, name_or_path)) {
     const std::filesystem::path cached = cached_model_path(*model, cache_dir);
     if (is_cached(*model, cache_dir)) return cached;
     std::string by_hand = "download " + model_url(*model) + " by hand and place it at " + cached.string();
@@ -254,8 +135,8 @@ std::filesystem::path resolve_model(const std::string& name_or_path, const std::
   }
   if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".bin")
     throw Error(ErrorCode::kIo, "model file " + name_or_path + " does not exist");
-  throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name_or_path +
-                                               "': give a path to a ggml .bin file or one of: " + known_model_names());
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown model '" + name_or_path + "': give a path to a model file or one of: " + model_names(catalogue));
 }
 
 std::filesystem::path resolve_diarization_model(const std::string& name_or_path,

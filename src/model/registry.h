@@ -1,57 +1,53 @@
-// Known models in whisper.cpp's ggml formats (Whisper, and the Parakeet
-// transducers ggml-org publishes next to them), where they are cached, and how
-// a `--model` argument (a name or a path) becomes a file.
+// Published model files by name: what an entry says (where a file is published,
+// how it is checked), where it is cached, and how a `--model` argument (a name
+// or a path) becomes a file. The speech families' entries are theirs
+// (engine::Family::catalogue, gathered by engine/catalogue.h); the diarization
+// and translation models' are here.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace earshot::models {
 
+// Throws earshot::Error(kInvalidModel) unless a downloaded file is what its entry
+// publishes (a header check: magic, layout, architecture).
+using FileCheck = std::function<void(const std::filesystem::path&)>;
+
 struct ModelInfo {
-  std::string name;                // e.g. "base.en", "large-v3-turbo-q5_0"
-  uint64_t approx_bytes;           // for listings only; downloads verify the server's Content-Length
-  std::string sha1;                // hex, from whisper.cpp's models/README.md; empty where it lists none
-  std::string repository;          // default base URL of the file (tinydiarize lives elsewhere)
-  std::string family = "whisper";  // "whisper", "parakeet" (whisper.cpp's .bin), "parakeet-gguf", "qwen3asr"
-  std::string file = "";           // the file's name in the repository; "" = ggml-NAME.bin
-  std::string mmproj = "";         // a second file fetched and cached with it (Qwen3-ASR's audio encoder); "" = none
+  std::string name;         // e.g. "base.en", "large-v3-turbo-q5_0"
+  uint64_t approx_bytes;    // for listings only; downloads verify the server's Content-Length
+  std::string sha1;         // hex, from whisper.cpp's models/README.md; empty where it lists none
+  std::string repository;   // default base URL of the file (tinydiarize lives elsewhere)
+  std::string file = "";    // the file's name in the repository; "" = ggml-NAME.bin
+  std::string mmproj = "";  // a second file fetched and cached with it (Qwen3-ASR's audio encoder); "" = none
+  FileCheck check = {};     // what a pull verifies besides size and SHA-1; empty: nothing more
+  std::vector<std::string> aliases = {};  // other names that find it ("parakeet-tdt-0.6b-v3": its f16 file)
 };
 
-// ggml-org's Qwen3-ASR GGUF repositories (text GGUF + mmproj-... beside it).
-inline constexpr const char* kQwen3AsrBaseUrl = "https://huggingface.co/ggml-org";
-
-// ggml-org's Parakeet-TDT files (whisper.cpp's scripts/upload-parakeet.py and its
-// Ruby bindings' URI list): ggml-NAME.bin in this repository.
-inline constexpr const char* kParakeetBaseUrl = "https://huggingface.co/ggml-org/parakeet-GGUF/resolve/main";
-
 // transcribe.cpp's Hugging Face organisation: MODEL-gguf/MODEL-TYPE.gguf (its docs/models/MODEL.md).
+// Its Parakeet, Nemotron and Voxtral Realtime files are in those families' catalogues.
 inline constexpr const char* kTranscribeCppBaseUrl = "https://huggingface.co/handy-computer";
 
-// The public repository whisper.cpp's models/download-ggml-model.sh downloads from.
+// The public repository whisper.cpp's models/download-ggml-model.sh downloads from
+// (the Whisper family's catalogue; `earshot pull --base-url`'s default).
 inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main";
 
-// The Whisper models of whisper.cpp's models/download-ggml-model.sh.
-const std::vector<ModelInfo>& known_models();
-// The models of the other families: Parakeet-TDT (whisper.cpp's .bin), and the
-// Parakeet-TDT and Nemotron streaming GGUFs transcribe.cpp publishes ("transcribe.cpp/NAME-TYPE",
-// family "parakeet-gguf": fastconformer/published_gguf.h reads them).
-const std::vector<ModelInfo>& known_transducer_models();
-// Qwen3-ASR (0.6B, 1.7B): each a text GGUF and its mmproj, pulled together.
-const std::vector<ModelInfo>& known_qwen3asr_models();
 // Speaker diarization (--diarization-model): the streaming Sortformer GGUFs
-// transcribe.cpp publishes ("transcribe.cpp/diar_streaming_sortformer_4spk-v2.1-f16",
-// family "sortformer-gguf": model/sortformer reads them).
+// transcribe.cpp publishes ("transcribe.cpp/diar_streaming_sortformer_4spk-v2.1-f16":
+// model/sortformer reads them).
 const std::vector<ModelInfo>& known_diarization_models();
-// Accepts "tiny.en" as well as "ggml-tiny.en.bin", and the models of every family;
-// "parakeet-tdt-0.6b-v3" is its f16 file. Null when unknown.
-const ModelInfo* find_model(std::string_view name);
+// The entry of `catalogue` called `name`: its name, an alias, or its file's name
+// ("ggml-tiny.en.bin", "Qwen3-ASR-0.6B-Q8_0.gguf"). Null when none is.
+const ModelInfo* find_model(std::span<const ModelInfo> catalogue, std::string_view name);
 // "tiny, tiny.en, ..." for error messages.
-std::string known_model_names();
+std::string model_names(std::span<const ModelInfo> catalogue);
 
 std::string model_file_name(const ModelInfo& model);  // model.file, else ggml-NAME.bin
 // --base-url, else $EARSHOT_MODEL_BASE_URL, else the model's public repository; then /model_file_name().
@@ -68,10 +64,11 @@ std::filesystem::path cached_mmproj_path(const ModelInfo& model, const std::file
 // Every file of the model is in the cache.
 bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir);
 
-// A model argument to a file: an existing path; else a known name present in the cache.
-// Otherwise throws earshot::Error saying to run `earshot pull NAME`, or where to put
-// the file by hand and its download URL (kIo), or that the name is unknown (kInvalidArgument).
-std::filesystem::path resolve_model(const std::string& name_or_path,
+// A model argument to a file: an existing path; else a name of `catalogue` present in
+// the cache. Otherwise throws earshot::Error saying to run `earshot pull NAME`, or
+// where to put the file by hand and its download URL (kIo), or that the name is
+// unknown, listing the catalogue (kInvalidArgument).
+std::filesystem::path resolve_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
                                     const std::filesystem::path& cache_dir = default_cache_dir());
 
 // A --diarization-model argument to a file: an existing path; else a known

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "engine/catalogue.h"
 #include "engine/families.h"
 #include "engine/model_options.h"
 #include "model/qwen3asr/model_writer.h"
@@ -98,10 +99,10 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
 TEST_F(Qwen3AsrEngineTest, ARegistryNameResolvesBothFiles) {
   const fs::path cache = dir / "cache";
   fs::create_directories(cache);
-  const models::ModelInfo& m = *models::find_model("qwen3-asr-0.6b");
+  const models::ModelInfo m = *engine::find_model("qwen3-asr-0.6b");
   fs::create_symlink(pair.text, models::cached_model_path(m, cache));
   fs::create_symlink(pair.mmproj, models::cached_mmproj_path(m, cache));
-  const fs::path text = models::resolve_model("qwen3-asr-0.6b", cache);
+  const fs::path text = engine::resolve_model("qwen3-asr-0.6b", cache);
   EXPECT_EQ(text, cache / "Qwen3-ASR-0.6B-Q8_0.gguf");
   EXPECT_EQ(find_mmproj(text, ""), cache / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf");
 }

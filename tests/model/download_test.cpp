@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "engine/catalogue.h"
 #include "error_of.h"
 #include "model/registry.h"
 #include "model/runtime/gguf_file.h"
@@ -39,6 +40,7 @@ class DownloadTest : public earshot::testing::PullFixture {
     content_ = read_file(template_model());
     ASSERT_GT(content_.size(), 500000u);
     model_ = ModelInfo{"tiny", content_.size(), sha1_of_file(template_model()), kDefaultBaseUrl};
+    model_.check = check_ggml_whisper_header;
     server_.serve("/models/ggml-tiny.bin", content_);
   }
   std::filesystem::path cached() const { return cache_ / "ggml-tiny.bin"; }
@@ -65,7 +67,7 @@ TEST_F(DownloadTest, FullDownloadLandsInTheCacheVerified) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].target, "/models/ggml-tiny.bin");
   EXPECT_EQ(seen[0].range, "");
-  EXPECT_EQ(resolve_model("tiny", cache_), cached());
+  EXPECT_EQ(engine::resolve_model("tiny", cache_), cached());
 }
 
 TEST_F(DownloadTest, DroppedConnectionIsResumedWithARangeRequest) {
@@ -144,7 +146,7 @@ TEST_F(DownloadTest, DiskFullIsACleanErrorAndThePartIsNeverUsedUnfinished) {
   const std::string partial = read_file(part());
   EXPECT_LE(partial.size(), kLimit);
   EXPECT_EQ(partial, content_.substr(0, partial.size()));
-  EXPECT_THROW(resolve_model("tiny", cache_), Error);
+  EXPECT_THROW(engine::resolve_model("tiny", cache_), Error);
   // Space again: the next pull resumes from the part and verifies the whole file.
   EXPECT_EQ(pull_model(model_, options()), cached());
   EXPECT_EQ(read_file(cached()), content_);
@@ -209,8 +211,8 @@ TEST_F(DownloadTest, NonModelBytesFailTheHeaderCheckWhenNoSha1IsKnown) {
 }
 
 TEST_F(DownloadTest, MissingFileIsAClearHttpError) {
-  const ModelInfo* base = find_model("base.en");
-  ASSERT_NE(base, nullptr);
+  const std::optional<ModelInfo> base = engine::find_model("base.en");
+  ASSERT_TRUE(base);
   const Error e = error_of([&] { pull_model(*base, options()); });
   EXPECT_EQ(e.code(), ErrorCode::kIo);
   EXPECT_NE(std::string(e.what()).find(server_.base_url() + "/models/ggml-base.en.bin"), std::string::npos) << e.what();
@@ -250,7 +252,7 @@ TEST_F(DownloadTest, Qwen3AsrPullsTheTextModelAndItsMmproj) {
   const std::string text = gguf("qwen3vl", 20000), mmproj = gguf("clip", 12000);
   server_.serve("/models/Qwen3-ASR-0.6B-Q8_0.gguf", text);
   server_.serve("/models/mmproj-Qwen3-ASR-0.6B-Q8_0.gguf", mmproj);
-  const ModelInfo& m = *find_model("qwen3-asr-0.6b");
+  const ModelInfo m = *engine::find_model("qwen3-asr-0.6b");
   EXPECT_EQ(pull_model(m, options()), cache_ / "Qwen3-ASR-0.6B-Q8_0.gguf");
   EXPECT_EQ(read_file(cache_ / "Qwen3-ASR-0.6B-Q8_0.gguf"), text);
   EXPECT_EQ(read_file(cache_ / "mmproj-Qwen3-ASR-0.6B-Q8_0.gguf"), mmproj);
@@ -258,11 +260,11 @@ TEST_F(DownloadTest, Qwen3AsrPullsTheTextModelAndItsMmproj) {
   // A file that is not GGUF (an HTML error page) is refused and not kept.
   server_.serve("/models/mmproj-Qwen3-ASR-1.7B-Q8_0.gguf", "<html>not found</html>" + std::string(1000, ' '));
   server_.serve("/models/Qwen3-ASR-1.7B-Q8_0.gguf", text);
-  const Error e = error_of([&] { pull_model(*find_model("qwen3-asr-1.7b"), options()); });
+  const Error e = error_of([&] { pull_model(*engine::find_model("qwen3-asr-1.7b"), options()); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
   EXPECT_NE(std::string(e.what()).find("mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(cache_ / "mmproj-Qwen3-ASR-1.7B-Q8_0.gguf"));
-  EXPECT_FALSE(is_cached(*find_model("qwen3-asr-1.7b"), cache_));
+  EXPECT_FALSE(is_cached(*engine::find_model("qwen3-asr-1.7b"), cache_));
 }
 
 // A published Parakeet GGUF is checked for its layout: transcribe.cpp's keys pass,
@@ -279,13 +281,14 @@ TEST_F(DownloadTest, PublishedParakeetGgufIsCheckedForItsLayout) {
     std::filesystem::remove(at);
     return bytes;
   };
-  const ModelInfo& m = *find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-f16");
+  const ModelInfo m = *engine::find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-f16");
   const std::string ok = gguf("parakeet", "stt.parakeet.head_kind");
   server_.serve("/models/parakeet-tdt-0.6b-v3-F16.gguf", ok);
   EXPECT_EQ(pull_model(m, options()), cache_ / "parakeet-tdt-0.6b-v3-F16.gguf");
   EXPECT_EQ(read_file(cache_ / "parakeet-tdt-0.6b-v3-F16.gguf"), ok);
   server_.serve("/models/parakeet-tdt-0.6b-v3-Q8_0.gguf", gguf("llama", "llama.context"));
-  const Error e = error_of([&] { pull_model(*find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-q8_0"), options()); });
+  const Error e =
+      error_of([&] { pull_model(*engine::find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-q8_0"), options()); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
   EXPECT_NE(std::string(e.what()).find("not a published Parakeet GGUF"), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(cache_ / "parakeet-tdt-0.6b-v3-Q8_0.gguf"));

@@ -108,6 +108,7 @@ Family qwen3asr_family() {
   f.declare_options = declare;
   f.read_options = read;
   f.describe = how_it_runs;
+  f.catalogue = qwen3asr_catalogue;
   return f;
 }
 

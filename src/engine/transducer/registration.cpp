@@ -76,6 +76,7 @@ Family transducer_family() {
   f.read_options = read;
   f.foreign_request = foreign_request;
   f.describe = how_it_runs;
+  f.catalogue = transducer_catalogue;
   return f;
 }
 

@@ -8,5 +8,7 @@
 namespace earshot::engine {
 
 Family transducer_family();
+// The files of the family published under a name (`earshot pull NAME`; catalogue.cpp).
+std::vector<models::ModelInfo> transducer_catalogue();
 
 }  // namespace earshot::engine

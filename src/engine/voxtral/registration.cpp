@@ -51,6 +51,7 @@ Family voxtral_family() {
   f.read_options = read;
   f.foreign_request = foreign_request;
   f.describe = how_it_runs;
+  f.catalogue = voxtral_catalogue;
   return f;
 }
 

@@ -41,6 +41,7 @@ Family whisper_family() {
   f.declare_options = declare;
   f.read_options = read;
   f.describe = how_it_runs;
+  f.catalogue = whisper_catalogue;
   return f;
 }
 

@@ -7,5 +7,7 @@
 namespace earshot::engine {
 
 Family whisper_family();
+// The files of the family published under a name (`earshot pull NAME`; catalogue.cpp).
+std::vector<models::ModelInfo> whisper_catalogue();
 
 }  // namespace earshot::engine

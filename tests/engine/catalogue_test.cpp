@@ -1,5 +1,6 @@
-// The model registry: names, URLs, cache location, resolving --model, header check.
-#include "model/registry.h"
+// The catalogue: every family's published files by name (engine/catalogue.h),
+// URLs, cache location, resolving --model, header checks.
+#include "engine/catalogue.h"
 
 #include <gtest/gtest.h>
 
@@ -8,13 +9,30 @@
 #include <fstream>
 #include <set>
 
+#include "../model/error_of.h"
 #include "common/error.h"
-#include "error_of.h"
+#include "engine/families.h"
+#include "model/runtime/gguf_file.h"
 
-namespace earshot::models {
+namespace earshot::engine {
 namespace {
 
 using earshot::testing::error_of;
+using namespace earshot::models;
+using engine::find_model;
+using engine::known_model_names;
+using engine::known_models;
+using engine::resolve_model;
+
+// Whether `name` is an entry of the catalogue family `family` registers.
+bool in_family(const std::string& family, const std::string& name) {
+  for (const Family& f : families()) {
+    if (f.name != family || !f.catalogue) continue;
+    for (const ModelInfo& m : f.catalogue())
+      if (m.name == name) return true;
+  }
+  return false;
+}
 
 class EnvGuard {
  public:
@@ -36,6 +54,7 @@ class EnvGuard {
 TEST(Registry, ListsEveryModelOfWhisperCppsDownloadScript) {
   std::set<std::string> names;
   for (const ModelInfo& m : known_models()) {
+    if (!in_family("whisper", m.name)) continue;
     EXPECT_TRUE(names.insert(m.name).second) << "duplicate " << m.name;
     EXPECT_TRUE(m.sha1.empty() || m.sha1.size() == 40) << m.name;
     EXPECT_GT(m.approx_bytes, 30u << 20) << m.name;
@@ -53,10 +72,10 @@ TEST(Registry, ListsEveryModelOfWhisperCppsDownloadScript) {
 }
 
 TEST(Registry, FindsByNameOrFileName) {
-  ASSERT_NE(find_model("ggml-base.en.bin"), nullptr);
+  ASSERT_TRUE(find_model("ggml-base.en.bin"));
   EXPECT_EQ(find_model("ggml-base.en.bin")->name, "base.en");
-  EXPECT_EQ(find_model("base.english"), nullptr);
-  EXPECT_EQ(find_model(""), nullptr);
+  EXPECT_FALSE(find_model("base.english"));
+  EXPECT_FALSE(find_model(""));
 }
 
 TEST(Registry, UrlsFollowTheDownloadScriptAndCanBeOverridden) {
@@ -127,9 +146,9 @@ TEST(Registry, Qwen3AsrEntriesNameBothFilesOfGgmlOrgsRepositories) {
   for (const char* size : {"0.6B", "1.7B"}) {
     std::string name = std::string("qwen3-asr-") + size;
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const ModelInfo* m = find_model(name);
-    ASSERT_NE(m, nullptr) << name;
-    EXPECT_EQ(m->family, "qwen3asr");
+    const std::optional<ModelInfo> m = find_model(name);
+    ASSERT_TRUE(m) << name;
+    EXPECT_TRUE(in_family("qwen3asr", name));
     const std::string file = std::string("Qwen3-ASR-") + size + "-Q8_0.gguf";
     EXPECT_EQ(model_file_name(*m), file);
     EXPECT_EQ(m->mmproj, "mmproj-" + file);
@@ -139,7 +158,7 @@ TEST(Registry, Qwen3AsrEntriesNameBothFilesOfGgmlOrgsRepositories) {
     EXPECT_EQ(mmproj_url(*m, std::string("http://mirror/q")), "http://mirror/q/mmproj-" + file);
     EXPECT_EQ(cached_mmproj_path(*m, "/c"), std::filesystem::path("/c") / ("mmproj-" + file));
     EXPECT_TRUE(m->sha1.empty());  // none published; registry.cpp says so
-    EXPECT_EQ(find_model(file), m);
+    EXPECT_EQ(find_model(file)->name, m->name);
     EXPECT_NE(known_model_names().find(name), std::string::npos);
   }
   // The Whisper entries keep their single ggml file.
@@ -152,29 +171,79 @@ TEST(Registry, Qwen3AsrEntriesNameBothFilesOfGgmlOrgsRepositories) {
 TEST(Registry, TranscribeCppEntriesNameItsRepositoriesAndFiles) {
   EnvGuard guard("EARSHOT_MODEL_BASE_URL");
   unsetenv("EARSHOT_MODEL_BASE_URL");
-  const ModelInfo* m = find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-q8_0");
-  ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->family, "parakeet-gguf");
+  const std::optional<ModelInfo> m = find_model("transcribe.cpp/parakeet-tdt-0.6b-v3-q8_0");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(in_family("transducer", m->name));
   EXPECT_EQ(model_file_name(*m), "parakeet-tdt-0.6b-v3-Q8_0.gguf");
   EXPECT_EQ(
       model_url(*m),
       "https://huggingface.co/handy-computer/parakeet-tdt-0.6b-v3-gguf/resolve/main/parakeet-tdt-0.6b-v3-Q8_0.gguf");
   EXPECT_EQ(m->approx_bytes, 740u * 1000 * 1000);
   EXPECT_TRUE(m->sha1.empty());  // none published
-  EXPECT_EQ(find_model("parakeet-tdt-0.6b-v3-Q8_0.gguf"), m);
-  const ModelInfo* n = find_model("transcribe.cpp/nemotron-3.5-asr-streaming-0.6b-q4_k_m");
-  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(find_model("parakeet-tdt-0.6b-v3-Q8_0.gguf")->name, m->name);
+  const std::optional<ModelInfo> n = find_model("transcribe.cpp/nemotron-3.5-asr-streaming-0.6b-q4_k_m");
+  ASSERT_TRUE(n);
   EXPECT_EQ(model_url(*n),
             "https://huggingface.co/handy-computer/nemotron-3.5-asr-streaming-0.6b-gguf/resolve/main/"
             "nemotron-3.5-asr-streaming-0.6b-Q4_K_M.gguf");
   // ggml-org's whisper.cpp files keep their names.
-  EXPECT_EQ(find_model("parakeet-tdt-0.6b-v3-q8_0")->family, "parakeet");
+  EXPECT_TRUE(in_family("transducer", "parakeet-tdt-0.6b-v3-q8_0"));
+  EXPECT_EQ(model_file_name(*find_model("parakeet-tdt-0.6b-v3-q8_0")), "ggml-parakeet-tdt-0.6b-v3-q8_0.bin");
+  EXPECT_EQ(find_model("parakeet-tdt-0.6b-v3")->name, "parakeet-tdt-0.6b-v3-f16");
+}
+
+// Voxtral Realtime: transcribe.cpp's GGUFs as its docs/models/voxtral-realtime.md
+// lists them, from the family's own catalogue.
+TEST(Registry, VoxtralEntriesNameTranscribeCppsFiles) {
+  EnvGuard guard("EARSHOT_MODEL_BASE_URL");
+  unsetenv("EARSHOT_MODEL_BASE_URL");
+  const std::optional<ModelInfo> m = find_model("transcribe.cpp/voxtral-mini-4b-realtime-2602-q4_k_m");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(in_family("voxtral", m->name));
+  EXPECT_EQ(model_file_name(*m), "Voxtral-Mini-4B-Realtime-2602-Q4_K_M.gguf");
+  EXPECT_EQ(model_url(*m),
+            "https://huggingface.co/handy-computer/Voxtral-Mini-4B-Realtime-2602-GGUF/resolve/main/"
+            "Voxtral-Mini-4B-Realtime-2602-Q4_K_M.gguf");
+  EXPECT_EQ(m->approx_bytes, 2830u * 1000 * 1000);
+  EXPECT_TRUE(m->sha1.empty());  // none published
+  EXPECT_EQ(find_model("Voxtral-Mini-4B-Realtime-2602-Q4_K_M.gguf")->name, m->name);
+  for (const char* type : {"bf16", "f16", "q8_0", "q6_k", "q5_k_m"})
+    EXPECT_TRUE(in_family("voxtral", std::string("transcribe.cpp/voxtral-mini-4b-realtime-2602-") + type)) << type;
+}
+
+// Every family's entry says how a download of it is checked, and no two entries
+// share a name.
+TEST(Registry, EveryEntryIsCheckedAndNamedOnce) {
+  std::set<std::string> names;
+  for (const ModelInfo& m : known_models()) {
+    EXPECT_TRUE(names.insert(m.name).second) << "duplicate " << m.name;
+    EXPECT_TRUE(static_cast<bool>(m.check)) << m.name;
+  }
+}
+
+TEST_F(ResolveTest, AVoxtralDownloadMustBeAVoxtralGguf) {
+  const auto gguf = [&](const std::string& architecture) {
+    runtime::GgufWriter w;
+    w.set_architecture(architecture);
+    w.add_tensor_f32("t", GGML_TYPE_F32, std::vector<int64_t>{64}, std::vector<float>(64, 0.5f));
+    const std::filesystem::path at = dir_ / (architecture + ".gguf");
+    w.write(at);
+    return at;
+  };
+  const ModelInfo m = *find_model("transcribe.cpp/voxtral-mini-4b-realtime-2602-q8_0");
+  EXPECT_NO_THROW(m.check(gguf("voxtral_realtime")));
+  const Error e = error_of([&] { m.check(gguf("llama")); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(std::string(e.what()).find("not a Voxtral Realtime GGUF (architecture 'llama'"), std::string::npos)
+      << e.what();
+  std::ofstream(dir_ / "page.gguf") << "<html>404</html>" << std::string(100, ' ');
+  EXPECT_THROW(m.check(dir_ / "page.gguf"), Error);
 }
 
 TEST_F(ResolveTest, Qwen3AsrResolvesOnlyWithBothFilesCached) {
   EnvGuard guard("EARSHOT_MODEL_BASE_URL");
   unsetenv("EARSHOT_MODEL_BASE_URL");
-  const ModelInfo& m = *find_model("qwen3-asr-0.6b");
+  const ModelInfo m = *find_model("qwen3-asr-0.6b");
   std::ofstream(dir_ / "Qwen3-ASR-0.6B-Q8_0.gguf") << "x";
   EXPECT_FALSE(is_cached(m, dir_));
   const Error e = error_of([&] { resolve_model("qwen3-asr-0.6b", dir_); });
@@ -241,4 +310,4 @@ TEST_F(HeaderTest, RejectsWhatIsNotAWhisperFile) {
 }
 
 }  // namespace
-}  // namespace earshot::models
+}  // namespace earshot::engine

@@ -1,0 +1,31 @@
+// The published model files earshot knows by name, for `earshot pull NAME`,
+// `--model NAME` and `earshot models`: every family's catalogue
+// (Family::catalogue) in registry order, then the diarization models
+// (models::known_diarization_models). A family's entries come with it: adding a
+// family adds its names, and nothing here names one.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/registry.h"
+
+namespace earshot::engine {
+
+// Every family's catalogue, in registry order (the files --model takes by name).
+std::vector<models::ModelInfo> family_models();
+// family_models(), then the diarization models: every name `earshot pull` takes
+// besides the translation models.
+std::vector<models::ModelInfo> known_models();
+// The entry called `name` (its name, an alias or its file's name); nullopt when none is.
+std::optional<models::ModelInfo> find_model(std::string_view name);
+// "tiny, tiny.en, ..." for messages.
+std::string known_model_names();
+// A --model argument to a file (models::resolve_model over known_models()).
+std::filesystem::path resolve_model(const std::string& name_or_path,
+                                    const std::filesystem::path& cache_dir = models::default_cache_dir());
+
+}  // namespace earshot::engine
