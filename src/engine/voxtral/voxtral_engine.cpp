@@ -58,8 +58,11 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
 }
 
 std::shared_ptr<const Engine> load_voxtral_engine(const ModelSpec& spec) {
-  return std::make_shared<VoxtralEngine>(voxtral::Model::load(spec.path, runtime::resolve_device(spec.runtime.device)),
-                                         spec);
+  // --cpu-kernels ggml keeps a k-quant file's encoder on ggml's kernels.
+  voxtral::LoadOptions options;
+  options.int8_encoder = spec.runtime.cpu_kernels == runtime::CpuKernels::kAuto;
+  return std::make_shared<VoxtralEngine>(
+      voxtral::Model::load(spec.path, runtime::resolve_device(spec.runtime.device), options), spec);
 }
 
 }  // namespace earshot::engine

@@ -4,12 +4,16 @@
 // time embedding's frequencies kept on the host.
 #include "model/voxtral/model.h"
 
+#include <ggml-alloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "common/error.h"
+#include "model/runtime/device.h"
 #include "model/runtime/gguf_file.h"
+#include "model/runtime/q8_gemm.h"
 
 namespace earshot::voxtral {
 namespace {
@@ -231,7 +235,8 @@ std::vector<runtime::ExpectedTensor> expected_tensors(const Hparams& hp, ggml_ty
 }
 
 struct ModelLoader {
-  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device) {
+  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device,
+                                           LoadOptions options) {
     const runtime::GgufFile file = runtime::GgufFile::open(path);
     const std::string label = file.label();
     if (file.architecture() != kGgufArchitecture)
@@ -269,7 +274,49 @@ struct ModelLoader {
     model->name_ = path.stem().string();
     model->hparams_ = hp;
     bind(*model);
+    if (options.int8_encoder && (!device || runtime::is_cpu(device)) && runtime::q8_gemm_available())
+      int8_encoder(*model, label);
+    count_bytes(*model);
     return model;
+  }
+
+  // The encoder's k-quant matrices as Q8_0 copies in a buffer of their own, bound
+  // in their place (LoadOptions::int8_encoder): each row dequantised to f32 by
+  // ggml's own routine, then quantised to Q8_0 by ggml's.
+  static void int8_encoder(Model& m, const std::string& label) {
+    std::vector<ggml_tensor**> slots;
+    for (EncoderLayer& l : m.enc_layers)
+      for (ggml_tensor** t : {&l.q_w, &l.k_w, &l.v_w, &l.o_w, &l.gate_w, &l.up_w, &l.down_w}) {
+        const ggml_tensor* w = *t;
+        if (ggml_is_quantized(w->type) && w->type != GGML_TYPE_Q8_0 && w->ne[0] % ggml_blck_size(GGML_TYPE_Q8_0) == 0 &&
+            ggml_n_dims(w) == 2 && ggml_backend_buffer_is_host(w->buffer))
+          slots.push_back(t);
+      }
+    if (slots.empty()) return;
+    const ggml_init_params params{ggml_tensor_overhead() * slots.size(), nullptr, /*no_alloc=*/true};
+    m.int8_ctx_.reset(ggml_init(params));
+    std::vector<ggml_tensor*> copies;
+    for (ggml_tensor** t : slots) {
+      ggml_tensor* copy = ggml_new_tensor_2d(m.int8_ctx_.get(), GGML_TYPE_Q8_0, (*t)->ne[0], (*t)->ne[1]);
+      ggml_set_name(copy, (*t)->name);
+      copies.push_back(copy);
+    }
+    m.int8_buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(m.int8_ctx_.get(), ggml_backend_cpu_buffer_type()));
+    if (!m.int8_buffer_)
+      throw Error(ErrorCode::kIo, label + ": cannot allocate the encoder's Q8_0 matrices (" +
+                                      std::to_string(slots.size()) + " tensors)");
+    std::vector<float> values;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const ggml_tensor* w = *slots[i];
+      const int64_t n = w->ne[0], rows = w->ne[1];
+      values.resize(static_cast<size_t>(n * rows));
+      const ggml_to_float_t to_float = ggml_get_type_traits(w->type)->to_float;
+      for (int64_t r = 0; r < rows; ++r)
+        to_float(static_cast<const char*>(w->data) + r * w->nb[1], values.data() + r * n, n);
+      ggml_quantize_chunk(GGML_TYPE_Q8_0, values.data(), copies[i]->data, 0, rows, n, nullptr);
+      *slots[i] = copies[i];
+    }
+    m.int8_encoder_matrices_ = static_cast<int>(slots.size());
   }
 
   static void bind(Model& m) {
@@ -304,6 +351,10 @@ struct ModelLoader {
                           get(l + "ada.linear_1.weight"), get(l + "ada.linear_2.weight")});
     }
     m.matrix_type_ = m.layers.front().q_w->type;
+  }
+
+  // The bytes of the matrices as bound (the encoder's Q8_0 copies where converted).
+  static void count_bytes(Model& m) {
     uint64_t dec = ggml_nbytes(m.tok_embd), enc = ggml_nbytes(m.proj1_w) + ggml_nbytes(m.proj2_w);
     for (const DecoderLayer& l : m.layers)
       for (const ggml_tensor* t : {l.q_w, l.k_w, l.v_w, l.o_w, l.gate_w, l.up_w, l.down_w}) dec += ggml_nbytes(t);
@@ -314,8 +365,9 @@ struct ModelLoader {
   }
 };
 
-std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml_backend_dev_t device) {
-  return ModelLoader::load(path, device);
+std::shared_ptr<const Model> Model::load(const std::filesystem::path& path, ggml_backend_dev_t device,
+                                         LoadOptions options) {
+  return ModelLoader::load(path, device, options);
 }
 
 std::shared_ptr<const std::vector<float>> Model::ada_scales(int delay) const {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <ggml-backend.h>
+#include <ggml-cpp.h>
 #include <ggml.h>
 
 #include <filesystem>
@@ -99,13 +100,24 @@ struct DecoderLayer {
   ggml_tensor *ada1_w, *ada2_w;
 };
 
+struct LoadOptions {
+  // The encoder's matrices of another quantised type (Q4_K, Q5_K, Q6_K: the k-quant
+  // presets) converted to Q8_0 at load where the int8 op runs (the CPU, with
+  // AVX512-VNNI: runtime/q8_gemm.h), so the encoder's products run on it at ~10x
+  // ggml's k-quant rate; each value is the file's, rounded to Q8_0 (per 32, d =
+  // max |w| / 127). Costs the Q8_0 copy's memory (~0.9 GB at the real dimensions)
+  // besides the file's. false: the file's types on ggml's kernels.
+  bool int8_encoder = true;
+};
+
 class Model {
  public:
   // device null: the CPU. Throws earshot::Error: kIo; kInvalidModel naming the
   // key or tensor (not this architecture, a missing, mis-shaped or mistyped
   // tensor, a value out of range); kUnsupported for a setting earshot does not
   // compute (another activation, front end or tokenizer).
-  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device = nullptr);
+  static std::shared_ptr<const Model> load(const std::filesystem::path& path, ggml_backend_dev_t device = nullptr,
+                                           LoadOptions options = {});
 
   const Hparams& hparams() const { return hparams_; }
   const Vocab& vocab() const { return vocab_; }
@@ -119,6 +131,8 @@ class Model {
   uint64_t encoder_bytes() const { return encoder_bytes_; }
   // The type of the decoder's projections (q of layer 0): "q4_K"...
   ggml_type matrix_type() const { return matrix_type_; }
+  // The encoder's matrices converted to Q8_0 at load (LoadOptions::int8_encoder).
+  int int8_encoder_matrices() const { return int8_encoder_matrices_; }
 
   // Per decoder layer, 1 + ada(t(delay)): [n_layer][d] (computed once per delay, then shared).
   std::shared_ptr<const std::vector<float>> ada_scales(int delay) const;
@@ -143,6 +157,9 @@ class Model {
   std::string name_;
   ggml_backend_dev_t device_ = nullptr;
   runtime::ModelWeights weights_;
+  ggml_context_ptr int8_ctx_;  // the Q8_0 copies of the encoder's matrices, when converted
+  ggml_backend_buffer_ptr int8_buffer_;
+  int int8_encoder_matrices_ = 0;
   std::vector<float> filters_, window_, inv_freq_;
   uint64_t decoder_step_bytes_ = 0, encoder_bytes_ = 0;
   ggml_type matrix_type_ = GGML_TYPE_F32;

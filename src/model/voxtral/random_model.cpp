@@ -112,7 +112,8 @@ std::string base64_decode(std::string_view in, const std::string& what) {
 Hparams random_hparams(const std::string& dims) {
   Hparams hp;  // the real dimensions
   if (dims == "real") return hp;
-  if (dims != "small") throw Error(ErrorCode::kInvalidArgument, "unknown dimensions '" + dims + "' (small or real)");
+  if (dims != "small" && dims != "kquant")
+    throw Error(ErrorCode::kInvalidArgument, "unknown dimensions '" + dims + "' (small, kquant or real)");
   hp.enc_n_layer = 2;
   hp.enc_d = 64;
   hp.enc_n_head = 2;
@@ -128,6 +129,12 @@ Hparams random_hparams(const std::string& dims) {
   hp.window = 64;
   hp.ada_hidden = 8;
   hp.n_vocab = kControlTokens + 256 + 200;
+  if (dims == "kquant") {  // the encoder's rows whole k-quant blocks of 256: a preset's k-quants stay
+    hp.enc_d = 256;
+    hp.enc_n_head = 4;
+    hp.enc_head_dim = 64;
+    hp.enc_ff = 512;
+  }
   return hp;
 }
 

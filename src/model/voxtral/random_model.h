@@ -16,7 +16,8 @@ namespace earshot::voxtral {
 struct RandomModelOptions {
   // "small": every width 32-128, 2 + 2 layers, windows of 24 encoder frames and
   // 64 decoder positions (the tests reach the rings' wrap in seconds of audio);
-  // "real": Voxtral-Mini-4B-Realtime-2602's.
+  // "kquant": "small" with an encoder 256 wide (its matrices hold the k-quants of
+  // a preset, whose blocks are 256); "real": Voxtral-Mini-4B-Realtime-2602's.
   std::string dims = "small";
   unsigned seed = 1;
   Preset preset = Preset::kF32;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -173,6 +174,88 @@ TEST(VoxtralModel, AQ8FileStreamedEqualsItEncodedWhole) {
       worst = std::max(worst, static_cast<double>(std::fabs(streamed.logits[i] - whole.logits[i])));
     EXPECT_LT(worst, 0.05);
   }
+}
+
+// The largest logit difference of two runs over the positions before their first
+// different token (later ones are conditioned on other input); at that token,
+// whether the first run's top two were closer than the difference (a near-tie).
+struct LogitDifference {
+  double worst = 0;
+  size_t compared = 0;
+  bool unexplained_token = false;
+};
+LogitDifference logit_difference(const Output& a, const Output& b) {
+  LogitDifference d;
+  const size_t n = std::min(a.tokens.size(), b.tokens.size());
+  const size_t n_vocab = a.logits.size() / a.tokens.size();
+  for (size_t p = 0; p < n; ++p) {
+    const float* la = a.logits.data() + p * n_vocab;
+    const float* lb = b.logits.data() + p * n_vocab;
+    double diff = 0;
+    for (size_t v = 0; v < n_vocab; ++v) diff = std::max(diff, static_cast<double>(std::fabs(la[v] - lb[v])));
+    d.worst = std::max(d.worst, diff);
+    d.compared = p + 1;
+    if (a.tokens[p] != b.tokens[p]) {
+      d.unexplained_token = la[a.tokens[p]] - la[b.tokens[p]] > 2 * diff;
+      break;
+    }
+  }
+  return d;
+}
+
+// A k-quant file's encoder matrices run as Q8_0 copies on the int8 op where the
+// CPU has it (LoadOptions::int8_encoder): the logits move by a fraction of what
+// the file's own quantisation moved them from the unquantised weights (the same
+// seed at F32), and a token differs only at a near-tie.
+TEST(VoxtralModel, AKQuantEncoderConvertedToQ8StaysWithinTheFilesOwnRounding) {
+  const auto write = [](Preset preset, const std::string& tag) {
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("earshot-voxtral-" + tag + "-" + std::to_string(::getpid()) + ".gguf");
+    RandomModelOptions ro;
+    ro.dims = "kquant";
+    ro.seed = 5;
+    ro.pad_scale = 0.5f;
+    ro.preset = preset;
+    write_random_model(path, ro);
+    return path;
+  };
+  const std::filesystem::path q4k = write(Preset::kQ4_K_M, "q4k"), f32 = write(Preset::kF32, "f32");
+  LoadOptions as_in_file;
+  as_in_file.int8_encoder = false;
+  const auto file_types = Model::load(q4k, nullptr, as_in_file);
+  const auto converted = Model::load(q4k);
+  const auto unquantised = Model::load(f32);
+  std::filesystem::remove(q4k);
+  std::filesystem::remove(f32);
+  int k_quants = 0;
+  for (const EncoderLayer& l : file_types->enc_layers)
+    for (const ggml_tensor* t : {l.q_w, l.k_w, l.v_w, l.o_w, l.gate_w, l.up_w, l.down_w})
+      k_quants += t->type == GGML_TYPE_Q4_K || t->type == GGML_TYPE_Q6_K;
+  ASSERT_GT(k_quants, 0);  // the preset's k-quants are in the file
+  EXPECT_EQ(file_types->int8_encoder_matrices(), 0);
+  if (!runtime::q8_gemm_available()) {
+    EXPECT_EQ(converted->int8_encoder_matrices(), 0);  // nothing would run it: the file's types stay
+    return;
+  }
+  EXPECT_EQ(converted->int8_encoder_matrices(), k_quants);
+  for (const EncoderLayer& l : converted->enc_layers)
+    for (const ggml_tensor* t : {l.q_w, l.k_w, l.v_w, l.o_w, l.gate_w, l.up_w, l.down_w})
+      EXPECT_EQ(t->type, GGML_TYPE_Q8_0) << t->name;
+
+  const auto pcm = signal(3.0);
+  StreamOptions o;
+  o.kv_type = GGML_TYPE_F32;
+  const Output file_run = run(file_types, pcm, 0, o), converted_run = run(converted, pcm, 0, o),
+               reference = run(unquantised, pcm, 0, o);
+  ASSERT_GT(file_run.tokens.size(), 30u);
+  const LogitDifference conversion = logit_difference(file_run, converted_run);
+  const LogitDifference quantisation = logit_difference(reference, file_run);
+  std::printf(
+      "largest logit difference: converted %.3g over %zu positions, the file's own quantisation %.3g over %zu\n",
+      conversion.worst, conversion.compared, quantisation.worst, quantisation.compared);
+  EXPECT_FALSE(conversion.unexplained_token);
+  EXPECT_GE(conversion.compared, 10u);
+  EXPECT_LT(conversion.worst, 0.5 * quantisation.worst);
 }
 
 TEST(VoxtralModel, MemoryStaysConstantOverALongStream) {
