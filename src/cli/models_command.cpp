@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -9,6 +11,7 @@
 #include "engine/catalogue.h"
 #include "model/quantize/quantize.h"
 #include "model/registry.h"
+#include "stages/registry.h"
 
 namespace earshot::cli {
 
@@ -66,10 +69,13 @@ int run_models(const CommandArgs& argv) {
   if (!args.parse_or_help(argv)) return 0;
   const std::filesystem::path cache =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
-  const std::vector<models::ModelInfo> all = engine::family_models();
+  const std::vector<models::ModelInfo> all = engine::known_models();
+  std::vector<std::pair<std::string, std::vector<models::ModelInfo>>> by_stage;  // the stages' catalogues
+  for (const stages::StageDefinition& stage : stages::registry())
+    if (stage.catalogue) by_stage.emplace_back(stage.name, stage.catalogue());
   for (const models::ModelInfo& m : all) name_width = std::max(name_width, static_cast<int>(m.name.size()));
-  for (const models::ModelInfo& m : models::known_diarization_models())
-    name_width = std::max(name_width, static_cast<int>(m.name.size()));
+  for (const auto& [stage, entries] : by_stage)
+    for (const models::ModelInfo& m : entries) name_width = std::max(name_width, static_cast<int>(m.name.size()));
   std::printf("model cache: %s\n\n%-*s %10s  %-6s %s\n", cache.string().c_str(), name_width, "NAME", "SIZE", "SHA-1",
               "STATUS");
   for (const models::ModelInfo& m : all) {
@@ -79,9 +85,11 @@ int run_models(const CommandArgs& argv) {
   std::printf("\ntranslation models (--translation-model NAME):\n");
   for (const models::LlmModelInfo& m : models::known_translation_models())
     print_row(m.name, models::cached_translation_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
-  std::printf("\ndiarization models (--diarization-model NAME):\n");
-  for (const models::ModelInfo& m : models::known_diarization_models())
-    print_row(m.name, models::cached_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
+  for (const auto& [stage, entries] : by_stage) {
+    std::printf("\n%s models (--%s-model NAME):\n", stage.c_str(), stage.c_str());
+    for (const models::ModelInfo& m : entries)
+      print_row(m.name, models::cached_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
+  }
   print_cached_files(cache);
   std::printf(
       "\n.en = English only, -q5_0/-q5_1/-q8_0 = quantised, -tdrz = speaker turns (tinydiarize);\n"

@@ -14,6 +14,7 @@
 #include "engine/catalogue.h"
 #include "model/download.h"
 #include "model/registry.h"
+#include "stages/registry.h"
 
 namespace earshot::cli {
 namespace {
@@ -118,12 +119,21 @@ void pull_one(const std::string& name, const std::string& file_name, const std::
 
 }  // namespace
 
+// "a, b, ..., " : the names of the stages' catalogues (StageDefinition::catalogue).
+static std::string stage_model_names() {
+  std::string names;
+  for (const stages::StageDefinition& stage : stages::registry())
+    if (stage.catalogue) names += models::model_names(stage.catalogue()) + ", ";
+  return names;
+}
+
 int run_pull(const CommandArgs& argv) {
   Args args("pull",
             "earshot pull NAME... [--base-url URL] [--cache-dir DIR] [--force]\n"
             "earshot pull --list\n\n"
-            "Downloads whisper.cpp ggml models, Qwen3-ASR GGUF pairs and translation LLMs (GGUF; see\n"
-            "`earshot models`) into the model cache. Interrupted downloads resume where they stopped when run again.");
+            "Downloads the files every model family publishes by name (whisper.cpp's ggml models, Qwen3-ASR GGUF\n"
+            "pairs, transcribe.cpp's GGUFs...), diarization models and translation LLMs (see `earshot models`)\n"
+            "into the model cache. Interrupted downloads resume where they stopped when run again.");
   args.option("base-url", "where model files are downloaded from (env EARSHOT_MODEL_BASE_URL)", models::kDefaultBaseUrl)
       .option("cache-dir", "model cache folder (env EARSHOT_CACHE_DIR)", "~/.cache/earshot/models")
       .flag("force", "download again even when the model is already cached")
@@ -145,7 +155,15 @@ int run_pull(const CommandArgs& argv) {
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
   const bool force = args.get_flag("force");
   for (const std::string& name : args.positional()) {
-    if (const std::optional<models::ModelInfo> model = engine::find_model(name)) {
+    std::optional<models::ModelInfo> model = engine::find_model(name);
+    if (!model) {  // a stage's (--diarization-model NAME)
+      for (const stages::StageDefinition& stage : stages::registry()) {
+        if (!stage.catalogue) continue;
+        const std::vector<models::ModelInfo> entries = stage.catalogue();
+        if (const models::ModelInfo* m = models::find_model(entries, name)) model = *m;
+      }
+    }
+    if (model) {
       pull_one(
           model->name, models::model_file_name(*model), models::model_url(*model, options.base_url),
           models::cached_model_path(*model, options.cache_dir), force, !model->sha1.empty(),
@@ -159,7 +177,7 @@ int run_pull(const CommandArgs& argv) {
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name +
                                                    "'; known models: " + engine::known_model_names() + ", " +
-                                                   models::known_translation_model_names());
+                                                   stage_model_names() + models::known_translation_model_names());
     }
   }
   return 0;

@@ -4,19 +4,12 @@
 
 namespace earshot::engine {
 
-std::vector<models::ModelInfo> family_models() {
+std::vector<models::ModelInfo> known_models() {
   std::vector<models::ModelInfo> all;
   for (const Family& f : families()) {
     if (!f.catalogue) continue;
     for (models::ModelInfo& m : f.catalogue()) all.push_back(std::move(m));
   }
-  return all;
-}
-
-std::vector<models::ModelInfo> known_models() {
-  std::vector<models::ModelInfo> all = family_models();
-  const std::vector<models::ModelInfo>& diarization = models::known_diarization_models();
-  all.insert(all.end(), diarization.begin(), diarization.end());
   return all;
 }
 

@@ -1,8 +1,8 @@
-// The published model files earshot knows by name, for `earshot pull NAME`,
+// The published model files --model takes by name, for `earshot pull NAME`,
 // `--model NAME` and `earshot models`: every family's catalogue
-// (Family::catalogue) in registry order, then the diarization models
-// (models::known_diarization_models). A family's entries come with it: adding a
-// family adds its names, and nothing here names one.
+// (Family::catalogue) in registry order. A family's entries come with it: adding
+// a family adds its names, and nothing here names one. (The stages' models are
+// in their own records: stages::StageDefinition::catalogue.)
 #pragma once
 
 #include <filesystem>
@@ -15,10 +15,7 @@
 
 namespace earshot::engine {
 
-// Every family's catalogue, in registry order (the files --model takes by name).
-std::vector<models::ModelInfo> family_models();
-// family_models(), then the diarization models: every name `earshot pull` takes
-// besides the translation models.
+// Every family's catalogue, in registry order.
 std::vector<models::ModelInfo> known_models();
 // The entry called `name` (its name, an alias or its file's name); nullopt when none is.
 std::optional<models::ModelInfo> find_model(std::string_view name);

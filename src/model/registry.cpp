@@ -14,22 +14,6 @@ namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-// transcribe.cpp's Sortformer diarizer GGUFs, as its
-// docs/models/diar_streaming_sortformer_4spk-v2.1.md lists them (F32, F16, Q8_0
-// only: it withdrew the k-quants, which flip speaker-cache decisions), in
-// handy-computer/diar_streaming_sortformer_4spk-v2.1-gguf, the sizes it states.
-// No hashes published: pulls verify Content-Length and the GGUF layout.
-std::vector<ModelInfo> make_diarization_registry() {
-  constexpr uint64_t kMB = 1000 * 1000;
-  const std::string model = "diar_streaming_sortformer_4spk-v2.1";
-  const std::string repo = std::string(kTranscribeCppBaseUrl) + "/" + model + "-gguf/resolve/main";
-  return {
-      {"transcribe.cpp/" + model + "-f32", 471 * kMB, "", repo, model + "-F32.gguf", "", check_sortformer_header},
-      {"transcribe.cpp/" + model + "-f16", 237 * kMB, "", repo, model + "-F16.gguf", "", check_sortformer_header},
-      {"transcribe.cpp/" + model + "-q8_0", 139 * kMB, "", repo, model + "-Q8_0.gguf", "", check_sortformer_header},
-  };
-}
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -53,11 +37,6 @@ std::string strip_slashes(std::string url) {
 }
 
 }  // namespace
-
-const std::vector<ModelInfo>& known_diarization_models() {
-  static const std::vector<ModelInfo> registry = make_diarization_registry();
-  return registry;
-}
 
 const ModelInfo* find_model(std::span<const ModelInfo> catalogue, std::string_view name) {
   if (name.empty()) return nullptr;
@@ -131,7 +110,8 @@ std::filesystem::path resolve_model(const std::string& name_or_path, std::span<c
       by_hand += ", and " + mmproj_url(*model) + " at " + cached_mmproj_path(*model, cache_dir).string();
     }
     throw Error(ErrorCode::kIo, "model '" + model->name + "' is not downloaded yet. Run `earshot pull " + model->name +
-                                    "`, or " + by_hand + " (or pass --model /path/to/" + model_file_name(*model) + ")");
+                                    "`, or " + by_hand + " (or give the file's path: /path/to/" +
+                                    model_file_name(*model) + ")");
   }
   if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".bin")
     throw Error(ErrorCode::kIo, "model file " + name_or_path + " does not exist");
@@ -139,14 +119,14 @@ std::filesystem::path resolve_model(const std::string& name_or_path, std::span<c
               "unknown model '" + name_or_path + "': give a path to a model file or one of: " + model_names(catalogue));
 }
 
-std::filesystem::path resolve_diarization_model(const std::string& name_or_path,
+std::filesystem::path resolve_diarization_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
                                                 const std::filesystem::path& cache_dir) {
   std::error_code ec;
   const std::filesystem::path as_path(name_or_path);
   if (const auto given = existing_file(name_or_path, "'" + name_or_path + "' is a directory, not a GGUF file"))
     return *given;
   std::string names;
-  for (const ModelInfo& m : known_diarization_models()) {
+  for (const ModelInfo& m : catalogue) {
     names += (names.empty() ? "" : ", ") + m.name;
     if (m.name != name_or_path && m.file != name_or_path) continue;
     const std::filesystem::path cached = cached_model_path(m, cache_dir);

@@ -1,8 +1,9 @@
 // Published model files by name: what an entry says (where a file is published,
 // how it is checked), where it is cached, and how a `--model` argument (a name
 // or a path) becomes a file. The speech families' entries are theirs
-// (engine::Family::catalogue, gathered by engine/catalogue.h); the diarization
-// and translation models' are here.
+// (engine::Family::catalogue, gathered by engine/catalogue.h), the diarization
+// models' the stage's (stages::StageDefinition::catalogue); the translation
+// models' are here.
 #pragma once
 
 #include <cstdint>
@@ -32,17 +33,14 @@ struct ModelInfo {
 };
 
 // transcribe.cpp's Hugging Face organisation: MODEL-gguf/MODEL-TYPE.gguf (its docs/models/MODEL.md).
-// Its Parakeet, Nemotron and Voxtral Realtime files are in those families' catalogues.
+// Its Parakeet, Nemotron and Voxtral Realtime files are in those families' catalogues,
+// its Sortformer files in the diarization stage's.
 inline constexpr const char* kTranscribeCppBaseUrl = "https://huggingface.co/handy-computer";
 
 // The public repository whisper.cpp's models/download-ggml-model.sh downloads from
 // (the Whisper family's catalogue; `earshot pull --base-url`'s default).
 inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main";
 
-// Speaker diarization (--diarization-model): the streaming Sortformer GGUFs
-// transcribe.cpp publishes ("transcribe.cpp/diar_streaming_sortformer_4spk-v2.1-f16":
-// model/sortformer reads them).
-const std::vector<ModelInfo>& known_diarization_models();
 // The entry of `catalogue` called `name`: its name, an alias, or its file's name
 // ("ggml-tiny.en.bin", "Qwen3-ASR-0.6B-Q8_0.gguf"). Null when none is.
 const ModelInfo* find_model(std::span<const ModelInfo> catalogue, std::string_view name);
@@ -71,9 +69,10 @@ bool is_cached(const ModelInfo& model, const std::filesystem::path& cache_dir);
 std::filesystem::path resolve_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
                                     const std::filesystem::path& cache_dir = default_cache_dir());
 
-// A --diarization-model argument to a file: an existing path; else a known
-// diarization model's name present in the cache. Otherwise throws as resolve_model.
-std::filesystem::path resolve_diarization_model(const std::string& name_or_path,
+// A --diarization-model argument to a file: an existing path; else the name of
+// an entry of `catalogue` (the diarization stage's) present in the cache.
+// Otherwise throws as resolve_model, saying "diarization model".
+std::filesystem::path resolve_diarization_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
                                                 const std::filesystem::path& cache_dir = default_cache_dir());
 
 // Throws earshot::Error(kInvalidModel) unless `path` starts like a legacy ggml

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/command_line.h"
+#include "model/registry.h"
 #include "stages/stage.h"
 
 namespace earshot::stages {
@@ -77,6 +78,9 @@ struct StageDefinition {
   // Reads and validates them (Error(kInvalidArgument) naming the option); null when
   // the command line leaves the stage off.
   std::function<std::unique_ptr<StageSettings>(const Args& args, const CommandContext& context)> configure;
+  // The models its --NAME-model option takes by name, for `earshot pull` and
+  // `earshot models` (the stage resolves the name itself); none when empty.
+  std::function<std::vector<models::ModelInfo>()> catalogue;
 };
 
 // Every stage, in chain order: a session runs its events through them in this order.

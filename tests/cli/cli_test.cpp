@@ -206,6 +206,26 @@ TEST_F(Cli, QuantizeWritesAModelThatLoadsAndModelsNamesIt) {
   EXPECT_FALSE(fs::exists(dir_ / "x.bin"));
 }
 
+// `earshot models` and `earshot pull` read every family's catalogue and every
+// stage's (engine::Family::catalogue, stages::StageDefinition::catalogue).
+TEST_F(Cli, ModelsAndPullKnowEveryFamilysAndStagesNames) {
+  const fs::path cache = dir_ / "empty-cache";
+  fs::create_directories(cache);
+  const Outcome m = earshot("models --cache-dir " + cache.string());
+  ASSERT_EQ(m.status, 0) << m.err;
+  for (const char* name :
+       {"tiny.en ", "parakeet-tdt-0.6b-v3-f16 ", "qwen3-asr-0.6b ",
+        "transcribe.cpp/nemotron-3.5-asr-streaming-0.6b-q8_0 ", "transcribe.cpp/voxtral-mini-4b-realtime-2602-q4_k_m ",
+        "\ndiarization models (--diarization-model NAME):\ntranscribe.cpp/diar_streaming_sortformer_4spk-v2.1-f32 "})
+    EXPECT_NE(m.out.find(name), std::string::npos) << name << "\n" << m.out;
+  const Outcome p = earshot("pull no-such-model --cache-dir " + cache.string());
+  EXPECT_EQ(p.status, 2) << p.err;
+  for (const char* name :
+       {"unknown model 'no-such-model'", "large-v3-turbo-q8_0", "transcribe.cpp/voxtral-mini-4b-realtime-2602-bf16",
+        "transcribe.cpp/diar_streaming_sortformer_4spk-v2.1-q8_0", "hy-mt2-1.8b-q4_k_m"})
+    EXPECT_NE(p.err.find(name), std::string::npos) << name << "\n" << p.err;
+}
+
 TEST_F(Cli, DeviceOptionNamesTheDevicesThereAre) {
   const Outcome unknown = earshot(transcribe("--device NoSuchDevice9"));
   EXPECT_EQ(unknown.status, 2);

@@ -80,9 +80,10 @@ std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext&
 
 }  // namespace
 
-StageDefinition stage_definition(ModelLoader load) {
+StageDefinition stage_definition(ModelLoader load, std::function<std::vector<models::ModelInfo>()> catalogue) {
   return {"diarization", declare,
-          [load](const Args& args, const CommandContext& context) { return configure(args, context, load); }};
+          [load](const Args& args, const CommandContext& context) { return configure(args, context, load); },
+          std::move(catalogue)};
 }
 
 LoadedDiarization::LoadedDiarization(SourceFactory sources, DiarizationOptions options, int workers)

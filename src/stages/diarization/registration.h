@@ -30,8 +30,9 @@ struct ModelRequest {
 // Throws Error with a message naming the option and the file.
 using ModelLoader = std::function<SourceFactory(const ModelRequest& request)>;
 
-// The registry entry, over the model `load` opens.
-StageDefinition stage_definition(ModelLoader load);
+// The registry entry, over the model `load` opens; `catalogue`: the models its
+// --diarization-model takes by name (`earshot pull`).
+StageDefinition stage_definition(ModelLoader load, std::function<std::vector<models::ModelInfo>()> catalogue = {});
 
 class LoadedDiarization : public LoadedStage {
  public:

@@ -4,9 +4,6 @@
 #include <cmath>
 
 #include "common/error.h"
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
-#include "model/registry.h"
-#endif
 
 namespace earshot::stages::diarization {
 
@@ -43,15 +40,11 @@ std::vector<ActivityFrame> SortformerSource::take_frames() {
 ModelLoader sortformer_loader() {
   return [](const ModelRequest& request) -> SourceFactory {
     std::filesystem::path path;
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
     try {
-      path = models::resolve_diarization_model(request.model);
+      path = models::resolve_diarization_model(request.model, sortformer_catalogue());
     } catch (const Error& e) {
       throw Error(e.code(), std::string("--diarization-model: ") + e.what());
     }
-#else
-    path = request.model;
-#endif
     std::shared_ptr<const sortformer::Model> model;
     try {
       model = sortformer::Model::load(path);

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
+#include "model/registry.h"
 #include "model/sortformer/model.h"
 #include "model/sortformer/stream.h"
 #include "stages/diarization/registration.h"
@@ -45,5 +47,7 @@ class SortformerSource : public ActivitySource {
 // pull` knows (transcribe.cpp/diar_streaming_sortformer_4spk-v2.1-f16...), in
 // earshot's layout or transcribe.cpp's.
 ModelLoader sortformer_loader();
+// The Sortformer files `earshot pull` fetches by name (the stage's catalogue).
+std::vector<models::ModelInfo> sortformer_catalogue();
 
 }  // namespace earshot::stages::diarization

@@ -1,0 +1,31 @@
+// The diarization stage's published models: transcribe.cpp's streaming Sortformer GGUFs.
+#include <cctype>
+#include <string>
+#include <utility>
+
+#include "stages/diarization/sortformer/sortformer_source.h"
+
+namespace earshot::stages::diarization {
+
+// transcribe.cpp's Sortformer diarizer GGUFs, as its
+// docs/models/diar_streaming_sortformer_4spk-v2.1.md lists them (F32, F16, Q8_0
+// only: it withdrew the k-quants, which flip speaker-cache decisions), in
+// handy-computer/diar_streaming_sortformer_4spk-v2.1-gguf, the sizes it states.
+// No hashes published: pulls verify Content-Length and the GGUF layout.
+std::vector<models::ModelInfo> sortformer_catalogue() {
+  constexpr uint64_t kMB = 1000 * 1000;
+  const std::string model = "diar_streaming_sortformer_4spk-v2.1";
+  const std::string repo = std::string(models::kTranscribeCppBaseUrl) + "/" + model + "-gguf/resolve/main";
+  const std::pair<const char*, uint64_t> published[] = {{"F32", 471}, {"F16", 237}, {"Q8_0", 139}};
+  std::vector<models::ModelInfo> out;
+  for (const auto& [type, mb] : published) {
+    std::string lower = type;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    models::ModelInfo m{"transcribe.cpp/" + model + "-" + lower, mb * kMB, "", repo, model + "-" + type + ".gguf"};
+    m.check = models::check_sortformer_header;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace earshot::stages::diarization
