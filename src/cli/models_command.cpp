@@ -82,9 +82,6 @@ int run_models(const CommandArgs& argv) {
     print_row(m.name, models::cached_model_path(m, cache), m.approx_bytes, !m.sha1.empty(),
               models::cached_mmproj_path(m, cache));
   }
-  std::printf("\ntranslation models (--translation-model NAME):\n");
-  for (const models::LlmModelInfo& m : models::known_translation_models())
-    print_row(m.name, models::cached_translation_model_path(m, cache), m.approx_bytes, !m.sha1.empty());
   for (const auto& [stage, entries] : by_stage) {
     std::printf("\n%s models (--%s-model NAME):\n", stage.c_str(), stage.c_str());
     for (const models::ModelInfo& m : entries)

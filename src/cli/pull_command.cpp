@@ -119,11 +119,11 @@ void pull_one(const std::string& name, const std::string& file_name, const std::
 
 }  // namespace
 
-// "a, b, ..., " : the names of the stages' catalogues (StageDefinition::catalogue).
+// "a, b, ...": the names of the stages' catalogues (StageDefinition::catalogue).
 static std::string stage_model_names() {
   std::string names;
   for (const stages::StageDefinition& stage : stages::registry())
-    if (stage.catalogue) names += models::model_names(stage.catalogue()) + ", ";
+    if (stage.catalogue) names += (names.empty() ? "" : ", ") + models::model_names(stage.catalogue());
   return names;
 }
 
@@ -156,9 +156,9 @@ int run_pull(const CommandArgs& argv) {
   const bool force = args.get_flag("force");
   for (const std::string& name : args.positional()) {
     std::optional<models::ModelInfo> model = engine::find_model(name);
-    if (!model) {  // a stage's (--diarization-model NAME)
+    if (!model) {  // a stage's (--translation-model NAME, --diarization-model NAME)
       for (const stages::StageDefinition& stage : stages::registry()) {
-        if (!stage.catalogue) continue;
+        if (model || !stage.catalogue) continue;
         const std::vector<models::ModelInfo> entries = stage.catalogue();
         if (const models::ModelInfo* m = models::find_model(entries, name)) model = *m;
       }
@@ -169,15 +169,9 @@ int run_pull(const CommandArgs& argv) {
           models::cached_model_path(*model, options.cache_dir), force, !model->sha1.empty(),
           [&](const models::PullOptions& o) { return models::pull_model(*model, o); }, options,
           models::mmproj_url(*model, options.base_url), models::cached_mmproj_path(*model, options.cache_dir));
-    } else if (const models::LlmModelInfo* llm = models::find_translation_model(name)) {
-      pull_one(
-          llm->name, llm->file, models::translation_model_url(*llm, options.base_url),
-          models::cached_translation_model_path(*llm, options.cache_dir), force, !llm->sha1.empty(),
-          [&](const models::PullOptions& o) { return models::pull_translation_model(*llm, o); }, options);
     } else {
-      throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name +
-                                                   "'; known models: " + engine::known_model_names() + ", " +
-                                                   stage_model_names() + models::known_translation_model_names());
+      throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name + "'; known models: " +
+                                                   engine::known_model_names() + ", " + stage_model_names());
     }
   }
   return 0;

@@ -368,9 +368,4 @@ std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& opti
   return path;
 }
 
-std::filesystem::path pull_translation_model(const LlmModelInfo& model, const PullOptions& options) {
-  return pull_file(translation_model_url(model, options.base_url),
-                   cached_translation_model_path(model, pull_cache_dir(options)), model.sha1, verify_gguf_llm, options);
-}
-
 }  // namespace earshot::models

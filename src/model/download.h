@@ -54,9 +54,4 @@ struct PullOptions {
 // a GGUF). Returns the cached path.
 std::filesystem::path pull_model(const ModelInfo& model, const PullOptions& options);
 
-// The same for a translation LLM (registry's known_translation_models()): the
-// GGUF lands in the cache under its own file name, where --translation-model
-// NAME finds it, verified by size, SHA-1 when known, and check_gguf_llm_header.
-std::filesystem::path pull_translation_model(const LlmModelInfo& model, const PullOptions& options);
-
 }  // namespace earshot::models

@@ -12,8 +12,6 @@
 namespace earshot::models {
 namespace {
 
-constexpr uint64_t kMiB = 1024 * 1024;
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -36,14 +34,21 @@ std::string strip_slashes(std::string url) {
   return url;
 }
 
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 }  // namespace
 
 const ModelInfo* find_model(std::span<const ModelInfo> catalogue, std::string_view name) {
   if (name.empty()) return nullptr;
+  const std::string key = lower(name);
   for (const ModelInfo& m : catalogue) {
-    if (m.name == name || model_file_name(m) == name) return &m;
+    if (lower(m.name) == key || lower(model_file_name(m)) == key) return &m;
     for (const std::string& alias : m.aliases)
-      if (alias == name) return &m;
+      if (lower(alias) == key) return &m;
   }
   return nullptr;
 }
@@ -179,10 +184,6 @@ void check_ggml_whisper_header(const std::filesystem::path& path) {
               std::to_string(needed) + " expected");
 }
 
-}  // namespace earshot::models
-
-namespace earshot::models {
-
 void check_ggml_parakeet_header(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::ifstream in(path, std::ios::binary);
@@ -199,74 +200,24 @@ void check_ggml_parakeet_header(const std::filesystem::path& path) {
     throw bad("the filter bank header does not repeat n_mels " + std::to_string(n_mels) + " and n_fft/2+1");
 }
 
-namespace {
-
-// Tencent's GGUF repositories for Hy-MT2-1.8B. The Q4_K_M and 2-bit file names are
-// as their Hugging Face pages show them; Q8_0 follows the same pattern, unverified.
-// Sizes are approximate (1.8B parameters).
-std::vector<LlmModelInfo> make_translation_registry() {
-  return {
-      {"hy-mt2-1.8b-q4_k_m", "tencent/Hy-MT2-1.8B-GGUF", "Hy-MT2-1.8B-Q4_K_M.gguf", 1100 * kMiB, true},
-      {"hy-mt2-1.8b-q8_0", "tencent/Hy-MT2-1.8B-GGUF", "Hy-MT2-1.8B-Q8_0.gguf", 1900 * kMiB, false},
-      {"hy-mt2-1.8b-2bit", "tencent/Hy-MT2-1.8B-2Bit-GGUF", "Hy-MT2-1.8B-2Bit.gguf", 600 * kMiB, true},
-  };
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
-const std::vector<LlmModelInfo>& known_translation_models() {
-  static const std::vector<LlmModelInfo> registry = make_translation_registry();
-  return registry;
-}
-
-const LlmModelInfo* find_translation_model(std::string_view name) {
-  const std::string key = lower(name);
-  for (const LlmModelInfo& m : known_translation_models())
-    if (m.name == key || lower(m.file) == key) return &m;
-  return nullptr;
-}
-
-std::string translation_model_url(const LlmModelInfo& model, const std::optional<std::string>& base_url) {
-  const std::string base = base_url ? *base_url : env("EARSHOT_MODEL_BASE_URL");
-  if (!base.empty()) return strip_slashes(base) + "/" + model.file;
-  return "https://huggingface.co/" + model.repository + "/resolve/main/" + model.file;
-}
-
-std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir) {
-  return cache_dir / model.file;
-}
-
-std::string known_translation_model_names() {
-  std::string names;
-  for (const LlmModelInfo& m : known_translation_models()) names += (names.empty() ? "" : ", ") + m.name;
-  return names;
-}
-
-std::filesystem::path resolve_translation_model(const std::string& name_or_path,
+std::filesystem::path resolve_translation_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
                                                 const std::filesystem::path& cache_dir) {
   std::error_code ec;
   const std::filesystem::path as_path(name_or_path);
   if (const auto given =
           existing_file(name_or_path, "translation model '" + name_or_path + "' is a directory, not a GGUF file"))
     return *given;
-  if (const LlmModelInfo* model = find_translation_model(name_or_path)) {
-    const std::filesystem::path cached = cached_translation_model_path(*model, cache_dir);
+  if (const ModelInfo* model = find_model(catalogue, name_or_path)) {
+    const std::filesystem::path cached = cached_model_path(*model, cache_dir);
     if (std::filesystem::exists(cached, ec)) return cached;
     throw Error(ErrorCode::kIo, "translation model '" + model->name + "' is not downloaded yet. Run `earshot pull " +
-                                    model->name + "`, or download " + translation_model_url(*model) +
-                                    " by hand and place it at " + cached.string());
+                                    model->name + "`, or download " + model_url(*model) + " by hand and place it at " +
+                                    cached.string());
   }
   if (name_or_path.find('/') != std::string::npos || as_path.extension() == ".gguf")
     throw Error(ErrorCode::kIo, "translation model file " + name_or_path + " does not exist");
-  throw Error(ErrorCode::kInvalidArgument,
-              "unknown translation model '" + name_or_path +
-                  "': give a path to a GGUF file or one of: " + known_translation_model_names());
+  throw Error(ErrorCode::kInvalidArgument, "unknown translation model '" + name_or_path +
+                                               "': give a path to a GGUF file or one of: " + model_names(catalogue));
 }
 
 void check_published_parakeet_header(const std::filesystem::path& path) {

@@ -2,8 +2,7 @@
 // how it is checked), where it is cached, and how a `--model` argument (a name
 // or a path) becomes a file. The speech families' entries are theirs
 // (engine::Family::catalogue, gathered by engine/catalogue.h), the diarization
-// models' the stage's (stages::StageDefinition::catalogue); the translation
-// models' are here.
+// and translation models' their stages' (stages::StageDefinition::catalogue).
 #pragma once
 
 #include <cstdint>
@@ -42,7 +41,7 @@ inline constexpr const char* kTranscribeCppBaseUrl = "https://huggingface.co/han
 inline constexpr const char* kDefaultBaseUrl = "https://huggingface.co/ggerganov/whisper.cpp/resolve/main";
 
 // The entry of `catalogue` called `name`: its name, an alias, or its file's name
-// ("ggml-tiny.en.bin", "Qwen3-ASR-0.6B-Q8_0.gguf"). Null when none is.
+// ("ggml-tiny.en.bin", "Qwen3-ASR-0.6B-Q8_0.gguf"), in any case. Null when none is.
 const ModelInfo* find_model(std::span<const ModelInfo> catalogue, std::string_view name);
 // "tiny, tiny.en, ..." for error messages.
 std::string model_names(std::span<const ModelInfo> catalogue);
@@ -87,35 +86,11 @@ void check_published_parakeet_header(const std::filesystem::path& path);
 // Likewise for a Sortformer GGUF: transcribe.cpp's stt.sortformer.* layout or earshot's.
 void check_sortformer_header(const std::filesystem::path& path);
 
-}  // namespace earshot::models
-
-namespace earshot::models {
-
-// Translation LLMs in GGUF (llama.cpp's format), loaded through libllama
-// (model/llm/llama_backend.h). Names are lower case ("hy-mt2-1.8b-q4_k_m");
-// cached under the file's own name.
-struct LlmModelInfo {
-  std::string name;
-  std::string repository;  // Hugging Face repository, "owner/name"
-  std::string file;        // the GGUF's name in it
-  uint64_t approx_bytes;   // for listings only; downloads verify the server's Content-Length
-  bool file_verified;      // the file name was seen on the repository's page; false: by its naming pattern
-  std::string sha1 = "";   // hex; empty where none is published (the GGUF check still runs)
-};
-
-const std::vector<LlmModelInfo>& known_translation_models();
-// Accepts the name or the file name ("Hy-MT2-1.8B-Q4_K_M.gguf"). Null when unknown.
-const LlmModelInfo* find_translation_model(std::string_view name);
-// https://huggingface.co/REPOSITORY/resolve/main/FILE, or under --base-url / $EARSHOT_MODEL_BASE_URL.
-std::string translation_model_url(const LlmModelInfo& model, const std::optional<std::string>& base_url = std::nullopt);
-std::filesystem::path cached_translation_model_path(const LlmModelInfo& model, const std::filesystem::path& cache_dir);
-// "hy-mt2-1.8b-q4_k_m, ..." for error messages.
-std::string known_translation_model_names();
-
-// A --translation-model argument to a file: an existing path; else a known name
-// present in the cache. Otherwise throws earshot::Error saying to run `earshot
-// pull NAME` (kIo) or that the name is unknown (kInvalidArgument).
-std::filesystem::path resolve_translation_model(const std::string& name_or_path,
+// A --translation-model argument to a file: an existing path; else the name of
+// an entry of `catalogue` (the translation stage's) present in the cache.
+// Otherwise throws earshot::Error saying to run `earshot pull NAME` (kIo) or
+// that the name is unknown (kInvalidArgument), saying "translation model".
+std::filesystem::path resolve_translation_model(const std::string& name_or_path, std::span<const ModelInfo> catalogue,
                                                 const std::filesystem::path& cache_dir = default_cache_dir());
 
 // Throws earshot::Error(kInvalidModel) unless `path` is a GGUF file (complete

@@ -8,6 +8,7 @@
 #include "model/registry.h"
 #include "model/runtime/gguf_file.h"
 #include "pull_fixture.h"
+#include "stages/translation/options.h"
 
 namespace earshot::models {
 namespace {
@@ -32,7 +33,7 @@ class LlmDownloadTest : public earshot::testing::PullFixture {
     content_ = read_file(file);
     std::filesystem::remove(file);
     ASSERT_GT(content_.size(), 200000u);
-    const LlmModelInfo* known = find_translation_model("hy-mt2-1.8b-q8_0");
+    const ModelInfo* known = find_model(catalogue_, "hy-mt2-1.8b-q8_0");
     ASSERT_NE(known, nullptr);
     model_ = *known;
     server_.serve("/models/" + model_.file, content_);
@@ -40,18 +41,19 @@ class LlmDownloadTest : public earshot::testing::PullFixture {
   std::filesystem::path cached() const { return cache_ / model_.file; }
   std::filesystem::path part() const { return cache_ / (model_.file + ".part"); }
 
-  LlmModelInfo model_;
+  const std::vector<ModelInfo> catalogue_ = stages::translation::translation_catalogue();
+  ModelInfo model_;
 };
 
 TEST_F(LlmDownloadTest, PullLandsWhereTranslationModelNameFindsIt) {
-  const Error before = error_of([&] { resolve_translation_model(model_.name, cache_); });
+  const Error before = error_of([&] { resolve_translation_model(model_.name, catalogue_, cache_); });
   EXPECT_EQ(before.code(), ErrorCode::kIo);
   EXPECT_NE(std::string(before.what()).find("earshot pull " + model_.name), std::string::npos) << before.what();
 
   uint64_t last_done = 0;
   PullOptions o = options();
   o.progress = [&](uint64_t done, std::optional<uint64_t>) { last_done = done; };
-  EXPECT_EQ(pull_translation_model(model_, o), cached());
+  EXPECT_EQ(pull_model(model_, o), cached());
   EXPECT_EQ(read_file(cached()), content_);
   EXPECT_EQ(last_done, content_.size());
   EXPECT_FALSE(std::filesystem::exists(part()));
@@ -59,13 +61,13 @@ TEST_F(LlmDownloadTest, PullLandsWhereTranslationModelNameFindsIt) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].target, "/models/" + model_.file);
   // By its name and by its file name, as --translation-model takes them.
-  EXPECT_EQ(resolve_translation_model(model_.name, cache_), cached());
-  EXPECT_EQ(resolve_translation_model(model_.file, cache_), cached());
+  EXPECT_EQ(resolve_translation_model(model_.name, catalogue_, cache_), cached());
+  EXPECT_EQ(resolve_translation_model(model_.file, catalogue_, cache_), cached());
 }
 
 TEST_F(LlmDownloadTest, DroppedConnectionIsResumedWithARangeRequest) {
   server_.drop_after(100000, 1);
-  EXPECT_EQ(pull_translation_model(model_, options()), cached());
+  EXPECT_EQ(pull_model(model_, options()), cached());
   EXPECT_EQ(read_file(cached()), content_);
   const auto seen = server_.requests();
   ASSERT_EQ(seen.size(), 2u);
@@ -75,7 +77,7 @@ TEST_F(LlmDownloadTest, DroppedConnectionIsResumedWithARangeRequest) {
 TEST_F(LlmDownloadTest, AnHtmlPageFailsTheGgufCheckAndLeavesNothing) {
   server_.serve("/models/" + model_.file,
                 "<!DOCTYPE html><html><body>Access to this model is restricted</body></html>");
-  const Error e = error_of([&] { pull_translation_model(model_, options()); });
+  const Error e = error_of([&] { pull_model(model_, options()); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
   EXPECT_NE(std::string(e.what()).find("HTML"), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(cached()));
@@ -87,7 +89,7 @@ TEST_F(LlmDownloadTest, AGgufWithoutArchitectureIsRefused) {
   w.set("general.name", "not an llm");
   w.write(cache_ / "plain.gguf");
   server_.serve("/models/" + model_.file, read_file(cache_ / "plain.gguf"));
-  const Error e = error_of([&] { pull_translation_model(model_, options()); });
+  const Error e = error_of([&] { pull_model(model_, options()); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
   EXPECT_NE(std::string(e.what()).find("general.architecture"), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(cached()));
@@ -98,7 +100,7 @@ TEST_F(LlmDownloadTest, AKnownSha1IsChecked) {
   std::ofstream(good, std::ios::binary) << content_;
   model_.sha1 = sha1_of_file(good);
   server_.corrupt_byte_at(150000);  // inside the tensor data: the GGUF check alone would pass it
-  const Error e = error_of([&] { pull_translation_model(model_, options()); });
+  const Error e = error_of([&] { pull_model(model_, options()); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
   EXPECT_NE(std::string(e.what()).find("expected " + model_.sha1), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(cached()));
@@ -106,12 +108,14 @@ TEST_F(LlmDownloadTest, AKnownSha1IsChecked) {
 
 TEST(TranslationModelResolution, PathsUnknownNamesAndDirectories) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
-  EXPECT_EQ(error_of([&] { resolve_translation_model("no-such-translator", dir); }).code(),
+  const std::vector<ModelInfo> catalogue = stages::translation::translation_catalogue();
+  EXPECT_EQ(error_of([&] { resolve_translation_model("no-such-translator", catalogue, dir); }).code(),
             ErrorCode::kInvalidArgument);
-  const Error missing = error_of([&] { resolve_translation_model("/nonexistent/model.gguf", dir); });
+  const Error missing = error_of([&] { resolve_translation_model("/nonexistent/model.gguf", catalogue, dir); });
   EXPECT_EQ(missing.code(), ErrorCode::kIo);
   EXPECT_NE(std::string(missing.what()).find("does not exist"), std::string::npos) << missing.what();
-  EXPECT_EQ(error_of([&] { resolve_translation_model(dir.string(), dir); }).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_of([&] { resolve_translation_model(dir.string(), catalogue, dir); }).code(),
+            ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -8,9 +8,7 @@
 #include "common/error.h"
 #include "model/llm/batched_llama.h"
 #include "model/llm/llama_backend.h"
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/registry.h"
-#endif
 
 namespace earshot::stages::translation {
 
@@ -43,19 +41,13 @@ void declare_translation_options(Args& args, const std::string& target_flag) {
 
 std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads,
                                                             llm::AttentionRoute route) {
-#ifdef EARSHOT_HAVE_MODEL_REGISTRY
-  // A registry name (`earshot pull hy-mt2-1.8b-q8_0`) is the cached file.
+  // A catalogue name (`earshot pull hy-mt2-1.8b-q8_0`) is the cached file.
   std::string path;
   try {
-    path = models::resolve_translation_model(name_or_path).string();
+    path = models::resolve_translation_model(name_or_path, translation_catalogue()).string();
   } catch (const Error& e) {
     throw Error(e.code(), std::string("--translation-model: ") + e.what());
   }
-#else
-  const std::string& path = name_or_path;
-  if (!std::filesystem::exists(path))
-    throw Error(ErrorCode::kInvalidArgument, "--translation-model: no file at " + path);
-#endif
   llm::LlamaModelOptions options;
   options.threads = threads;
   options.attention_route = route;

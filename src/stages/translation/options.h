@@ -9,10 +9,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/command_line.h"
 #include "model/llm/attention_capture.h"
 #include "model/llm/llm_backend.h"
+#include "model/registry.h"
 #include "stages/translation/record.h"
 #include "stages/translation/translation_stage.h"
 
@@ -63,5 +65,9 @@ std::optional<TranslationSetup> read_translation_options(const Args& args, const
 // `route`: how attention is captured (--translation-attention).
 std::shared_ptr<const llm::LlmModel> load_translation_model(const std::string& name_or_path, int threads,
                                                             llm::AttentionRoute route = llm::AttentionRoute::kSoftmax);
+
+// The translation models `earshot pull` fetches by name and --translation-model
+// takes (the stage's catalogue; catalogue.cpp).
+std::vector<models::ModelInfo> translation_catalogue();
 
 }  // namespace earshot::stages::translation
