@@ -119,12 +119,15 @@ void pull_one(const std::string& name, const std::string& file_name, const std::
 
 }  // namespace
 
-// "a, b, ...": the names of the stages' catalogues (StageDefinition::catalogue).
-static std::string stage_model_names() {
-  std::string names;
-  for (const stages::StageDefinition& stage : stages::registry())
-    if (stage.catalogue) names += (names.empty() ? "" : ", ") + models::model_names(stage.catalogue());
-  return names;
+// Every name `earshot pull` takes: the families' catalogues, then each stage's
+// (--translation-model NAME, --diarization-model NAME).
+static std::vector<models::ModelInfo> pullable_models() {
+  std::vector<models::ModelInfo> all = engine::known_models();
+  for (const stages::StageDefinition& stage : stages::registry()) {
+    if (!stage.catalogue) continue;
+    for (models::ModelInfo& m : stage.catalogue()) all.push_back(std::move(m));
+  }
+  return all;
 }
 
 int run_pull(const CommandArgs& argv) {
@@ -154,15 +157,9 @@ int run_pull(const CommandArgs& argv) {
   options.cache_dir =
       args.has("cache-dir") ? std::filesystem::path(args.get("cache-dir")) : models::default_cache_dir();
   const bool force = args.get_flag("force");
+  const std::vector<models::ModelInfo> known = pullable_models();
   for (const std::string& name : args.positional()) {
-    std::optional<models::ModelInfo> model = engine::find_model(name);
-    if (!model) {  // a stage's (--translation-model NAME, --diarization-model NAME)
-      for (const stages::StageDefinition& stage : stages::registry()) {
-        if (model || !stage.catalogue) continue;
-        const std::vector<models::ModelInfo> entries = stage.catalogue();
-        if (const models::ModelInfo* m = models::find_model(entries, name)) model = *m;
-      }
-    }
+    const models::ModelInfo* model = models::find_model(known, name);
     if (model) {
       pull_one(
           model->name, models::model_file_name(*model), models::model_url(*model, options.base_url),
@@ -170,8 +167,8 @@ int run_pull(const CommandArgs& argv) {
           [&](const models::PullOptions& o) { return models::pull_model(*model, o); }, options,
           models::mmproj_url(*model, options.base_url), models::cached_mmproj_path(*model, options.cache_dir));
     } else {
-      throw Error(ErrorCode::kInvalidArgument, "unknown model '" + name + "'; known models: " +
-                                                   engine::known_model_names() + ", " + stage_model_names());
+      throw Error(ErrorCode::kInvalidArgument,
+                  "unknown model '" + name + "'; known models: " + models::model_names(known));
     }
   }
   return 0;

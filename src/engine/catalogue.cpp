@@ -19,8 +19,6 @@ std::optional<models::ModelInfo> find_model(std::string_view name) {
   return std::nullopt;
 }
 
-std::string known_model_names() { return models::model_names(known_models()); }
-
 std::filesystem::path resolve_model(const std::string& name_or_path, const std::filesystem::path& cache_dir) {
   return models::resolve_model(name_or_path, known_models(), cache_dir);
 }

@@ -19,8 +19,6 @@ namespace earshot::engine {
 std::vector<models::ModelInfo> known_models();
 // The entry called `name` (its name, an alias or its file's name); nullopt when none is.
 std::optional<models::ModelInfo> find_model(std::string_view name);
-// "tiny, tiny.en, ..." for messages.
-std::string known_model_names();
 // A --model argument to a file (models::resolve_model over known_models()).
 std::filesystem::path resolve_model(const std::string& name_or_path,
                                     const std::filesystem::path& cache_dir = models::default_cache_dir());

@@ -59,6 +59,15 @@ std::string model_names(std::span<const ModelInfo> catalogue) {
   return names;
 }
 
+ModelInfo transcribe_cpp_file(const std::string& model, const std::string& type, uint64_t bytes, FileCheck check,
+                              const std::string& repository_suffix) {
+  ModelInfo m{lower("transcribe.cpp/" + model + "-" + type), bytes, "",
+              std::string(kTranscribeCppBaseUrl) + "/" + model + repository_suffix + "/resolve/main",
+              model + "-" + type + ".gguf"};
+  m.check = std::move(check);
+  return m;
+}
+
 std::string model_file_name(const ModelInfo& model) {
   return model.file.empty() ? "ggml-" + model.name + ".bin" : model.file;
 }

@@ -35,6 +35,10 @@ struct ModelInfo {
 // Its Parakeet, Nemotron and Voxtral Realtime files are in those families' catalogues,
 // its Sortformer files in the diarization stage's.
 inline constexpr const char* kTranscribeCppBaseUrl = "https://huggingface.co/handy-computer";
+// One of its files: "transcribe.cpp/MODEL-TYPE" in lower case, MODEL-TYPE.gguf in
+// handy-computer/MODEL + repository_suffix ("-gguf"; Voxtral's repository: "-GGUF").
+ModelInfo transcribe_cpp_file(const std::string& model, const std::string& type, uint64_t bytes, FileCheck check,
+                              const std::string& repository_suffix = "-gguf");
 
 // The public repository whisper.cpp's models/download-ggml-model.sh downloads from
 // (the Whisper family's catalogue; `earshot pull --base-url`'s default).

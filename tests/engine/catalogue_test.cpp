@@ -20,7 +20,6 @@ namespace {
 using earshot::testing::error_of;
 using namespace earshot::models;
 using engine::find_model;
-using engine::known_model_names;
 using engine::known_models;
 using engine::resolve_model;
 
@@ -159,7 +158,7 @@ TEST(Registry, Qwen3AsrEntriesNameBothFilesOfGgmlOrgsRepositories) {
     EXPECT_EQ(cached_mmproj_path(*m, "/c"), std::filesystem::path("/c") / ("mmproj-" + file));
     EXPECT_TRUE(m->sha1.empty());  // none published; registry.cpp says so
     EXPECT_EQ(find_model(file)->name, m->name);
-    EXPECT_NE(known_model_names().find(name), std::string::npos);
+    EXPECT_NE(model_names(known_models()).find(name), std::string::npos);
   }
   // The Whisper entries keep their single ggml file.
   EXPECT_TRUE(find_model("base.en")->mmproj.empty());

@@ -1,6 +1,5 @@
 // The transducer family's published files: ggml-org's whisper.cpp Parakeet .bin
 // files and transcribe.cpp's Parakeet-TDT and Nemotron streaming GGUFs.
-#include <cctype>
 #include <string>
 #include <utility>
 
@@ -49,17 +48,10 @@ std::vector<models::ModelInfo> transducer_catalogue() {
       {"nemotron-3.5-asr-streaming-0.6b", {2380, 1190, 716, 593, 534, 473}},
   };
   const char* types[6] = {"F32", "F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"};
-  for (const Published& p : published) {
-    for (int i = 0; i < 6; ++i) {
-      std::string lower = types[i];
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      models::ModelInfo m{"transcribe.cpp/" + std::string(p.model) + "-" + lower, p.mb[i] * kMB, "",
-                          std::string(models::kTranscribeCppBaseUrl) + "/" + p.model + "-gguf/resolve/main",
-                          std::string(p.model) + "-" + types[i] + ".gguf"};
-      m.check = models::check_published_parakeet_header;
-      out.push_back(std::move(m));
-    }
-  }
+  for (const Published& p : published)
+    for (int i = 0; i < 6; ++i)
+      out.push_back(
+          models::transcribe_cpp_file(p.model, types[i], p.mb[i] * kMB, models::check_published_parakeet_header));
   return out;
 }
 

@@ -1,5 +1,4 @@
 // The Voxtral Realtime family's published files: transcribe.cpp's GGUFs.
-#include <cctype>
 #include <string>
 #include <utility>
 
@@ -31,17 +30,11 @@ void check_voxtral_gguf(const std::filesystem::path& path) {
 std::vector<models::ModelInfo> voxtral_catalogue() {
   constexpr uint64_t kMB = 1000 * 1000;
   const std::string model = "Voxtral-Mini-4B-Realtime-2602";
-  const std::string repository = std::string(models::kTranscribeCppBaseUrl) + "/" + model + "-GGUF/resolve/main";
   const std::pair<const char*, uint64_t> published[] = {{"BF16", 8870}, {"F16", 8880},    {"Q8_0", 4730},
                                                         {"Q6_K", 3660}, {"Q5_K_M", 3280}, {"Q4_K_M", 2830}};
   std::vector<models::ModelInfo> out;
-  for (const auto& [type, mb] : published) {
-    std::string name = "transcribe.cpp/" + model + "-" + type;
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    models::ModelInfo m{name, mb * kMB, "", repository, model + "-" + type + ".gguf"};
-    m.check = check_voxtral_gguf;
-    out.push_back(std::move(m));
-  }
+  for (const auto& [type, mb] : published)
+    out.push_back(models::transcribe_cpp_file(model, type, mb * kMB, check_voxtral_gguf, "-GGUF"));
   return out;
 }
 

@@ -1,5 +1,4 @@
 // The diarization stage's published models: transcribe.cpp's streaming Sortformer GGUFs.
-#include <cctype>
 #include <string>
 #include <utility>
 
@@ -15,16 +14,10 @@ namespace earshot::stages::diarization {
 std::vector<models::ModelInfo> sortformer_catalogue() {
   constexpr uint64_t kMB = 1000 * 1000;
   const std::string model = "diar_streaming_sortformer_4spk-v2.1";
-  const std::string repo = std::string(models::kTranscribeCppBaseUrl) + "/" + model + "-gguf/resolve/main";
   const std::pair<const char*, uint64_t> published[] = {{"F32", 471}, {"F16", 237}, {"Q8_0", 139}};
   std::vector<models::ModelInfo> out;
-  for (const auto& [type, mb] : published) {
-    std::string lower = type;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    models::ModelInfo m{"transcribe.cpp/" + model + "-" + lower, mb * kMB, "", repo, model + "-" + type + ".gguf"};
-    m.check = models::check_sortformer_header;
-    out.push_back(std::move(m));
-  }
+  for (const auto& [type, mb] : published)
+    out.push_back(models::transcribe_cpp_file(model, type, mb * kMB, models::check_sortformer_header));
   return out;
 }
 
