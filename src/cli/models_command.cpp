@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "common/command_line.h"
 #include "engine/catalogue.h"
-#include "model/quantize/quantize.h"
+#include "engine/model_files.h"
 #include "model/registry.h"
 #include "stages/registry.h"
 
@@ -50,9 +50,12 @@ void print_cached_files(const std::filesystem::path& cache) {
   }
   if (files.empty()) return;
   std::sort(files.begin(), files.end());
+  std::vector<engine::FileSummarizer> stage_files;
+  for (const stages::StageDefinition& stage : stages::registry())
+    if (stage.summarize) stage_files.push_back(stage.summarize);
   std::printf("\ncached files:\n%-40s %-26s %-28s %s\n", "FILE", "FAMILY", "LAYOUT", "QUANTISATION");
   for (const std::filesystem::path& f : files) {
-    const quantize::FileSummary s = quantize::summarize_model_file(f);
+    const quantize::FileSummary s = engine::summarize_model_file(f, stage_files);
     std::printf("%-40s %-26s %-28s %s\n", std::filesystem::relative(f, cache, ec).string().c_str(), s.family.c_str(),
                 s.layout.c_str(), s.quantization.c_str());
   }

@@ -1,10 +1,12 @@
 // `earshot quantize IN OUT TYPE`: an earshot-layout model file (Whisper or
-// Parakeet .bin, FastConformer GGUF) with its matrices quantised (model/quantize).
+// Parakeet .bin, FastConformer GGUF) with its matrices quantised, as the family
+// reading it says (engine/model_files.h).
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "common/command_line.h"
 #include "common/error.h"
+#include "engine/model_files.h"
 #include "model/quantize/quantize.h"
 
 namespace earshot::cli {
@@ -26,7 +28,7 @@ int run_quantize(const CommandArgs& argv) {
   const auto type = quantize::parse_quantize_type(args.positional()[2]);
   if (!type)
     throw Error(ErrorCode::kInvalidArgument, "unknown type '" + args.positional()[2] + "' (one of " + types + ")");
-  const quantize::QuantizeReport r = quantize::quantize_model_file(in, out, *type);
+  const quantize::QuantizeReport r = engine::quantize_model_file(in, out, *type);
   std::printf("%s (%s): %d matrices quantised to %s; tensor data %.1f MiB -> %.1f MiB\n", r.family.c_str(),
               r.layout.c_str(), r.n_quantized, ggml_type_name(*type), r.bytes_in / 1048576.0, r.bytes_out / 1048576.0);
   if (!r.kept_partial_rows.empty()) {

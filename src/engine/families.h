@@ -14,6 +14,7 @@
 #include "common/command_line.h"
 #include "engine/engine.h"
 #include "engine/model_spec.h"
+#include "model/quantize/quantize.h"
 #include "model/registry.h"
 #include "model/runtime/model_file.h"
 
@@ -55,6 +56,15 @@ struct Family {
   // download of it is checked: `earshot pull NAME`, `--model NAME`, `earshot
   // models` (engine/catalogue.h gathers them).
   std::function<std::vector<models::ModelInfo>()> catalogue;
+  // `earshot quantize`: writes `out` from `in` (a file the family accepts) with
+  // its matrices in `type`, filling the report; throws Error naming what it
+  // refuses. None: the family's files are quantised by the tools of the project
+  // that publishes them.
+  std::function<void(const ModelFile& file, const std::filesystem::path& in, const std::filesystem::path& out,
+                     ggml_type type, quantize::QuantizeReport& report)>
+      quantize;
+  // `earshot models`: what a file the family accepts is (its layout, the types of its matrices).
+  std::function<quantize::FileSummary(const ModelFile& file, const std::filesystem::path& path)> summarize;
 };
 
 // Adds a family; a later registration with the same name replaces the earlier.

@@ -11,7 +11,8 @@ namespace earshot::stages {
 const std::vector<StageDefinition>& registry() {
   static const std::vector<StageDefinition> stages = {
       translation::stage_definition(),
-      diarization::stage_definition(diarization::sortformer_loader(), diarization::sortformer_catalogue),
+      diarization::stage_definition(diarization::sortformer_loader(), diarization::sortformer_catalogue,
+                                    diarization::sortformer_file_summary),
       turns::stage_definition(),
   };
   return stages;

@@ -7,15 +7,19 @@
 // from the registry, so a new stage needs no edit in cli/ or server/.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/command_line.h"
+#include "model/quantize/quantize.h"
 #include "model/registry.h"
+#include "model/runtime/model_file.h"
 #include "stages/stage.h"
 
 namespace earshot::stages {
@@ -81,6 +85,11 @@ struct StageDefinition {
   // The models its --NAME-model option takes by name, for `earshot pull` and
   // `earshot models` (the stage resolves the name itself); none when empty.
   std::function<std::vector<models::ModelInfo>()> catalogue;
+  // `earshot models`: what a model file of the stage's is (family, layout, the
+  // types of its matrices); nullopt for any other file. None: it names no files.
+  std::function<std::optional<quantize::FileSummary>(const runtime::ModelFileProbe& file,
+                                                     const std::filesystem::path& path)>
+      summarize;
 };
 
 // Every stage, in chain order: a session runs its events through them in this order.

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "engine/qwen3asr/options.h"
 #include "engine/qwen3asr/qwen3asr_engine.h"
+#include "model/quantize/quantize.h"
 
 namespace earshot::engine {
 
@@ -104,6 +105,11 @@ Family qwen3asr_family() {
     return file.kind == ModelFileKind::kGguf && (file.architecture == "qwen3vl" || file.architecture == "clip");
   };
   f.load = load_qwen3asr_engine;
+  // No quantize: llama.cpp's llama-quantize writes these files.
+  f.summarize = [](const ModelFile& file, const std::filesystem::path& path) {
+    return quantize::FileSummary{file.architecture == "clip" ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)",
+                                 "llama.cpp GGUF", quantize::gguf_matrix_types(path)};
+  };
   f.offers = {{"Qwen3-ASR", {"alignatt", "rolling"}}};
   f.declare_options = declare;
   f.read_options = read;

@@ -4,6 +4,7 @@
 #include "engine/transducer/options.h"
 #include "engine/transducer/transducer_engine.h"
 #include "model/fastconformer/model.h"
+#include "model/fastconformer/quantize.h"
 
 namespace earshot::engine {
 
@@ -71,6 +72,8 @@ Family transducer_family() {
   f.display_name = "FastConformer transducer";
   f.accepts = fastconformer::reads_model_file;
   f.load = load_transducer_engine;
+  f.quantize = fastconformer::quantize_file;
+  f.summarize = fastconformer::summarize_file;
   f.offers = {{"Parakeet", {"rolling", "native"}}, {"Nemotron streaming", {"native"}}};
   f.declare_options = declare;
   f.read_options = read;

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "engine/voxtral/options.h"
 #include "engine/voxtral/voxtral_engine.h"
+#include "model/quantize/quantize.h"
 #include "model/voxtral/model.h"
 
 namespace earshot::engine {
@@ -46,6 +47,10 @@ Family voxtral_family() {
     return file.kind == ModelFileKind::kGguf && file.architecture == voxtral::kGgufArchitecture;
   };
   f.load = load_voxtral_engine;
+  // No quantize: transcribe.cpp publishes the files at each type.
+  f.summarize = [](const ModelFile&, const std::filesystem::path& path) {
+    return quantize::FileSummary{"Voxtral Realtime", "transcribe.cpp GGUF", quantize::gguf_matrix_types(path)};
+  };
   f.offers = {{"Voxtral Realtime", {"native"}}};
   f.declare_options = declare;
   f.read_options = read;

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "engine/whisper/options.h"
 #include "engine/whisper/whisper_engine.h"
+#include "model/whisper/quantize.h"
 
 namespace earshot::engine {
 
@@ -37,6 +38,9 @@ Family whisper_family() {
   f.display_name = "Whisper";
   f.accepts = [](const ModelFile& file) { return file.kind == ModelFileKind::kGgmlWhisper; };
   f.load = load_whisper_engine;
+  f.quantize = [](const ModelFile&, const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
+                  quantize::QuantizeReport& report) { whisper::quantize_file(in, out, type, report); };
+  f.summarize = [](const ModelFile&, const std::filesystem::path& path) { return whisper::summarize_file(path); };
   f.offers = {{"Whisper", {"alignatt", "localagreement"}}};
   f.declare_options = declare;
   f.read_options = read;

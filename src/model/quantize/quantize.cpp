@@ -12,17 +12,12 @@
 #include <unordered_map>
 
 #include "common/error.h"
-#include "model/fastconformer/model.h"
-#include "model/fastconformer/published_gguf.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
-#include "model/whisper/model_format.h"
 
 namespace earshot::quantize {
-namespace {
 
-// ggml_ftype of each type written (the legacy headers' ftype field; GGUF's general.file_type).
-int32_t ftype_of(ggml_type type) {
+int32_t file_type_of(ggml_type type) {
   switch (type) {
     case GGML_TYPE_Q4_0: return GGML_FTYPE_MOSTLY_Q4_0;
     case GGML_TYPE_Q4_1: return GGML_FTYPE_MOSTLY_Q4_1;
@@ -37,6 +32,10 @@ int32_t ftype_of(ggml_type type) {
     default: return -1;
   }
 }
+
+bool is_float(ggml_type type) { return type == GGML_TYPE_F32 || type == GGML_TYPE_F16; }
+
+namespace {
 
 [[noreturn]] void io_error(const std::filesystem::path& path, const std::string& what) {
   throw Error(ErrorCode::kIo, "cannot " + what + " " + path.string());
@@ -116,12 +115,25 @@ void walk_legacy(const std::filesystem::path& path, uint64_t offset, bool with_d
   }
 }
 
-bool is_float(int32_t type) { return type == GGML_TYPE_F32 || type == GGML_TYPE_F16; }
+TensorInfo info_of(const Record& r) { return {r.name, r.n_dims, r.ne, static_cast<ggml_type>(r.type)}; }
 
-// Copies the header (patching its ftype field), then each record, quantising those `target` names.
-void rewrite_legacy(const std::filesystem::path& in, const std::filesystem::path& out, uint64_t tensors_offset,
-                    uint64_t ftype_offset, int32_t ftype, const std::function<ggml_type(const Record&)>& target,
-                    QuantizeReport& report) {
+struct GgufDeleter {
+  void operator()(gguf_context* c) const { gguf_free(c); }
+};
+struct GgmlDeleter {
+  void operator()(ggml_context* c) const { ggml_free(c); }
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+void rewrite_legacy_file(const std::filesystem::path& in, const std::filesystem::path& out, uint64_t tensors_offset,
+                         uint64_t ftype_offset, int32_t ftype, const ChooseType& choose, QuantizeReport& report) {
   std::vector<uint8_t> header(tensors_offset);
   {
     std::ifstream f(in, std::ios::binary);
@@ -134,7 +146,7 @@ void rewrite_legacy(const std::filesystem::path& in, const std::filesystem::path
   o.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
   walk_legacy(in, tensors_offset, true, [&](Record& r) {
     report.bytes_in += r.data.size();
-    const ggml_type to = target(r);
+    const ggml_type to = choose(info_of(r));
     if (to != static_cast<ggml_type>(r.type)) {
       r.data = quantize_rows(to, r.data.data(), static_cast<ggml_type>(r.type), r.ne[0], r.ne[1] * r.ne[2] * r.ne[3]);
       r.type = to;
@@ -154,86 +166,9 @@ void rewrite_legacy(const std::filesystem::path& in, const std::filesystem::path
   if (!o) io_error(out, "write");
 }
 
-void quantize_whisper(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
-                      QuantizeReport& report) {
-  report.family = "Whisper", report.layout = "whisper.cpp ggml .bin";
-  const whisper::FileHeader header = whisper::read_file_header(in);
-  if (header.hparams.ftype != 0 && header.hparams.ftype != 1)
-    throw Error(ErrorCode::kInvalidArgument,
-                "model file " + in.string() + " is already quantised (" +
-                    std::string(whisper::type_name(*whisper::weight_type_of_ftype(header.hparams.ftype))) +
-                    "): quantise from its f16 or f32 file");
-  whisper::Hparams h = header.hparams;
-  h.ftype = whisper::ftype_of_weight_type(type);
-  h.quantization_version = GGML_QNT_VERSION;
-  if (h.ftype < 0)
-    throw Error(ErrorCode::kInvalidArgument, std::string("earshot's Whisper loader reads q4_0, q4_1, q5_0, q5_1 and "
-                                                         "q8_0 weights, not ") +
-                                                 ggml_type_name(type));
-  try {
-    whisper::validate_hparams(h);
-  } catch (const Error& e) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string("cannot quantise to ") + ggml_type_name(type) + ": " + e.what());
-  }
-  std::unordered_map<std::string, ggml_type> types;
-  for (const whisper::TensorSpec& s : whisper::model_tensor_specs(h, type)) types.emplace(s.name, s.type);
-  rewrite_legacy(
-      in, out, header.tensors_offset, 4 + 10 * 4, GGML_QNT_VERSION * GGML_QNT_VERSION_FACTOR + h.ftype,
-      [&](const Record& r) {
-        auto it = types.find(r.name);
-        if (it == types.end())
-          throw Error(ErrorCode::kInvalidModel, "model file " + in.string() + ": unknown tensor " + r.name);
-        // A quantised file's conv kernels are f16 (whisper.cpp's loader and earshot's read them so):
-        // from an f32 file they are rounded to f16, the matrices quantised, the rest kept.
-        return is_float(r.type) && it->second != GGML_TYPE_F32 ? it->second : static_cast<ggml_type>(r.type);
-      },
-      report);
-}
-
-// A FastConformer matrix's target: the type when its rows are whole blocks, else its own type.
-ggml_type fastconformer_target(const std::string& name, int n_dims, int64_t ne0, ggml_type from, ggml_type type,
-                               const std::string& label, QuantizeReport& report) {
-  if (!fastconformer::is_matrix_tensor(name) || n_dims != 2) return from;
-  if (!is_float(from))
-    throw Error(ErrorCode::kInvalidArgument, label + " is already quantised (tensor " + name + " is " +
-                                                 ggml_type_name(from) + "): quantise from its f16 or f32 file");
-  if (ne0 % ggml_blck_size(type) != 0) {
-    report.kept_partial_rows.push_back(name);
-    return from;
-  }
-  return type;
-}
-
-void quantize_parakeet_bin(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
-                           QuantizeReport& report) {
-  report.family = "FastConformer transducer", report.layout = "whisper.cpp Parakeet .bin";
-  const uint64_t offset = fastconformer::legacy_tensors_offset(in);  // checks the header and the table
+void rewrite_gguf_file(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
+                       const ChooseType& choose, QuantizeReport& report) {
   const std::string label = "model file " + in.string();
-  rewrite_legacy(
-      in, out, offset, 4 + 6 * 4, GGML_QNT_VERSION * GGML_QNT_VERSION_FACTOR + ftype_of(type),
-      [&](const Record& r) {
-        return fastconformer_target(r.name, r.n_dims, r.ne[0], static_cast<ggml_type>(r.type), type, label, report);
-      },
-      report);
-}
-
-struct GgufDeleter {
-  void operator()(gguf_context* c) const { gguf_free(c); }
-};
-struct GgmlDeleter {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
-
-void quantize_gguf(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
-                   const std::string& architecture, QuantizeReport& report) {
-  const std::string label = "model file " + in.string();
-  if (architecture != fastconformer::kGgufArchitecture)
-    throw Error(ErrorCode::kUnsupported,
-                label + " is a GGUF of architecture '" + architecture +
-                    "': earshot quantize writes earshot's own layouts (Whisper .bin, Parakeet .bin, " +
-                    fastconformer::kGgufArchitecture + " GGUF); llama.cpp's llama-quantize quantises llama.cpp GGUFs");
-  report.family = "FastConformer transducer", report.layout = "earshot GGUF";
   ggml_context* raw = nullptr;
   std::unique_ptr<gguf_context, GgufDeleter> gin(gguf_init_from_file(in.c_str(), {false, &raw}));
   std::unique_ptr<ggml_context, GgmlDeleter> data(raw);
@@ -242,24 +177,24 @@ void quantize_gguf(const std::filesystem::path& in, const std::filesystem::path&
   std::unique_ptr<gguf_context, GgufDeleter> gout(gguf_init_empty());
   gguf_set_kv(gout.get(), gin.get());
   gguf_set_val_u32(gout.get(), "general.quantization_version", GGML_QNT_VERSION);
-  gguf_set_val_u32(gout.get(), "general.file_type", static_cast<uint32_t>(ftype_of(type)));
+  gguf_set_val_u32(gout.get(), "general.file_type", static_cast<uint32_t>(file_type_of(type)));
   std::unique_ptr<ggml_context, GgmlDeleter> meta(
       ggml_init({static_cast<size_t>(n + 1) * ggml_tensor_overhead(), nullptr, true}));
   std::deque<std::vector<uint8_t>> buffers;
   for (int64_t i = 0; i < n; ++i) {
-    const char* name = gguf_get_tensor_name(gin.get(), i);
-    const ggml_tensor* t = ggml_get_tensor(data.get(), name);
-    const ggml_type to = fastconformer_target(name, ggml_n_dims(t), t->ne[0], t->type, type, label, report);
+    const std::string name = gguf_get_tensor_name(gin.get(), i);
+    const ggml_tensor* t = ggml_get_tensor(data.get(), name.c_str());
+    const ggml_type to = choose({name, ggml_n_dims(t), {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}, t->type});
     report.bytes_in += ggml_nbytes(t);
     ggml_tensor* o = ggml_new_tensor(meta.get(), to, GGML_MAX_DIMS, t->ne);
-    ggml_set_name(o, name);
+    ggml_set_name(o, name.c_str());
     gguf_add_tensor(gout.get(), o);
     if (to == t->type) {
-      gguf_set_tensor_data(gout.get(), name, t->data);
+      gguf_set_tensor_data(gout.get(), name.c_str(), t->data);
     } else {
       buffers.push_back(
           quantize_rows(to, static_cast<const uint8_t*>(t->data), t->type, t->ne[0], ggml_nelements(t) / t->ne[0]));
-      gguf_set_tensor_data(gout.get(), name, buffers.back().data());
+      gguf_set_tensor_data(gout.get(), name.c_str(), buffers.back().data());
       ++report.n_quantized;
     }
     report.bytes_out += ggml_nbytes(o);
@@ -267,13 +202,17 @@ void quantize_gguf(const std::filesystem::path& in, const std::filesystem::path&
   if (!gguf_write_to_file(gout.get(), out.c_str(), false)) io_error(out, "write");
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+std::map<ggml_type, uint64_t> legacy_tensor_bytes(const std::filesystem::path& path, uint64_t tensors_offset,
+                                                  const std::function<bool(const TensorInfo&)>& counted) {
+  std::map<ggml_type, uint64_t> bytes;
+  walk_legacy(path, tensors_offset, false, [&](Record& r) {
+    if (counted(info_of(r)))
+      bytes[static_cast<ggml_type>(r.type)] +=
+          ggml_row_size(static_cast<ggml_type>(r.type), r.ne[0]) * r.ne[1] * r.ne[2] * r.ne[3];
+  });
+  return bytes;
 }
 
-// Distinct types of a file's matrices, the one holding most bytes first ("q8_0 + f32").
 std::string type_mix(const std::map<ggml_type, uint64_t>& bytes) {
   std::vector<std::pair<uint64_t, ggml_type>> order;
   for (const auto& [type, n] : bytes) order.emplace_back(n, type);
@@ -282,8 +221,6 @@ std::string type_mix(const std::map<ggml_type, uint64_t>& bytes) {
   for (const auto& [n, type] : order) out += (out.empty() ? "" : " + ") + std::string(ggml_type_name(type));
   return out.empty() ? "-" : out;
 }
-
-}  // namespace
 
 const std::vector<ggml_type>& quantize_types() {
   static const std::vector<ggml_type> types = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
@@ -298,24 +235,17 @@ std::optional<ggml_type> parse_quantize_type(std::string_view name) {
   return std::nullopt;
 }
 
-QuantizeReport quantize_model_file(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type) {
+QuantizeReport write_quantized(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
+                               const std::function<void(const std::filesystem::path& part, QuantizeReport&)>& write) {
   if (std::find(quantize_types().begin(), quantize_types().end(), type) == quantize_types().end())
     throw Error(ErrorCode::kInvalidArgument, std::string("cannot quantise to ") + ggml_type_name(type));
   std::error_code ec;
   if (std::filesystem::equivalent(in, out, ec))
     throw Error(ErrorCode::kInvalidArgument, "the output " + out.string() + " is the input file");
-  const runtime::ModelFileProbe probe = runtime::probe_model_file(in);
   const std::filesystem::path part = out.string() + ".part";
   QuantizeReport report;
   try {
-    switch (probe.kind) {
-      case runtime::ModelFileKind::kGgmlWhisper: quantize_whisper(in, part, type, report); break;
-      case runtime::ModelFileKind::kGgmlParakeet: quantize_parakeet_bin(in, part, type, report); break;
-      case runtime::ModelFileKind::kGguf: quantize_gguf(in, part, type, probe.architecture, report); break;
-      default:
-        throw Error(ErrorCode::kUnsupported, "model file " + in.string() + " is " + probe.description +
-                                                 ", not a Whisper or FastConformer model earshot quantises");
-    }
+    write(part, report);
   } catch (...) {
     std::filesystem::remove(part, ec);
     throw;
@@ -331,69 +261,28 @@ QuantizeReport quantize_model_file(const std::filesystem::path& in, const std::f
   return report;
 }
 
-FileSummary summarize_model_file(const std::filesystem::path& path) {
+std::string gguf_matrix_types(const std::filesystem::path& path) {
+  const runtime::GgufFile f = runtime::GgufFile::open(path);
+  std::map<ggml_type, uint64_t> bytes;
+  for (const runtime::GgufTensor& t : f.tensors())
+    if (t.n_dims >= 2) bytes[t.type] += t.n_bytes;
+  return type_mix(bytes);
+}
+
+FileSummary summarize_other_file(const std::filesystem::path& path) {
+  const runtime::ModelFileProbe probe = runtime::probe_model_file(path);
   FileSummary s;
-  try {
-    const runtime::ModelFileProbe probe = runtime::probe_model_file(path);
-    switch (probe.kind) {
-      case runtime::ModelFileKind::kGgmlWhisper: {
-        s.family = "Whisper", s.layout = "whisper.cpp ggml .bin";
-        const auto type = whisper::weight_type_of_ftype(whisper::read_file_header(path).hparams.ftype);
-        s.quantization = type ? std::string(whisper::type_name(*type)) : "-";
-        return s;
-      }
-      case runtime::ModelFileKind::kGgmlVad:
-        s.family = "Silero VAD", s.layout = "whisper.cpp ggml .bin", s.quantization = "-";
-        return s;
-      case runtime::ModelFileKind::kGgmlParakeet: {
-        s.family = "FastConformer transducer", s.layout = "whisper.cpp Parakeet .bin";
-        std::map<ggml_type, uint64_t> bytes;
-        walk_legacy(path, fastconformer::legacy_tensors_offset(path), false, [&](Record& r) {
-          if (fastconformer::is_matrix_tensor(r.name))
-            bytes[static_cast<ggml_type>(r.type)] +=
-                ggml_row_size(static_cast<ggml_type>(r.type), r.ne[0]) * r.ne[1] * r.ne[2] * r.ne[3];
-        });
-        s.quantization = type_mix(bytes);
-        return s;
-      }
-      case runtime::ModelFileKind::kGguf: {
-        const runtime::GgufFile f = runtime::GgufFile::open(path);
-        const std::string& arch = f.architecture();
-        const bool ours = arch == fastconformer::kGgufArchitecture;
-        if (ours) {
-          s.family = "FastConformer transducer", s.layout = "earshot GGUF";
-        } else if (probe.published == runtime::PublishedLayout::kTranscribeCppSortformer) {
-          s.family = "Sortformer diarization", s.layout = probe.description.substr(2);
-        } else if (arch == "earshot-sortformer") {  // sortformer::kGgufArchitecture
-          s.family = "Sortformer diarization", s.layout = "earshot GGUF";
-        } else if (probe.published != runtime::PublishedLayout::kNone) {
-          // Another project's Parakeet layout (runtime::probe_model_file names it; published_gguf.h reads it).
-          s.family = "FastConformer transducer", s.layout = probe.description.substr(2);
-        } else if (arch == "qwen3vl") {
-          s.family = "Qwen3-ASR (text model)", s.layout = "llama.cpp GGUF";
-        } else if (arch == "clip") {
-          s.family = "Qwen3-ASR mmproj (clip)", s.layout = "llama.cpp GGUF";
-        } else {
-          s.family = "LLM (" + arch + ")", s.layout = "llama.cpp GGUF";
-        }
-        std::map<ggml_type, uint64_t> bytes;
-        const bool published = probe.published == runtime::PublishedLayout::kTranscribeCppParakeet ||
-                               probe.published == runtime::PublishedLayout::kParakeetCpp;
-        for (const runtime::GgufTensor& t : f.tensors()) {
-          const bool matrix = ours        ? fastconformer::is_matrix_tensor(t.name)
-                              : published ? fastconformer::is_published_matrix_tensor(t.name)
-                                          : t.n_dims >= 2;
-          if (matrix) bytes[t.type] += t.n_bytes;
-        }
-        s.quantization = type_mix(bytes);
-        return s;
-      }
-      default: s.family = "unknown", s.layout = probe.description, s.quantization = "-"; return s;
-    }
-  } catch (const std::exception& e) {
-    s.family = "unreadable", s.layout = e.what(), s.quantization = "-";
+  switch (probe.kind) {
+    case runtime::ModelFileKind::kGgmlVad:
+      s.family = "Silero VAD", s.layout = "whisper.cpp ggml .bin", s.quantization = "-";
+      return s;
+    case runtime::ModelFileKind::kGguf:
+      s.family = probe.architecture == "clip" ? "mmproj (clip)" : "LLM (" + probe.architecture + ")";
+      s.layout = "llama.cpp GGUF";
+      s.quantization = gguf_matrix_types(path);
+      return s;
+    default: s.family = "unknown", s.layout = probe.description, s.quantization = "-"; return s;
   }
-  return s;
 }
 
 }  // namespace earshot::quantize

@@ -80,10 +80,11 @@ std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext&
 
 }  // namespace
 
-StageDefinition stage_definition(ModelLoader load, std::function<std::vector<models::ModelInfo>()> catalogue) {
+StageDefinition stage_definition(ModelLoader load, std::function<std::vector<models::ModelInfo>()> catalogue,
+                                 decltype(StageDefinition::summarize) summarize) {
   return {"diarization", declare,
           [load](const Args& args, const CommandContext& context) { return configure(args, context, load); },
-          std::move(catalogue)};
+          std::move(catalogue), std::move(summarize)};
 }
 
 LoadedDiarization::LoadedDiarization(SourceFactory sources, DiarizationOptions options, int workers)

@@ -31,8 +31,10 @@ struct ModelRequest {
 using ModelLoader = std::function<SourceFactory(const ModelRequest& request)>;
 
 // The registry entry, over the model `load` opens; `catalogue`: the models its
-// --diarization-model takes by name (`earshot pull`).
-StageDefinition stage_definition(ModelLoader load, std::function<std::vector<models::ModelInfo>()> catalogue = {});
+// --diarization-model takes by name (`earshot pull`); `summarize`: what a file of
+// that model is (`earshot models`).
+StageDefinition stage_definition(ModelLoader load, std::function<std::vector<models::ModelInfo>()> catalogue = {},
+                                 decltype(StageDefinition::summarize) summarize = {});
 
 class LoadedDiarization : public LoadedStage {
  public:

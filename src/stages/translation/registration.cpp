@@ -30,7 +30,7 @@ std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext&
 
 }  // namespace
 
-StageDefinition stage_definition() { return {"translation", declare, configure, translation_catalogue}; }
+StageDefinition stage_definition() { return {"translation", declare, configure, translation_catalogue, {}}; }
 
 std::unique_ptr<Stage> LoadedTranslation::open(const StreamRequest& request) const {
   const auto asked = request.params.find("target_language");

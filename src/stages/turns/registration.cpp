@@ -114,7 +114,7 @@ std::unique_ptr<StageSettings> configure(const Args& args, const CommandContext&
 
 }  // namespace
 
-StageDefinition stage_definition() { return {"turns", declare, configure, {}}; }
+StageDefinition stage_definition() { return {"turns", declare, configure, {}, {}}; }
 
 LoadedTurns::LoadedTurns(TurnSettings defaults, std::shared_ptr<const SemanticTurnModel> semantic)
     : defaults_(defaults), semantic_(std::move(semantic)) {}

@@ -1,7 +1,9 @@
-// The diarization stage's published models: transcribe.cpp's streaming Sortformer GGUFs.
+// The diarization stage's published models (transcribe.cpp's streaming
+// Sortformer GGUFs), and what a Sortformer file is.
 #include <string>
 #include <utility>
 
+#include "model/sortformer/model.h"
 #include "stages/diarization/sortformer/sortformer_source.h"
 
 namespace earshot::stages::diarization {
@@ -19,6 +21,14 @@ std::vector<models::ModelInfo> sortformer_catalogue() {
   for (const auto& [type, mb] : published)
     out.push_back(models::transcribe_cpp_file(model, type, mb * kMB, models::check_sortformer_header));
   return out;
+}
+
+std::optional<quantize::FileSummary> sortformer_file_summary(const runtime::ModelFileProbe& file,
+                                                             const std::filesystem::path& path) {
+  const bool ours = file.kind == runtime::ModelFileKind::kGguf && file.architecture == sortformer::kGgufArchitecture;
+  if (!ours && file.published != runtime::PublishedLayout::kTranscribeCppSortformer) return std::nullopt;
+  return quantize::FileSummary{"Sortformer diarization", ours ? "earshot GGUF" : file.description.substr(2),
+                               quantize::gguf_matrix_types(path)};
 }
 
 }  // namespace earshot::stages::diarization

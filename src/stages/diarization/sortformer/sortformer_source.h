@@ -49,5 +49,9 @@ class SortformerSource : public ActivitySource {
 ModelLoader sortformer_loader();
 // The Sortformer files `earshot pull` fetches by name (the stage's catalogue).
 std::vector<models::ModelInfo> sortformer_catalogue();
+// What a Sortformer file is, for `earshot models` (earshot's layout or
+// transcribe.cpp's); nullopt for any other file.
+std::optional<quantize::FileSummary> sortformer_file_summary(const runtime::ModelFileProbe& file,
+                                                             const std::filesystem::path& path);
 
 }  // namespace earshot::stages::diarization

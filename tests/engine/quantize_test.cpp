@@ -1,11 +1,10 @@
-// `earshot quantize` (model/quantize): which tensors each layout quantises and
-// keeps, that the files load, that quantising an f32 file gives exactly what the
+// `earshot quantize` and `earshot models` (engine/model_files.h, each family's
+// quantize.cpp): which tensors each layout quantises and keeps, what each
+// family's files are called, that the files load, that quantising an f32 file gives exactly what the
 // generators write at that type, the refusals, and the parity of quantised vs f16
 // files on test sets of random-weight Parakeet and Whisper models (tokens and
 // teacher-forced log-probs / logits on jfk.wav, printed per type; q8_0's token
 // identity asserted where the f16 model's margins allow).
-#include "model/quantize/quantize.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +12,10 @@
 #include <cstdio>
 #include <functional>
 
+#include "../model/error_of.h"
+#include "../model/model_test_util.h"
 #include "audio/wav.h"
-#include "error_of.h"
+#include "engine/model_files.h"
 #include "features/nemo_mel.h"
 #include "model/fastconformer/encoder.h"
 #include "model/fastconformer/model.h"
@@ -22,14 +23,18 @@
 #include "model/runtime/device.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
+#include "model/sortformer/random_model.h"
+#include "model/voxtral/random_model.h"
 #include "model/whisper/model_writer.h"
 #include "model/whisper/session.h"
-#include "model_test_util.h"
+#include "stages/registry.h"
 
 namespace earshot::quantize {
 namespace {
 
 namespace fc = fastconformer;
+using engine::quantize_model_file;
+using engine::summarize_model_file;
 namespace td = transducer;
 using earshot::testing::error_of;
 using whisper::testing::TempDir;
@@ -282,6 +287,55 @@ TEST(Quantize, FilesAreNamedByFamilyLayoutAndQuantisation) {
       << incomplete.what();
   whisper::testing::write_bytes(dir / "junk.bin", {'x'});
   EXPECT_EQ(summarize_model_file(dir / "junk.bin").family, "unknown");
+}
+
+// Each family names its own files, and the diarization stage its Sortformer's;
+// what a family does not quantise is refused naming the family.
+TEST(Quantize, EachFamilyAndStageNamesItsFiles) {
+  TempDir dir("quantize");
+  voxtral::RandomModelOptions vx;
+  voxtral::write_random_model(dir / "vx.gguf", vx);
+  sortformer::write_random_model(dir / "sf.gguf", sortformer::RandomModelOptions{});
+  const std::vector<float> ones(64, 1.0f);
+  const int64_t ne[2] = {32, 2};
+  for (const std::string arch : {"qwen3vl", "clip", "qwen3"}) {
+    runtime::GgufWriter w;
+    w.set_architecture(arch);
+    w.add_tensor_f32("blk.0.attn_q.weight", GGML_TYPE_Q8_0, ne, ones);
+    w.write(dir / (arch + ".gguf"));
+  }
+  std::vector<engine::FileSummarizer> stage_files;
+  for (const stages::StageDefinition& stage : stages::registry())
+    if (stage.summarize) stage_files.push_back(stage.summarize);
+  auto expect = [&](const std::filesystem::path& file, const std::string& family, const std::string& layout,
+                    const std::string& quantization) {
+    const FileSummary s = summarize_model_file(file, stage_files);
+    EXPECT_EQ(s.family, family) << file;
+    EXPECT_EQ(s.layout, layout) << file;
+    EXPECT_EQ(s.quantization, quantization) << file;
+  };
+  expect(dir / "vx.gguf", "Voxtral Realtime", "transcribe.cpp GGUF", "f32");
+  expect(dir / "sf.gguf", "Sortformer diarization", "earshot GGUF", "f32");
+  expect(dir / "qwen3vl.gguf", "Qwen3-ASR (text model)", "llama.cpp GGUF", "q8_0");
+  expect(dir / "clip.gguf", "Qwen3-ASR mmproj (clip)", "llama.cpp GGUF", "q8_0");
+  expect(dir / "qwen3.gguf", "LLM (qwen3)", "llama.cpp GGUF", "q8_0");
+  expect(whisper::testing::shared_dir() / "models" / "silero-v6.2.0-ggml.bin", "Silero VAD", "whisper.cpp ggml .bin",
+         "-");
+  // Without the stage's summary the Sortformer file is some other GGUF.
+  EXPECT_EQ(summarize_model_file(dir / "sf.gguf").family, "LLM (earshot-sortformer)");
+  EXPECT_EQ(summarize_model_file(dir / "missing.gguf").family, "unreadable");
+
+  const Error vx_refused = error_of([&] { quantize_model_file(dir / "vx.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
+  EXPECT_EQ(vx_refused.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(std::string(vx_refused.what()).find("is a Voxtral Realtime model, which earshot quantize does not write"),
+            std::string::npos)
+      << vx_refused.what();
+  const Error llm = error_of([&] { quantize_model_file(dir / "qwen3.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
+  EXPECT_EQ(llm.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(std::string(llm.what()).find("not a model earshot quantises (Whisper, FastConformer transducer)"),
+            std::string::npos)
+      << llm.what();
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf.part"));
 }
 
 // The stated parity: three random Parakeet-TDT models (d_model 256, 2 layers) on
