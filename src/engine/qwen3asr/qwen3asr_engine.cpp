@@ -33,7 +33,7 @@ Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, con
   capabilities_.languages.assign(std::begin(kCodes), std::end(kCodes));
   capabilities_.frames_per_second = 12.5;
   capabilities_.serial_passes = true;  // one libmtmd context encodes every stream's audio, one at a time
-  capabilities_.policies = {"alignatt", "rolling"};
+  capabilities_.policies = qwen3asr_policies();
 }
 
 std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest& request) const {

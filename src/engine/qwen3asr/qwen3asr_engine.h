@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
@@ -12,6 +14,9 @@
 #include "model/qwen3asr/model.h"
 
 namespace earshot::engine {
+
+// The policies a Qwen3-ASR model offers (its capabilities, --policy's help), the default first.
+inline std::vector<std::string> qwen3asr_policies() { return {"alignatt", "rolling"}; }
 
 class Qwen3AsrEngine : public Engine {
  public:

@@ -110,7 +110,7 @@ Family qwen3asr_family() {
     return quantize::FileSummary{file.architecture == "clip" ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)",
                                  "llama.cpp GGUF", quantize::gguf_matrix_types(path)};
   };
-  f.offers = {{"Qwen3-ASR", {"alignatt", "rolling"}}};
+  f.offers = {{"Qwen3-ASR", qwen3asr_policies()}};
   f.declare_options = declare;
   f.read_options = read;
   f.describe = how_it_runs;

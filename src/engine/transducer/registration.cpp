@@ -74,7 +74,7 @@ Family transducer_family() {
   f.load = load_transducer_engine;
   f.quantize = fastconformer::quantize_file;
   f.summarize = fastconformer::summarize_file;
-  f.offers = {{"Parakeet", {"rolling", "native"}}, {"Nemotron streaming", {"native"}}};
+  f.offers = {{"Parakeet", offline_transducer_policies()}, {"Nemotron streaming", streaming_transducer_policies()}};
   f.declare_options = declare;
   f.read_options = read;
   f.foreign_request = foreign_request;

@@ -75,10 +75,7 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
     capabilities_.languages = {"en"};
   }
   capabilities_.frames_per_second = static_cast<double>(hp.sample_rate) / (hp.hop_length * hp.subsampling_factor);
-  // An offline model: rolling passes show words while the audio arrives (the
-  // default, for live streams); native decodes each window once, when it is full.
-  capabilities_.policies =
-      right_context_ >= 0 ? std::vector<std::string>{"native"} : std::vector<std::string>{"rolling", "native"};
+  capabilities_.policies = right_context_ >= 0 ? streaming_transducer_policies() : offline_transducer_policies();
 }
 
 std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamRequest& request) const {

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
@@ -30,6 +32,13 @@ namespace earshot::engine {
 
 // The largest --batch-decode for a streaming model.
 inline constexpr int kMaxBatchStreams = 64;
+
+// The policies each kind of transducer offers (its capabilities, --policy's help),
+// the default first. An offline model (Parakeet): rolling passes show words while
+// the audio arrives (for live streams); native decodes each window once, when it
+// is full. A cache-aware streaming model (Nemotron): its own chunks.
+inline std::vector<std::string> offline_transducer_policies() { return {"rolling", "native"}; }
+inline std::vector<std::string> streaming_transducer_policies() { return {"native"}; }
 
 class TransducerEngine : public Engine {
  public:

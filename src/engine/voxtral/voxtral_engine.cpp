@@ -27,7 +27,7 @@ VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const 
   capabilities_.multilingual = true;
   capabilities_.languages = {"en", "fr", "es", "de", "ru", "zh", "ja", "it", "pt", "nl", "ar", "hi", "ko"};
   capabilities_.frames_per_second = 1.0 / hp.slot_seconds();
-  capabilities_.policies = {"native"};
+  capabilities_.policies = voxtral_policies();
   capabilities_.stream_delay = true;
 }
 

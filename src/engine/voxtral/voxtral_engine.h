@@ -7,12 +7,17 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
 #include "model/voxtral/model.h"
 
 namespace earshot::engine {
+
+// The policies a Voxtral Realtime model offers (its capabilities, --policy's help).
+inline std::vector<std::string> voxtral_policies() { return {"native"}; }
 
 class VoxtralEngine : public Engine {
  public:

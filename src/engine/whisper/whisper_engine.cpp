@@ -57,7 +57,7 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
     capabilities_.languages = {"en"};
   }
   capabilities_.frames_per_second = 50;
-  capabilities_.policies = {"alignatt", "localagreement"};
+  capabilities_.policies = whisper_policies();
 }
 
 std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest& request) const {

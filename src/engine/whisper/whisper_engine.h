@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/model_spec.h"
@@ -16,6 +18,9 @@ namespace earshot::engine {
 // The largest --batch-decode: beyond it a graph's per-stream attention nodes outweigh
 // the shared weight reads saved.
 inline constexpr int kMaxBatchDecode = 64;
+
+// The policies a Whisper model offers (its capabilities, --policy's help), the default first.
+inline std::vector<std::string> whisper_policies() { return {"alignatt", "localagreement"}; }
 
 class WhisperEngine : public Engine {
  public:
