@@ -1,5 +1,5 @@
 // `earshot quantize IN OUT TYPE`: an earshot-layout model file (Whisper or
-// Parakeet .bin, FastConformer GGUF) with its matrices quantised, as the family
+// Parakeet .bin, FastConformer GGUF, Voxtral Realtime GGUF) with its matrices quantised, as the family
 // reading it says (engine/model_files.h).
 #include <cstdio>
 
@@ -18,7 +18,9 @@ int run_quantize(const CommandArgs& argv) {
             "earshot quantize IN OUT TYPE\n\nWrites OUT: the model IN with its matrices quantised to TYPE (" + types +
                 ").\nIN: a Whisper .bin (whisper.cpp's layout; earshot reads q4_0, q4_1, q5_0, q5_1, q8_0 for it),\n"
                 "a Parakeet .bin (whisper.cpp's converter) or a FastConformer GGUF (earshot's converters), with\n"
-                "f16 or f32 matrices. Norms, biases, convolution kernels and positional tensors keep their types,\n"
+                "f16 or f32 matrices; or a Voxtral Realtime GGUF (bf16, f16 or f32) to transcribe.cpp's presets\n"
+                "(q8_0, q6_K, q5_K = Q5_K_M, q4_K = Q4_K_M). Norms, biases, convolution kernels and positional tensors "
+                "keep their types,\n"
                 "as whisper.cpp's quantize leaves them; a matrix whose rows are not whole blocks of TYPE keeps its.");
   if (!args.parse_or_help(argv, {.required = {}, .positional = true})) return 0;
   if (args.positional().size() != 3)

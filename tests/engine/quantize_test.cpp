@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 
 #include "../model/error_of.h"
@@ -24,6 +25,7 @@
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/model_file.h"
 #include "model/sortformer/random_model.h"
+#include "model/voxtral/model.h"
 #include "model/voxtral/random_model.h"
 #include "model/whisper/model_writer.h"
 #include "model/whisper/session.h"
@@ -325,16 +327,79 @@ TEST(Quantize, EachFamilyAndStageNamesItsFiles) {
   EXPECT_EQ(summarize_model_file(dir / "sf.gguf").family, "LLM (earshot-sortformer)");
   EXPECT_EQ(summarize_model_file(dir / "missing.gguf").family, "unreadable");
 
-  const Error vx_refused = error_of([&] { quantize_model_file(dir / "vx.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
-  EXPECT_EQ(vx_refused.code(), ErrorCode::kUnsupported);
-  EXPECT_NE(std::string(vx_refused.what()).find("is a Voxtral Realtime model, which earshot quantize does not write"),
+  const Error qwen = error_of([&] { quantize_model_file(dir / "qwen3vl.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
+  EXPECT_EQ(qwen.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(std::string(qwen.what()).find("is a Qwen3-ASR model, which earshot quantize does not write"),
             std::string::npos)
-      << vx_refused.what();
+      << qwen.what();
   const Error llm = error_of([&] { quantize_model_file(dir / "qwen3.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
   EXPECT_EQ(llm.code(), ErrorCode::kUnsupported);
-  EXPECT_NE(std::string(llm.what()).find("not a model earshot quantises (Whisper, FastConformer transducer)"),
+  EXPECT_NE(std::string(llm.what())
+                .find("not a model earshot quantises (Whisper, FastConformer transducer, Voxtral Realtime)"),
             std::string::npos)
       << llm.what();
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf.part"));
+}
+
+std::vector<uint8_t> tensor_bytes(const runtime::GgufFile& f, const runtime::GgufTensor& t) {
+  std::vector<uint8_t> bytes(t.n_bytes);
+  std::ifstream in(f.path(), std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(t.offset));
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
+}
+
+// A Voxtral file quantised to a preset is what the generator writes at that
+// preset from the same values (transcribe.cpp's type per tensor), tensor for
+// tensor; a BF16 file (the converter's) quantises and loads; what names no
+// preset, and a quantised input, are refused.
+TEST(Quantize, VoxtralFilesQuantiseToTranscribeCppsPresets) {
+  TempDir dir("quantize");
+  voxtral::RandomModelOptions o;
+  o.dims = "kquant";  // a 256-wide encoder: the k-quant presets apply to its matrices
+  o.seed = 5;
+  voxtral::write_random_model(dir / "f32.gguf", o);
+  o.preset = voxtral::Preset::kBF16;
+  voxtral::write_random_model(dir / "bf16.gguf", o);
+  for (const auto& [type, preset] :
+       {std::pair{GGML_TYPE_Q4_K, voxtral::Preset::kQ4_K_M}, std::pair{GGML_TYPE_Q8_0, voxtral::Preset::kQ8_0}}) {
+    o.preset = preset;
+    voxtral::write_random_model(dir / "generated.gguf", o);
+    const QuantizeReport r = quantize_model_file(dir / "f32.gguf", dir / "q.gguf", type);
+    EXPECT_EQ(r.family, "Voxtral Realtime");
+    EXPECT_GT(r.n_quantized, 0);
+    const runtime::GgufFile want = runtime::GgufFile::open(dir / "generated.gguf");
+    const runtime::GgufFile got = runtime::GgufFile::open(dir / "q.gguf");
+    EXPECT_EQ(got.get<uint32_t>("general.file_type"), want.get<uint32_t>("general.file_type"));
+    ASSERT_EQ(got.tensors().size(), want.tensors().size());
+    int same = 0;
+    for (size_t i = 0; i < want.tensors().size(); ++i) {
+      const runtime::GgufTensor& w = want.tensors()[i];
+      const runtime::GgufTensor& g = got.tensors()[i];
+      EXPECT_EQ(g.name, w.name);
+      EXPECT_EQ(g.type, w.type) << w.name;
+      same += tensor_bytes(got, g) == tensor_bytes(want, w);
+    }
+    EXPECT_EQ(same, static_cast<int>(want.tensors().size())) << ggml_type_name(type);
+  }
+  const QuantizeReport bf16 = quantize_model_file(dir / "bf16.gguf", dir / "bf16-q6.gguf", GGML_TYPE_Q6_K);
+  EXPECT_GT(bf16.n_quantized, 0);
+  EXPECT_LT(bf16.bytes_out, bf16.bytes_in);
+  EXPECT_EQ(summarize_model_file(dir / "bf16-q6.gguf").quantization,
+            "q6_K + q8_0 + f16");  // rows too short for q8_0: f16, as the preset says
+  EXPECT_NO_THROW(voxtral::Model::load(dir / "bf16-q6.gguf"));
+
+  const Error q4_0 = error_of([&] { quantize_model_file(dir / "f32.gguf", dir / "o.gguf", GGML_TYPE_Q4_0); });
+  EXPECT_EQ(q4_0.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(q4_0.what())
+                .find("transcribe.cpp's presets: q8_0 (Q8_0), q6_K (Q6_K), q5_K (Q5_K_M), q4_K "
+                      "(Q4_K_M); not q4_0"),
+            std::string::npos)
+      << q4_0.what();
+  const std::string again =
+      message_of([&] { quantize_model_file(dir / "bf16-q6.gguf", dir / "o.gguf", GGML_TYPE_Q4_K); });
+  EXPECT_NE(again.find("is already quantised (tensor "), std::string::npos) << again;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf"));
   EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf.part"));
 }
 

@@ -5,6 +5,7 @@
 #include "engine/voxtral/voxtral_engine.h"
 #include "model/quantize/quantize.h"
 #include "model/voxtral/model.h"
+#include "model/voxtral/quantize.h"
 
 namespace earshot::engine {
 
@@ -47,11 +48,13 @@ Family voxtral_family() {
     return file.kind == ModelFileKind::kGguf && file.architecture == voxtral::kGgufArchitecture;
   };
   f.load = load_voxtral_engine;
-  // No quantize: transcribe.cpp publishes the files at each type.
+  f.quantize = [](const ModelFile&, const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
+                  quantize::QuantizeReport& report) { voxtral::quantize_file(in, out, type, report); };
   f.summarize = [](const ModelFile&, const std::filesystem::path& path) {
-    return quantize::FileSummary{"Voxtral Realtime", "transcribe.cpp GGUF", quantize::gguf_matrix_types(path)};
+    return quantize::FileSummary{"Voxtral Realtime", "transcribe.cpp GGUF",
+                                 quantize::gguf_matrix_types(path, voxtral::is_matrix_tensor)};
   };
-  f.offers = {{"Voxtral Realtime", {"native"}}};
+  f.offers = {{"Voxtral Realtime", voxtral_policies()}};
   f.declare_options = declare;
   f.read_options = read;
   f.foreign_request = foreign_request;

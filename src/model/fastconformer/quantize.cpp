@@ -66,11 +66,7 @@ quantize::FileSummary summarize_file(const runtime::ModelFileProbe& probe, const
   const bool ours = probe.architecture == kGgufArchitecture;
   // Another project's Parakeet layout: probe_model_file names it ("a transcribe.cpp Parakeet GGUF (...)").
   s.layout = ours ? "earshot GGUF" : probe.description.substr(2);
-  const runtime::GgufFile f = runtime::GgufFile::open(path);
-  std::map<ggml_type, uint64_t> bytes;
-  for (const runtime::GgufTensor& t : f.tensors())
-    if (ours ? is_matrix_tensor(t.name) : is_published_matrix_tensor(t.name)) bytes[t.type] += t.n_bytes;
-  s.quantization = quantize::type_mix(bytes);
+  s.quantization = quantize::gguf_matrix_types(path, ours ? is_matrix_tensor : is_published_matrix_tensor);
   return s;
 }
 

@@ -261,11 +261,12 @@ QuantizeReport write_quantized(const std::filesystem::path& in, const std::files
   return report;
 }
 
-std::string gguf_matrix_types(const std::filesystem::path& path) {
+std::string gguf_matrix_types(const std::filesystem::path& path,
+                              const std::function<bool(const std::string& name)>& is_matrix) {
   const runtime::GgufFile f = runtime::GgufFile::open(path);
   std::map<ggml_type, uint64_t> bytes;
   for (const runtime::GgufTensor& t : f.tensors())
-    if (t.n_dims >= 2) bytes[t.type] += t.n_bytes;
+    if (is_matrix ? is_matrix(t.name) : t.n_dims >= 2) bytes[t.type] += t.n_bytes;
   return type_mix(bytes);
 }
 

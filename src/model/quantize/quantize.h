@@ -84,8 +84,10 @@ std::map<ggml_type, uint64_t> legacy_tensor_bytes(const std::filesystem::path& p
 // Distinct types, the one holding most bytes first ("q8_0 + f32"; "-" for none).
 std::string type_mix(const std::map<ggml_type, uint64_t>& bytes);
 
-// type_mix of a GGUF file's tensors of two or more dimensions (its matrices).
-std::string gguf_matrix_types(const std::filesystem::path& path);
+// type_mix of a GGUF file's matrices: the tensors `is_matrix` takes by name, or
+// without it every tensor of two or more dimensions.
+std::string gguf_matrix_types(const std::filesystem::path& path,
+                              const std::function<bool(const std::string& name)>& is_matrix = {});
 
 // What a file no family reads is: Silero VAD, a llama.cpp GGUF (an LLM, an
 // mmproj) with the types of its 2-D and larger tensors, or "unknown" with what
