@@ -15,7 +15,7 @@ const Family* family_reading(const std::vector<Family>& all, const ModelFile& fi
   return nullptr;
 }
 
-// "Whisper .bin, FastConformer transducer files": what the families that quantise write.
+// "Whisper, FastConformer transducer, Voxtral Realtime": the families that quantise their files.
 std::string quantised_families(const std::vector<Family>& all) {
   std::string names;
   for (const Family& f : all)

@@ -1,12 +1,10 @@
 #include "model/fastconformer/quantize.h"
 
-#include <map>
 #include <string>
 
 #include "common/error.h"
 #include "model/fastconformer/model.h"
 #include "model/fastconformer/published_gguf.h"
-#include "model/runtime/gguf_file.h"
 
 namespace earshot::fastconformer {
 

@@ -2,10 +2,12 @@
 
 #include <gguf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -30,6 +32,25 @@ std::vector<float> to_floats(ggml_type type, const std::vector<uint8_t>& bytes) 
     std::memcpy(out.data(), bytes.data(), bytes.size());
   else
     ggml_get_type_traits(type)->to_float(bytes.data(), out.data(), n);  // f16, bf16
+  return out;
+}
+
+// encode_values with a quantised type's rows split over the machine's cores
+// (rows quantise independently: the bytes are the same on any number of threads).
+std::vector<uint8_t> encode_on_all_cores(ggml_type type, const std::vector<float>& values, int64_t ne0) {
+  const int64_t rows = static_cast<int64_t>(values.size()) / ne0;
+  const int64_t n = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, rows);
+  if (!ggml_is_quantized(type) || n == 1) return encode_values(type, values, ne0);
+  ggml_quantize_init(type);
+  std::vector<uint8_t> out(ggml_row_size(type, ne0) * static_cast<size_t>(rows));
+  std::vector<std::thread> threads;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t first = rows * i / n, end = rows * (i + 1) / n;
+    threads.emplace_back([&, first, end] {
+      ggml_quantize_chunk(type, values.data(), out.data(), first * ne0, end - first, ne0, nullptr);
+    });
+  }
+  for (std::thread& t : threads) t.join();
   return out;
 }
 
@@ -86,7 +107,7 @@ void quantize_file(const std::filesystem::path& in, const std::filesystem::path&
       throw Error(ErrorCode::kInvalidModel, label + ": tensor " + t.name + " is truncated");
     report.bytes_in += bytes.size();
     if (targets[i] != t.type) {
-      bytes = encode_values(targets[i], to_floats(t.type, bytes), t.ne[0]);
+      bytes = encode_on_all_cores(targets[i], to_floats(t.type, bytes), t.ne[0]);
       if (ggml_is_quantized(targets[i])) ++report.n_quantized;
     }
     report.bytes_out += bytes.size();
