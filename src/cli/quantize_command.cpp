@@ -18,8 +18,10 @@ int run_quantize(const CommandArgs& argv) {
             "earshot quantize IN OUT TYPE\n\nWrites OUT: the model IN with its matrices quantised to TYPE (" + types +
                 ").\nIN: a Whisper .bin (whisper.cpp's layout; earshot reads q4_0, q4_1, q5_0, q5_1, q8_0 for it),\n"
                 "a Parakeet .bin (whisper.cpp's converter) or a FastConformer GGUF (earshot's converters), with\n"
-                "f16 or f32 matrices; or a Voxtral Realtime GGUF (bf16, f16 or f32) to transcribe.cpp's presets\n"
-                "(q8_0, q6_K, q5_K = Q5_K_M, q4_K = Q4_K_M). Norms, biases, convolution kernels and positional tensors "
+                "f16 or f32 matrices; a Voxtral Realtime GGUF (bf16, f16 or f32) to transcribe.cpp's presets\n"
+                "(q8_0, q6_K, q5_K = Q5_K_M, q4_K = Q4_K_M); or either file of a Qwen3-ASR pair (the text\n"
+                "GGUF to q8_0 or q4_0 by libllama's quantizer, the mmproj to q8_0). Norms, biases, convolution kernels "
+                "and positional tensors "
                 "keep their types,\n"
                 "as whisper.cpp's quantize leaves them; a matrix whose rows are not whole blocks of TYPE keeps its.");
   if (!args.parse_or_help(argv, {.required = {}, .positional = true})) return 0;

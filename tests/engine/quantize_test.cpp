@@ -327,15 +327,31 @@ TEST(Quantize, EachFamilyAndStageNamesItsFiles) {
   EXPECT_EQ(summarize_model_file(dir / "sf.gguf").family, "LLM (earshot-sortformer)");
   EXPECT_EQ(summarize_model_file(dir / "missing.gguf").family, "unreadable");
 
-  const Error qwen = error_of([&] { quantize_model_file(dir / "qwen3vl.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
-  EXPECT_EQ(qwen.code(), ErrorCode::kUnsupported);
-  EXPECT_NE(std::string(qwen.what()).find("is a Qwen3-ASR model, which earshot quantize does not write"),
+  // A family without a quantize hook (registered here) is refused naming it.
+  engine::Family plain;
+  plain.name = "plain";
+  plain.display_name = "Plain";
+  plain.accepts = [](const engine::ModelFile& f) { return f.architecture == "earshot-test-plain"; };
+  engine::register_family(plain);
+  {
+    runtime::GgufWriter w;
+    w.set_architecture("earshot-test-plain");
+    w.add_tensor_f32("m.weight", GGML_TYPE_F16, ne, ones);
+    w.write(dir / "plain.gguf");
+  }
+  const Error plain_refused =
+      error_of([&] { quantize_model_file(dir / "plain.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
+  EXPECT_EQ(plain_refused.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(std::string(plain_refused.what())
+                .find("is a Plain model, which earshot quantize does not write (it quantises Whisper, Qwen3-ASR, "
+                      "FastConformer transducer, Voxtral Realtime models)"),
             std::string::npos)
-      << qwen.what();
+      << plain_refused.what();
+  EXPECT_EQ(summarize_model_file(dir / "plain.gguf").family, "Plain");
   const Error llm = error_of([&] { quantize_model_file(dir / "qwen3.gguf", dir / "o.gguf", GGML_TYPE_Q8_0); });
   EXPECT_EQ(llm.code(), ErrorCode::kUnsupported);
   EXPECT_NE(std::string(llm.what())
-                .find("not a model earshot quantises (Whisper, FastConformer transducer, Voxtral Realtime)"),
+                .find("not a model earshot quantises (Whisper, Qwen3-ASR, FastConformer transducer, Voxtral Realtime)"),
             std::string::npos)
       << llm.what();
   EXPECT_FALSE(std::filesystem::exists(dir / "o.gguf.part"));

@@ -9,10 +9,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "common/error.h"
 #include "engine/catalogue.h"
 #include "engine/families.h"
+#include "engine/model_files.h"
 #include "engine/model_options.h"
 #include "model/qwen3asr/model_writer.h"
 #include "model/registry.h"
@@ -92,6 +94,44 @@ TEST_F(Qwen3AsrEngineTest, AMissingMmprojNamesTheFlag) {
   }
   spec.options<Qwen3AsrOptions>().mmproj = pair.mmproj;  // named explicitly it loads
   EXPECT_EQ(load(spec)->capabilities().family, "qwen3asr");
+}
+
+// `earshot quantize` of either file of the pair (the family's hook): the text
+// model as libllama's quantizer writes it in place, the mmproj at q8_0; the
+// quantised pair loads and streams; a quantised input is refused naming a tensor.
+TEST_F(Qwen3AsrEngineTest, EarshotQuantizeWritesEitherFileOfThePair) {
+  const fs::path q = dir / "quantised";
+  fs::create_directories(q);
+  const quantize::QuantizeReport text = quantize_model_file(pair.text, q / "tiny-q8.gguf", GGML_TYPE_Q8_0);
+  EXPECT_EQ(text.family, "Qwen3-ASR (text model)");
+  EXPECT_GT(text.n_quantized, 0);
+  EXPECT_LT(text.bytes_out, text.bytes_in);
+  const quantize::QuantizeReport mmproj = quantize_model_file(pair.mmproj, q / "tiny-q8-mmproj.gguf", GGML_TYPE_Q8_0);
+  EXPECT_EQ(mmproj.family, "Qwen3-ASR mmproj (clip)");
+  EXPECT_GT(mmproj.n_quantized, 0);
+  // The same bytes as the in-place quantizer the generator tools use.
+  fs::copy_file(pair.text, q / "in-place.gguf", fs::copy_options::overwrite_existing);
+  qwen3asr::quantize_text_model(q / "in-place.gguf", GGML_TYPE_Q8_0);
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_TRUE(bytes(q / "in-place.gguf") == bytes(q / "tiny-q8.gguf"));
+  EXPECT_EQ(summarize_model_file(q / "tiny-q8.gguf").quantization.substr(0, 4), "q8_0");
+  const std::shared_ptr<const Engine> quantised = load(spec_of(q / "tiny-q8.gguf"));  // its mmproj found beside it
+  EXPECT_EQ(find_mmproj(q / "tiny-q8.gguf", ""), q / "tiny-q8-mmproj.gguf");
+  EXPECT_FALSE(stream(*quantised, "alignatt", 3).empty());
+
+  try {
+    quantize_model_file(q / "tiny-q8.gguf", q / "again.gguf", GGML_TYPE_Q4_0);
+    FAIL() << "requantised";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("is already quantised (tensor "), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(quantize_model_file(pair.mmproj, q / "m4.gguf", GGML_TYPE_Q4_0), Error);  // the mmproj: q8_0 only
+  EXPECT_FALSE(fs::exists(q / "again.gguf.part"));
+  EXPECT_FALSE(fs::exists(q / "m4.gguf.part"));
 }
 
 // `--model qwen3-asr-0.6b`: the registry name resolves to the cached text GGUF,

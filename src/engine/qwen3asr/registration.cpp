@@ -4,6 +4,8 @@
 #include "engine/qwen3asr/options.h"
 #include "engine/qwen3asr/qwen3asr_engine.h"
 #include "model/quantize/quantize.h"
+#include "model/qwen3asr/model_writer.h"
+#include "model/runtime/gguf_file.h"
 
 namespace earshot::engine {
 
@@ -93,6 +95,33 @@ std::string how_it_runs(const ModelSpec& spec, const std::string& /*policy*/) {
          (spec.options<Qwen3AsrOptions>().hf_mel_frames ? "hf" : "mtmd") + ", greedy";
 }
 
+// `earshot quantize` of either file of the pair: the text model by libllama's
+// quantizer (q8_0, q4_0: as llama-quantize writes it), the mmproj at q8_0 (as
+// convert_hf_to_gguf.py writes it). A quantised input is refused here, naming a
+// tensor, rather than by libllama.
+void quantize_pair_file(const ModelFile& file, const std::filesystem::path& in, const std::filesystem::path& out,
+                        ggml_type type, quantize::QuantizeReport& report) {
+  const bool mmproj = file.architecture == "clip";
+  report.family = mmproj ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)";
+  report.layout = "llama.cpp GGUF";
+  const runtime::GgufFile source = runtime::GgufFile::open(in);
+  for (const runtime::GgufTensor& t : source.tensors())
+    if (ggml_is_quantized(t.type))
+      throw Error(ErrorCode::kInvalidArgument, "model file " + in.string() + " is already quantised (tensor " + t.name +
+                                                   " is " + ggml_type_name(t.type) +
+                                                   "): quantise from its f16 or f32 file");
+  if (mmproj)
+    qwen3asr::quantize_mmproj(in, out, type);
+  else
+    qwen3asr::quantize_text_model(in, out, type);
+  const runtime::GgufFile written = runtime::GgufFile::open(out);
+  for (const runtime::GgufTensor& t : source.tensors()) report.bytes_in += t.n_bytes;
+  for (const runtime::GgufTensor& t : written.tensors()) {
+    report.bytes_out += t.n_bytes;
+    report.n_quantized += ggml_is_quantized(t.type);
+  }
+}
+
 }  // namespace
 
 Family qwen3asr_family() {
@@ -105,7 +134,7 @@ Family qwen3asr_family() {
     return file.kind == ModelFileKind::kGguf && (file.architecture == "qwen3vl" || file.architecture == "clip");
   };
   f.load = load_qwen3asr_engine;
-  // No quantize: llama.cpp's llama-quantize writes these files.
+  f.quantize = quantize_pair_file;
   f.summarize = [](const ModelFile& file, const std::filesystem::path& path) {
     return quantize::FileSummary{file.architecture == "clip" ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)",
                                  "llama.cpp GGUF", quantize::gguf_matrix_types(path)};

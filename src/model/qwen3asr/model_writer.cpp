@@ -293,6 +293,12 @@ WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path&
 }
 
 void quantize_text_model(const std::filesystem::path& text, ggml_type type) {
+  const std::filesystem::path tmp = text.string() + ".quantising";
+  quantize_text_model(text, tmp, type);
+  std::filesystem::rename(tmp, text);
+}
+
+void quantize_text_model(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type) {
   llama_ftype ftype;
   if (type == GGML_TYPE_Q8_0) {
     ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
@@ -305,17 +311,21 @@ void quantize_text_model(const std::filesystem::path& text, ggml_type type) {
   detail::init_backend();
   llama_model_quantize_params params = llama_model_quantize_default_params();
   params.ftype = ftype;
-  const std::filesystem::path tmp = text.string() + ".quantising";
-  const uint32_t status = llama_model_quantize(text.c_str(), tmp.c_str(), &params);
+  const uint32_t status = llama_model_quantize(in.c_str(), out.c_str(), &params);
   if (status != 0) {
     std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw Error(ErrorCode::kIo, "libllama could not quantise " + text.string() + " to " + ggml_type_name(type));
+    std::filesystem::remove(out, ignored);
+    throw Error(ErrorCode::kIo, "libllama could not quantise " + in.string() + " to " + ggml_type_name(type));
   }
-  std::filesystem::rename(tmp, text);
 }
 
 void quantize_mmproj(const std::filesystem::path& mmproj, ggml_type type) {
+  const std::filesystem::path tmp = mmproj.string() + ".quantising";
+  quantize_mmproj(mmproj, tmp, type);
+  std::filesystem::rename(tmp, mmproj);
+}
+
+void quantize_mmproj(const std::filesystem::path& mmproj, const std::filesystem::path& out_path, ggml_type type) {
   if (type != GGML_TYPE_Q8_0) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("a Qwen3-ASR mmproj is quantised to q8_0 (as convert_hf_to_gguf.py writes it), not ") +
@@ -367,13 +377,11 @@ void quantize_mmproj(const std::filesystem::path& mmproj, ggml_type type) {
     ggml_quantize_chunk(type, values.data(), buffers.back().data(), 0, rows, cols, nullptr);
     gguf_set_tensor_data(out.get(), name.c_str(), buffers.back().data());
   }
-  const std::filesystem::path tmp = mmproj.string() + ".quantising";
-  if (!gguf_write_to_file(out.get(), tmp.c_str(), false)) {
+  if (!gguf_write_to_file(out.get(), out_path.c_str(), false)) {
     std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw Error(ErrorCode::kIo, "cannot write " + tmp.string());
+    std::filesystem::remove(out_path, ignored);
+    throw Error(ErrorCode::kIo, "cannot write " + out_path.string());
   }
-  std::filesystem::rename(tmp, mmproj);
 }
 
 }  // namespace earshot::qwen3asr

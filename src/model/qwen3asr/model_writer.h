@@ -76,6 +76,8 @@ WrittenPair write_random_pair(const PairDims& dims, const std::filesystem::path&
 // not take it. Throws earshot::Error (kInvalidArgument for another type, kIo when
 // libllama fails).
 void quantize_text_model(const std::filesystem::path& text, ggml_type type);
+// The same, writing `out` from `in` (`in` is left as it is).
+void quantize_text_model(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type);
 
 // Rewrites the mmproj GGUF at `mmproj` with its matrices at GGML_TYPE_Q8_0, as
 // llama.cpp's convert_hf_to_gguf.py --outtype q8_0 writes Qwen3-ASR's (ggml-org's
@@ -84,5 +86,7 @@ void quantize_text_model(const std::filesystem::path& text, ggml_type type);
 // and the positions F32. Throws earshot::Error (kInvalidArgument for another type
 // or a file that is not F16/F32, kIo).
 void quantize_mmproj(const std::filesystem::path& mmproj, ggml_type type);
+// The same, writing `out` from `in` (`in` is left as it is).
+void quantize_mmproj(const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type);
 
 }  // namespace earshot::qwen3asr
