@@ -20,10 +20,9 @@ int run_quantize(const CommandArgs& argv) {
                 "a Parakeet .bin (whisper.cpp's converter) or a FastConformer GGUF (earshot's converters), with\n"
                 "f16 or f32 matrices; a Voxtral Realtime GGUF (bf16, f16 or f32) to transcribe.cpp's presets\n"
                 "(q8_0, q6_K, q5_K = Q5_K_M, q4_K = Q4_K_M); or either file of a Qwen3-ASR pair (the text\n"
-                "GGUF to q8_0 or q4_0 by libllama's quantizer, the mmproj to q8_0). Norms, biases, convolution kernels "
-                "and positional tensors "
-                "keep their types,\n"
-                "as whisper.cpp's quantize leaves them; a matrix whose rows are not whole blocks of TYPE keeps its.");
+                "GGUF to q8_0 or q4_0 by libllama's quantizer, the mmproj to q8_0). Norms, biases, convolution\n"
+                "kernels and positional tensors keep their types, as whisper.cpp's quantize leaves them; a matrix\n"
+                "whose rows are not whole blocks of TYPE keeps its.");
   if (!args.parse_or_help(argv, {.required = {}, .positional = true})) return 0;
   if (args.positional().size() != 3)
     throw Error(ErrorCode::kInvalidArgument, "expected IN OUT TYPE (see earshot quantize --help)");

@@ -95,6 +95,11 @@ std::string how_it_runs(const ModelSpec& spec, const std::string& /*policy*/) {
          (spec.options<Qwen3AsrOptions>().hf_mel_frames ? "hf" : "mtmd") + ", greedy";
 }
 
+// Which file of the pair it is, for `earshot quantize` and `earshot models`.
+std::string pair_file_name(const ModelFile& file) {
+  return file.architecture == "clip" ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)";
+}
+
 // `earshot quantize` of either file of the pair: the text model by libllama's
 // quantizer (q8_0, q4_0: as llama-quantize writes it), the mmproj at q8_0 (as
 // convert_hf_to_gguf.py writes it). A quantised input is refused here, naming a
@@ -102,7 +107,7 @@ std::string how_it_runs(const ModelSpec& spec, const std::string& /*policy*/) {
 void quantize_pair_file(const ModelFile& file, const std::filesystem::path& in, const std::filesystem::path& out,
                         ggml_type type, quantize::QuantizeReport& report) {
   const bool mmproj = file.architecture == "clip";
-  report.family = mmproj ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)";
+  report.family = pair_file_name(file);
   report.layout = "llama.cpp GGUF";
   const runtime::GgufFile source = runtime::GgufFile::open(in);
   for (const runtime::GgufTensor& t : source.tensors())
@@ -136,8 +141,7 @@ Family qwen3asr_family() {
   f.load = load_qwen3asr_engine;
   f.quantize = quantize_pair_file;
   f.summarize = [](const ModelFile& file, const std::filesystem::path& path) {
-    return quantize::FileSummary{file.architecture == "clip" ? "Qwen3-ASR mmproj (clip)" : "Qwen3-ASR (text model)",
-                                 "llama.cpp GGUF", quantize::gguf_matrix_types(path)};
+    return quantize::FileSummary{pair_file_name(file), "llama.cpp GGUF", quantize::gguf_matrix_types(path)};
   };
   f.offers = {{"Qwen3-ASR", qwen3asr_policies()}};
   f.declare_options = declare;

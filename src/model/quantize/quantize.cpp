@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <thread>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -43,25 +44,47 @@ namespace {
 
 std::vector<float> to_floats(ggml_type type, const uint8_t* data, int64_t n) {
   std::vector<float> out(n);
-  if (type == GGML_TYPE_F32)
-    std::memcpy(out.data(), data, n * sizeof(float));
-  else
-    ggml_fp16_to_fp32_row(reinterpret_cast<const ggml_fp16_t*>(data), out.data(), n);
+  switch (type) {
+    case GGML_TYPE_F32: std::memcpy(out.data(), data, n * sizeof(float)); break;
+    case GGML_TYPE_F16: ggml_fp16_to_fp32_row(reinterpret_cast<const ggml_fp16_t*>(data), out.data(), n); break;
+    case GGML_TYPE_BF16: ggml_bf16_to_fp32_row(reinterpret_cast<const ggml_bf16_t*>(data), out.data(), n); break;
+    default:
+      throw Error(ErrorCode::kInternal,
+                  std::string("cannot convert from ") + ggml_type_name(type) + " (f32, f16, bf16)");
+  }
   return out;
 }
 
-std::vector<uint8_t> quantize_rows(ggml_type type, const uint8_t* data, ggml_type from, int64_t n_per_row,
-                                   int64_t n_rows) {
+}  // namespace
+
+std::vector<uint8_t> convert_rows(ggml_type to, ggml_type from, const uint8_t* data, int64_t n_per_row,
+                                  int64_t n_rows) {
   const std::vector<float> f = to_floats(from, data, n_per_row * n_rows);
-  std::vector<uint8_t> out(ggml_row_size(type, n_per_row) * n_rows);
-  if (type == GGML_TYPE_F16) {
-    ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t*>(out.data()), n_per_row * n_rows);
-    return out;
+  const int64_t n = n_per_row * n_rows;
+  std::vector<uint8_t> out(ggml_row_size(to, n_per_row) * n_rows);
+  switch (to) {
+    case GGML_TYPE_F32: std::memcpy(out.data(), f.data(), out.size()); return out;
+    case GGML_TYPE_F16: ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t*>(out.data()), n); return out;
+    case GGML_TYPE_BF16: ggml_fp32_to_bf16_row(f.data(), reinterpret_cast<ggml_bf16_t*>(out.data()), n); return out;
+    default: break;
   }
-  const size_t written = ggml_quantize_chunk(type, f.data(), out.data(), 0, n_rows, n_per_row, nullptr);
-  if (written != out.size()) throw Error(ErrorCode::kInternal, "ggml_quantize_chunk wrote an unexpected size");
+  if (!ggml_is_quantized(to) || ggml_quantize_requires_imatrix(to))
+    throw Error(ErrorCode::kInternal, std::string("cannot convert to ") + ggml_type_name(to));
+  // Rows quantise independently: split over the cores, the bytes are the same on any number of threads.
+  const int64_t n_threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, n_rows);
+  ggml_quantize_init(to);
+  std::vector<std::thread> threads;
+  for (int64_t i = 0; i < n_threads; ++i) {
+    const int64_t first = n_rows * i / n_threads, end = n_rows * (i + 1) / n_threads;
+    threads.emplace_back([&, first, end] {
+      ggml_quantize_chunk(to, f.data(), out.data(), first * n_per_row, end - first, n_per_row, nullptr);
+    });
+  }
+  for (std::thread& t : threads) t.join();
   return out;
 }
+
+namespace {
 
 // One tensor record of whisper.cpp's legacy files: n_dims, name length, type, dims, name, data.
 struct Record {
@@ -148,7 +171,7 @@ void rewrite_legacy_file(const std::filesystem::path& in, const std::filesystem:
     report.bytes_in += r.data.size();
     const ggml_type to = choose(info_of(r));
     if (to != static_cast<ggml_type>(r.type)) {
-      r.data = quantize_rows(to, r.data.data(), static_cast<ggml_type>(r.type), r.ne[0], r.ne[1] * r.ne[2] * r.ne[3]);
+      r.data = convert_rows(to, static_cast<ggml_type>(r.type), r.data.data(), r.ne[0], r.ne[1] * r.ne[2] * r.ne[3]);
       r.type = to;
       if (ggml_is_quantized(to)) ++report.n_quantized;
     }
@@ -193,7 +216,7 @@ void rewrite_gguf_file(const std::filesystem::path& in, const std::filesystem::p
       gguf_set_tensor_data(gout.get(), name.c_str(), t->data);
     } else {
       buffers.push_back(
-          quantize_rows(to, static_cast<const uint8_t*>(t->data), t->type, t->ne[0], ggml_nelements(t) / t->ne[0]));
+          convert_rows(to, t->type, static_cast<const uint8_t*>(t->data), t->ne[0], ggml_nelements(t) / t->ne[0]));
       gguf_set_tensor_data(gout.get(), name.c_str(), buffers.back().data());
       ++report.n_quantized;
     }

@@ -32,6 +32,11 @@ std::optional<ggml_type> parse_quantize_type(std::string_view name);
 int32_t file_type_of(ggml_type type);
 bool is_float(ggml_type type);  // f32 or f16
 
+// `n_rows` rows of `n_per_row` values of type `from` (f32, f16 or bf16) as type
+// `to` (f32, f16, bf16 or a quantised type that needs no importance matrix),
+// a quantised type's rows split over every core (the bytes do not depend on it).
+std::vector<uint8_t> convert_rows(ggml_type to, ggml_type from, const uint8_t* data, int64_t n_per_row, int64_t n_rows);
+
 struct QuantizeReport {
   std::string family;  // "Whisper", "FastConformer transducer"
   std::string layout;  // "whisper.cpp ggml .bin", "whisper.cpp Parakeet .bin", "earshot GGUF"

@@ -2,12 +2,9 @@
 
 #include <gguf.h>
 
-#include <algorithm>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -23,36 +20,6 @@ bool is_float_type(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F1
 struct GgufDeleter {
   void operator()(gguf_context* c) const { gguf_free(c); }
 };
-
-// A tensor's values as floats (from F32, F16 or BF16 bytes).
-std::vector<float> to_floats(ggml_type type, const std::vector<uint8_t>& bytes) {
-  const int64_t n = static_cast<int64_t>(bytes.size() / ggml_type_size(type));
-  std::vector<float> out(static_cast<size_t>(n));
-  if (type == GGML_TYPE_F32)
-    std::memcpy(out.data(), bytes.data(), bytes.size());
-  else
-    ggml_get_type_traits(type)->to_float(bytes.data(), out.data(), n);  // f16, bf16
-  return out;
-}
-
-// encode_values with a quantised type's rows split over the machine's cores
-// (rows quantise independently: the bytes are the same on any number of threads).
-std::vector<uint8_t> encode_on_all_cores(ggml_type type, const std::vector<float>& values, int64_t ne0) {
-  const int64_t rows = static_cast<int64_t>(values.size()) / ne0;
-  const int64_t n = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, rows);
-  if (!ggml_is_quantized(type) || n == 1) return encode_values(type, values, ne0);
-  ggml_quantize_init(type);
-  std::vector<uint8_t> out(ggml_row_size(type, ne0) * static_cast<size_t>(rows));
-  std::vector<std::thread> threads;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t first = rows * i / n, end = rows * (i + 1) / n;
-    threads.emplace_back([&, first, end] {
-      ggml_quantize_chunk(type, values.data(), out.data(), first * ne0, end - first, ne0, nullptr);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return out;
-}
 
 }  // namespace
 
@@ -107,7 +74,7 @@ void quantize_file(const std::filesystem::path& in, const std::filesystem::path&
       throw Error(ErrorCode::kInvalidModel, label + ": tensor " + t.name + " is truncated");
     report.bytes_in += bytes.size();
     if (targets[i] != t.type) {
-      bytes = encode_on_all_cores(targets[i], to_floats(t.type, bytes), t.ne[0]);
+      bytes = quantize::convert_rows(targets[i], t.type, bytes.data(), t.ne[0], t.ne[1] * t.ne[2] * t.ne[3]);
       if (ggml_is_quantized(targets[i])) ++report.n_quantized;
     }
     report.bytes_out += bytes.size();
