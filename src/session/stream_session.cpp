@@ -4,12 +4,17 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <optional>
 
 #include "common/error.h"
+#include "common/pass_stop.h"
 
 namespace earshot::session {
 
 namespace {
+
+// A pass's listener runs the VAD once this much new audio arrived (a Silero window).
+constexpr size_t kListenSamples = 512;
 
 double round_tenth(double seconds) { return std::max(0.0, std::round(seconds * 10.0) / 10.0); }
 
@@ -79,7 +84,11 @@ struct StreamSession::State {
   // Worker-only (one step at a time).
   bool in_speech = true;
   int64_t silence_start = 0;
-  int64_t vad_offset = 0;   // stream sample of the VAD's sample 0 (skipped gaps shift it)
+  int64_t vad_offset = 0;  // stream sample of the VAD's sample 0 (skipped gaps shift it)
+  int64_t vad_heard = 0;   // stream sample up to which the VAD has heard (a pass listens ahead)
+  // Events the VAD reported (at stream samples) that no step has reached yet:
+  // heard by a pass's listener ahead of the step's audio.
+  std::deque<VadEvent> heard_events;
   std::vector<float> held;  // audio the VAD has not decided on yet
   int64_t held_start = 0;   // stream sample of held[0]
   bool fed_since_process = false;
@@ -88,6 +97,7 @@ struct StreamSession::State {
   // keeps would only repeat or invent words after a turn that already ended).
   bool flushed = false;
   uint64_t passes = 0;
+  uint64_t stopped_passes = 0;
   std::vector<Word> provisional;  // the tail of the last ProvisionalChanged
   std::string language;           // of the last LanguageDetected
   double pause_emitted_end = -1;  // end of the ongoing Pause last emitted, -1 = none
@@ -472,21 +482,33 @@ void StreamSession::run_step() {
   };
   if (gap > 0) {
     release_until(chunk_start - gap);
-    skip_gap(chunk_start - gap, chunk_start);
+    // A pass may have heard the first of the skipped samples before they were dropped.
+    const int64_t heard_to = std::clamp(s.vad_heard, chunk_start - gap, chunk_start);
+    skip_gap(chunk_start - gap, chunk_start, chunk_start - heard_to);
     s.held_start = chunk_start;
   }
+  s.vad_heard = std::max(s.vad_heard, chunk_start);
   const int64_t chunk_end = chunk_start + static_cast<int64_t>(chunk.size());
   held.insert(held.end(), chunk.begin(), chunk.end());
+  // The VAD hears what a pass's listener has not heard yet; the step applies the
+  // events its audio reaches (in stream samples), later ones wait for their step.
   std::vector<VadEvent> vad_events;
   if (vad_) {
-    vad_events = vad_->push(chunk);
-    if (last) {
-      std::vector<VadEvent> tail = vad_->finish();
-      vad_events.insert(vad_events.end(), tail.begin(), tail.end());
+    auto heard = [&](std::vector<VadEvent> events) {
+      for (VadEvent& e : events) s.heard_events.push_back({e.kind, e.sample + s.vad_offset});
+    };
+    if (chunk_end > s.vad_heard) {
+      heard(vad_->push(std::span<const float>(chunk).subspan(static_cast<size_t>(s.vad_heard - chunk_start))));
+      s.vad_heard = chunk_end;
+    }
+    if (last) heard(vad_->finish());
+    while (!s.heard_events.empty() && (last || s.heard_events.front().sample <= chunk_end)) {
+      vad_events.push_back(s.heard_events.front());
+      s.heard_events.pop_front();
     }
   }
   for (const VadEvent& event : vad_events) {
-    const int64_t at = std::max(event.sample + s.vad_offset, s.held_start);
+    const int64_t at = std::max(event.sample, s.held_start);
     release_until(at);
     if (event.kind == VadEvent::Kind::kSpeechStart && !s.in_speech) {
       end_silence(s.held_start);
@@ -509,15 +531,26 @@ void StreamSession::run_step() {
   // While the VAD has an end pending, the audio released since the last pass ends
   // where the speech would end and the flush is a few windows away: a pass now
   // would only delay that flush (it waits for the pass).
-  const bool end_pending = vad_ && s.in_speech && !last && vad_->end_pending();
+  bool end_pending = vad_ && s.in_speech && !last && end_heard();
   // The flush the decision will ask for can be worked out now, while the VAD
   // waits (a processor that can undo it; the audio it would flush is all here).
   if (end_pending && !finalize) processor_->prepare_flush();
   if (s.fed_since_process && !last && !finalize && !end_pending) {
-    ProcessResult r = processor_->process(false);
-    ++s.passes;
-    commit(r.committed);
-    s.fed_since_process = false;
+    // The VAD listens while the pass runs: should the speech end meanwhile, the
+    // pass stops (where the processor allows) and its audio goes to the flush.
+    std::optional<ProcessResult> r;
+    try {
+      PassListener listen(vad_ ? std::function<bool()>([this] { return listen_during_pass(); }) : nullptr);
+      r = processor_->process(false);
+    } catch (const PassStopped&) {
+      ++s.stopped_passes;
+      end_pending = end_heard();
+    }
+    if (r) {
+      ++s.passes;
+      commit(r->committed);
+      s.fed_since_process = false;
+    }
   }
   if (finalize && !last && s.in_speech) {
     // Last-pass semantics without ending the stream: a flush as at a pause, then
@@ -569,6 +602,7 @@ void StreamSession::run_step() {
 
   std::lock_guard lock(mutex_);
   s.stats.passes = s.passes;
+  s.stats.stopped_passes = s.stopped_passes;
   s.stats.model_seconds += model_seconds;
   s.stats.audio_seconds += to_seconds(chunk_end - chunk_start);
   s.processed_samples = s.held_start;
@@ -651,10 +685,35 @@ void StreamSession::end_silence(int64_t at_sample, bool heard) {
   append_locked(out);
 }
 
-void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample) {
+bool StreamSession::end_heard() const {
+  const State& s = *state_;
+  if (vad_->end_pending()) return true;
+  return std::any_of(s.heard_events.begin(), s.heard_events.end(),
+                     [](const VadEvent& e) { return e.kind == VadEvent::Kind::kSpeechEnd; });
+}
+
+bool StreamSession::listen_during_pass() {
   State& s = *state_;
-  // The VAD never sees skipped audio: its sample 0 moves by the gap.
-  s.vad_offset += to_sample - from_sample;
+  std::vector<float> fresh;
+  {
+    std::lock_guard lock(mutex_);
+    // pending[0] is this stream sample; a gap before it went unheard (the step sorts that out).
+    const int64_t pending_start = s.consumed_samples + s.pending_gap;
+    const int64_t from = s.vad_heard - pending_start;
+    if (from >= 0 && s.pending.size() >= static_cast<size_t>(from) + kListenSamples)
+      fresh.assign(s.pending.begin() + from, s.pending.end());
+  }
+  if (!fresh.empty()) {
+    for (const VadEvent& e : vad_->push(fresh)) s.heard_events.push_back({e.kind, e.sample + s.vad_offset});
+    s.vad_heard += static_cast<int64_t>(fresh.size());
+  }
+  return s.in_speech && end_heard();
+}
+
+void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample, int64_t vad_skip) {
+  State& s = *state_;
+  // The VAD never hears skipped audio: its sample 0 moves by what it missed.
+  s.vad_offset += vad_skip;
   auto announce = [&] {
     std::vector<events::Event> out = run_chain(events::AudioSkipped{to_seconds(from_sample), to_seconds(to_sample)});
     std::lock_guard lock(mutex_);

@@ -90,6 +90,9 @@ struct EventBatch {
 // All model-side counters a session contributes to (for /metrics).
 struct SessionStats {
   uint64_t passes = 0;
+  // Passes stopped in flight because the speech may have ended (their audio goes
+  // to the flush instead; common/pass_stop.h). Not counted in `passes`.
+  uint64_t stopped_passes = 0;
   double model_seconds = 0;
   double audio_seconds = 0;
 };
@@ -194,7 +197,16 @@ class StreamSession {
   void begin_silence(int64_t at_sample);
   // heard = false: the "silence" was audio skipped (skip_gap), which is no Pause.
   void end_silence(int64_t at_sample, bool heard = true);
-  void skip_gap(int64_t from_sample, int64_t to_sample);
+  // vad_skip: how much of the gap the VAD did not hear (the whole of it unless a
+  // pass listened to some of it before it was dropped).
+  void skip_gap(int64_t from_sample, int64_t to_sample, int64_t vad_skip);
+  // Between the nodes of a stoppable model pass (common/pass_stop.h): the VAD
+  // hears the audio that arrived since the step began; true (stop the pass) once
+  // the speech may have ended, as the flush that follows would only wait for it.
+  bool listen_during_pass();
+  // The VAD has an end of the current speech pending, or heard it decided
+  // (during a pass) at a position no step has reached yet.
+  bool end_heard() const;
   void notify_listener();
   size_t pending_limit_samples() const;
 

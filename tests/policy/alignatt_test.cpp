@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "alignatt_rig.h"
+#include "common/pass_stop.h"
 
 namespace earshot::policy::testing {
 namespace {
@@ -125,6 +126,96 @@ TEST_F(AlignAtt, StartSilenceFlushesWithTheLastPassThreshold) {
   rig.feed(1.0);
   // 40 of 50 frames: within 25 of the end, but not within 4.
   expect_words(rig.keep(rig.processor->start_silence().committed), {{" one", 0.2, 0.8}, {" two", 0.8, 0.9}});
+}
+
+TEST_F(AlignAtt, AFlushPreparedAheadEncodesOnceAndCommitsTheSameWords) {
+  const FakeDecoder::Script script = passes({{{one, 10}, {two, 80}}, {{two, 80}, {three, 110}}});
+  auto flush_after = [&](Rig& rig, bool prepare) {
+    rig.feed(2.0);
+    rig.run();
+    rig.feed(0.5);
+    if (prepare) {
+      rig.processor->prepare_flush();
+      EXPECT_EQ(rig.fake->encoded_samples.size(), 2u);  // the flush's encoder pass, now
+      rig.processor->prepare_flush();                   // once: the buffer is what was encoded
+      EXPECT_EQ(rig.fake->encoded_samples.size(), 2u);
+    }
+    rig.keep(rig.processor->start_silence().committed);
+  };
+  Rig plain(t, script), prepared(t, script);
+  flush_after(plain, false);
+  flush_after(prepared, true);
+  EXPECT_EQ(prepared.fake->encoded_samples, plain.fake->encoded_samples);  // no second encode of that buffer
+  EXPECT_EQ(prepared.fake->prompts, plain.fake->prompts);
+  ASSERT_EQ(plain.all_committed.size(), 3u);
+  EXPECT_EQ(prepared.all_committed.size(), plain.all_committed.size());
+  for (size_t i = 0; i < plain.all_committed.size(); ++i) {
+    EXPECT_EQ(prepared.all_committed[i].text, plain.all_committed[i].text);
+    EXPECT_DOUBLE_EQ(prepared.all_committed[i].start, plain.all_committed[i].start);
+    EXPECT_DOUBLE_EQ(prepared.all_committed[i].end, plain.all_committed[i].end);
+  }
+}
+
+TEST_F(AlignAtt, AudioOrAPassAfterAPreparedFlushEncodesAgain) {
+  // Audio inserted after the flush was prepared: the flush encodes the longer buffer.
+  Rig more(t, passes({{{one, 10}}, {{one, 10}}, {{one, 10}, {two, 70}}}));
+  more.feed(1.0);
+  more.processor->prepare_flush();
+  more.feed(0.5);
+  more.keep(more.processor->start_silence().committed);
+  EXPECT_EQ(more.fake->encoded_samples, (std::vector<size_t>{16000, 24000}));
+  // A pass that is not a flush encodes as always and drops the prepared one.
+  Rig pass(t, passes({{{one, 10}}, {{one, 10}}, {{one, 10}}}));
+  pass.feed(1.0);
+  pass.processor->prepare_flush();
+  pass.run();
+  pass.processor->finish();
+  EXPECT_EQ(pass.fake->encoded_samples, (std::vector<size_t>{16000, 16000, 16000}));
+  // Too little audio for a pass: nothing is encoded ahead either.
+  Rig little(t, passes({{{one, 10}}}));
+  little.processor->prepare_flush();
+  EXPECT_TRUE(little.fake->encoded_samples.empty());
+}
+
+// A pass stopped by its session (common/pass_stop.h) in its encoder or between
+// decoder steps leaves the stream as if it had not run: the next pass commits
+// what it would have. A flush is never stopped.
+TEST_F(AlignAtt, APassStoppedInFlightLeavesTheStreamAsIfItHadNotRun) {
+  const std::vector<Step> first{{one, 10}, {two, 80}}, second{{two, 80}, {three, 110}};
+  Rig plain(t, passes({first, second}));
+  plain.feed(2.0);
+  plain.run();
+  plain.feed(0.5);
+  plain.run();
+  plain.keep(plain.processor->finish().committed);
+  ASSERT_EQ(plain.all_committed.size(), 4u);
+  // Graphs asked: 1 the encoder, 2 the first decoder step, 3 the second.
+  for (int stop_at : {1, 2, 3}) {
+    SCOPED_TRACE(stop_at);
+    Rig rig(t, passes({first, second}));
+    rig.feed(2.0);
+    rig.run();
+    rig.feed(0.5);
+    {
+      int asked = 0;
+      PassListener listen([&] { return ++asked == stop_at; });
+      EXPECT_THROW(rig.run(), PassStopped);
+      EXPECT_EQ(asked, stop_at);
+    }
+    rig.run();
+    {
+      PassListener listen([] { return true; });  // a flush goes on whatever its caller says
+      rig.keep(rig.processor->finish().committed);
+    }
+    ASSERT_EQ(rig.all_committed.size(), plain.all_committed.size());
+    for (size_t i = 0; i < plain.all_committed.size(); ++i) {
+      EXPECT_EQ(rig.all_committed[i].text, plain.all_committed[i].text);
+      EXPECT_DOUBLE_EQ(rig.all_committed[i].start, plain.all_committed[i].start);
+      EXPECT_DOUBLE_EQ(rig.all_committed[i].end, plain.all_committed[i].end);
+    }
+    // The pass run again decodes with the prompt the stopped one had.
+    EXPECT_EQ(rig.fake->prompts.back(), plain.fake->prompts.back());
+  }
 }
 
 TEST_F(AlignAtt, ShortSilenceKeepsContextLongSilenceResetsAndMovesTime) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/pass_stop.h"
 #include "model/asr_decoder.h"
 #include "model/whisper/asr_text.h"
 #include "model/whisper/tokenizer.h"
@@ -64,6 +65,7 @@ class FakeDecoder : public AsrDecoder {
   int max_samples() const override { return 30 * 16000; }
 
   int encode(std::span<const float> pcm) override {
+    graph();
     ++passes_;
     encoded_samples.push_back(pcm.size());
     // round_half_frame_up: as earshot's Whisper session counts (mel frames + 1) / 2.
@@ -84,6 +86,7 @@ class FakeDecoder : public AsrDecoder {
     for (size_t i = 0; i < source.size(); ++i) histories_[i] = copy[source[i]];
   }
   DecodeResult decode(const DecodeRequest& request) override {
+    graph();
     const int n_seq = static_cast<int>(request.tokens.size());
     if (n_seq != static_cast<int>(histories_.size())) throw Error(ErrorCode::kInternal, "fake: sequence count");
     const int n_tok = static_cast<int>(request.tokens[0].size());
@@ -128,6 +131,13 @@ class FakeDecoder : public AsrDecoder {
     std::vector<float> probs(tokenizer_->special().n_languages, 0.0f);
     probs.at(detected_language_index) = 1.0f;
     return probs;
+  }
+
+  // Where a real model computes a graph: a stoppable pass's listener is asked
+  // (common/pass_stop.h), once per graph here.
+  static void graph() {
+    if (const std::function<bool()>* listener = pass_stop_listener(); listener && pass_listener_says_stop(*listener))
+      throw PassStopped();
   }
 
   // What the test inspects or sets.

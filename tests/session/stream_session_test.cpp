@@ -5,7 +5,9 @@
 #include <atomic>
 #include <memory>
 #include <random>
+#include <utility>
 
+#include "common/pass_stop.h"
 #include "fakes.h"
 #include "protocol/wlk/projection.h"
 
@@ -343,6 +345,131 @@ TEST(StreamSession, WhileAnEndIsPendingStepsRunNoPassAndTheFlushFollowsTheDecisi
   EXPECT_EQ(without, (std::vector<int>{1, 2, 3}));  // a pass on every step
   EXPECT_EQ(prepared_without, (std::vector<int>{0, 0}));
   EXPECT_NE(lines.find(" p100"), std::string::npos) << lines;  // the flush's partial window
+}
+
+// A processor whose regular passes run as stoppable graphs (common/pass_stop.h):
+// before its work, `during` plays the audio that arrives while the pass runs,
+// then the pass asks its listener once, as a graph does between nodes.
+class StoppableProcessor : public FakeProcessor {
+ public:
+  std::function<void()> during;
+  int stopped = 0;
+  ProcessResult process(bool is_last) override {
+    if (!is_last) {
+      StoppablePass stoppable;
+      if (during) std::exchange(during, nullptr)();
+      if (const std::function<bool()>* listener = pass_stop_listener();
+          listener && pass_listener_says_stop(*listener)) {
+        ++stopped;
+        throw PassStopped();
+      }
+    }
+    return FakeProcessor::process(is_last);
+  }
+};
+
+// Speech ends while a pass is in flight: the VAD hears the silence that arrived
+// meanwhile, the pass stops (its audio waits for the flush), the next step
+// prepares the flush and the decision flushes. Nothing is lost: the words are
+// those of a session whose pass ran to its end.
+TEST(StreamSession, APassInFlightStopsWhenTheSpeechEndsAndItsAudioGoesToTheFlush) {
+  auto run = [](bool stoppable, SessionStats& stats, int& stopped, int& prepared) {
+    auto p = std::make_unique<StoppableProcessor>();
+    StoppableProcessor* processor = p.get();
+    StreamSession session(std::move(p), std::make_unique<FakeVad>(), {});
+    session.push_audio(tone(0.992, 0.1f));  // 31 whole windows of speech
+    session.step();
+    session.push_audio(tone(0.704, 0.2f));  // more speech: a pass
+    // Two silent windows (an end pending) arrive while that pass runs, or after it.
+    auto pause = [&] { session.push_audio(silence(0.064)); };
+    if (stoppable) processor->during = pause;
+    session.step();
+    if (!stoppable) pause();
+    session.step();                      // the end pending: the flush prepared
+    session.push_audio(silence(0.032));  // the third silent window: decided
+    session.step();                      // the flush
+    while (session.has_work()) session.step();
+    session.end_of_stream();
+    while (session.has_work()) session.step();
+    stats = session.stats();
+    stopped = processor->stopped;
+    prepared = processor->prepared();
+    return describe(snapshot(session).lines);
+  };
+  SessionStats stopped_stats, plain_stats;
+  int stopped = 0, prepared = 0, plain_stopped = 0, plain_prepared = 0;
+  const std::string lines = run(true, stopped_stats, stopped, prepared);
+  EXPECT_EQ(stopped, 1);
+  EXPECT_EQ(stopped_stats.stopped_passes, 1u);
+  EXPECT_EQ(prepared, 1);  // the step after the stop worked out the flush
+  const std::string plain = run(false, plain_stats, plain_stopped, plain_prepared);
+  EXPECT_EQ(plain_stopped, 0);
+  EXPECT_EQ(plain_stats.stopped_passes, 0u);
+  EXPECT_EQ(plain_prepared, 1);
+  EXPECT_EQ(stopped_stats.passes + 1, plain_stats.passes);  // the stopped pass is no pass
+  EXPECT_EQ(lines, plain);
+  EXPECT_NE(lines.find(" w"), std::string::npos) << lines;
+  EXPECT_NE(lines.find(" p"), std::string::npos) << lines;  // the flush's partial window
+}
+
+// Audio a pass's listener heard, which the session then skipped (a real-time
+// client fallen behind), is not skipped a second time on the VAD's clock: its
+// events keep their stream times.
+TEST(StreamSession, AudioHeardDuringAPassThenSkippedKeepsTheVadOnTheStreamClock) {
+  StreamOptions options;
+  options.max_pending_seconds = 1.0;
+  double now = 100.0;
+  auto p = std::make_unique<StoppableProcessor>();
+  StoppableProcessor* processor = p.get();
+  StreamSession session(std::move(p), std::make_unique<FakeVad>(), options, [&] { return now; });
+  session.push_audio(tone(0.992, 0.1f));
+  now += 1.0;
+  session.step();
+  session.push_audio(tone(0.512, 0.1f));
+  processor->during = [&] { session.push_audio(tone(0.512, 0.1f)); };  // heard by the pass's listener
+  session.step();
+  EXPECT_EQ(processor->stopped, 0);  // the speech goes on
+  now += 1.0;
+  session.push_audio(silence(1.0));  // 1.512 s waiting: the oldest 0.512 s (heard) is skipped
+  while (session.has_work()) session.step();
+  session.end_of_stream();
+  while (session.has_work()) session.step();
+  std::vector<double> ends;
+  bool skipped = false;
+  for (const events::Event& e : session.events_since(0).events) {
+    if (const auto* skip = std::get_if<events::AudioSkipped>(&e)) {
+      EXPECT_DOUBLE_EQ(skip->start, 1.504);
+      EXPECT_DOUBLE_EQ(skip->end, 2.016);
+      skipped = true;
+    }
+    if (const auto* end = std::get_if<events::SpeechEnded>(&e)) ends.push_back(end->at);
+  }
+  EXPECT_TRUE(skipped);
+  // The gap ends the speech before it; the VAD ends it after it where the heard tone ended.
+  EXPECT_EQ(ends, (std::vector<double>{1.504, 2.016}));
+}
+
+// A pass goes on while the speech goes on: silence that ends no speech (before
+// any) or a VAD-less session never stops it.
+TEST(StreamSession, APassInFlightGoesOnWhileTheSpeechGoesOn) {
+  auto p = std::make_unique<StoppableProcessor>();
+  StoppableProcessor* processor = p.get();
+  StreamSession session(std::move(p), std::make_unique<FakeVad>(), {});
+  session.push_audio(tone(0.992, 0.1f));
+  session.step();
+  session.push_audio(tone(0.512, 0.1f));
+  processor->during = [&] { session.push_audio(tone(0.5, 0.1f)); };  // more speech arrives meanwhile
+  session.step();
+  EXPECT_EQ(processor->stopped, 0);
+  EXPECT_EQ(session.stats().stopped_passes, 0u);
+
+  auto q = std::make_unique<StoppableProcessor>();
+  StoppableProcessor* without_vad = q.get();
+  StreamSession plain(std::move(q), nullptr, {});
+  plain.push_audio(tone(0.992, 0.1f));
+  without_vad->during = [&] { plain.push_audio(silence(0.5)); };
+  plain.step();
+  EXPECT_EQ(without_vad->stopped, 0);
 }
 
 TEST(StreamSession, UrgentWhileAnEndIsPendingOrAFinalizeWaits) {

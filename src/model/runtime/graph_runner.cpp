@@ -1,8 +1,12 @@
 #include "model/runtime/graph_runner.h"
 
+#include <ggml-cpu.h>
+
 #include <cstring>
+#include <functional>
 
 #include "common/error.h"
+#include "common/pass_stop.h"
 #include "common/pass_threads.h"
 #include "model/runtime/device.h"
 
@@ -69,10 +73,31 @@ void GraphRunner::check_supported(const Graph& graph) const {
   }
 }
 
+namespace {
+// ggml's abort callback: a stoppable pass's listener (common/pass_stop.h), asked
+// by the computing thread between nodes. It must not throw into ggml.
+bool listener_says_stop(void* data) {
+  try {
+    return pass_listener_says_stop(*static_cast<const std::function<bool()>*>(data));
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
 void GraphRunner::compute(const Graph& graph) {
   // Set on every compute: runners may share a backend (a session's KV-cache copy).
   if (const int threads = pass_threads(); follow_pass_threads_ && threads > 0) set_threads(backend_, threads);
-  if (ggml_backend_graph_compute(backend_, graph.graph_) != GGML_STATUS_SUCCESS)
+  const std::function<bool()>* listener = pass_stop_listener();
+  const bool cpu = ggml_backend_is_cpu(backend_);
+  if (cpu)
+    ggml_backend_cpu_set_abort_callback(backend_, listener ? listener_says_stop : nullptr,
+                                        const_cast<std::function<bool()>*>(listener));
+  const ggml_status status = ggml_backend_graph_compute(backend_, graph.graph_);
+  if (listener &&
+      (status == GGML_STATUS_ABORTED || (!cpu && status == GGML_STATUS_SUCCESS && pass_listener_says_stop(*listener))))
+    throw PassStopped();
+  if (status != GGML_STATUS_SUCCESS)
     throw Error(ErrorCode::kInternal, "the " + plans_[graph.plan_].what + " graph failed to compute");
 }
 

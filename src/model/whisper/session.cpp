@@ -200,6 +200,7 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   }
   runner.allocate(graph, std::to_string(n_ctx) + " frames");
   runtime::set_input(g.mel, impl_->mel_input);
+  impl_->encoded = false;  // until the pass completes: it may be stopped (common/pass_stop.h)
   runner.compute(graph);
 
   n_audio_ctx_ = n_ctx;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "common/error.h"
+#include "common/pass_stop.h"
 #include "policy/text_utils.h"
 
 namespace earshot::policy {
@@ -64,6 +66,7 @@ void AlignAttProcessor::warn(const std::string& message) const {
 }
 
 void AlignAttProcessor::reset_all() {
+  prepared_content_.reset();
   chunks_.clear();
   buffered_samples_ = 0;
   buffer_start_time_ = 0;
@@ -107,6 +110,7 @@ void AlignAttProcessor::insert_audio(std::span<const float> samples, double stre
 
 void AlignAttProcessor::add_chunk(std::vector<float> chunk) {
   if (chunk.empty()) return;
+  prepared_content_.reset();
   buffered_samples_ += chunk.size();
   chunks_.push_back(std::move(chunk));
   while (chunks_.size() > 1 && buffered_seconds() > config_.audio_max_len) {
@@ -126,6 +130,7 @@ void AlignAttProcessor::add_chunk(std::vector<float> chunk) {
 void AlignAttProcessor::trim_front(double seconds) {
   auto samples = static_cast<size_t>(std::max(0.0, seconds) * kSampleRate);
   samples = std::min(samples, buffered_samples_);
+  if (samples > 0) prepared_content_.reset();
   size_t left = samples;
   while (left > 0 && !chunks_.empty()) {
     std::vector<float>& first = chunks_.front();
@@ -435,19 +440,47 @@ size_t AlignAttProcessor::repetition_cut(const std::vector<Word>& fresh) const {
   return *cut <= history ? 0 : *cut - history;
 }
 
+std::vector<float> AlignAttProcessor::buffer_pcm() const {
+  std::vector<float> pcm;
+  pcm.reserve(buffered_samples_);
+  for (const auto& c : chunks_) pcm.insert(pcm.end(), c.begin(), c.end());
+  if (pcm.size() > static_cast<size_t>(asr_->max_samples())) pcm.resize(asr_->max_samples());
+  return pcm;
+}
+
+int AlignAttProcessor::encode_buffer() {
+  const std::vector<float> pcm = buffer_pcm();
+  // Content frames as the reference counts them: whole frames of audio, a half
+  // frame at the end rounds down (Whisper: int(mel frames / 2)).
+  const int whole_frames = static_cast<int>(static_cast<double>(pcm.size()) * asr_->frames_per_second() / kSampleRate);
+  return std::min(asr_->encode(pcm), whole_frames);
+}
+
+void AlignAttProcessor::prepare_flush() {
+  if (prepared_content_ || chunks_.empty() || buffered_seconds() < config_.audio_min_len) return;
+  prepared_content_ = encode_buffer();
+}
+
 ProcessResult AlignAttProcessor::process(bool is_last) {
   ProcessResult out;
   out.processed_until = stream_end_;
   if (chunks_.empty() || buffered_seconds() < config_.audio_min_len) return out;
 
-  std::vector<float> pcm;
-  pcm.reserve(buffered_samples_);
-  for (const auto& c : chunks_) pcm.insert(pcm.end(), c.begin(), c.end());
-  if (pcm.size() > static_cast<size_t>(asr_->max_samples())) pcm.resize(asr_->max_samples());
-  // Content frames as the reference counts them: whole frames of audio, a half
-  // frame at the end rounds down (Whisper: int(mel frames / 2)).
-  const int whole_frames = static_cast<int>(static_cast<double>(pcm.size()) * asr_->frames_per_second() / kSampleRate);
-  const int content_len = std::min(asr_->encode(pcm), whole_frames);
+  // A flush's encoder pass may have run ahead on this very buffer (the encoder's
+  // output and cross K/V are still the decoder's: nothing encoded since).
+  const std::optional<int> prepared = std::exchange(prepared_content_, std::nullopt);
+  int content_len = 0;
+  if (is_last && prepared) {
+    content_len = *prepared;
+  } else if (is_last) {
+    content_len = encode_buffer();
+  } else {
+    // A pass that is no flush may be stopped (common/pass_stop.h) while it encodes
+    // and decodes: its audio stays buffered, the stream's state as it was (the
+    // language detected in between is kept: the next pass would detect it anyway).
+    StoppablePass stoppable;
+    content_len = encode_buffer();
+  }
 
   bool detecting = language_.empty();
   if (detecting) {
@@ -468,7 +501,20 @@ ProcessResult AlignAttProcessor::process(bool is_last) {
   trace.buffer_start = buffer_start_time_;
   trace.buffer_end = buffer_start_time_ + buffered_seconds();
   trace.content_frames = content_len;
-  const Pass pass = decode_pass(prompt, sot_index, content_len, is_last);
+  Pass pass;
+  if (is_last) {
+    pass = decode_pass(prompt, sot_index, content_len, is_last);
+  } else {
+    const int attend_before = last_attend_frame_;
+    try {
+      StoppablePass stoppable;  // between decoder steps too
+      pass = decode_pass(prompt, sot_index, content_len, is_last);
+    } catch (const PassStopped&) {
+      last_attend_frame_ = attend_before;  // the one thing decoding changes that outlives a pass
+      --passes_;
+      throw;
+    }
+  }
   asr_->reset(1);  // the pass's cache is of no further use; keep the memory small
   if (config_.on_trace) {
     trace.sot_index = sot_index;
@@ -493,6 +539,7 @@ void AlignAttProcessor::end_silence(double duration, double offset) {
   if (duration < config_.long_silence) {
     add_chunk(std::vector<float>(static_cast<size_t>(duration * kSampleRate), 0.0f));
   } else {
+    prepared_content_.reset();
     chunks_.clear();
     buffered_samples_ = 0;
     buffer_start_time_ = offset;

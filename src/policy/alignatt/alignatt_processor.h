@@ -27,6 +27,10 @@ class AlignAttProcessor : public ProcessorBase {
   void insert_audio(std::span<const float> samples, double stream_end_time) override;
   ProcessResult process(bool is_last = false) override;
   void end_silence(double duration, double offset) override;
+  // Encodes the buffer now, so that the flush that follows with no audio
+  // inserted between (start_silence, finish) only decodes: the encoder pass is
+  // most of a flush, and the VAD's pending end leaves time for it.
+  void prepare_flush() override;
   void warmup() override;
 
   // Introspection for tests and tools.
@@ -50,6 +54,10 @@ class AlignAttProcessor : public ProcessorBase {
 
   void reset_all();
   void reset_segment();
+  // The buffered audio, at most one encoder pass of it.
+  std::vector<float> buffer_pcm() const;
+  // Encodes buffer_pcm(); returns the content frames (whole frames of audio).
+  int encode_buffer();
   void add_chunk(std::vector<float> chunk);
   void trim_front(double seconds);
   void trim_context();
@@ -75,6 +83,9 @@ class AlignAttProcessor : public ProcessorBase {
   // Per-stream state.
   std::deque<std::vector<float>> chunks_;
   size_t buffered_samples_ = 0;
+  // A flush's encoder pass run ahead (prepare_flush): its content frames, kept
+  // while the buffer is what was encoded; any change or pass drops it.
+  std::optional<int> prepared_content_;
   std::vector<int32_t> context_;                        // scrolled history (trimmable)
   std::vector<std::vector<int32_t>> committed_blocks_;  // forced prefix, one block per pass
   std::vector<TimedToken> pending_;                     // committed tokens of an incomplete UTF-8 word

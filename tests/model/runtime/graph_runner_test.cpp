@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/pass_stop.h"
 
 namespace earshot::runtime {
 namespace {
@@ -45,6 +46,63 @@ TEST(GraphRunner, ComputesAGraphAndReadsItBack) {
   }
   // The same make-up three times: one plan.
   EXPECT_EQ(runner.allocator().plans(), 1);
+}
+
+// A chain of `n` scalings of x by 1 (n nodes).
+ggml_tensor* chain(const GraphRunner::Graph& g, int n, ggml_tensor*& x) {
+  x = ggml_new_tensor_1d(g.ctx(), GGML_TYPE_F32, 4);
+  ggml_set_input(x);
+  ggml_tensor* y = x;
+  for (int i = 0; i < n; ++i) y = ggml_scale(g.ctx(), y, 1.0f);
+  ggml_set_output(y);
+  ggml_build_forward_expand(g.graph(), y);
+  return y;
+}
+
+// A stoppable pass (common/pass_stop.h): the listener is asked between nodes,
+// on the computing thread, and a `true` stops the graph with PassStopped. Graphs
+// outside a StoppablePass, or without a listener, are never asked or stopped, and
+// a graph the listener computes itself (the VAD's) is not stoppable.
+TEST(GraphRunner, AStoppablePassAsksItsListenerBetweenNodesAndStopsWhenItSays) {
+  const ggml_backend_ptr backend = cpu(), other = cpu();
+  GraphRunner runner(backend.get(), "test"), inner(other.get(), "inner");
+  auto compute = [&](int nodes) {
+    const GraphRunner::Graph g = runner.begin(nodes + 8);
+    ggml_tensor* x = nullptr;
+    chain(g, nodes, x);
+    runner.allocate(g);
+    set_input(x, std::vector<float>{1, 2, 3, 4});
+    runner.compute(g);
+  };
+  int asked = 0, inner_asked = 0;
+  PassListener listen([&] {
+    ++asked;
+    const GraphRunner::Graph g = inner.begin(16);  // the listener's own graph
+    ggml_tensor* x = nullptr;
+    chain(g, 4, x);
+    inner.allocate(g);
+    set_input(x, std::vector<float>{1, 2, 3, 4});
+    inner.compute(g);
+    inner_asked += pass_stop_listener() != nullptr;
+    return asked == 5;
+  });
+  compute(20);  // not in a stoppable pass
+  EXPECT_EQ(asked, 0);
+  {
+    StoppablePass stoppable;
+    EXPECT_THROW(compute(20), PassStopped);
+    EXPECT_EQ(asked, 5);  // after the fifth node
+    EXPECT_EQ(inner_asked, 0);
+    asked = 10;  // says no from here on
+    compute(20);
+    EXPECT_EQ(asked, 30);
+  }
+  {
+    PassListener none(nullptr);
+    StoppablePass stoppable;
+    compute(20);
+    EXPECT_EQ(asked, 30);
+  }
 }
 
 TEST(GraphRunner, EachFamilyOfGraphsKeepsItsOwnPlan) {
