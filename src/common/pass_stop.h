@@ -52,12 +52,19 @@ inline bool pass_listener_says_stop(const std::function<bool()>& listener) {
   return listener();
 }
 
-// The caller's side: installs `listener` for its lifetime (restoring what was there).
+// The caller's side: adds `listener` for its lifetime (restoring what was there).
+// Listeners nest: the scheduler's around a step, the session's around its pass;
+// the innermost is asked first and the pass stops when any says so. Null adds
+// nothing.
 class PassListener {
  public:
-  explicit PassListener(std::function<bool()> listener)
-      : listener_(std::move(listener)), previous_(detail::pass_listener) {
-    detail::pass_listener = listener_ ? &listener_ : nullptr;
+  explicit PassListener(std::function<bool()> listener) : previous_(detail::pass_listener) {
+    if (!listener) return;
+    if (const std::function<bool()>* outer = previous_)
+      listener_ = [inner = std::move(listener), outer] { return inner() || (*outer)(); };
+    else
+      listener_ = std::move(listener);
+    detail::pass_listener = &listener_;
   }
   ~PassListener() { detail::pass_listener = previous_; }
   PassListener(const PassListener&) = delete;

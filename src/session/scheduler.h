@@ -13,6 +13,15 @@
 // takes all of them instead of one worker's share. The workers' cores are never
 // oversubscribed: a worker waits for lent cores to come back before it starts a
 // step (at most the one pass that borrowed them).
+//
+// Ends are heard while they wait (common/pass_stop.h): between the nodes of a
+// stoppable pass, the worker lets the VAD of each waiting session hear the audio
+// that arrived (StreamSession::listen_waiting, every few ms), so a speaker who
+// stops while their session waits behind others makes it urgent at once. An
+// urgent step that does a flush's model work (StreamSession::flush_due) does not
+// wait behind other streams' passes: with cores to lend, every pass that can
+// stop does (its audio waits for its next step) and the flush runs on all the
+// cores; without, one worker stops its pass and takes the flush.
 #pragma once
 
 #include <chrono>
@@ -79,6 +88,18 @@ class Scheduler {
 
  private:
   void run();
+  // A worker's listener between the nodes of its step's pass: hears the waiting
+  // sessions, true when this worker should yield to an urgent one (once: then
+  // it stays true).
+  struct Listening {
+    std::chrono::steady_clock::time_point last;  // the waiting sessions were last heard
+    bool stoppable = false;                      // the step's pass has asked (counted in stoppable_steps_)
+    bool yielded = false;                        // it said stop (counted in yielding_)
+  };
+  bool listen_for_others(bool urgent_step, Listening& own);
+  bool yield_locked(Listening& own);
+  // Moves the sessions of ready_ that became urgent to urgent_; mutex_ held.
+  void promote_urgent_locked();
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -91,7 +112,11 @@ class Scheduler {
   std::set<const StreamSession*> scheduled_;  // queued or running
   bool stopping_ = false;
   PassThreadPolicy pass_threads_;
-  int free_threads_ = 0;  // of the workers' cores, those no step holds
+  int free_threads_ = 0;     // of the workers' cores, those no step holds
+  int running_ = 0;          // steps in progress
+  int yielding_ = 0;         // workers stopping their pass for an urgent session, not yet back
+  int making_way_ = 0;       // flushes waiting for the other steps' cores
+  int stoppable_steps_ = 0;  // steps in progress whose pass has listened (it can make way)
   int64_t lent_steps_ = 0;
   std::vector<std::thread> threads_;
 };

@@ -64,7 +64,10 @@ struct StreamSession::State {
   double committed_end = 0;
   SessionStats stats;
   bool finalize_requested = false;
-  bool end_pending = false;        // after the last step: the VAD has an end of speech pending
+  bool end_pending = false;  // after the last step: the VAD has an end of speech pending
+  // ... and the next step does a flush's model work: its flush was not worked out
+  // ahead (the scheduler makes way for it).
+  bool flush_due = false;
   uint64_t finalize_requests = 0;  // finalize() calls so far
   // Each pending finalize() call: the stream position (samples received, skipped ones
   // counted) it flushes at, and its number. A step stops at the first one's position,
@@ -92,6 +95,7 @@ struct StreamSession::State {
   std::vector<float> held;  // audio the VAD has not decided on yet
   int64_t held_start = 0;   // stream sample of held[0]
   bool fed_since_process = false;
+  bool flush_prepared = false;  // prepare_flush() ran and no audio was fed since
   // The processor flushed (a pause, a finalize) and was fed nothing since: the end
   // of the stream has nothing left to decode (a second last pass over the audio it
   // keeps would only repeat or invent words after a turn that already ended).
@@ -379,6 +383,13 @@ bool StreamSession::urgent() const {
   return (s.end_pending && live) || s.finalize_requested;
 }
 
+bool StreamSession::flush_due() const {
+  std::lock_guard lock(mutex_);
+  const State& s = *state_;
+  const bool live = s.pending.size() <= static_cast<size_t>(options_.urgent_max_waiting_seconds * kSampleRate);
+  return (s.flush_due && live) || s.finalize_requested;
+}
+
 bool StreamSession::done() const {
   std::lock_guard lock(mutex_);
   return (state_->finished && state_->log_closed) || !state_->error.empty();
@@ -395,6 +406,7 @@ SessionStats StreamSession::stats() const {
 }
 
 void StreamSession::step() {
+  std::lock_guard step_lock(step_mutex_);
   {
     std::lock_guard lock(mutex_);
     if (state_->halted) return;
@@ -534,11 +546,15 @@ void StreamSession::run_step() {
   bool end_pending = vad_ && s.in_speech && !last && end_heard();
   // The flush the decision will ask for can be worked out now, while the VAD
   // waits (a processor that can undo it; the audio it would flush is all here).
-  if (end_pending && !finalize) processor_->prepare_flush();
+  if (end_pending && !finalize && !s.flush_prepared) {
+    processor_->prepare_flush();
+    s.flush_prepared = true;
+  }
   if (s.fed_since_process && !last && !finalize && !end_pending) {
     // The VAD listens while the pass runs: should the speech end meanwhile, the
     // pass stops (where the processor allows) and its audio goes to the flush.
     std::optional<ProcessResult> r;
+    s.flush_prepared = false;  // a pass, run or stopped, drops a prepared flush
     try {
       PassListener listen(vad_ ? std::function<bool()>([this] { return listen_during_pass(); }) : nullptr);
       r = processor_->process(false);
@@ -608,6 +624,7 @@ void StreamSession::run_step() {
   s.processed_samples = s.held_start;
   s.heard_samples = chunk_end;
   s.end_pending = end_pending;
+  s.flush_due = end_pending && !s.flush_prepared;
   s.provisional_end = 0;
   for (const Word& w : provisional) s.provisional_end = std::max(s.provisional_end, w.end);
   append_locked(out);
@@ -618,6 +635,7 @@ void StreamSession::run_step() {
 void StreamSession::feed_speech(std::span<const float> samples, int64_t end_sample) {
   processor_->insert_audio(samples, to_seconds(end_sample));
   state_->fed_since_process = true;
+  state_->flush_prepared = false;
   state_->flushed = false;
 }
 
@@ -692,7 +710,7 @@ bool StreamSession::end_heard() const {
                      [](const VadEvent& e) { return e.kind == VadEvent::Kind::kSpeechEnd; });
 }
 
-bool StreamSession::listen_during_pass() {
+void StreamSession::hear_pending() {
   State& s = *state_;
   std::vector<float> fresh;
   {
@@ -703,11 +721,32 @@ bool StreamSession::listen_during_pass() {
     if (from >= 0 && s.pending.size() >= static_cast<size_t>(from) + kListenSamples)
       fresh.assign(s.pending.begin() + from, s.pending.end());
   }
-  if (!fresh.empty()) {
-    for (const VadEvent& e : vad_->push(fresh)) s.heard_events.push_back({e.kind, e.sample + s.vad_offset});
-    s.vad_heard += static_cast<int64_t>(fresh.size());
+  if (fresh.empty()) return;
+  for (const VadEvent& e : vad_->push(fresh)) s.heard_events.push_back({e.kind, e.sample + s.vad_offset});
+  s.vad_heard += static_cast<int64_t>(fresh.size());
+}
+
+bool StreamSession::listen_during_pass() {
+  hear_pending();
+  return state_->in_speech && end_heard();
+}
+
+bool StreamSession::listen_waiting() {
+  if (!vad_) return false;
+  std::unique_lock step_lock(step_mutex_, std::try_to_lock);
+  if (!step_lock.owns_lock()) return false;  // stepping: its own pass listens
+  State& s = *state_;
+  {
+    std::lock_guard lock(mutex_);
+    if (s.halted || s.finished || s.end_requested || !s.error.empty() || s.end_pending) return false;
   }
-  return s.in_speech && end_heard();
+  hear_pending();
+  if (!s.in_speech || !end_heard()) return false;
+  std::lock_guard lock(mutex_);
+  s.end_pending = true;
+  s.flush_due = !s.flush_prepared;
+  ++s.version;
+  return true;
 }
 
 void StreamSession::skip_gap(int64_t from_sample, int64_t to_sample, int64_t vad_skip) {

@@ -90,8 +90,9 @@ struct EventBatch {
 // All model-side counters a session contributes to (for /metrics).
 struct SessionStats {
   uint64_t passes = 0;
-  // Passes stopped in flight because the speech may have ended (their audio goes
-  // to the flush instead; common/pass_stop.h). Not counted in `passes`.
+  // Passes stopped in flight (common/pass_stop.h): the speech may have ended
+  // (their audio goes to the flush), or another stream's flush took the cores
+  // (their audio waits for the next pass). Not counted in `passes`.
   uint64_t stopped_passes = 0;
   double model_seconds = 0;
   double audio_seconds = 0;
@@ -151,6 +152,15 @@ class StreamSession {
   // wants now); the end of a stream is no reason (a whole file would go before
   // every live stream).
   bool urgent() const;
+  // From another thread while this session waits for its step (a worker between
+  // the nodes of another session's pass): the VAD hears the audio that arrived,
+  // and true when it found an end of speech pending or decided (the session is
+  // urgent() now). Does nothing while the session steps, and without a VAD.
+  bool listen_waiting();
+  // Urgent, and the next step does a flush's model work (a Finalize, or an end
+  // pending whose flush was not worked out ahead): the scheduler makes way for
+  // it. A step that only runs the VAD or decodes a prepared flush is not.
+  bool flush_due() const;
   // Runs VAD and the policy over the waiting audio (at most max_step_seconds);
   // the last step after end_of_stream() flushes. Never throws: failures end the
   // session with an error.
@@ -204,6 +214,9 @@ class StreamSession {
   // hears the audio that arrived since the step began; true (stop the pass) once
   // the speech may have ended, as the flush that follows would only wait for it.
   bool listen_during_pass();
+  // The VAD hears the audio pushed since it last heard, once a window of it is
+  // there (step_mutex_ held: the VAD and what it heard are the stepping thread's).
+  void hear_pending();
   // The VAD has an end of the current speech pending, or heard it decided
   // (during a pass) at a position no step has reached yet.
   bool end_heard() const;
@@ -216,6 +229,8 @@ class StreamSession {
   Clock clock_;
   std::vector<std::unique_ptr<stages::Stage>> stages_;
   std::mutex chain_mutex_;
+  // Held by step() throughout and by listen_waiting(): the worker-only state.
+  std::mutex step_mutex_;
   mutable std::mutex mutex_;
   std::unique_ptr<State> state_;
   // Copied out under listener_mutex_ and called without it.

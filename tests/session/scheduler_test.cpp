@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../support/wait.h"
+#include "common/pass_stop.h"
 #include "common/pass_threads.h"
 #include "fakes.h"
 #include "protocol/wlk/projection.h"
@@ -208,6 +209,93 @@ TEST(Scheduler, AnUrgentSessionGoesBeforeTheQueue) {
   }));
   std::lock_guard lock(mutex);
   EXPECT_EQ(std::string(order.begin(), order.begin() + 5), "GUBCG");
+}
+
+// A processor whose first regular pass is a stoppable graph that runs until its
+// listener stops it (common/pass_stop.h): between "nodes" it asks the listener.
+class PassUntilStopped : public FakeProcessor {
+ public:
+  using FakeProcessor::FakeProcessor;
+  std::atomic<bool> in_pass{false};
+  std::atomic<int> stopped{0};
+  ProcessResult process(bool is_last) override {
+    if (!is_last && first_) {
+      first_ = false;
+      StoppablePass stoppable;
+      in_pass = true;
+      const bool stop = eventually([] {
+        const std::function<bool()>* listener = pass_stop_listener();
+        return listener && pass_listener_says_stop(*listener);
+      });
+      in_pass = false;
+      if (stop) {
+        ++stopped;
+        throw PassStopped();
+      }
+    }
+    return FakeProcessor::process(is_last);
+  }
+
+ private:
+  bool first_ = true;
+};
+
+// A speaker stops while their session waits behind another's pass on the only
+// worker: the worker's pass lets the waiting session's VAD hear, finds its end,
+// stops its own pass and steps the urgent session first. The stopped session
+// loses nothing: its words are those of the same audio stepped alone.
+TEST(Scheduler, AnEndHeardWhileWaitingStopsAnotherPassAndGoesFirst) {
+  std::mutex mutex;
+  std::string order;
+  auto hooks = [&](char name) {
+    FakeProcessor::Hooks h;
+    h.on_process = [&, name] {
+      std::lock_guard lock(mutex);
+      order += name;
+    };
+    return h;
+  };
+  auto a_processor = std::make_unique<PassUntilStopped>(hooks('A'));
+  PassUntilStopped* a_pass = a_processor.get();
+  auto a = std::make_shared<StreamSession>(std::move(a_processor), std::make_unique<FakeVad>(), StreamOptions{});
+  auto b_processor = std::make_unique<FakeProcessor>(hooks('B'));
+  FakeProcessor* b_model = b_processor.get();
+  auto b = std::make_shared<StreamSession>(std::move(b_processor), std::make_unique<FakeVad>(), StreamOptions{});
+  Scheduler scheduler(1);
+  b->push_audio(tone(0.992, 0.1f));  // b is in speech
+  scheduler.notify(b);
+  ASSERT_TRUE(scheduler.wait_idle(std::chrono::steady_clock::now() + kHangGuard));
+  const std::vector<float> a_audio = tone(1.504, 0.2f);
+  a->push_audio(a_audio);
+  scheduler.notify(a);
+  ASSERT_TRUE(eventually([&] { return a_pass->in_pass.load(); })) << "a's pass never started";
+  b->push_audio(silence(0.128));  // b's speaker stopped: its VAD's end, while b waits
+  scheduler.notify(b);
+  ASSERT_TRUE(scheduler.wait_idle(std::chrono::steady_clock::now() + kHangGuard));
+  EXPECT_EQ(a_pass->stopped.load(), 1);
+  EXPECT_EQ(a->stats().stopped_passes, 1u);
+  EXPECT_GE(b_model->passes(), 2);  // b's flush
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(order, "BB");  // b's first pass and its flush; a's pass stopped unfinished
+  }
+  for (auto& s : {a, b}) {
+    s->end_of_stream();
+    scheduler.notify(s);
+  }
+  ASSERT_TRUE(scheduler.wait_idle(std::chrono::steady_clock::now() + kHangGuard));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_NE(order.find('A'), std::string::npos) << order;  // a's audio, flushed at its end
+  }
+  auto alone = std::make_unique<FakeProcessor>();
+  StreamSession plain(std::move(alone), std::make_unique<FakeVad>(), StreamOptions{});
+  plain.push_audio(a_audio);
+  plain.step();
+  plain.end_of_stream();
+  while (plain.has_work()) plain.step();
+  EXPECT_EQ(text_of(snapshot(*a)), text_of(snapshot(plain)));
+  EXPECT_NE(text_of(snapshot(*a)).find(" w"), std::string::npos);
 }
 
 // Without a thread policy a step decides nothing: each backend keeps its own.

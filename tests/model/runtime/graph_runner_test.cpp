@@ -74,6 +74,10 @@ TEST(GraphRunner, AStoppablePassAsksItsListenerBetweenNodesAndStopsWhenItSays) {
     set_input(x, std::vector<float>{1, 2, 3, 4});
     runner.compute(g);
   };
+  {
+    StoppablePass stoppable;  // no listener: nothing to ask
+    compute(20);
+  }
   int asked = 0, inner_asked = 0;
   PassListener listen([&] {
     ++asked;
@@ -98,10 +102,17 @@ TEST(GraphRunner, AStoppablePassAsksItsListenerBetweenNodesAndStopsWhenItSays) {
     EXPECT_EQ(asked, 30);
   }
   {
-    PassListener none(nullptr);
+    // A nested listener is asked first; either one stops the pass.
+    int inner = 0;
+    PassListener nested([&] { return ++inner == 3; });
     StoppablePass stoppable;
-    compute(20);
-    EXPECT_EQ(asked, 30);
+    EXPECT_THROW(compute(20), PassStopped);
+    EXPECT_EQ(inner, 3);
+    EXPECT_EQ(asked, 32);  // the outer one, after each inner no
+    asked = 4;             // the outer one says stop at its fifth question
+    inner = 100;
+    EXPECT_THROW(compute(20), PassStopped);
+    EXPECT_EQ(asked, 5);
   }
 }
 
