@@ -111,9 +111,9 @@ void Scheduler::promote_urgent_locked() {
   }
 }
 
-bool Scheduler::listen_for_others(bool urgent_step, Listening& own) {
+bool Scheduler::listen_for_others(bool urgent_step, bool may_stop, Listening& own) {
   if (own.yielded) return true;
-  if (!own.stoppable) {  // this step's pass can make way
+  if (may_stop && !own.stoppable) {  // this step's pass can make way
     std::lock_guard lock(mutex_);
     ++stoppable_steps_;
     own.stoppable = true;
@@ -135,7 +135,7 @@ bool Scheduler::listen_for_others(bool urgent_step, Listening& own) {
     promote_urgent_locked();
     wake_.notify_one();
   }
-  if (urgent_step) return false;
+  if (urgent_step || !may_stop) return false;
   // Way is made for a flush's model work only (not a step that runs the VAD alone).
   const bool lending = pass_threads_.max_threads > pass_threads_.threads;
   if (lending && making_way_ > 0) return yield_locked(own);  // a flush waits for every core
@@ -193,7 +193,8 @@ void Scheduler::run() {
     Listening own{std::chrono::steady_clock::now()};
     {
       PassThreads scope(threads);  // 0 (no policy): each backend keeps its own
-      PassListener listen([&] { return listen_for_others(urgent_step, own); });
+      PassListener listen(
+          [&, may_stop = session->stops_passes()] { return listen_for_others(urgent_step, may_stop, own); });
       session->step();
     }
     lock.lock();

@@ -96,7 +96,8 @@ class Scheduler {
     bool stoppable = false;                      // the step's pass has asked (counted in stoppable_steps_)
     bool yielded = false;                        // it said stop (counted in yielding_)
   };
-  bool listen_for_others(bool urgent_step, Listening& own);
+  // may_stop: the step's session lets its passes stop (StreamOptions::stop_passes).
+  bool listen_for_others(bool urgent_step, bool may_stop, Listening& own);
   bool yield_locked(Listening& own);
   // Moves the sessions of ready_ that became urgent to urgent_; mutex_ held.
   void promote_urgent_locked();

@@ -556,7 +556,8 @@ void StreamSession::run_step() {
     std::optional<ProcessResult> r;
     s.flush_prepared = false;  // a pass, run or stopped, drops a prepared flush
     try {
-      PassListener listen(vad_ ? std::function<bool()>([this] { return listen_during_pass(); }) : nullptr);
+      PassListener listen(vad_ && options_.stop_passes ? std::function<bool()>([this] { return listen_during_pass(); })
+                                                       : nullptr);
       r = processor_->process(false);
     } catch (const PassStopped&) {
       ++s.stopped_passes;
@@ -732,7 +733,8 @@ bool StreamSession::listen_during_pass() {
 }
 
 bool StreamSession::listen_waiting() {
-  if (!vad_) return false;
+  // Hearing ahead makes a step's choices (a pass or none) depend on timing.
+  if (!vad_ || !options_.stop_passes) return false;
   std::unique_lock step_lock(step_mutex_, std::try_to_lock);
   if (!step_lock.owns_lock()) return false;  // stepping: its own pass listens
   State& s = *state_;

@@ -53,6 +53,12 @@ struct StreamOptions {
   // exceeds the wall time since its first audio by this much (a real-time
   // client stays within its message length plus network jitter of it).
   double ahead_tolerance_seconds = 2.0;
+  // A model pass in flight stops when the speaker stops (its audio goes to the
+  // flush) or when another stream's flush needs the cores (common/pass_stop.h).
+  // Off: every pass runs to its end and the VAD hears no audio ahead of the
+  // step, so with fixed steps (min_step_seconds = max_step_seconds) a stream's
+  // words depend on its audio only, never on timing.
+  bool stop_passes = true;
 };
 
 // The live figures of a stream at one moment (what a protocol's lag fields need).
@@ -155,12 +161,15 @@ class StreamSession {
   // From another thread while this session waits for its step (a worker between
   // the nodes of another session's pass): the VAD hears the audio that arrived,
   // and true when it found an end of speech pending or decided (the session is
-  // urgent() now). Does nothing while the session steps, and without a VAD.
+  // urgent() now). Does nothing while the session steps, without a VAD, and
+  // with StreamOptions::stop_passes off.
   bool listen_waiting();
   // Urgent, and the next step does a flush's model work (a Finalize, or an end
   // pending whose flush was not worked out ahead): the scheduler makes way for
   // it. A step that only runs the VAD or decodes a prepared flush is not.
   bool flush_due() const;
+  // Whether this session's passes may be stopped (StreamOptions::stop_passes).
+  bool stops_passes() const { return options_.stop_passes; }
   // Runs VAD and the policy over the waiting audio (at most max_step_seconds);
   // the last step after end_of_stream() flushes. Never throws: failures end the
   // session with an error.

@@ -65,12 +65,14 @@ class Instance:
     def start(self):
         self.starts += 1
         log = open(os.path.join(self.tmp, f"earshot-{self.index}-{self.starts}.log"), "w")
-        # Fixed 1 s model steps: a stream's words then depend on its audio only, not on
-        # how far behind the machine's load puts it (as tests/server's end-to-end test).
+        # Fixed 1 s model steps, every pass run to its end: a stream's words then depend
+        # on its audio only, not on how far behind the machine's load puts it (as
+        # tests/server's end-to-end test).
         cmd = [os.environ["EARSHOT_BIN"], "serve", "--model", os.environ["EARSHOT_TEST_MODEL"], "--no-pull",
                "--pcm-input", "--host", "127.0.0.1", "--port", str(self.port), "--language", "en",
                "--vad-model", os.path.join(SHARED, "models", "silero-v6.2.0-ggml.bin"), "--threads", "1",
-               "--workers", "2", "--vac-chunk-size", "1", "--max-step-seconds", "1", "--drain-seconds", "120",
+               "--workers", "2", "--vac-chunk-size", "1", "--max-step-seconds", "1", "--stop-passes", "off",
+               "--drain-seconds", "120",
                "--max-upload-mb", "25"]
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
