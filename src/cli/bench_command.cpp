@@ -414,6 +414,7 @@ bench::CapacityRun run_capacity_once(const engine::Engine& engine, const std::st
   options.pass_threads = plan.threads;
   options.chunk_seconds = s.stream.chunk_seconds;
   options.stream.max_pending_seconds = c.max_buffered_seconds;
+  options.stream.stop_passes = s.workers.stop_passes;
   if (in.vad) {
     options.vad = [vad = in.vad](std::shared_ptr<bench::ProfileCounters> counters) {
       session::VadFactory f = session::silero_vad_factory(vad);

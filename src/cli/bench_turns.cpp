@@ -78,6 +78,7 @@ void run_turn_bench(const engine::Engine& engine, const std::string& name, const
   const WorkerPlan plan = plan_workers(s.workers, engine.capabilities(), s.model.runtime, machine_cores());
   options.workers = plan.workers;
   options.pass_threads = plan.threads;
+  options.stream.stop_passes = s.workers.stop_passes;
   options.frame_seconds = 0.02;
   options.stream.min_step_seconds = 0.04;  // serve's --vac-chunk-size
   options.vad = session::silero_vad_factory(vad);

@@ -62,9 +62,6 @@ server::ServerConfig read_server_config(const Args& args) {
   config.stream.min_step_seconds = args.get_double("vac-chunk-size");
   config.stream.max_step_seconds = args.get_double("max-step-seconds");
   config.stream.max_pending_seconds = args.get_double("max-buffered-seconds");
-  const std::string stop_passes = args.get("stop-passes");
-  if (stop_passes != "on" && stop_passes != "off") refuse("--stop-passes must be on or off, not '" + stop_passes + "'");
-  config.stream.stop_passes = stop_passes == "on";
   config.file = config.stream;
   if (config.max_sessions < 1) refuse("--max-sessions must be >= 1");
   if (!(config.stream.max_step_seconds > 0)) refuse("--max-step-seconds must be > 0");
@@ -99,11 +96,6 @@ void ServeSettings::declare(Args& args) {
       .flag("no-vac", "no voice activity detection: every sample goes to the model")
       .option("vad-model", "Silero VAD weights (ggml); default: the model cache", "")
       .option("vac-chunk-size", "seconds of new audio a model step waits for", "0.04")
-      .option("stop-passes",
-              "on: a model pass in flight stops when the speaker stops or another stream's flush needs the cores; off: "
-              "every pass runs to its end (with --vac-chunk-size = --max-step-seconds a stream's words then depend on "
-              "its audio only)",
-              "on")
       .option("warmup-file", "run the model once on this audio file before serving", "");
   declare_worker_options(args, "sessions whose model work runs at the same time");
   args.option("max-sessions", "streams and file transcriptions at once; more are refused", "16")
@@ -163,6 +155,7 @@ ServeSettings ServeSettings::read(const Args& args) {
   s.config.keyterms = read_keyterms(args, policy_config);
   s.model = engine::read_model_spec(args, CommandKind::kServe);
   s.workers = read_worker_request(args);
+  s.config.stream.stop_passes = s.config.file.stop_passes = s.workers.stop_passes;
   s.model.policies.alignatt = policy_config;
   s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.model.policies.localagreement.long_silence = s.config.stream.pause_segmentation_seconds;

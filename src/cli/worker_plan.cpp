@@ -35,6 +35,11 @@ void declare_worker_options(Args& args, const std::string& workers_help) {
       .option("lend-cores",
               "on: a pass with no other session waiting runs on the idle workers' cores too (never more than "
               "--workers x --threads, never past the machine's); off: every pass on --threads",
+              "on")
+      .option("stop-passes",
+              "on: a model pass in flight stops when the speaker stops or another stream's flush needs the cores; off: "
+              "every pass runs to its end (with --vac-chunk-size = --max-step-seconds a stream's words then depend on "
+              "its audio only)",
               "on");
 }
 
@@ -46,6 +51,10 @@ WorkerRequest read_worker_request(const Args& args) {
   if (lend != "on" && lend != "off")
     throw Error(ErrorCode::kInvalidArgument, "--lend-cores must be on or off, not '" + lend + "'");
   r.lend_cores = lend == "on";
+  const std::string stop = args.get("stop-passes");
+  if (stop != "on" && stop != "off")
+    throw Error(ErrorCode::kInvalidArgument, "--stop-passes must be on or off, not '" + stop + "'");
+  r.stop_passes = stop == "on";
   return r;
 }
 

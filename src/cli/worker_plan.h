@@ -28,6 +28,7 @@ struct WorkerRequest {
   std::optional<int> workers;  // --workers N; nullopt: auto
   std::optional<int> threads;  // --threads N; nullopt: auto
   bool lend_cores = true;      // --lend-cores on | off
+  bool stop_passes = true;     // --stop-passes on | off (session::StreamOptions::stop_passes)
 };
 
 struct WorkerPlan {
@@ -37,7 +38,7 @@ struct WorkerPlan {
   std::string describe() const;
 };
 
-// --workers, --threads and --lend-cores on Args (the commands that serve many streams).
+// --workers, --threads, --lend-cores and --stop-passes on Args (the commands that serve many streams).
 void declare_worker_options(Args& args, const std::string& workers_help);
 // Throws Error(kInvalidArgument) naming the option for a value below 1 or not auto.
 WorkerRequest read_worker_request(const Args& args);

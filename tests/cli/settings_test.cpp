@@ -78,6 +78,7 @@ TEST(CliBenchSettings, CapacityRefusesWhatItCannotMeasure) {
 
 TEST(CliBenchSettings, CapacityRanges) {
   EXPECT_EQ(bench_refusal({"--capacity", "--workers", "0"}), "--workers must be auto or 1..4096");
+  EXPECT_EQ(bench_refusal({"--capacity", "--stop-passes", "maybe"}), "--stop-passes must be on or off, not 'maybe'");
   EXPECT_EQ(bench_refusal({"--capacity", "--max-sessions", "0"}), "--max-sessions must be >= 1");
   const std::string buffered =
       "--max-buffered-seconds must be 0 (unbounded) or at least 10 (the most audio one step takes)";
@@ -212,6 +213,7 @@ TEST(CliBenchSettings, AnAcceptedCapacityCommandLineIsTyped) {
   EXPECT_FALSE(s.workers.workers);  // auto: planned from the machine and the model (worker_plan_test.cpp)
   EXPECT_FALSE(s.workers.threads);
   EXPECT_TRUE(s.workers.lend_cores);
+  EXPECT_TRUE(s.workers.stop_passes);
   EXPECT_EQ(s.capacity->max_sessions, 64);
   EXPECT_DOUBLE_EQ(s.capacity->max_buffered_seconds, 60);
   EXPECT_DOUBLE_EQ(s.lag_limit(), 0.75);
@@ -240,6 +242,7 @@ TEST(CliServeSettings, RangesAreRefusedNamingTheFlag) {
   EXPECT_EQ(serve_refusal({"--workers", "0"}), "--workers must be auto or 1..4096");
   EXPECT_EQ(serve_refusal({"--workers", "many"}), "--workers must be auto or 1..4096");
   EXPECT_EQ(serve_refusal({"--lend-cores", "maybe"}), "--lend-cores must be on or off, not 'maybe'");
+  EXPECT_EQ(serve_refusal({"--stop-passes", "no"}), "--stop-passes must be on or off, not 'no'");
   EXPECT_EQ(serve_refusal({"--max-step-seconds", "0"}), "--max-step-seconds must be > 0");
   EXPECT_EQ(serve_refusal({"--max-buffered-seconds", "5"}),
             "--max-buffered-seconds must be at least --max-step-seconds");
@@ -268,7 +271,9 @@ TEST(CliServeSettings, AnAcceptedCommandLineIsTyped) {
                                  "--max-buffered-seconds",
                                  "0",
                                  "--device",
-                                 "cpu"});
+                                 "cpu",
+                                 "--stop-passes",
+                                 "off"});
   EXPECT_EQ(s.model_name, "no-such-model.bin");
   EXPECT_TRUE(s.model.path.empty());
   EXPECT_FALSE(s.pull);
@@ -283,6 +288,8 @@ TEST(CliServeSettings, AnAcceptedCommandLineIsTyped) {
   EXPECT_DOUBLE_EQ(s.config.stream.pause_segmentation_seconds, 3);
   EXPECT_DOUBLE_EQ(s.config.stream.max_pending_seconds, 0);
   EXPECT_DOUBLE_EQ(s.config.file.max_pending_seconds, 0);
+  EXPECT_FALSE(s.config.stream.stop_passes);
+  EXPECT_FALSE(s.config.file.stop_passes);
   EXPECT_TRUE(s.config.stages.empty());  // known once the stages load
   EXPECT_EQ(s.model.policies.alignatt.beams, 2);
   EXPECT_EQ(s.model.policies.alignatt.language, "de");
