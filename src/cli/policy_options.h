@@ -33,7 +33,7 @@ void declare_keyterm_options(Args& args);
 // transducers' phrases). Throws Error naming the option for an unreadable file or
 // one over the limits.
 Keyterms read_keyterms(const Args& args, policy::AlignAttConfig& alignatt);
-// --keyterm-bonus (0 to 100; declared with --keyterms), for engine::PolicySettings.
+// --keyterm-bonus (0 to 100; declared with --keyterms), for policy::Settings (ModelSpec::policies).
 double read_keyterm_bonus(const Args& args);
 
 }  // namespace earshot::cli

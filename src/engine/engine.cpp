@@ -29,11 +29,16 @@ std::string Engine::resolve_policy(const std::string& policy) const {
   if (policies.empty()) throw Error(ErrorCode::kInternal, "engine " + capabilities().family + " offers no policy");
   if (policy.empty()) return policies.front();
   if (std::find(policies.begin(), policies.end(), policy) != policies.end()) return policy;
-  std::string known;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    known += (i == 0 ? "" : i + 1 == policies.size() ? " or " : ", ") + policies[i];
-  }
-  throw Error(ErrorCode::kInvalidArgument, "unknown --policy '" + policy + "' (use " + known + ")");
+  policy::throw_unknown_policy(policy, policies);
+}
+
+policy::StreamContext policy_context(const StreamRequest& request) {
+  policy::StreamContext context;
+  context.language = request.language;
+  context.keyterms = request.keyterms;
+  context.on_warning = request.on_warning;
+  context.on_trace = request.on_trace;
+  return context;
 }
 
 }  // namespace earshot::engine

@@ -21,6 +21,7 @@
 #include "model/prompted_asr.h"
 #include "model/transducer_stream.h"
 #include "policy/online_processor.h"
+#include "policy/registry.h"
 
 namespace earshot::engine {
 
@@ -30,7 +31,9 @@ struct Capabilities {
   bool multilingual = false;
   std::vector<std::string> languages;  // codes the model takes ("en", ...)
   double frames_per_second = 50;
-  std::vector<std::string> policies;  // streaming policies it runs; the first is the default
+  // Streaming policies it runs, the first the default: those registered for the
+  // model interface it offers (policy::policy_names<Interface>()).
+  std::vector<std::string> policies;
   // A stream may choose how far its text trails the audio (StreamRequest::delay_ms):
   // Voxtral Realtime, trained for a range of delays.
   bool stream_delay = false;
@@ -64,6 +67,10 @@ struct StreamRequest {
   // without a streaming transducer never binds it (the caller can tell).
   std::shared_ptr<TransducerSteer> steer_transducer;
 };
+
+// What the request gives its policy (policy/registry.h): its language, keyterms
+// and callbacks. The family adds what its model sets (an offline transducer's window).
+policy::StreamContext policy_context(const StreamRequest& request);
 
 // Steps that ran batched across streams (a batching engine's, since load).
 struct BatchCounts {

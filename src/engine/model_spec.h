@@ -10,10 +10,7 @@
 #include <string>
 
 #include "model/runtime/openblas_ops.h"
-#include "policy/alignatt/alignatt_config.h"
-#include "policy/alignatt/prompted_alignatt.h"
-#include "policy/commit/revising_processor.h"
-#include "policy/localagreement/local_agreement_processor.h"
+#include "policy/registry.h"
 
 namespace earshot::engine {
 
@@ -34,26 +31,10 @@ struct RuntimeOptions {
 // attention" or "explicit-softmax attention".
 std::string describe_encoder_kernels(const RuntimeOptions& runtime);
 
-// The policies' settings (model-neutral; each family reads those of the policies it offers).
-struct PolicySettings {
-  policy::AlignAttConfig alignatt;                   // language and on_warning come from the stream
-  policy::LocalAgreementConfig localagreement;       // likewise
-  policy::PromptedAlignAttConfig prompted_alignatt;  // AlignAtt for audio LLMs (WhisperLiveKit's qwen3_simul)
-  policy::commit::RevisingConfig rolling = [] {      // rolling passes through the commit layer
-    policy::commit::RevisingConfig c;
-    c.commit.hold_back = 6;  // WhisperLiveKit's stable-commit defaults: ~6 units held, 2 agreeing passes
-    c.commit.agreeing_passes = 2;
-    return c;
-  }();
-  // Log-probability bonus per piece of a keyterm phrase at weight 1 (--keyterm-bonus),
-  // for the families that boost phrases while decoding (transducers, Voxtral Realtime).
-  double keyterm_bonus = 1.5;
-};
-
 struct ModelSpec {
   std::filesystem::path path;
   RuntimeOptions runtime;
-  PolicySettings policies;
+  policy::Settings policies;  // the streaming policies' settings (policy/registry.h)
   // Each family's own settings by family name (a copyable type T with
   // `static constexpr const char* kFamily`), reached through options<T>().
   std::map<std::string, std::any> families;

@@ -6,9 +6,6 @@
 #include "model/qwen3asr/model_writer.h"
 #include "model/qwen3asr/prompted_decoder.h"
 #include "model/timed_prompted_decoder.h"
-#include "policy/alignatt/prompted_alignatt.h"
-#include "policy/commit/revising_processor.h"
-#include "policy/commit/rolling_decoder.h"
 
 namespace earshot::engine {
 namespace {
@@ -21,9 +18,10 @@ constexpr const char* kCodes[] = {"zh", "en", "yue", "ar", "de", "fr", "es", "pt
 
 Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), options_(spec.options<Qwen3AsrOptions>()), policies_(spec.policies) {
-  policies_.prompted_alignatt.validate();
-  policies_.rolling.validate();
-  options_.rolling.validate();
+  // The family's own settings of its policies: AlignAtt's trim follows its encoder windows.
+  policies_.prompted_alignatt.trim = options_.trim;
+  policies_.prompted_rolling = options_.rolling;
+  policy::validate_policies<PromptedAsrDecoder>(policies_);
   heads_ = options_.alignment_heads.empty() ? qwen3asr::default_alignment_heads(model_->n_layer(), model_->n_head(), 20)
                                             : qwen3asr::load_alignment_heads(options_.alignment_heads, 20);
   qwen3asr::Session check(model_, heads_, 16);  // heads outside the model fail at load, not at the first stream
@@ -33,7 +31,7 @@ Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, con
   capabilities_.languages.assign(std::begin(kCodes), std::end(kCodes));
   capabilities_.frames_per_second = 12.5;
   capabilities_.serial_passes = true;  // one libmtmd context encodes every stream's audio, one at a time
-  capabilities_.policies = qwen3asr_policies();
+  capabilities_.policies = policy::policy_names<PromptedAsrDecoder>();
 }
 
 std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest& request) const {
@@ -45,21 +43,8 @@ std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest
       std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx);
   if (request.on_pass) decoder = std::make_unique<TimedPromptedDecoder>(std::move(decoder), request.on_pass);
   if (request.wrap_prompted_decoder) decoder = request.wrap_prompted_decoder(std::move(decoder));
-  // The stream's vocabulary is the system context Qwen3-ASR is prompted with.
-  const std::string context = request.keyterms.prompt_text();
-  if (policy == "rolling") {
-    policy::commit::RevisingConfig config = policies_.rolling;
-    config.language = request.language;
-    policy::commit::RollingConfig rolling = options_.rolling;
-    if (!context.empty()) rolling.context = context;
-    return std::make_unique<policy::commit::RevisingProcessor>(
-        std::make_unique<policy::commit::RollingDecoder>(std::move(decoder), std::move(rolling)), std::move(config));
-  }
-  policy::PromptedAlignAttConfig config = policies_.prompted_alignatt;
-  config.language = request.language;
-  config.trim = options_.trim;
-  if (!context.empty()) config.context = config.context.empty() ? context : config.context + "\n" + context;
-  return std::make_unique<policy::PromptedAlignAttProcessor>(std::move(decoder), std::move(config));
+  // The stream's keyterms are the system context Qwen3-ASR is prompted with (policy/registry.cpp).
+  return policy::open_policy(policy, std::move(decoder), policies_, policy_context(request));
 }
 
 std::filesystem::path find_mmproj(const std::filesystem::path& model, const std::filesystem::path& given) {

@@ -1,7 +1,9 @@
 // The Qwen3-ASR family behind the engine boundary: a text GGUF of arch qwen3vl
 // plus its mmproj (audio projector qwen3a), run by libllama + libmtmd
-// (model/qwen3asr), with AlignAtt (WhisperLiveKit's qwen3_simul, default) or the rolling mode
-// (re-decode the window every ~2 s through the stable/unstable commit layer).
+// (model/qwen3asr). Each stream is a prompted decoder (PromptedAsrDecoder) under
+// the policies registered for one (policy/registry.h): AlignAtt (WhisperLiveKit's
+// qwen3_simul, the default) or rolling (the window re-decoded every ~2 s through
+// the stable/unstable commit layer).
 #pragma once
 
 #include <memory>
@@ -15,9 +17,6 @@
 
 namespace earshot::engine {
 
-// The policies a Qwen3-ASR model offers (its capabilities, --policy's help), the default first.
-inline std::vector<std::string> qwen3asr_policies() { return {"alignatt", "rolling"}; }
-
 class Qwen3AsrEngine : public Engine {
  public:
   Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, const ModelSpec& spec);
@@ -29,7 +28,7 @@ class Qwen3AsrEngine : public Engine {
   std::shared_ptr<const qwen3asr::Model> model_;
   std::vector<qwen3asr::Head> heads_;
   Qwen3AsrOptions options_;
-  PolicySettings policies_;
+  policy::Settings policies_;
   Capabilities capabilities_;
 };
 

@@ -143,7 +143,7 @@ Family qwen3asr_family() {
   f.summarize = [](const ModelFile& file, const std::filesystem::path& path) {
     return quantize::FileSummary{pair_file_name(file), "llama.cpp GGUF", quantize::gguf_matrix_types(path)};
   };
-  f.offers = {{"Qwen3-ASR", qwen3asr_policies()}};
+  f.offers = {{"Qwen3-ASR", policy::policy_names<PromptedAsrDecoder>()}};
   f.declare_options = declare;
   f.read_options = read;
   f.describe = how_it_runs;

@@ -74,7 +74,8 @@ Family transducer_family() {
   f.load = load_transducer_engine;
   f.quantize = fastconformer::quantize_file;
   f.summarize = fastconformer::summarize_file;
-  f.offers = {{"Parakeet", offline_transducer_policies()}, {"Nemotron streaming", streaming_transducer_policies()}};
+  f.offers = {{"Parakeet", policy::policy_names<OfflineTransducer>()},
+              {"Nemotron streaming", policy::policy_names<StreamingTransducer>()}};
   f.declare_options = declare;
   f.read_options = read;
   f.foreign_request = foreign_request;

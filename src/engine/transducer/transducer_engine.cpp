@@ -3,8 +3,6 @@
 #include "common/error.h"
 #include "model/fastconformer/transducer_streams.h"
 #include "model/runtime/device.h"
-#include "policy/commit/revising_processor.h"
-#include "policy/transducer/native_processors.h"
 #include "policy/transducer/phrase_boost.h"
 
 namespace earshot::engine {
@@ -75,33 +73,37 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
     capabilities_.languages = {"en"};
   }
   capabilities_.frames_per_second = static_cast<double>(hp.sample_rate) / (hp.hop_length * hp.subsampling_factor);
-  capabilities_.policies = right_context_ >= 0 ? streaming_transducer_policies() : offline_transducer_policies();
+  if (right_context_ >= 0) {
+    capabilities_.policies = policy::policy_names<StreamingTransducer>();
+    policy::validate_policies<StreamingTransducer>(spec_.policies);
+  } else {
+    capabilities_.policies = policy::policy_names<OfflineTransducer>();
+    policy::validate_policies<OfflineTransducer>(spec_.policies);
+  }
 }
 
 std::unique_ptr<OnlineProcessor> TransducerEngine::open_stream(const StreamRequest& request) const {
   const std::string policy = resolve_policy(request.policy);
   const int threads = spec_.runtime.threads;
   const TransducerOptions own = spec_.options<TransducerOptions>();
+  const float bonus = static_cast<float>(spec_.policies.keyterm_bonus);
+  policy::StreamContext context = policy_context(request);
   if (right_context_ >= 0) {
-    return policy::streaming_transducer_processor(
+    return policy::open_policy<StreamingTransducer>(
+        policy,
         with_decoding(fastconformer::open_streaming_stream(model_, threads, spec_.runtime.cpu_kernels, right_context_,
                                                            batcher_, request.language, own.mel_frames, request.on_pass,
                                                            request.steer_transducer),
-                      own, static_cast<float>(spec_.policies.keyterm_bonus), request),
-        request.language);
+                      own, bonus, request),
+        spec_.policies, context);
   }
-  const double window_seconds = own.window_seconds;
-  auto offline = [&] {
-    return with_decoding(fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels,
-                                                            request.language, own.mel_frames, request.on_pass),
-                         own, static_cast<float>(spec_.policies.keyterm_bonus), request);
-  };
-  if (policy == "native") return policy::native_transducer_processor(offline(), window_seconds, request.language);
-  policy::commit::RevisingConfig config = spec_.policies.rolling;
-  config.language = request.language;
-  config.max_segment_sec = window_seconds;
-  return std::make_unique<policy::commit::RevisingProcessor>(
-      policy::transducer_window_decoder(offline(), request.language), std::move(config));
+  context.window_seconds = own.window_seconds;
+  return policy::open_policy<OfflineTransducer>(
+      policy,
+      with_decoding(fastconformer::open_offline_stream(model_, threads, spec_.runtime.cpu_kernels, request.language,
+                                                       own.mel_frames, request.on_pass),
+                    own, bonus, request),
+      spec_.policies, context);
 }
 
 std::optional<BatchCounts> TransducerEngine::batch_counts() const {

@@ -33,13 +33,6 @@ namespace earshot::engine {
 // The largest --batch-decode for a streaming model.
 inline constexpr int kMaxBatchStreams = 64;
 
-// The policies each kind of transducer offers (its capabilities, --policy's help),
-// the default first. An offline model (Parakeet): rolling passes show words while
-// the audio arrives (for live streams); native decodes each window once, when it
-// is full. A cache-aware streaming model (Nemotron): its own chunks.
-inline std::vector<std::string> offline_transducer_policies() { return {"rolling", "native"}; }
-inline std::vector<std::string> streaming_transducer_policies() { return {"native"}; }
-
 class TransducerEngine : public Engine {
  public:
   TransducerEngine(std::shared_ptr<const fastconformer::Model> model, const ModelSpec& spec);

@@ -54,7 +54,7 @@ Family voxtral_family() {
     return quantize::FileSummary{"Voxtral Realtime", "transcribe.cpp GGUF",
                                  quantize::gguf_matrix_types(path, voxtral::is_matrix_tensor)};
   };
-  f.offers = {{"Voxtral Realtime", voxtral_policies()}};
+  f.offers = {{"Voxtral Realtime", policy::policy_names<StreamingTransducer>()}};
   f.declare_options = declare;
   f.read_options = read;
   f.foreign_request = foreign_request;

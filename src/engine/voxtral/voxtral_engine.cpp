@@ -4,7 +4,6 @@
 #include "engine/voxtral/options.h"
 #include "model/runtime/device.h"
 #include "model/voxtral/stream.h"
-#include "policy/transducer/native_processors.h"
 #include "policy/transducer/phrase_boost.h"
 
 namespace earshot::engine {
@@ -27,7 +26,7 @@ VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const 
   capabilities_.multilingual = true;
   capabilities_.languages = {"en", "fr", "es", "de", "ru", "zh", "ja", "it", "pt", "nl", "ar", "hi", "ko"};
   capabilities_.frames_per_second = 1.0 / hp.slot_seconds();
-  capabilities_.policies = voxtral_policies();
+  capabilities_.policies = policy::policy_names<StreamingTransducer>();
   capabilities_.stream_delay = true;
 }
 
@@ -39,7 +38,7 @@ std::string VoxtralEngine::delay_problem(int delay_ms) const {
 }
 
 std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest& request) const {
-  resolve_policy(request.policy);  // only native: anything else is refused here
+  const std::string policy = resolve_policy(request.policy);
   voxtral::StreamOptions options;
   options.threads = spec_.runtime.threads;
   options.delay = delay_;
@@ -54,7 +53,7 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
   if (auto boost = policy::PhraseBoost::for_keyterms(
           request.keyterms, stream->pieces(), static_cast<float>(spec_.policies.keyterm_bonus), request.on_warning))
     stream->set_decoding({1, std::move(boost)});
-  return policy::streaming_transducer_processor(std::move(stream), request.language);
+  return policy::open_policy<StreamingTransducer>(policy, std::move(stream), spec_.policies, policy_context(request));
 }
 
 std::shared_ptr<const Engine> load_voxtral_engine(const ModelSpec& spec) {

@@ -16,9 +16,6 @@
 
 namespace earshot::engine {
 
-// The policies a Voxtral Realtime model offers (its capabilities, --policy's help).
-inline std::vector<std::string> voxtral_policies() { return {"native"}; }
-
 class VoxtralEngine : public Engine {
  public:
   // Throws Error(kInvalidArgument) for a --delay-ms the model was not trained with.

@@ -41,7 +41,7 @@ Family whisper_family() {
   f.quantize = [](const ModelFile&, const std::filesystem::path& in, const std::filesystem::path& out, ggml_type type,
                   quantize::QuantizeReport& report) { whisper::quantize_file(in, out, type, report); };
   f.summarize = [](const ModelFile&, const std::filesystem::path& path) { return whisper::summarize_file(path); };
-  f.offers = {{"Whisper", whisper_policies()}};
+  f.offers = {{"Whisper", policy::policy_names<AsrDecoder>()}};
   f.declare_options = declare;
   f.read_options = read;
   f.describe = how_it_runs;

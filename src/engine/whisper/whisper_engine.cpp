@@ -6,25 +6,8 @@
 #include "model/timed_decoder.h"
 #include "model/whisper/batch_decoder.h"
 #include "model/whisper/session.h"
-#include "policy/alignatt/alignatt_processor.h"
-#include "policy/localagreement/local_agreement_processor.h"
 
 namespace earshot::engine {
-
-namespace {
-
-// A static prompt with the stream's vocabulary after it: Whisper reads keyterms as
-// prompt text (SimulStreaming's static prompt). The prompt text as given (serve
-// --static-init-prompt arrives here verbatim); a bare list of terms starts a word
-// (a space first), as openai-whisper encodes a prompt.
-std::string with_keyterms(const std::string& prompt, const Keyterms& keyterms) {
-  std::string text = keyterms.prompt_text();
-  if (text.empty()) return prompt;
-  if (keyterms.prompt.empty() || !prompt.empty()) text = " " + text;
-  return prompt + text;
-}
-
-}  // namespace
 
 WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), text_(whisper::WhisperText::for_model(*model_)), policies_(spec.policies) {
@@ -42,9 +25,7 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
     session_options_.batcher = std::make_shared<whisper::DecodeBatcher>(model_, batch, session_options_.n_threads,
                                                                         session_options_.cpu_kernels);
   }
-  // Settings errors surface at load, not at the first stream.
-  policies_.alignatt.validate();
-  policies_.localagreement.validate();
+  policy::validate_policies<AsrDecoder>(policies_);  // settings errors surface at load, not at the first stream
 
   const whisper::Hparams& hp = model_->hparams();
   capabilities_.family = "whisper";
@@ -57,7 +38,7 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
     capabilities_.languages = {"en"};
   }
   capabilities_.frames_per_second = 50;
-  capabilities_.policies = whisper_policies();
+  capabilities_.policies = policy::policy_names<AsrDecoder>();
 }
 
 std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest& request) const {
@@ -65,18 +46,7 @@ std::unique_ptr<OnlineProcessor> WhisperEngine::open_stream(const StreamRequest&
   std::unique_ptr<AsrDecoder> decoder = std::make_unique<whisper::Session>(model_, session_options_);
   if (request.on_pass) decoder = std::make_unique<TimedDecoder>(std::move(decoder), request.on_pass);
   if (request.wrap_decoder) decoder = request.wrap_decoder(std::move(decoder));
-  if (policy == "alignatt") {
-    policy::AlignAttConfig config = policies_.alignatt;
-    config.language = request.language;
-    config.static_init_prompt = with_keyterms(config.static_init_prompt, request.keyterms);
-    if (request.on_warning) config.on_warning = request.on_warning;
-    if (request.on_trace) config.on_trace = request.on_trace;
-    return std::make_unique<policy::AlignAttProcessor>(std::move(decoder), std::move(config));
-  }
-  policy::LocalAgreementConfig config = policies_.localagreement;
-  config.language = request.language;
-  config.static_prompt = with_keyterms(config.static_prompt, request.keyterms);
-  return std::make_unique<policy::LocalAgreementProcessor>(std::move(decoder), std::move(config));
+  return policy::open_policy(policy, std::move(decoder), policies_, policy_context(request));
 }
 
 std::optional<BatchCounts> WhisperEngine::batch_counts() const {

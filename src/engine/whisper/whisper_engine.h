@@ -1,6 +1,7 @@
 // The Whisper family behind the engine boundary: whisper.cpp's ggml .bin files,
-// earshot's own encoder/decoder graphs (model/whisper), with AlignAtt (default)
-// or LocalAgreement-2 over each stream's Session.
+// earshot's own encoder/decoder graphs (model/whisper); each stream's Session is
+// an attention decoder (AsrDecoder) under the policies registered for one
+// (policy/registry.h: AlignAtt, the default, and LocalAgreement-2).
 #pragma once
 
 #include <memory>
@@ -19,9 +20,6 @@ namespace earshot::engine {
 // the shared weight reads saved.
 inline constexpr int kMaxBatchDecode = 64;
 
-// The policies a Whisper model offers (its capabilities, --policy's help), the default first.
-inline std::vector<std::string> whisper_policies() { return {"alignatt", "localagreement"}; }
-
 class WhisperEngine : public Engine {
  public:
   WhisperEngine(std::shared_ptr<const whisper::Model> model, const ModelSpec& spec);
@@ -36,7 +34,7 @@ class WhisperEngine : public Engine {
   std::shared_ptr<const whisper::Model> model_;
   std::shared_ptr<const whisper::WhisperText> text_;  // one vocabulary for every stream
   whisper::SessionOptions session_options_;
-  PolicySettings policies_;
+  policy::Settings policies_;
   Capabilities capabilities_;
 };
 
