@@ -376,18 +376,18 @@ bool StreamSession::has_work() const {
   return s.pending.size() >= static_cast<size_t>(std::max(1.0, step * kSampleRate));
 }
 
+bool StreamSession::live_locked() const {
+  return state_->pending.size() <= static_cast<size_t>(options_.urgent_max_waiting_seconds * kSampleRate);
+}
+
 bool StreamSession::urgent() const {
   std::lock_guard lock(mutex_);
-  const State& s = *state_;
-  const bool live = s.pending.size() <= static_cast<size_t>(options_.urgent_max_waiting_seconds * kSampleRate);
-  return (s.end_pending && live) || s.finalize_requested;
+  return (state_->end_pending && live_locked()) || state_->finalize_requested;
 }
 
 bool StreamSession::flush_due() const {
   std::lock_guard lock(mutex_);
-  const State& s = *state_;
-  const bool live = s.pending.size() <= static_cast<size_t>(options_.urgent_max_waiting_seconds * kSampleRate);
-  return (s.flush_due && live) || s.finalize_requested;
+  return (state_->flush_due && live_locked()) || state_->finalize_requested;
 }
 
 bool StreamSession::done() const {

@@ -209,6 +209,9 @@ class StreamSession {
   // Appends to the log; mutex_ must be held. Nothing follows EndOfStream.
   void append_locked(std::vector<events::Event>& events);
   void status_locked(StreamStatus& out) const;
+  // At most urgent_max_waiting_seconds of audio waits (a client feeding in real
+  // time, not a file sent ahead); mutex_ must be held.
+  bool live_locked() const;
   void feed_speech(std::span<const float> samples, int64_t end_sample);
   void commit(const std::vector<Word>& words);
   // LanguageDetected into `out` when the processor's language became known or changed.
