@@ -47,6 +47,7 @@ void Scheduler::notify(const std::shared_ptr<StreamSession>& session) {
       if (at == ready_.end()) return;  // running, or queued as urgent already
       ready_.erase(at);
       urgent_.push_back(session);
+      note_way_locked();
       return;
     }
     if (!session->has_work()) return;
@@ -58,7 +59,10 @@ void Scheduler::notify(const std::shared_ptr<StreamSession>& session) {
 
 void Scheduler::enqueue_locked(std::shared_ptr<StreamSession> session) {
   (session->urgent() ? urgent_ : ready_).push_back(std::move(session));
+  note_way_locked();
 }
+
+void Scheduler::note_way_locked() { way_asked_.store(!urgent_.empty() || making_way_ > 0, std::memory_order_release); }
 
 bool Scheduler::wait_done(const StreamSession& session, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
@@ -109,6 +113,7 @@ void Scheduler::promote_urgent_locked() {
       ++it;
     }
   }
+  note_way_locked();
 }
 
 bool Scheduler::listen_for_others(bool urgent_step, bool may_stop, Listening& own) {
@@ -130,12 +135,14 @@ bool Scheduler::listen_for_others(bool urgent_step, bool may_stop, Listening& ow
     }
     for (const std::shared_ptr<StreamSession>& session : waiting) heard_end = session->listen_waiting() || heard_end;
   }
-  std::lock_guard lock(mutex_);
   if (heard_end) {
+    std::lock_guard lock(mutex_);
     promote_urgent_locked();
     wake_.notify_one();
   }
-  if (urgent_step || !may_stop) return false;
+  // Between nodes this is all most calls do: nothing waits that a pass would make way for.
+  if (urgent_step || !may_stop || !way_asked_.load(std::memory_order_acquire)) return false;
+  std::lock_guard lock(mutex_);
   // Way is made for a flush's model work only (not a step that runs the VAD alone).
   const bool lending = pass_threads_.max_threads > pass_threads_.threads;
   if (lending && making_way_ > 0) return yield_locked(own);  // a flush waits for every core
@@ -172,14 +179,17 @@ void Scheduler::run() {
     std::deque<std::shared_ptr<StreamSession>>& queue = urgent_step ? urgent_ : ready_;
     std::shared_ptr<StreamSession> session = std::move(queue.front());
     queue.pop_front();
+    note_way_locked();
     // A flush's model work with cores to lend: the other steps' passes stop at
     // their next node (listen_for_others) and their cores come to it. A step in
     // a part that cannot stop keeps its core: the wait for it is short.
     const bool flush = urgent_step && pass_threads_.max_threads > per_pass && session->flush_due();
     if (flush && stoppable_steps_ > 0) {
       ++making_way_;
+      note_way_locked();
       wake_.wait_for(lock, kMakeWay, [&] { return stopping_ || (stoppable_steps_ == 0 && yielding_ == 0); });
       --making_way_;
+      note_way_locked();
       wake_.notify_all();
     }
     ++running_;

@@ -24,6 +24,7 @@
 // cores; without, one worker stops its pass and takes the flush.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -107,6 +108,8 @@ class Scheduler {
   std::condition_variable stepped_;  // after each step, for wait_done()
   // Queues a session (scheduled_ already holds it) by its urgency; mutex_ held.
   void enqueue_locked(std::shared_ptr<StreamSession> session);
+  // Publishes way_asked_ after urgent_ or making_way_ changed; mutex_ held.
+  void note_way_locked();
 
   std::deque<std::shared_ptr<StreamSession>> urgent_;  // served first
   std::deque<std::shared_ptr<StreamSession>> ready_;
@@ -118,6 +121,10 @@ class Scheduler {
   int yielding_ = 0;         // workers stopping their pass for an urgent session, not yet back
   int making_way_ = 0;       // flushes waiting for the other steps' cores
   int stoppable_steps_ = 0;  // steps in progress whose pass has listened (it can make way)
+  // An urgent session is queued or a flush waits for cores: what a pass between
+  // its nodes reads before it takes mutex_ (listen_for_others). A stale false
+  // costs one node.
+  std::atomic<bool> way_asked_{false};
   int64_t lent_steps_ = 0;
   std::vector<std::thread> threads_;
 };
