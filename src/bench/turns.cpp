@@ -192,6 +192,7 @@ TurnScore score_turns(const TurnStream& stream, const std::vector<ProbedEvent>& 
         if (!d.end_of_turn && e->at >= last_start && e->at < next) {
           d.end_of_turn = p.wall - t.end;
           d.reason = e->evidence.reason;
+          d.text_continues = e->evidence.trailing_continuation;
         }
       } else if (const auto* e = std::get_if<events::WordsCommitted>(&p.event)) {
         for (const Word& w : e->words) {

@@ -81,6 +81,10 @@ struct TurnDelays {
   double end_of_speech = 0;  // stream seconds
   std::optional<double> vad, final_text, end_of_turn;
   std::string reason;  // the TurnEnded's
+  // The TurnEnded's text ended on a word that continues ("and", a comma...): the
+  // rule then holds the turn for ~0.5 s of silence by design (docs/turns.md), so
+  // its delay measures the rule, not how fast the pipeline is.
+  bool text_continues = false;
   // Whether the system committed words in the turn's last stretch of speech
   // (after its last pause): without, what ends is a turn without words (noise,
   // a breath, or words the model did not hear), which the rule holds longer.

@@ -114,7 +114,11 @@ TEST(TurnScoring, DelaysFromEachEndOfSpeechFalseAndMissedEnds) {
       {2.30, events::Event(ended(2.03))},
       {4.10, events::SpeechEnded{4.03}},
       {4.15, events::WordsCommitted{{c}}},
-      {4.40, events::Event(ended(4.03, "timeout"))},
+      {4.40, events::Event([] {
+         events::TurnEnded e = ended(4.03, "timeout");
+         e.evidence.trailing_continuation = true;
+         return e;
+       }())},
   };
   const TurnScore score = score_turns(s, events, 3);
   ASSERT_EQ(score.turns.size(), 3u);
@@ -128,6 +132,8 @@ TEST(TurnScoring, DelaysFromEachEndOfSpeechFalseAndMissedEnds) {
   EXPECT_NEAR(*t0.end_of_turn, 0.30, 1e-9) << "the false end inside the pause is not the turn's end";
   EXPECT_NEAR(*score.turns[1].end_of_turn, 0.40, 1e-9);
   EXPECT_EQ(score.turns[1].reason, "timeout");
+  EXPECT_FALSE(t0.text_continues);
+  EXPECT_TRUE(score.turns[1].text_continues);
   EXPECT_FALSE(score.turns[2].end_of_turn);
   EXPECT_FALSE(score.turns[2].final_text);
   EXPECT_NEAR(*delay_percentile(score.turns, &TurnDelays::end_of_turn, 0.5), 0.35, 1e-9);
