@@ -1,6 +1,6 @@
 // The FastConformer's relative-position attention on OpenBLAS
 // (runtime::blas_relpos_attention) against the ggml graph the family builds
-// otherwise (detail::attention_heads), on the same random inputs: one query block
+// otherwise (attention_heads), on the same random inputs: one query block
 // and several, with and without a mask.
 #include <ggml-cpp.h>
 #include <ggml-cpu.h>
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "model/fastconformer/encoder_graph.h"
+#include "model/fastconformer/conformer_blocks.h"
 #include "model/runtime/openblas_ops.h"
 
 namespace earshot::fastconformer {
@@ -57,7 +57,7 @@ TEST_P(RelposAttention, OpenBlasEqualsTheGgmlGraph) {
   Hparams hp;
   hp.n_state = D;
   hp.n_head = c.n_head;
-  ggml_tensor* want = detail::attention_heads(
+  ggml_tensor* want = attention_heads(
       ctx, hp, l, ggml_reshape_3d(ctx, q, c.head_dim, c.n_head, T), ggml_reshape_3d(ctx, k, c.head_dim, c.n_head, T),
       ggml_reshape_3d(ctx, v, c.head_dim, c.n_head, T), ggml_reshape_3d(ctx, p, c.head_dim, c.n_head, 2 * T - 1), mask);
   ggml_tensor* got = runtime::blas_relpos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, mask, c.n_head);

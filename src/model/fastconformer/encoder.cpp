@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "model/fastconformer/encoder_graph.h"
+#include "model/fastconformer/conformer_blocks.h"
 #include "model/runtime/device.h"
 
 namespace earshot::fastconformer {
@@ -95,8 +95,6 @@ ggml_tensor* subsampling_channels_first(ggml_context* ctx, const Model& m, ggml_
 }
 
 }  // namespace
-
-namespace detail {
 
 ggml_tensor* half_ffn(ggml_context* ctx, ggml_tensor* x, ggml_tensor* nw, ggml_tensor* nb, ggml_tensor* w1,
                       ggml_tensor* w2, float eps, runtime::MatMul mm, ggml_tensor* b1, ggml_tensor* b2) {
@@ -220,8 +218,6 @@ ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml
   return layer_norm(ctx, x, l.norm_out_w, l.norm_out_b, hp.eps);
 }
 
-}  // namespace detail
-
 std::vector<float> relative_positions(int top, int count, int d) {
   std::vector<float> freqs(d / 2);
   for (int k = 0; k < d / 2; ++k) freqs[k] = std::exp(-(static_cast<float>(2 * k) * std::log(10000.0f) / d));
@@ -295,7 +291,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   ggml_tensor* input = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, hp.n_mels, n_mel_frames, 1, 1);
   ggml_set_input(input);
   const runtime::MatMul mm = products_;
-  ggml_tensor* x = detail::build_subsampling(ctx, m, input, options_.f16_subsampling, mm);
+  ggml_tensor* x = build_subsampling(ctx, m, input, options_.f16_subsampling, mm);
   const int T = static_cast<int>(x->ne[1]);
   ggml_tensor* pos_emb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.n_state, 2 * T - 1);
   ggml_set_input(pos_emb);
@@ -303,7 +299,7 @@ EncoderOutput Encoder::encode(std::span<const float> mel, int n_mel_frames) {
   const bool limited = hp.att_left >= 0 || right_ >= 0;
   ggml_tensor* mask = limited ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, T, T) : nullptr;
   if (mask) ggml_set_input(mask);
-  for (const Layer& l : m.layers) x = detail::build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, mm);
+  for (const Layer& l : m.layers) x = build_layer(ctx, m, l, x, pos_emb, mask, options_.batch_norm_eps, mm);
   ggml_set_output(x);
   ggml_build_forward_expand(g.graph(), x);
   runner_->allocate(g, std::to_string(n_mel_frames) + " mel frames");

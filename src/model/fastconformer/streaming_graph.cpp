@@ -18,7 +18,7 @@
 #include <tuple>
 
 #include "common/error.h"
-#include "model/fastconformer/encoder_graph.h"
+#include "model/fastconformer/conformer_blocks.h"
 #include "model/fastconformer/streaming_encoder.h"
 #include "model/runtime/device.h"
 

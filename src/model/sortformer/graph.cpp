@@ -6,43 +6,33 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "model/fastconformer/conformer_blocks.h"
 #include "model/fastconformer/encoder.h"
-#include "model/fastconformer/encoder_graph.h"
 #include "model/runtime/device.h"
+#include "model/runtime/graph_ops.h"
 
 namespace earshot::sortformer::detail {
 namespace {
 
 constexpr int kMaxNodes = 32768;
-namespace fcd = fastconformer::detail;
 
 // NeMo's ConvSubsampling (pre_encode) without the xscaling that RelPositionalEncoding
 // applies later: mel [n_mels, frames] -> [d_enc, T]. The speaker cache and FIFO hold these.
 ggml_tensor* pre_encode(ggml_context* ctx, const Model& m, ggml_tensor* mel, runtime::MatMul mm) {
   const fastconformer::Model& e = m.encoder();
-  return mm.affine(ctx, e.pre_out_w, fcd::build_subsampling_convs(ctx, e, mel, false), e.pre_out_b);
+  return mm.affine(ctx, e.pre_out_w, fastconformer::build_subsampling_convs(ctx, e, mel, false), e.pre_out_b);
 }
 
 // NeMo's MultiHeadAttention (transformer_modules.py): softmax(q k^T / sqrt(dh)) v per
 // head (NeMo divides q and k by dh^(1/4) each), no mask (every frame is valid).
 ggml_tensor* self_attention(ggml_context* ctx, const Hparams& hp, const TransformerLayer& l, ggml_tensor* x,
                             runtime::MatMul mm) {
-  const int H = hp.tf_n_head, dh = hp.tf_d_model / H, T = static_cast<int>(x->ne[1]);
+  const int H = hp.tf_n_head, dh = hp.tf_d_model / H;
   ggml_tensor* q = mm.affine(ctx, l.q_w, x, l.q_b);
   ggml_tensor* k = mm.affine(ctx, l.k_w, x, l.k_b);
   ggml_tensor* v = mm.affine(ctx, l.v_w, x, l.v_b);
-  ggml_tensor* heads;
-  if (mm.openblas) {
-    heads = runtime::blas_attention(ctx, q, k, v, H);
-  } else {
-    ggml_tensor* qh = ggml_permute(ctx, ggml_reshape_3d(ctx, q, dh, H, T), 0, 2, 1, 3);  // [dh, T, H]
-    ggml_tensor* kh = ggml_permute(ctx, ggml_reshape_3d(ctx, k, dh, H, T), 0, 2, 1, 3);
-    ggml_tensor* scores = ggml_mul_mat(ctx, kh, qh);  // [Tk, Tq, H]
-    ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(static_cast<float>(dh)), 0.0f);
-    ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, dh, H, T), 1, 2, 0, 3));  // [Tk, dh, H]
-    ggml_tensor* out = ggml_mul_mat(ctx, vt, probs);                                                     // [dh, Tq, H]
-    heads = ggml_cont_2d(ctx, ggml_permute(ctx, out, 0, 2, 1, 3), hp.tf_d_model, T);
-  }
+  ggml_tensor* heads =
+      runtime::full_attention(ctx, q, k, v, H, 1.0f / std::sqrt(static_cast<float>(dh)), {mm.openblas, false});
   return mm.affine(ctx, l.out_w, heads, l.out_b);
 }
 
@@ -54,12 +44,14 @@ ggml_tensor* diarize(ggml_context* ctx, const Model& m, ggml_tensor* x, ggml_ten
   const Hparams& hp = m.hparams();
   const fastconformer::Model& e = m.encoder();
   if (hp.encoder.xscaling) x = ggml_scale(ctx, x, std::sqrt(static_cast<float>(hp.encoder.n_state)));
-  for (const fastconformer::Layer& l : e.layers) x = fcd::build_layer(ctx, e, l, x, pos_emb, nullptr, 1e-5f, mm);
+  for (const fastconformer::Layer& l : e.layers)
+    x = fastconformer::build_layer(ctx, e, l, x, pos_emb, nullptr, 1e-5f, mm);
   if (m.proj_w) x = mm.affine(ctx, m.proj_w, x, m.proj_b);
   for (const TransformerLayer& l : m.layers) {
-    x = fcd::layer_norm(ctx, ggml_add(ctx, x, self_attention(ctx, hp, l, x, mm)), l.ln1_w, l.ln1_b, hp.tf_eps);
+    x = fastconformer::layer_norm(ctx, ggml_add(ctx, x, self_attention(ctx, hp, l, x, mm)), l.ln1_w, l.ln1_b,
+                                  hp.tf_eps);
     ggml_tensor* h = mm.affine(ctx, l.ff_out_w, ggml_relu(ctx, mm.affine(ctx, l.ff_in_w, x, l.ff_in_b)), l.ff_out_b);
-    x = fcd::layer_norm(ctx, ggml_add(ctx, x, h), l.ln2_w, l.ln2_b, hp.tf_eps);
+    x = fastconformer::layer_norm(ctx, ggml_add(ctx, x, h), l.ln2_w, l.ln2_b, hp.tf_eps);
   }
   x = ggml_relu(ctx, mm.affine(ctx, m.head_hidden_w, ggml_relu(ctx, x), m.head_hidden_b));
   return ggml_sigmoid(ctx, mm.affine(ctx, m.head_out_w, x, m.head_out_b));

@@ -1,5 +1,5 @@
 // Sortformer's ggml graphs (internal to the family): the FastConformer encoder
-// (fastconformer/encoder_graph.h's pieces), the projection, the post-LN
+// (fastconformer/conformer_blocks.h's pieces), the projection, the post-LN
 // Transformer and the sigmoid head; offline over a whole recording, or one
 // streaming step over [speaker cache, FIFO, chunk]. One Runner per stream (it
 // owns its graph allocator); the model is shared.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "model/runtime/graph_ops.h"
 #include "model/runtime/openblas_ops.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/graph_ops.h"
@@ -70,28 +71,8 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     ggml_tensor* k = mul_mat(ctx, layer.attn_k_w, cur);
     ggml_tensor* v = mul_mat.affine(ctx, layer.attn_v_w, cur, layer.attn_v_b);
 
-    ggml_tensor* Q = ggml_permute(ctx, ggml_reshape_3d(ctx, q, head_dim, n_head, n_ctx), 0, 2, 1, 3);
-    if (openblas) {
-      // Exact softmax in f32, per head and block of queries (openblas_ops.h).
-      cur = runtime::blas_attention(ctx, q, k, v, n_head);
-    } else if (flash_attention) {
-      // Fused attention: never materialises the [n_ctx, n_ctx, n_head] score matrix.
-      ggml_tensor* K = ggml_permute(
-          ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
-      ggml_tensor* V = ggml_permute(
-          ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, v, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
-      cur = ggml_flash_attn_ext(ctx, Q, K, V, nullptr, kq_scale, 0.0f, 0.0f);  // [head_dim, n_head, n_ctx]
-      cur = ggml_reshape_2d(ctx, cur, n_state, n_ctx);
-    } else {
-      ggml_tensor* K = ggml_permute(
-          ctx, ggml_cast(ctx, ggml_reshape_3d(ctx, k, head_dim, n_head, n_ctx), GGML_TYPE_F16), 0, 2, 1, 3);
-      ggml_tensor* kq = ggml_mul_mat(ctx, K, Q);  // [n_ctx(keys), n_ctx(queries), n_head]
-      kq = ggml_soft_max_ext(ctx, kq, nullptr, kq_scale, 0.0f);
-      ggml_tensor* V = ggml_cast(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, head_dim, n_head, n_ctx), 1, 2, 0, 3),
-                                 GGML_TYPE_F16);
-      ggml_tensor* kqv = ggml_mul_mat(ctx, V, kq);  // [head_dim, n_ctx, n_head]
-      cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, n_ctx);
-    }
+    // f16 keys and values where ggml computes the attention (whisper.cpp's types).
+    cur = runtime::full_attention(ctx, q, k, v, n_head, kq_scale, {openblas, flash_attention, GGML_TYPE_F16});
 
     cur = mul_mat.affine(ctx, layer.attn_out_w, cur, layer.attn_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp);

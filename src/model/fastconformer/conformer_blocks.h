@@ -1,7 +1,9 @@
-// The FastConformer encoder's ggml graph pieces, shared by the offline Encoder
-// (encoder.cpp) and the cache-aware streaming step (streaming_graph.cpp, one
-// stream or several batched) so that all compute the same functions. Internal
-// to the family.
+// The FastConformer's conformer blocks as ggml graph pieces: the subsampling,
+// the macaron FFN, relative-position attention, the convolution module and a
+// whole layer. The offline Encoder (encoder.cpp), the cache-aware streaming step
+// (streaming_graph.cpp, one stream or several batched) and every model built on
+// a FastConformer encoder (Sortformer's) call these, so that all compute the
+// same functions.
 #pragma once
 
 #include <ggml.h>
@@ -10,7 +12,7 @@
 #include "model/runtime/graph_ops.h"
 #include "model/runtime/openblas_ops.h"
 
-namespace earshot::fastconformer::detail {
+namespace earshot::fastconformer {
 
 using runtime::layer_norm;
 using runtime::linear;
@@ -68,4 +70,4 @@ ggml_tensor* build_subsampling(ggml_context* ctx, const Model& m, ggml_tensor* m
 ggml_tensor* build_layer(ggml_context* ctx, const Model& m, const Layer& l, ggml_tensor* x, ggml_tensor* pos_emb,
                          ggml_tensor* mask, float bn_eps, runtime::MatMul mm = {});
 
-}  // namespace earshot::fastconformer::detail
+}  // namespace earshot::fastconformer
