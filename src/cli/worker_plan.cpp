@@ -47,14 +47,8 @@ WorkerRequest read_worker_request(const Args& args) {
   WorkerRequest r;
   r.workers = read_count(args, "workers");
   r.threads = read_count(args, "threads");
-  const std::string lend = args.get("lend-cores");
-  if (lend != "on" && lend != "off")
-    throw Error(ErrorCode::kInvalidArgument, "--lend-cores must be on or off, not '" + lend + "'");
-  r.lend_cores = lend == "on";
-  const std::string stop = args.get("stop-passes");
-  if (stop != "on" && stop != "off")
-    throw Error(ErrorCode::kInvalidArgument, "--stop-passes must be on or off, not '" + stop + "'");
-  r.stop_passes = stop == "on";
+  r.lend_cores = args.get_on_off("lend-cores");
+  r.stop_passes = args.get_on_off("stop-passes");
   return r;
 }
 

@@ -132,6 +132,12 @@ double Args::get_double(const std::string& name) const {
   return v;
 }
 
+bool Args::get_on_off(const std::string& name) const {
+  const std::string value = get(name);
+  if (value != "on" && value != "off") throw bad("--" + name + " must be on or off, not '" + value + "'");
+  return value == "on";
+}
+
 long Args::get_int(const std::string& name) const {
   const std::string text = get(name);
   char* end = nullptr;

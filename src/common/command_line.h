@@ -55,6 +55,9 @@ class Args {
   std::string get(const std::string& name) const;  // value or declared default
   double get_double(const std::string& name) const;
   long get_int(const std::string& name) const;
+  // An on | off option: true for on; throws Error(kInvalidArgument) "--NAME must be
+  // on or off, not 'VALUE'" for anything else.
+  bool get_on_off(const std::string& name) const;
   bool get_flag(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
 

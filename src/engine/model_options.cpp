@@ -18,13 +18,6 @@ bool serves_many_streams(CommandKind command) {
   return command == CommandKind::kServe || command == CommandKind::kBench;
 }
 
-bool read_flash_attention(const Args& args) {
-  const std::string value = args.get("flash-attention");
-  if (value == "on") return true;
-  if (value == "off") return false;
-  throw Error(ErrorCode::kInvalidArgument, "--flash-attention must be on or off, not '" + value + "'");
-}
-
 // The ggml device name for --device ("" = the CPU).
 std::string read_device(const Args& args) {
   ggml_backend_dev_t device = runtime::resolve_device(args.get("device"), "--device");
@@ -78,7 +71,7 @@ void declare_model_options(Args& args, CommandKind command) {
 ModelSpec read_model_spec(const Args& args, CommandKind command) {
   ModelSpec spec;
   spec.runtime.device = read_device(args);
-  spec.runtime.flash_attention = read_flash_attention(args);
+  spec.runtime.flash_attention = args.get_on_off("flash-attention");
   spec.runtime.cpu_kernels = runtime::parse_cpu_kernels(args.get("cpu-kernels"), "--cpu-kernels");
   spec.runtime.threads = read_threads(args);
   if (serves_many_streams(command)) spec.runtime.batch_streams = read_batch_decode(args);

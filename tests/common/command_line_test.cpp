@@ -44,6 +44,21 @@ TEST(CommandLine, ValuesFlagsAndDefaults) {
   EXPECT_FALSE(defaults.get_flag("realtime"));
 }
 
+TEST(CommandLine, AnOnOffOptionIsOnOrOffAndNothingElse) {
+  Args args("earshot demo", "earshot demo");
+  args.option("lend", "lend cores", "on").option("stop", "stop passes", "on").option("odd", "odd", "on");
+  ASSERT_TRUE(args.parse_or_help({"--stop", "off", "--odd", "yes"}));
+  EXPECT_TRUE(args.get_on_off("lend"));
+  EXPECT_FALSE(args.get_on_off("stop"));
+  try {
+    args.get_on_off("odd");
+    ADD_FAILURE() << "--odd yes was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "--odd must be on or off, not 'yes'");
+  }
+}
+
 TEST(CommandLine, HelpIsPrintedAndParsingStops) {
   Args args = make_args();
   ::testing::internal::CaptureStdout();

@@ -59,10 +59,7 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
   if (mel_frames != "mtmd" && mel_frames != "hf")
     throw Error(ErrorCode::kInvalidArgument, "--qwen3-mel-frames must be mtmd or hf, not '" + mel_frames + "'");
   options.hf_mel_frames = mel_frames == "hf";
-  const std::string reuse = args.get("qwen3-reuse");
-  if (reuse != "on" && reuse != "off")
-    throw Error(ErrorCode::kInvalidArgument, "--qwen3-reuse must be on or off, not '" + reuse + "'");
-  options.reuse = reuse == "on";
+  options.reuse = args.get_on_off("qwen3-reuse");
   const std::string trim = args.get("qwen3-trim");
   if (trim != "window" && trim != "sliding")
     throw Error(ErrorCode::kInvalidArgument, "--qwen3-trim must be window or sliding, not '" + trim + "'");
