@@ -19,4 +19,13 @@ std::optional<int> parse_whole_number(std::string_view text, int min, int max) {
   return n;
 }
 
+std::string join_list(const std::vector<std::string>& items, std::string_view last) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? last : std::string_view(", ");
+    out += items[i];
+  }
+  return out;
+}
+
 }  // namespace earshot

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "engine/families.h"
 #include "model/runtime/device.h"
 #include "model/runtime/openblas_ops.h"
@@ -28,13 +29,6 @@ int read_batch_decode(const Args& args) {
   const long n = args.get_int("batch-decode");
   if (n < 0 || n > 1000000) throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2..64");
   return static_cast<int>(n);
-}
-
-// "a, b or c"
-std::string either(const std::vector<std::string>& items, const std::string& last) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
-  return out;
 }
 
 }  // namespace
@@ -90,14 +84,15 @@ int read_threads(const Args& args) {
 std::string policy_choices() {
   std::vector<std::string> parts;
   for (const Family& f : families())
-    for (const PolicyOffer& o : f.offers) parts.push_back(either(o.policies, " or ") + " (" + o.models + ")");
-  return either(parts, ", ");
+    for (const PolicyOffer& o : f.offers) parts.push_back(join_list(o.policies) + " (" + o.models + ")");
+  return join_list(parts, ", ");
 }
 
 std::string policy_lists() {
   std::string out;
   for (const Family& f : families())
-    for (const PolicyOffer& o : f.offers) out += (out.empty() ? "" : "; ") + o.models + ": " + either(o.policies, ", ");
+    for (const PolicyOffer& o : f.offers)
+      out += (out.empty() ? "" : "; ") + o.models + ": " + join_list(o.policies, ", ");
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "policy/registry.h"
 
 #include "common/error.h"
+#include "common/text.h"
 #include "policy/alignatt/alignatt_processor.h"
 #include "policy/transducer/native_processors.h"
 
@@ -143,9 +144,7 @@ std::span<const Policy<StreamingTransducer>> policies_for<StreamingTransducer>()
 }
 
 void throw_unknown_policy(const std::string& name, const std::vector<std::string>& known) {
-  std::string list;
-  for (size_t i = 0; i < known.size(); ++i) list += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
-  throw Error(ErrorCode::kInvalidArgument, "unknown --policy '" + name + "' (use " + list + ")");
+  throw Error(ErrorCode::kInvalidArgument, "unknown --policy '" + name + "' (use " + join_list(known) + ")");
 }
 
 }  // namespace earshot::policy
