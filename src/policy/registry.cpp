@@ -87,22 +87,25 @@ constexpr Policy<PromptedAsrDecoder> kPromptedPolicies[] = {
 
 // --- an offline transducer (Parakeet) ---
 
+// The audio the model encodes at once: its family's setting, which both policies need.
+double offline_window(const StreamContext& stream) {
+  if (!(stream.window_seconds > 0))
+    throw Error(ErrorCode::kInternal, "an offline transducer's policy needs the model's window (StreamContext)");
+  return stream.window_seconds;
+}
+
 std::unique_ptr<OnlineProcessor> open_offline_rolling(std::unique_ptr<OfflineTransducer> model,
                                                       const Settings& settings, const StreamContext& stream) {
   commit::RevisingConfig config = settings.rolling;
   config.language = stream.language;
-  if (stream.window_seconds > 0) config.max_segment_sec = stream.window_seconds;
+  config.max_segment_sec = offline_window(stream);
   return std::make_unique<commit::RevisingProcessor>(transducer_window_decoder(std::move(model), stream.language),
                                                      std::move(config));
 }
 
-// Parakeet's window when the family sets none.
-constexpr double kOfflineWindowSeconds = 20;
-
 std::unique_ptr<OnlineProcessor> open_offline_native(std::unique_ptr<OfflineTransducer> model,
                                                      const Settings& /*settings*/, const StreamContext& stream) {
-  const double window = stream.window_seconds > 0 ? stream.window_seconds : kOfflineWindowSeconds;
-  return native_transducer_processor(std::move(model), window, stream.language);
+  return native_transducer_processor(std::move(model), offline_window(stream), stream.language);
 }
 
 constexpr Policy<OfflineTransducer> kOfflineTransducerPolicies[] = {

@@ -52,8 +52,8 @@ struct StreamContext {
   // The vocabulary to expect: the policies over prompted decoders put it in their
   // prompt (the families that boost it while decoding do so before the policy).
   Keyterms keyterms;
-  // The most audio the model takes in one pass, in seconds, where the family
-  // sets one (an offline transducer's window); 0: the policy's own.
+  // The most audio the model takes in one pass, in seconds: an offline
+  // transducer's window, which its policies need (0 elsewhere).
   double window_seconds = 0;
   std::function<void(const std::string&)> on_warning;  // optional: per-pass warnings (loop guards...)
   std::function<void(const std::string&)> on_trace;    // optional: one JSON line per pass (AlignAtt's --trace)
