@@ -48,10 +48,9 @@ ggml_tensor* diarize(ggml_context* ctx, const Model& m, ggml_tensor* x, ggml_ten
     x = fastconformer::build_layer(ctx, e, l, x, pos_emb, nullptr, 1e-5f, mm);
   if (m.proj_w) x = mm.affine(ctx, m.proj_w, x, m.proj_b);
   for (const TransformerLayer& l : m.layers) {
-    x = fastconformer::layer_norm(ctx, ggml_add(ctx, x, self_attention(ctx, hp, l, x, mm)), l.ln1_w, l.ln1_b,
-                                  hp.tf_eps);
+    x = runtime::layer_norm(ctx, ggml_add(ctx, x, self_attention(ctx, hp, l, x, mm)), l.ln1_w, l.ln1_b, hp.tf_eps);
     ggml_tensor* h = mm.affine(ctx, l.ff_out_w, ggml_relu(ctx, mm.affine(ctx, l.ff_in_w, x, l.ff_in_b)), l.ff_out_b);
-    x = fastconformer::layer_norm(ctx, ggml_add(ctx, x, h), l.ln2_w, l.ln2_b, hp.tf_eps);
+    x = runtime::layer_norm(ctx, ggml_add(ctx, x, h), l.ln2_w, l.ln2_b, hp.tf_eps);
   }
   x = ggml_relu(ctx, mm.affine(ctx, m.head_hidden_w, ggml_relu(ctx, x), m.head_hidden_b));
   return ggml_sigmoid(ctx, mm.affine(ctx, m.head_out_w, x, m.head_out_b));
