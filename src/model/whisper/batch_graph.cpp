@@ -15,6 +15,7 @@
 #include <map>
 
 #include "model/runtime/amx.h"
+#include "model/runtime/cache_attention.h"
 #include "model/runtime/device.h"
 #include "model/whisper/graph.h"
 #include "model/whisper/graph_ops.h"
@@ -229,15 +230,23 @@ BatchedDecoderGraph build_batched_decoder(ggml_context* ctx, ggml_cgraph* graph,
       ggml_tensor* Q = part_heads(ctx, q, row0[p], head_dim, n_head, n_tokens, n_seq);
       ggml_tensor* Kc =
           ggml_view_3d(ctx, state.cross_k, head_dim, n_audio, n_head, n_state * es, head_dim * es, layer_offset);
-      ggml_tensor* kq = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, Kc, Q), nullptr, kq_scale, 0.0f);
+      // A step's few rows on the cache ops (runtime/cache_attention.h) where the
+      // weights' products are on the few-row op; ggml's products otherwise.
+      ggml_tensor* scores =
+          mm.rows && runtime::key_scores_supports(Kc, Q) ? runtime::key_scores(ctx, Kc, Q) : ggml_mul_mat(ctx, Kc, Q);
+      ggml_tensor* kq = ggml_soft_max_ext(ctx, scores, nullptr, kq_scale, 0.0f);
       if (spec.want_attention && has_heads) {
         ggml_set_output(kq);
         g.parts[p].cross_attention[il] = kq;
       }
       ggml_tensor* Vc = ggml_view_3d(ctx, state.cross_v, n_audio, head_dim, n_head, n_audio * es,
                                      static_cast<size_t>(n_audio) * head_dim * es, layer_offset);
-      ggml_tensor* kqv = ggml_mul_mat(ctx, Vc, kq);
-      pieces[p] = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, int64_t(n_tokens) * n_seq);
+      if (mm.rows && runtime::head_values_supports(Vc, kq)) {
+        pieces[p] = runtime::head_values(ctx, Vc, kq);
+      } else {
+        ggml_tensor* kqv = ggml_mul_mat(ctx, Vc, kq);
+        pieces[p] = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_state, int64_t(n_tokens) * n_seq);
+      }
     }
     cur = mm.affine(ctx, layer.cross_out_w, join_rows(ctx, pieces), layer.cross_out_b);
     ggml_tensor* inp_ff = ggml_add(ctx, cur, inp_cross);
