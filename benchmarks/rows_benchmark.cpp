@@ -13,6 +13,12 @@
 // - BM_NodeOverhead: a chain of tiny ops, each node's cost beyond its work.
 // - BM_RowsGraphPool: BM_RowsGraph on a persistent ggml threadpool instead of
 //   threads started and joined for every compute (ggml's default without one).
+// - BM_CrossAttention: a step's cross-attention over tiny.en's four layers of
+//   cross K/V (1,500 frames, 6 heads of 64, F16: 9.2 MB), one query row: the
+//   scores by ggml's product (op 0: short dots, the query rounded to f16) or the
+//   key-block op (op 1: runtime::key_scores), then ggml's softmax, then the
+//   values by ggml's product (ops 0, 1) or runtime::head_values (op 2: what a
+//   step on the few-row op computes); bytes_per_second counts the cache read once.
 // Run with --benchmark_repetitions=5 on a quiet machine.
 #include <benchmark/benchmark.h>
 #include <ggml-cpu.h>
@@ -23,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/runtime/cache_attention.h"
 #include "model/runtime/rows_ops.h"
 
 namespace {
@@ -128,6 +135,41 @@ void BM_NodeOverhead(benchmark::State& state) {
   ggml_free(ctx);
 }
 
+void BM_CrossAttention(benchmark::State& state) {
+  const bool key_op = state.range(0) >= 1, values_op = state.range(0) == 2;
+  const int threads = static_cast<int>(state.range(1));
+  constexpr int64_t kFrames = 1500, kHeads = 6, kHeadDim = 64, kLayers = 4;
+  ggml_init_params params{64 * 1024 * 1024, nullptr, false};
+  ggml_context* ctx = ggml_init(params);
+  ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kWidth, kFrames, kLayers);
+  ggml_tensor* v = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kFrames, kWidth, kLayers);
+  ggml_tensor* q = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, kWidth, kLayers);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (ggml_tensor* t : {k, v}) {
+    auto* h = static_cast<ggml_fp16_t*>(t->data);
+    for (int64_t i = 0; i < ggml_nelements(t); ++i) h[i] = ggml_fp32_to_fp16(n(rng));
+  }
+  for (int64_t i = 0; i < ggml_nelements(q); ++i) ggml_set_f32_1d(q, static_cast<int>(i), n(rng));
+  ggml_cgraph* graph = ggml_new_graph(ctx);
+  const size_t es = sizeof(ggml_fp16_t);
+  for (int64_t l = 0; l < kLayers; ++l) {
+    ggml_tensor* kc = ggml_view_3d(ctx, k, kHeadDim, kFrames, kHeads, k->nb[1], kHeadDim * es, l * k->nb[2]);
+    ggml_tensor* vc = ggml_view_3d(ctx, v, kFrames, kHeadDim, kHeads, v->nb[1], kHeadDim * v->nb[1], l * v->nb[2]);
+    ggml_tensor* qh = ggml_view_3d(ctx, q, kHeadDim, 1, kHeads, q->nb[1], kHeadDim * sizeof(float), l * q->nb[1]);
+    ggml_tensor* scores = key_op ? runtime::key_scores(ctx, kc, qh) : ggml_mul_mat(ctx, kc, qh);
+    ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, nullptr, 0.125f, 0.0f);
+    ggml_build_forward_expand(graph, values_op ? runtime::head_values(ctx, vc, probs) : ggml_mul_mat(ctx, vc, probs));
+  }
+  ggml_cplan plan = ggml_graph_plan(graph, threads, nullptr);
+  std::vector<uint8_t> work(plan.work_size);
+  plan.work_data = work.data();
+  for (auto _ : state) ggml_graph_compute(graph, &plan);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(ggml_nbytes(k) + ggml_nbytes(v)));
+  ggml_free(ctx);
+}
+
 // type: 0 = F16, 1 = Q8_0; threads: 1, 2.
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"q8", "threads"})->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -137,6 +179,11 @@ BENCHMARK(BM_RowsKernel)->Apply(Args);
 BENCHMARK(BM_RowsGraph)->Apply(Args);
 BENCHMARK(BM_GgmlGraph)->Apply(Args);
 BENCHMARK(BM_RowsGraphPool)->Apply(Args);
+BENCHMARK(BM_CrossAttention)
+    ->ArgNames({"op", "threads"})
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 // A tiny.en decoder step has 232 nodes.
 BENCHMARK(BM_NodeOverhead)
     ->ArgNames({"nodes", "threads"})
