@@ -26,24 +26,40 @@ namespace {
 
 using testing::normal_values;
 
+// A cache tensor [ne0, ne1] of `type` holding N(0, 1) values from `seed`; `held`
+// gets the values it holds (after the type's rounding).
+ggml_tensor* random_cache(ggml_context* ctx, ggml_type type, int64_t ne0, int64_t ne1, uint32_t seed,
+                          std::vector<float>& held) {
+  ggml_tensor* t = ggml_new_tensor_2d(ctx, type, ne0, ne1);
+  held = normal_values(static_cast<size_t>(ne0 * ne1), seed);
+  if (type == GGML_TYPE_F32) {
+    std::memcpy(t->data, held.data(), held.size() * sizeof(float));
+  } else {
+    ggml_get_type_traits_cpu(type)->from_float(held.data(), t->data, ne0 * ne1);
+    ggml_get_type_traits(type)->to_float(t->data, held.data(), ne0 * ne1);
+  }
+  return t;
+}
+
+// `out` computed on ggml's CPU backend with `threads` threads, as floats.
+std::vector<float> compute(ggml_context* ctx, ggml_tensor* out, int threads) {
+  ggml_cgraph* graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(graph, out);
+  EXPECT_EQ(ggml_graph_compute_with_ctx(ctx, graph, threads), GGML_STATUS_SUCCESS);
+  const auto* p = static_cast<const float*>(out->data);
+  return std::vector<float>(p, p + ggml_nelements(out));
+}
+
 // A cross cache as the Whisper decoder holds it: [n_state, F] per layer (each
 // frame's heads side by side), viewed per head as [D, F, H]; queries as rows of
 // [n_state, T * S] split into heads and permuted to [D, T, H, S].
 class KeyScoresFixture {
  public:
   KeyScoresFixture(ggml_type type, int64_t D, int64_t F, int64_t H, int64_t T, int64_t S)
-      : type_(type), D_(D), F_(F), H_(H), T_(T), S_(S) {
+      : D_(D), F_(F), H_(H), T_(T), S_(S) {
     const size_t bytes = static_cast<size_t>(D * H * (F + T * S) * 16 + F * T * H * S * 16) + (4 << 20);
     ctx_.reset(ggml_init({bytes, nullptr, false}));
-    cache_ = ggml_new_tensor_2d(ctx_.get(), type, D * H, F);
-    std::vector<float> k = normal_values(static_cast<size_t>(D * H * F), 11);
-    keys_ = k;
-    if (type == GGML_TYPE_F32) {
-      std::memcpy(cache_->data, k.data(), k.size() * sizeof(float));
-    } else {
-      ggml_get_type_traits_cpu(type)->from_float(k.data(), cache_->data, D * H * F);
-      ggml_get_type_traits(type)->to_float(cache_->data, keys_.data(), D * H * F);
-    }
+    cache_ = random_cache(ctx_.get(), type, D * H, F, 11, keys_);
     rows_ = ggml_new_tensor_2d(ctx_.get(), GGML_TYPE_F32, D * H, T * S);
     queries_ = normal_values(static_cast<size_t>(D * H * T * S), 12);
     std::memcpy(rows_->data, queries_.data(), queries_.size() * sizeof(float));
@@ -60,13 +76,6 @@ class KeyScoresFixture {
     return ggml_permute(ctx_.get(), v, 0, 2, 1, 3);
   }
 
-  std::vector<float> compute(ggml_tensor* out, int threads) {
-    ggml_cgraph* graph = ggml_new_graph(ctx_.get());
-    ggml_build_forward_expand(graph, out);
-    EXPECT_EQ(ggml_graph_compute_with_ctx(ctx_.get(), graph, threads), GGML_STATUS_SUCCESS);
-    const auto* p = static_cast<const float*>(out->data);
-    return std::vector<float>(p, p + ggml_nelements(out));
-  }
   std::vector<float> run(int threads, int64_t T, int64_t S, int64_t row0 = 0) {
     ggml_tensor* q = queries(T, S, row0);
     EXPECT_TRUE(key_scores_supports(keys(), q));
@@ -75,10 +84,10 @@ class KeyScoresFixture {
     EXPECT_EQ(out->ne[1], T);
     EXPECT_EQ(out->ne[2], H_);
     EXPECT_EQ(out->ne[3], S);
-    return compute(out, threads);
+    return compute(ctx_.get(), out, threads);
   }
   std::vector<float> run_ggml(int threads) {
-    return compute(ggml_mul_mat(ctx_.get(), keys(), queries(T_, S_)), threads);
+    return compute(ctx_.get(), ggml_mul_mat(ctx_.get(), keys(), queries(T_, S_)), threads);
   }
 
   // Score (f, t, h, s) in double from the values the cache holds.
@@ -112,7 +121,6 @@ class KeyScoresFixture {
   int64_t S() const { return S_; }
 
  private:
-  ggml_type type_;
   int64_t D_, F_, H_, T_, S_;
   ggml_context_ptr ctx_;
   ggml_tensor* cache_ = nullptr;
@@ -134,17 +142,21 @@ const Case kCases[] = {
     {GGML_TYPE_F16, 80, 250, 2, 4, 1},   // a head of 80 (a multiple of 16, not of 64)
 };
 
-TEST(KeyScores, MatchesDoubleOnEveryPath) {
+// Each case against double on every kernel path this CPU runs, each forced in turn.
+template <typename Fixture>
+void expect_every_case_near_double_on_every_path() {
   for (CpuPath path : cpu_paths()) {
     ScopedKernelCap cap(path);
     for (const Case& c : kCases) {
       SCOPED_TRACE(std::string(to_string(path)) + " " + ggml_type_name(c.type) + " D " + std::to_string(c.D) + " F " +
                    std::to_string(c.F));
-      KeyScoresFixture fx(c.type, c.D, c.F, c.H, c.T, c.S);
+      Fixture fx(c.type, c.D, c.F, c.H, c.T, c.S);
       fx.expect_near_reference(fx.run(2, c.T, c.S), 1e-5);
     }
   }
 }
+
+TEST(KeyScores, MatchesDoubleOnEveryPath) { expect_every_case_near_double_on_every_path<KeyScoresFixture>(); }
 
 TEST(KeyScores, EveryScoreEqualsItsLoneQueryOnAnyThreadCount) {
   for (CpuPath path : cpu_paths()) {
@@ -222,15 +234,7 @@ class HeadValuesFixture {
   HeadValuesFixture(ggml_type type, int64_t D, int64_t F, int64_t H, int64_t T, int64_t S)
       : D_(D), F_(F), H_(H), T_(T), S_(S) {
     ctx_.reset(ggml_init({static_cast<size_t>(F * (D * H + T * H * S * 4) * 16) + (4 << 20), nullptr, false}));
-    cache_ = ggml_new_tensor_2d(ctx_.get(), type, F, D * H);
-    std::vector<float> v = normal_values(static_cast<size_t>(F * D * H), 21);
-    values_ = v;
-    if (type == GGML_TYPE_F32) {
-      std::memcpy(cache_->data, v.data(), v.size() * sizeof(float));
-    } else {
-      ggml_get_type_traits_cpu(type)->from_float(v.data(), cache_->data, F * D * H);
-      ggml_get_type_traits(type)->to_float(cache_->data, values_.data(), F * D * H);
-    }
+    cache_ = random_cache(ctx_.get(), type, F, D * H, 21, values_);
     probs_ = normal_values(static_cast<size_t>(F * T * H * S), 22);
     for (float& x : probs_) x = std::fabs(x) / static_cast<float>(F);
   }
@@ -250,24 +254,18 @@ class HeadValuesFixture {
                       F_ * sizeof(float));
     return p;
   }
-  std::vector<float> compute(ggml_tensor* out, int threads) {
-    ggml_cgraph* graph = ggml_new_graph(ctx_.get());
-    ggml_build_forward_expand(graph, out);
-    EXPECT_EQ(ggml_graph_compute_with_ctx(ctx_.get(), graph, threads), GGML_STATUS_SUCCESS);
-    const auto* p = static_cast<const float*>(out->data);
-    return std::vector<float>(p, p + ggml_nelements(out));
-  }
   std::vector<float> run(int threads, int64_t T, int64_t S, int64_t t0 = 0, int64_t s0 = 0) {
     ggml_tensor* p = probabilities(T, S, t0, s0);
     EXPECT_TRUE(head_values_supports(values(), p));
     ggml_tensor* out = head_values(ctx_.get(), values(), p);
     EXPECT_EQ(out->ne[0], D_ * H_);
     EXPECT_EQ(out->ne[1], T * S);
-    return compute(out, threads);
+    return compute(ctx_.get(), out, threads);
   }
   std::vector<float> run_ggml(int threads) {
     ggml_tensor* kqv = ggml_mul_mat(ctx_.get(), values(), probabilities(T_, S_));
-    return compute(ggml_cont_2d(ctx_.get(), ggml_permute(ctx_.get(), kqv, 0, 2, 1, 3), D_ * H_, T_ * S_), threads);
+    return compute(ctx_.get(), ggml_cont_2d(ctx_.get(), ggml_permute(ctx_.get(), kqv, 0, 2, 1, 3), D_ * H_, T_ * S_),
+                   threads);
   }
 
   void expect_near_reference(const std::vector<float>& out, double rel) const {
@@ -294,17 +292,7 @@ class HeadValuesFixture {
   std::vector<float> values_, probs_;
 };
 
-TEST(HeadValues, MatchesDoubleOnEveryPath) {
-  for (CpuPath path : cpu_paths()) {
-    ScopedKernelCap cap(path);
-    for (const Case& c : kCases) {
-      SCOPED_TRACE(std::string(to_string(path)) + " " + ggml_type_name(c.type) + " D " + std::to_string(c.D) + " F " +
-                   std::to_string(c.F));
-      HeadValuesFixture fx(c.type, c.D, c.F, c.H, c.T, c.S);
-      fx.expect_near_reference(fx.run(2, c.T, c.S), 1e-5);
-    }
-  }
-}
+TEST(HeadValues, MatchesDoubleOnEveryPath) { expect_every_case_near_double_on_every_path<HeadValuesFixture>(); }
 
 TEST(HeadValues, EveryValueEqualsItsLoneQueryOnAnyThreadCount) {
   for (CpuPath path : cpu_paths()) {
