@@ -78,7 +78,6 @@ void BenchSettings::declare(Args& args) {
               "1")
       .option("language", "language code, or auto", "en")
       .option("normalizer", "text normaliser before scoring: english, basic or none", "english")
-      .option("beams", "alignatt beam width (1 = greedy)", "1")
       .option("workload",
               "model (the model's own tokens) or reference (real graphs, reference tokens: Whisper's decoder, "
               "Qwen3-ASR's AlignAtt or a streaming transducer's greedy choices; with --translate-to the translation "
@@ -106,7 +105,6 @@ void BenchSettings::declare(Args& args) {
       .option("markdown", "write a Markdown summary to this file")
       .option("plot", "write an SVG plot of the delay distributions to this file");
   declare_worker_options(args, "--capacity and --turns: scheduler worker threads (the server's --workers)");
-  declare_alignatt_options(args);
   declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kBench);
   stages::StageChain::declare(args, stages::Command::kBench);
@@ -148,9 +146,6 @@ BenchSettings BenchSettings::read(const Args& args) {
   s.language = args.get("language");
   s.normalizer = bench::parse_normalizer_kind(args.get("normalizer"));
   s.model = engine::read_model_spec(args, CommandKind::kBench);  // a bad --device fails before any work
-  policy::AlignAttConfig alignatt;
-  alignatt.beams = static_cast<int>(args.get_int("beams"));
-  s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
   s.keyterms = read_keyterms(args, s.model.policies.alignatt);
   s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.on_cpu = s.model.runtime.device.empty();

@@ -1,8 +1,7 @@
-// The AlignAtt settings offered by every command that runs the policy (serve,
-// transcribe, bench), declared and read in one place so their names, defaults
-// and help texts agree: --frame-threshold, --audio-max-len, --audio-min-len,
-// --init-prompt, --static-init-prompt, --max-context-tokens, --attention-window,
-// --nonspeech-prob, --guards.
+// What serve, transcribe and bench check or read about the policies beyond the
+// policies' own options (policy/options.h, declared with the model's): --beams
+// against the policy a command runs, and the vocabulary every stream expects
+// (--keyterms, --keyterm-bonus).
 #pragma once
 
 #include <string>
@@ -13,12 +12,6 @@
 
 namespace earshot::cli {
 
-void declare_alignatt_options(Args& args);
-
-// `config` with those options applied, validated (AlignAttConfig::validate) so a bad
-// value fails before any model work. Throws earshot::Error(kInvalidArgument).
-policy::AlignAttConfig read_alignatt_options(const Args& args, policy::AlignAttConfig config = {});
-
 // --beams with the policy a command runs (resolved: "alignatt", "localagreement"...):
 // beam search is AlignAtt's. Throws Error(kInvalidArgument) "--beams applies to
 // --policy alignatt only" for a width other than 1 with another policy.
@@ -27,7 +20,7 @@ void check_beams_policy(int beams, const std::string& policy);
 // --keyterms FILE: the vocabulary every stream expects (one term per line, term:weight).
 void declare_keyterm_options(Args& args);
 // The command's vocabulary: --keyterms' file, with --static-init-prompt (WhisperLiveKit's
-// option, read into `alignatt` by read_alignatt_options) moved out of the AlignAtt
+// option, read into `alignatt` by policy::read_options) moved out of the AlignAtt
 // settings into its prompt text: Whisper's engine puts it back in the same place,
 // verbatim, and the other families read it too (Qwen3-ASR's context, the
 // transducers' phrases). Throws Error naming the option for an unreadable file or

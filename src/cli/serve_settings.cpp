@@ -82,9 +82,7 @@ void ServeSettings::declare(Args& args) {
               "")
       .flag("no-pull", "never download: fail when the model is not in the cache")
       .option("language", "default source language of streams (a code, or auto)", "auto")
-      .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)")
-      .option("beams", "beam search width (1 = greedy)", "1");
-  declare_alignatt_options(args);
+      .flag("pcm-input", "clients send raw s16le 16 kHz mono PCM (the page then uses an AudioWorklet)");
   declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kServe);
   stages::StageChain::declare(args, stages::Command::kServe);
@@ -147,16 +145,13 @@ std::optional<ServeSettings> ServeSettings::parse(Args& args, const CommandArgs&
 ServeSettings ServeSettings::read(const Args& args) {
   ServeSettings s;
   s.config = read_server_config(args);
-  policy::AlignAttConfig alignatt;
-  alignatt.beams = static_cast<int>(args.get_int("beams"));
-  alignatt.long_silence = s.config.stream.pause_segmentation_seconds;
-  alignatt.language = s.config.default_language;
-  policy::AlignAttConfig policy_config = read_alignatt_options(args, std::move(alignatt));
-  s.config.keyterms = read_keyterms(args, policy_config);
   s.model = engine::read_model_spec(args, CommandKind::kServe);
+  s.model.policies.alignatt.long_silence = s.config.stream.pause_segmentation_seconds;
+  s.model.policies.alignatt.language = s.config.default_language;
+  s.model.policies.alignatt.validate();
+  s.config.keyterms = read_keyterms(args, s.model.policies.alignatt);
   s.workers = read_worker_request(args);
   s.config.stream.stop_passes = s.config.file.stop_passes = s.workers.stop_passes;
-  s.model.policies.alignatt = policy_config;
   s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.model.policies.localagreement.long_silence = s.config.stream.pause_segmentation_seconds;
   s.model_name = args.get("model");

@@ -26,11 +26,8 @@ void TranscribeSettings::declare(Args& args) {
       .option("events", "write one JSON line per emission to this file", "")
       .option("trace",
               "alignatt: write one JSON line per policy pass to this file (docs/architecture.md: per-pass trace)", "")
-      .option("beams", "beam search width (1 = greedy; alignatt only)", "1")
       .option("threads", "CPU threads for the model", default_thread_count())
-      .flag("never-fire", "alignatt: hold the last word of each pass until the next pass")
       .option("output", "write the transcript here instead of stdout", "");
-  declare_alignatt_options(args);
   declare_keyterm_options(args);
   engine::declare_model_options(args, CommandKind::kTranscribe);
   stages::StageChain::declare(args, stages::Command::kTranscribe);
@@ -49,10 +46,6 @@ TranscribeSettings TranscribeSettings::read(const Args& args) {
   s.feed.chunk_seconds = args.get_double("chunk");
   s.feed.realtime = args.get_flag("realtime");
   s.model = engine::read_model_spec(args, CommandKind::kTranscribe);
-  policy::AlignAttConfig alignatt;
-  alignatt.beams = static_cast<int>(args.get_int("beams"));
-  alignatt.never_fire = args.get_flag("never-fire");
-  s.model.policies.alignatt = read_alignatt_options(args, std::move(alignatt));
   s.keyterms = read_keyterms(args, s.model.policies.alignatt);
   s.model.policies.keyterm_bonus = read_keyterm_bonus(args);
   s.policy = args.get("policy");

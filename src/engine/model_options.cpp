@@ -10,6 +10,7 @@
 #include "engine/families.h"
 #include "model/runtime/device.h"
 #include "model/runtime/openblas_ops.h"
+#include "policy/options.h"
 
 namespace earshot::engine {
 
@@ -34,6 +35,7 @@ int read_batch_decode(const Args& args) {
 }  // namespace
 
 void declare_model_options(Args& args, CommandKind command) {
+  policy::declare_options(args, command);
   args.option("device",
               "where the model runs: auto (the first GPU this build has, else the CPU), cpu, or a device "
               "from `earshot version` (e.g. CUDA0)",
@@ -69,6 +71,7 @@ ModelSpec read_model_spec(const Args& args, CommandKind command) {
   spec.runtime.cpu_kernels = runtime::parse_cpu_kernels(args.get("cpu-kernels"), "--cpu-kernels");
   spec.runtime.threads = read_threads(args);
   if (serves_many_streams(command)) spec.runtime.batch_streams = read_batch_decode(args);
+  policy::read_options(args, command, spec.policies);
   for (const Family& f : families())
     if (f.read_options) f.read_options(args, command, spec);
   return spec;

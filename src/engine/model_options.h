@@ -1,5 +1,6 @@
 // The model's options on every command that loads one (serve, transcribe,
-// bench), built from the family registry: where and how the model runs
+// bench), built from the policies' option groups (policy/options.h) and the
+// family registry: the policies' settings, where and how the model runs
 // (--device auto (default) | cpu | a ggml device name (`earshot version` lists
 // them; CUDA0 in a CUDA build), --flash-attention on | off, --cpu-kernels, the
 // command's own --threads, --batch-decode on serve and bench), then each
@@ -23,6 +24,8 @@ void declare_model_options(Args& args, CommandKind command);
 // streams pending at once run as one graph; 0 = off (each family that batches
 // checks the range). Throws earshot::Error(kInvalidArgument) for a bad value (an
 // unknown device names the devices there are), naming the option.
+// spec.policies holds the policies' options (policy::read_options) over their defaults;
+// the command sets what it owns besides (serve: the language, the pause length).
 ModelSpec read_model_spec(const Args& args, CommandKind command);
 
 // --threads (CPU threads per model pass), the one check of it every command uses:

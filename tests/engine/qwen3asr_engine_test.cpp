@@ -201,14 +201,15 @@ TEST(Qwen3AsrOptions, ReuseIsOnByDefault) {
   EXPECT_THROW(read({"--qwen3-reuse", "maybe"}), Error);
 }
 
-// --qwen3-trim: whole 8 s encoder windows by default, WhisperLiveKit's qwen3_simul's sliding trim on request.
+// --qwen3-trim (AlignAtt over an audio LLM, declared by the policy with the model options): whole 8 s encoder
+// windows by default, WhisperLiveKit's qwen3_simul's sliding trim on request.
 TEST(Qwen3AsrOptions, TrimIsWindowBySlidingOnRequest) {
   const auto read = [](std::vector<std::string> argv) {
     Args args("test", "");
     args.option("threads", "", "1");
     declare_model_options(args, CommandKind::kTranscribe);
     args.parse(argv);
-    return read_model_spec(args, CommandKind::kTranscribe).options<Qwen3AsrOptions>().trim;
+    return read_model_spec(args, CommandKind::kTranscribe).policies.prompted_alignatt.trim;
   };
   using Trim = policy::PromptedAlignAttConfig::Trim;
   EXPECT_EQ(read({}), Trim::kWindow);

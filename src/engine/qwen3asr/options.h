@@ -5,8 +5,6 @@
 #include <filesystem>
 
 #include "model/qwen3asr/model.h"
-#include "policy/alignatt/prompted_alignatt.h"
-#include "policy/commit/rolling_decoder.h"
 
 namespace earshot::engine {
 
@@ -16,10 +14,6 @@ struct Qwen3AsrOptions {
   std::filesystem::path alignment_heads;  // a file with alignment_heads_compact; "" = the last quarter of layers
   int n_ctx = 1024;                       // decoder context per stream (prompt, 15 s of audio, context, output)
   bool hf_mel_frames = false;             // --qwen3-mel-frames hf: n/160 mel frames (HF) instead of mtmd's n/160 + 1
-  policy::commit::RollingConfig rolling;  // the rolling policy's prefix: previous pass minus its last tokens
-  // --qwen3-trim: AlignAtt's buffer past 15 s loses whole 8 s encoder windows (window),
-  // or keeps the last 15 s at any sample as WhisperLiveKit's qwen3_simul does (sliding).
-  policy::PromptedAlignAttConfig::Trim trim = policy::PromptedAlignAttConfig::Trim::kWindow;
   // --qwen3-reuse: a stream keeps its unchanged encoder windows and prompt KV rows
   // across passes (on), or encodes and prefills everything each pass (off, as WhisperLiveKit's qwen3_simul).
   bool reuse = true;

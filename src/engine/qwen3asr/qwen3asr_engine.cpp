@@ -18,9 +18,6 @@ constexpr const char* kCodes[] = {"zh", "en", "yue", "ar", "de", "fr", "es", "pt
 
 Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, const ModelSpec& spec)
     : model_(std::move(model)), options_(spec.options<Qwen3AsrOptions>()), policies_(spec.policies) {
-  // The family's own settings of its policies: AlignAtt's trim follows its encoder windows.
-  policies_.prompted_alignatt.trim = options_.trim;
-  policies_.prompted_rolling = options_.rolling;
   policy::validate_policies<PromptedAsrDecoder>(policies_);
   heads_ = options_.alignment_heads.empty() ? qwen3asr::default_alignment_heads(model_->n_layer(), model_->n_head(), 20)
                                             : qwen3asr::load_alignment_heads(options_.alignment_heads, 20);

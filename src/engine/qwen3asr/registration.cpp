@@ -24,12 +24,6 @@ void declare(Args& args, CommandKind /*command*/) {
               "Qwen3-ASR: mel frames of n samples, hence audio tokens: mtmd (n/160 + 1, as libmtmd and llama.cpp "
               "count them) or hf (n/160, as Hugging Face's WhisperFeatureExtractor and openai/whisper do)",
               "mtmd");
-  args.option("qwen3-trim",
-              "Qwen3-ASR --policy alignatt: how the 15 s buffer loses its front: window (whole 8 s encoder "
-              "windows, so the windows left keep their encoder output and prompt KV rows; 7-15 s stay) or sliding "
-              "(the last 15 s at any sample, as WhisperLiveKit's qwen3_simul: every window and the whole prompt "
-              "are redone each pass once the buffer is full)",
-              "window");
   args.option("qwen3-reuse",
               "Qwen3-ASR: a stream keeps, from pass to pass, its encoder windows whose mel is unchanged and its "
               "prompt's KV rows before the first changed position (on; the same tokens), or encodes and prefills "
@@ -41,14 +35,6 @@ void declare(Args& args, CommandKind /*command*/) {
               "(ggml's int8 kernels) or auto (int8 for Q8_0 where the CPU has AVX512-VNNI, else openblas where it "
               "runs AVX-512 kernels, else ggml)",
               "auto");
-  args.option("rolling-unfixed-tokens",
-              "Qwen3-ASR --policy rolling: tokens of the previous pass dropped from its end before it is forced as "
-              "the next pass's prefix (Qwen3-ASR's unfixed_token_num)",
-              "5");
-  args.option("rolling-unfixed-passes",
-              "Qwen3-ASR --policy rolling: passes of each segment decoded without a prefix (Qwen3-ASR's "
-              "unfixed_chunk_num)",
-              "2");
 }
 
 void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
@@ -60,11 +46,6 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
     throw Error(ErrorCode::kInvalidArgument, "--qwen3-mel-frames must be mtmd or hf, not '" + mel_frames + "'");
   options.hf_mel_frames = mel_frames == "hf";
   options.reuse = args.get_on_off("qwen3-reuse");
-  const std::string trim = args.get("qwen3-trim");
-  if (trim != "window" && trim != "sliding")
-    throw Error(ErrorCode::kInvalidArgument, "--qwen3-trim must be window or sliding, not '" + trim + "'");
-  options.trim =
-      trim == "window" ? policy::PromptedAlignAttConfig::Trim::kWindow : policy::PromptedAlignAttConfig::Trim::kSliding;
   using QP = qwen3asr::ModelOptions::QuantizedProducts;
   const std::string qp = args.get("qwen3-quantized-products");
   if (qp != "auto" && qp != "int8" && qp != "openblas" && qp != "ggml") {
@@ -75,14 +56,6 @@ void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
                                : qp == "openblas" ? QP::kOpenBlas
                                : qp == "ggml"     ? QP::kGgml
                                                   : QP::kAuto;
-  options.rolling.unfixed_tokens = static_cast<int>(args.get_int("rolling-unfixed-tokens"));
-  options.rolling.unfixed_passes = static_cast<int>(args.get_int("rolling-unfixed-passes"));
-  try {
-    options.rolling.validate();
-  } catch (const Error& e) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string("--rolling-unfixed-tokens/--rolling-unfixed-passes: ") + e.what());
-  }
 }
 
 // Whisper's encoder input, attention and beams do not apply.

@@ -1,6 +1,6 @@
 // The Qwen3-ASR family on the family registry (engine/families.cpp): a qwen3vl
 // GGUF and its mmproj, its options (--mmproj, --alignment-heads-file,
-// --qwen3-mel-frames, --rolling-unfixed-*), the loader.
+// --qwen3-mel-frames, --qwen3-reuse, --qwen3-quantized-products), the loader.
 #pragma once
 
 #include "engine/families.h"
