@@ -128,8 +128,8 @@ template <bool kF16>
   }
 }
 
-// Up to 8 keys: acc[i]'s 8 lanes summed into lane i.
-template <bool kF16>
+// Up to 8 keys: acc[i]'s 8 lanes summed into lane i (kFull: all 8, no per-key test).
+template <bool kF16, bool kFull>
 [[gnu::target(EARSHOT_T_AVX2)]] void half_avx2(const char* k, int64_t ldk, int n, const float* q, int64_t D,
                                                float* out) {
   __m256 acc[8];
@@ -137,13 +137,13 @@ template <bool kF16>
   for (int64_t d = 0; d < D; d += 8) {
     const __m256 qv = _mm256_loadu_ps(q + d);
     for (int i = 0; i < 8; ++i) {
-      if (i < n) acc[i] = _mm256_fmadd_ps(load8<kF16>(k + i * ldk, d), qv, acc[i]);
+      if (kFull || i < n) acc[i] = _mm256_fmadd_ps(load8<kF16>(k + i * ldk, d), qv, acc[i]);
     }
   }
   const __m256 h0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
   const __m256 h1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
   const __m256 r = _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
-  if (n == 8) {
+  if constexpr (kFull) {
     _mm256_storeu_ps(out, r);
   } else {
     alignas(32) float tmp[8];
@@ -153,9 +153,18 @@ template <bool kF16>
 }
 
 template <bool kF16>
+void half_avx2_any(const char* k, int64_t ldk, int n, const float* q, int64_t D, float* out) {
+  if (n == 8) {
+    half_avx2<kF16, true>(k, ldk, n, q, D, out);
+  } else {
+    half_avx2<kF16, false>(k, ldk, n, q, D, out);
+  }
+}
+
+template <bool kF16>
 void block_avx2(const char* k, int64_t ldk, int n, const float* q, int64_t D, float* out) {
-  half_avx2<kF16>(k, ldk, std::min(n, 8), q, D, out);
-  if (n > 8) half_avx2<kF16>(k + 8 * ldk, ldk, n - 8, q, D, out + 8);
+  half_avx2_any<kF16>(k, ldk, std::min(n, 8), q, D, out);
+  if (n > 8) half_avx2_any<kF16>(k + 8 * ldk, ldk, n - 8, q, D, out + 8);
 }
 
 BlockFn block_fn(ggml_type type, int64_t D) {
