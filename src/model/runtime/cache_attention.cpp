@@ -74,17 +74,19 @@ template <bool kF16>
                        _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, x, y)));
 }
 
-// acc[i]'s 16 lanes summed into lane i of the result.
+// acc[i]'s 16 lanes summed into lane i of the result. Every index a constant, so
+// the accumulators stay in registers (a loop over them here made GCC keep the
+// array on the stack: zeroed with rep stos and stored and reloaded per block).
 [[gnu::target(EARSHOT_T_AVX512), gnu::always_inline]] inline __m512 sum16x16(const __m512* acc) {
-  __m512 c[4];
-  for (int j = 0; j < 4; ++j) {
-    c[j] = fold_pd(fold_ps(acc[4 * j], acc[4 * j + 1]), fold_ps(acc[4 * j + 2], acc[4 * j + 3]));
-  }
-  // c[j]: each quarter holds keys 4j..4j+3's partial sums; add the quarters.
-  const __m512 d0 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, c[0], c[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_maskz_shuffle_f32x4(0xffff, c[0], c[1], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 d1 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, c[2], c[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_maskz_shuffle_f32x4(0xffff, c[2], c[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // c[j]: each quarter holds keys 4j..4j+3's partial sums; then the quarters are added.
+  const __m512 c0 = fold_pd(fold_ps(acc[0], acc[1]), fold_ps(acc[2], acc[3]));
+  const __m512 c1 = fold_pd(fold_ps(acc[4], acc[5]), fold_ps(acc[6], acc[7]));
+  const __m512 c2 = fold_pd(fold_ps(acc[8], acc[9]), fold_ps(acc[10], acc[11]));
+  const __m512 c3 = fold_pd(fold_ps(acc[12], acc[13]), fold_ps(acc[14], acc[15]));
+  const __m512 d0 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, c0, c1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_maskz_shuffle_f32x4(0xffff, c0, c1, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 d1 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, c2, c3, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_maskz_shuffle_f32x4(0xffff, c2, c3, _MM_SHUFFLE(3, 2, 3, 2)));
   return _mm512_add_ps(_mm512_maskz_shuffle_f32x4(0xffff, d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
                        _mm512_maskz_shuffle_f32x4(0xffff, d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
@@ -93,9 +95,11 @@ template <bool kF16, bool kFull>
 [[gnu::target(EARSHOT_T_AVX512)]] void block_avx512_n(const char* k, int64_t ldk, int n, const float* q, int64_t D,
                                                       float* out) {
   __m512 acc[kBlock];
+#pragma GCC unroll 16
   for (int i = 0; i < kBlock; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t d = 0; d < D; d += 16) {
     const __m512 qv = _mm512_loadu_ps(q + d);
+#pragma GCC unroll 16
     for (int i = 0; i < kBlock; ++i) {
       if (kFull || i < n) acc[i] = _mm512_fmadd_ps(load16<kF16>(k + i * ldk, d), qv, acc[i]);
     }
