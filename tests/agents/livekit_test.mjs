@@ -84,8 +84,12 @@ try {
       const count = (type) => events.filter((e) => e.type === type).length;
       // The OpenAI plugin's final transcript follows its END_OF_SPEECH (completed after speech_stopped).
       const spoken = completed.filter((t) => t !== "").length;
-      if (count(stt.SpeechEventType.END_OF_SPEECH) >= 2 &&
-          (mode !== "openai" || (completed.length >= 2 && count(stt.SpeechEventType.FINAL_TRANSCRIPT) >= spoken))) break;
+      // Two turns at least, none open: a server running behind may split an utterance at a pause and
+      // start a later turn while the completions of the earlier ones are still on their way.
+      const ends = count(stt.SpeechEventType.END_OF_SPEECH);
+      const open = count(stt.SpeechEventType.START_OF_SPEECH) > ends;
+      if (ends >= 2 && !open &&
+          (mode !== "openai" || (completed.length >= ends && count(stt.SpeechEventType.FINAL_TRANSCRIPT) >= spoken))) break;
     }
   })();
   const started = Date.now();
