@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "common/json_text.h"
 #include "common/sample_rate.h"
 #include "session/scheduler.h"
 
@@ -126,11 +127,12 @@ std::vector<TurnClip> split_at_pauses(const TurnClip& clip, double min_pause) {
   return out;
 }
 
-TurnStream make_turn_stream(TurnDatasetKind kind, const std::vector<TurnClip>& clips, int rotation) {
+TurnStream make_turn_stream(TurnDatasetKind kind, const std::vector<TurnClip>& clips, int rotation, double lead_in) {
   if (clips.empty()) throw Error(ErrorCode::kInvalidArgument, "a turn dataset needs clips");
+  if (!(lead_in >= 0)) throw Error(ErrorCode::kInvalidArgument, "a turn stream's lead-in must be >= 0 s");
   TurnStream s;
   s.id = std::string(to_string(kind)) + "-" + std::to_string(rotation);
-  silence(s.samples, 0.5);
+  silence(s.samples, lead_in);
   const size_t n = clips.size();
   std::vector<const TurnClip*> order;
   if (kind == TurnDatasetKind::kMultiTurn) {
@@ -292,6 +294,32 @@ TurnRun run_turns(const TurnBenchFactory& factory, const std::vector<TurnStream>
     run.score.missed_ends += one.missed_ends;
   }
   return run;
+}
+
+void write_turns_json(std::ostream& out, const std::vector<NamedTurnRun>& runs) {
+  const auto seconds = [](const std::optional<double>& v) { return v ? json_number(*v) : std::string("null"); };
+  out << "{\"turns\": [";
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const TurnRun& run = runs[r].run;
+    out << (r ? ",\n" : "\n") << "  {\"system\": " << json_quote(runs[r].system)
+        << ", \"audio_seconds\": " << json_number(run.audio_seconds)
+        << ", \"elapsed_seconds\": " << json_number(run.elapsed_seconds) << ", \"pauses\": " << run.score.pauses
+        << ", \"false_ends\": " << run.score.false_ends << ", \"missed_ends\": " << run.score.missed_ends
+        << ", \"errors\": [";
+    for (size_t e = 0; e < run.errors.size(); ++e) out << (e ? ", " : "") << json_quote(run.errors[e]);
+    out << "], \"turns\": [";
+    for (size_t t = 0; t < run.score.turns.size(); ++t) {
+      const TurnDelays& d = run.score.turns[t];
+      out << (t ? ",\n" : "\n") << "    {\"stream\": " << d.stream << ", \"turn\": " << d.turn
+          << ", \"end_of_speech\": " << json_number(d.end_of_speech) << ", \"vad\": " << seconds(d.vad)
+          << ", \"final_text\": " << seconds(d.final_text) << ", \"end_of_turn\": " << seconds(d.end_of_turn)
+          << ", \"reason\": " << json_quote(d.reason)
+          << ", \"text_continues\": " << (d.text_continues ? "true" : "false")
+          << ", \"last_part_has_words\": " << (d.last_part_has_words ? "true" : "false") << "}";
+    }
+    out << "]}";
+  }
+  out << "\n]}\n";
 }
 
 }  // namespace earshot::bench

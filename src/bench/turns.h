@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -65,9 +66,10 @@ TurnDatasetKind parse_turn_dataset_kind(const std::string& name);
 // word goes to the part holding its middle.
 std::vector<TurnClip> split_at_pauses(const TurnClip& clip, double min_pause);
 // One stream of the dataset: `clips` (speaker 0's and speaker 1's for two-speaker)
-// placed as the kind says, starting from clip `rotation` (mod their count), 0.5 s
-// of silence before and 2 s after. Deterministic.
-TurnStream make_turn_stream(TurnDatasetKind kind, const std::vector<TurnClip>& clips, int rotation);
+// placed as the kind says, starting from clip `rotation` (mod their count),
+// `lead_in` seconds of silence before (>= 0) and 2 s after. Deterministic.
+TurnStream make_turn_stream(TurnDatasetKind kind, const std::vector<TurnClip>& clips, int rotation,
+                            double lead_in = 0.5);
 
 // What the probe saw, on the run's clock (seconds since the feed started).
 struct ProbedEvent {
@@ -127,6 +129,17 @@ struct TurnRun {
 // when due on `clock`; null: the steady clock), all at once.
 TurnRun run_turns(const TurnBenchFactory& factory, const std::vector<TurnStream>& streams,
                   const TurnRunOptions& options, Clock* clock = nullptr);
+
+// One system's run, as `earshot bench --turns --json` writes it.
+struct NamedTurnRun {
+  std::string system;
+  TurnRun run;
+};
+// {"turns": [{"system", "audio_seconds", "elapsed_seconds", "pauses", "false_ends",
+// "missed_ends", "errors": [...], "turns": [{"stream", "turn", "end_of_speech",
+// "vad", "final_text", "end_of_turn" (seconds; null when it never came), "reason",
+// "text_continues", "last_part_has_words"}]}]}
+void write_turns_json(std::ostream& out, const std::vector<NamedTurnRun>& runs);
 
 // A percentile (0..1) of the given delays, linear between ranks; nullopt without any.
 std::optional<double> delay_percentile(const std::vector<TurnDelays>& turns, std::optional<double> TurnDelays::*delay,

@@ -613,6 +613,7 @@ struct BenchRun {
   const std::vector<bench::TurnClip>& turn_clips;  // --turns: the dataset's clips (else empty)
   bench::BenchReport& report;
   bench::CapacityReport& capacity_report;
+  std::vector<bench::NamedTurnRun>& turn_runs;  // --turns: each system's run
 };
 
 // One model's listed policies: loaded once, each policy run (or searched for
@@ -636,7 +637,8 @@ void measure_policies(const fs::path& model_file, const std::string& suffix, boo
   for (const std::string& p : own) {
     engine->resolve_policy(p);  // a policy this model lacks fails before the run
     if (s.turns) {
-      run_turn_bench(*engine, p + suffix, p, s, run.turn_clips, run.in.vad, run.chain);
+      run.turn_runs.push_back(
+          {p + suffix, run_turn_bench(*engine, p + suffix, p, s, run.turn_clips, run.in.vad, run.chain)});
       continue;
     }
     if (s.capacity) {
@@ -655,8 +657,11 @@ void measure_policies(const fs::path& model_file, const std::string& suffix, boo
 
 // The reports: capacity's files, or the table on stdout and the files asked for.
 void write_reports(const BenchSettings& s, const bench::BenchReport& report,
-                   const bench::CapacityReport& capacity_report) {
-  if (s.turns) return;  // its rows went to stdout as each policy finished
+                   const bench::CapacityReport& capacity_report, const std::vector<bench::NamedTurnRun>& turn_runs) {
+  if (s.turns) {  // its rows went to stdout as each policy finished
+    if (s.json) write_file(*s.json, [&](std::ostream& o) { bench::write_turns_json(o, turn_runs); });
+    return;
+  }
   if (s.capacity) {
     if (s.json) write_file(*s.json, [&](std::ostream& o) { bench::write_capacity_json(o, capacity_report); });
     if (s.markdown)
@@ -715,6 +720,7 @@ int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
   const std::optional<TranslationBench> translation = translation_bench(chain, s, config.utterances);
   if (translation) s.stream.keep_tails = true;  // the translation's drafts read each emission's provisional words
   std::vector<bench::TurnClip> turn_clips;
+  std::vector<bench::NamedTurnRun> turn_runs;
   if (s.turns) {
     std::vector<std::string> ids;
     for (const bench::Utterance& u : config.utterances) ids.push_back(u.id);
@@ -728,7 +734,8 @@ int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
                chain,
                turn_clips,
                report,
-               capacity_report};
+               capacity_report,
+               turn_runs};
   for (const fs::path& model_file : models) {
     const std::string suffix = models.size() > 1 ? " (" + model_file.stem().string() + ")" : "";
     if (!s.policies.empty()) measure_policies(model_file, suffix, models.size() > 1, s, run);
@@ -741,7 +748,7 @@ int measure(BenchSettings s, const Args& args, const CommandArgs& argv) {
       report.systems.push_back(std::move(r));
     }
   }
-  write_reports(s, report, capacity_report);
+  write_reports(s, report, capacity_report, turn_runs);
   return 0;
 }
 

@@ -91,6 +91,10 @@ void BenchSettings::declare(Args& args) {
           "real time, 20 ms frames, --sessions streams at once): end of speech to VAD end, final text, end of turn; "
           "false ends inside pauses",
           "")
+      .option("turn-stagger",
+              "--turns: seconds stream N starts after stream N - 1 (0: every stream's last turn ends at the same "
+              "moment, the worst case for a shared machine)",
+              "1")
       .option("max-sessions", "--capacity with --sessions auto: the largest N tried", "64")
       .option("max-buffered-seconds",
               "--capacity: audio waiting per stream beyond which the oldest is skipped (the server's option)", "60")
@@ -138,6 +142,11 @@ BenchSettings BenchSettings::read(const Args& args) {
     if (s.capacity) refuse("--turns and --capacity are separate runs: give one");
     if (args.get_flag("as-fast-as-possible")) refuse("--turns runs in real time (drop --as-fast-as-possible)");
     s.turns = bench::parse_turn_dataset_kind(args.get("turns"));
+    s.turn_stagger = args.get_double("turn-stagger");
+    if (args.has("markdown") || args.has("plot")) refuse("--turns writes its report with --json only");
+    if (!(s.turn_stagger >= 0) || s.turn_stagger > 60) refuse("--turn-stagger must be 0 to 60 seconds");
+  } else if (args.has("turn-stagger")) {
+    refuse("--turn-stagger goes with --turns");
   }
   s.sessions = s.capacity ? 1 : static_cast<int>(args.get_int("sessions"));
   if (s.sessions < 1) refuse("--sessions must be >= 1");

@@ -77,6 +77,9 @@ struct BenchSettings {
   // --turns: the delays from each end of speech to its final text and end of turn (bench/turns.h),
   // over --sessions streams of this turn dataset at once, on --workers scheduler threads.
   std::optional<bench::TurnDatasetKind> turns;
+  // --turn-stagger: stream N starts this many seconds after stream N - 1 (independent
+  // speakers' turns end at different moments; 0 ends every stream's last turn together).
+  double turn_stagger = 1.0;
   // --workers, --threads, --lend-cores (--capacity and --turns: as serve plans them, cli/worker_plan.h).
   WorkerRequest workers;
 

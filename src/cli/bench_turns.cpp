@@ -50,13 +50,14 @@ std::string ms(std::optional<double> seconds) {
 
 }  // namespace
 
-void run_turn_bench(const engine::Engine& engine, const std::string& name, const std::string& policy,
-                    const BenchSettings& s, const std::vector<bench::TurnClip>& clips,
-                    const std::shared_ptr<const vad::VadModel>& vad, const stages::StageChain& chain) {
+bench::TurnRun run_turn_bench(const engine::Engine& engine, const std::string& name, const std::string& policy,
+                              const BenchSettings& s, const std::vector<bench::TurnClip>& clips,
+                              const std::shared_ptr<const vad::VadModel>& vad, const stages::StageChain& chain) {
   const stages::LoadedStage* turns = chain.find("turns");
   if (!turns) throw Error(ErrorCode::kInvalidArgument, "--turns measures the turn stage: drop --turn-detection off");
   std::vector<bench::TurnStream> streams;
-  for (int i = 0; i < s.sessions; ++i) streams.push_back(bench::make_turn_stream(*s.turns, clips, i));
+  for (int i = 0; i < s.sessions; ++i)
+    streams.push_back(bench::make_turn_stream(*s.turns, clips, i, 0.5 + s.turn_stagger * i));
   bench::TurnBenchFactory factory = [&](int session) {
     engine::StreamRequest request;
     request.policy = policy;
@@ -126,12 +127,13 @@ void run_turn_bench(const engine::Engine& engine, const std::string& name, const
         ms(bench::delay_percentile(finished, &D::end_of_turn, 0.95)).c_str());
   }
   std::printf(
-      "  (ms after each end of speech; %s, %d stream(s), %s, workload %s, "
+      "  (ms after each end of speech; %s, %d stream(s) %g s apart, %s, workload %s, "
       "%.0f s of audio in %.0f s)\n",
-      bench::to_string(*s.turns), s.sessions, plan.describe().c_str(), to_string(s.workload), run.audio_seconds,
-      run.elapsed_seconds);
+      bench::to_string(*s.turns), s.sessions, s.turn_stagger, plan.describe().c_str(), to_string(s.workload),
+      run.audio_seconds, run.elapsed_seconds);
   for (const std::string& e : run.errors) std::printf("  stream error: %s\n", e.c_str());
   std::fflush(stdout);
+  return run;
 }
 
 }  // namespace earshot::cli

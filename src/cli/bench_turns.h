@@ -25,10 +25,11 @@ std::vector<bench::TurnClip> turn_clips(const std::vector<std::vector<float>>& a
                                         const std::vector<std::vector<bench::TimedWord>>& words,
                                         const std::shared_ptr<const vad::VadModel>& vad, bench::TurnDatasetKind kind);
 
-// Runs `policy` of `engine` over the dataset (session s starting at clip s) and prints
-// one row: turns, the p50/p95 of each delay, false ends per pause, missed ends.
-void run_turn_bench(const engine::Engine& engine, const std::string& name, const std::string& policy,
-                    const BenchSettings& s, const std::vector<bench::TurnClip>& clips,
-                    const std::shared_ptr<const vad::VadModel>& vad, const stages::StageChain& chain);
+// Runs `policy` of `engine` over the dataset (session s starting at clip s, s x
+// --turn-stagger seconds after session 0) and prints one row: turns, the p50/p95 of
+// each delay, false ends per pause, missed ends. Returns the run (--json writes it).
+bench::TurnRun run_turn_bench(const engine::Engine& engine, const std::string& name, const std::string& policy,
+                              const BenchSettings& s, const std::vector<bench::TurnClip>& clips,
+                              const std::shared_ptr<const vad::VadModel>& vad, const stages::StageChain& chain);
 
 }  // namespace earshot::cli

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include "../session/fakes.h"
@@ -74,6 +75,48 @@ TEST(TurnDataset, MultiTurnJoinsOneTurnInThreeAndSpacesTurns) {
   EXPECT_NEAR(static_cast<double>(s.samples.size()) / 16000, 0.5 + 5 * 1.0 + 0.8 + 1.5 + 0.3 + 3.0 + 0.8 + 2.0, 1e-9);
   const TurnStream r = make_turn_stream(TurnDatasetKind::kMultiTurn, clips, 2);
   EXPECT_EQ(r.id, "multi-turn-2");
+  // A later start (bench's --turn-stagger): the same turns, shifted by the longer lead-in.
+  const TurnStream late = make_turn_stream(TurnDatasetKind::kMultiTurn, clips, 0, 1.75);
+  ASSERT_EQ(late.turns.size(), s.turns.size());
+  for (size_t i = 0; i < s.turns.size(); ++i) {
+    EXPECT_NEAR(late.turns[i].start - s.turns[i].start, 1.25, 1e-9);
+    EXPECT_NEAR(late.turns[i].end - s.turns[i].end, 1.25, 1e-9);
+  }
+  EXPECT_EQ(late.samples.size(), s.samples.size() + 20000u);
+  EXPECT_THROW(make_turn_stream(TurnDatasetKind::kMultiTurn, clips, 0, -0.1), Error);
+}
+
+TEST(TurnReport, JsonListsEveryTurnWithItsDelays) {
+  NamedTurnRun named;
+  named.system = "alignatt";
+  named.run.audio_seconds = 40;
+  named.run.elapsed_seconds = 12;
+  named.run.errors = {"s1: \"bad\""};
+  named.run.score.pauses = 3;
+  named.run.score.false_ends = 1;
+  TurnDelays a;
+  a.stream = 1;
+  a.turn = 2;
+  a.end_of_speech = 8.5;
+  a.vad = 0.25;
+  a.end_of_turn = 0.5;
+  a.reason = "silence";
+  a.last_part_has_words = true;
+  named.run.score.turns = {a, TurnDelays{}};
+  std::ostringstream out;
+  write_turns_json(out, {named});
+  const std::string json = out.str();
+  EXPECT_NE(json.find("\"system\": \"alignatt\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"errors\": [\"s1: \\\"bad\\\"\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"stream\": 1, \"turn\": 2, \"end_of_speech\": 8.5, \"vad\": 0.25, \"final_text\": null, "
+                      "\"end_of_turn\": 0.5, \"reason\": \"silence\", \"text_continues\": false, "
+                      "\"last_part_has_words\": true}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"pauses\": 3, \"false_ends\": 1, \"missed_ends\": 0"), std::string::npos) << json;
+  std::ostringstream none;
+  write_turns_json(none, {});
+  EXPECT_EQ(none.str(), "{\"turns\": [\n]}\n");
 }
 
 TEST(TurnDataset, TwoSpeakersAlternate) {

@@ -118,6 +118,17 @@ TEST(CliBenchSettings, SystemsAndWorkload) {
             "--workload reference decodes greedily: use --beams 1");
 }
 
+TEST(CliBenchSettings, TurnStreamsStaggered) {
+  EXPECT_DOUBLE_EQ(bench({"--turns", "multi-turn"}).turn_stagger, 1.0);
+  EXPECT_DOUBLE_EQ(bench({"--turns", "multi-turn", "--turn-stagger", "0"}).turn_stagger, 0.0);
+  EXPECT_DOUBLE_EQ(bench({"--turns", "two-speaker", "--turn-stagger", "0.25"}).turn_stagger, 0.25);
+  EXPECT_EQ(bench_refusal({"--turns", "multi-turn", "--turn-stagger", "-1"}), "--turn-stagger must be 0 to 60 seconds");
+  EXPECT_EQ(bench_refusal({"--turn-stagger", "1"}), "--turn-stagger goes with --turns");
+  EXPECT_EQ(bench_refusal({"--turns", "multi-turn", "--markdown", "t.md"}),
+            "--turns writes its report with --json only");
+  EXPECT_EQ(bench_refusal({"--turns", "multi-turn", "--plot", "t.svg"}), "--turns writes its report with --json only");
+}
+
 TEST(CliBenchSettings, RequiredOptions) {
   EXPECT_EQ(refusal([] {
               read<BenchSettings>({"--model", "m.bin"}, "bench");
