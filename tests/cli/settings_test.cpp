@@ -14,6 +14,7 @@
 #include "cli/bench_settings.h"
 #include "cli/serve_settings.h"
 #include "cli/transcribe_settings.h"
+#include "engine/whisper/options.h"
 
 namespace earshot::cli {
 namespace {
@@ -258,6 +259,14 @@ TEST(CliServeSettings, RangesAreRefusedNamingTheFlag) {
   EXPECT_EQ(serve_refusal({"--max-buffered-seconds", "5"}),
             "--max-buffered-seconds must be at least --max-step-seconds");
   EXPECT_EQ(serve_refusal({"--threads", "0"}), "--threads must be >= 1");
+}
+
+TEST(CliServeSettings, TheEncoderOverTheAudioPresentOnRequest) {
+  using engine::WhisperOptions;
+  EXPECT_EQ(serve({}).model.options<WhisperOptions>().encoder_input, whisper::EncoderInput::kFullWindow);
+  EXPECT_EQ(serve({"--encoder-input", "audio"}).model.options<WhisperOptions>().encoder_input,
+            whisper::EncoderInput::kAudioOnly);
+  EXPECT_EQ(serve_refusal({"--encoder-input", "half"}), "--encoder-input must be full or audio");
 }
 
 TEST(CliServeSettings, AnAcceptedCommandLineIsTyped) {

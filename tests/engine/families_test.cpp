@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "engine/transducer/options.h"
+#include "engine/whisper/options.h"
 #include "engine_test_util.h"
 #include "fake_family.h"
 
@@ -93,6 +94,22 @@ TEST(EngineLoad, WhisperAndQwen3AsrRefuseALookaheadNamingTheFamilyThatTakesIt) {
   }
   // Without the option the Whisper file loads as before.
   ModelSpec spec;
+  spec.path = dir / "model.bin";
+  EXPECT_EQ(load(spec)->capabilities().family, "whisper");
+}
+
+TEST(EngineLoad, OnlyWhisperTakesTheEncoderOverTheAudioPresent) {
+  TempDir dir("encoder-input");
+  whisper::write_random_model(whisper::testing::pipeline_spec(1), dir / "model.bin");
+  write_gguf_with_architecture(dir / "qwen.gguf", "qwen3vl");
+  ModelSpec spec;
+  spec.path = dir / "qwen.gguf";
+  spec.options<WhisperOptions>().encoder_input = whisper::EncoderInput::kAudioOnly;
+  ErrorCode code{};
+  const std::string message = error_of([&] { load(spec); }, &code);
+  EXPECT_EQ(code, ErrorCode::kInvalidArgument) << message;
+  EXPECT_NE(message.find("--encoder-input audio applies to Whisper models only"), std::string::npos) << message;
+  EXPECT_NE(message.find("a Qwen3-ASR model (family qwen3asr)"), std::string::npos) << message;
   spec.path = dir / "model.bin";
   EXPECT_EQ(load(spec)->capabilities().family, "whisper");
 }

@@ -11,7 +11,7 @@ namespace earshot::engine {
 struct WhisperOptions {
   static constexpr const char* kFamily = "whisper";
   std::vector<whisper::AlignmentHead> alignment_heads;  // empty = the preset for the dimensions
-  // bench --encoder-input: the 30 s window (whisper.cpp's) or only the audio present.
+  // --encoder-input: the 30 s window (whisper.cpp's) or only the audio present.
   whisper::EncoderInput encoder_input = whisper::EncoderInput::kFullWindow;
 };
 

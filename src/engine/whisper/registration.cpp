@@ -9,18 +9,28 @@ namespace earshot::engine {
 
 namespace {
 
-void declare(Args& args, CommandKind command) {
-  if (command == CommandKind::kBench)
-    args.option("encoder-input", "full (30 s window, like whisper.cpp) or audio (only the audio present)", "full");
+void declare(Args& args, CommandKind /*command*/) {
+  args.option(
+      "encoder-input",
+      "full (the 30 s window Whisper models are trained on, as whisper.cpp and WhisperLiveKit run it) or audio "
+      "(only the audio present, rounded up to 1 s: shorter passes over short buffers, e.g. with --audio-max-len "
+      "10, for quick ends of turn on few cores; a real model may lose accuracy: measure it with earshot bench)",
+      "full");
 }
 
-void read(const Args& args, CommandKind command, ModelSpec& spec) {
-  if (command != CommandKind::kBench) return;
+void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {
   const std::string encoder_input = args.get("encoder-input");
   if (encoder_input != "full" && encoder_input != "audio")
     throw Error(ErrorCode::kInvalidArgument, "--encoder-input must be full or audio");
   spec.options<WhisperOptions>().encoder_input =
       encoder_input == "full" ? whisper::EncoderInput::kFullWindow : whisper::EncoderInput::kAudioOnly;
+}
+
+// --encoder-input audio asks what only Whisper's encoder does.
+std::string foreign_request(const ModelSpec& spec, const std::string& file_is) {
+  if (spec.options<WhisperOptions>().encoder_input == whisper::EncoderInput::kFullWindow) return "";
+  return "--encoder-input audio applies to Whisper models only; model file " + spec.path.string() + " is " + file_is +
+         ": leave --encoder-input out";
 }
 
 // "encoder input full, flash attention, beams 1"
@@ -44,6 +54,7 @@ Family whisper_family() {
   f.offers = {{"Whisper", policy::policy_names<AsrDecoder>()}};
   f.declare_options = declare;
   f.read_options = read;
+  f.foreign_request = foreign_request;
   f.describe = how_it_runs;
   f.catalogue = whisper_catalogue;
   return f;
