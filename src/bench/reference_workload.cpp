@@ -17,6 +17,11 @@ namespace {
 
 // The last pass's border is 4 frames (80 ms): word times end before it.
 constexpr double kEndMargin = 0.12;
+// The live VAD's end of a speech segment falls up to a 32 ms window either side of
+// the offline segmentation's: a segment's words end this much before its end, so a
+// flush at the live end finds the segment's last word whole (else it was held at
+// the border and committed with the next segment's audio).
+constexpr double kSegmentEndSlack = 0.04;
 // Logit of the chosen token over 0 for every other: log-probability ~ -V e^-30.
 constexpr float kChosenLogit = 30.0f;
 // Attention of the chosen position: a 7-frame plateau (the median filter's
@@ -57,7 +62,8 @@ std::vector<TimedWord> estimate_word_times(const std::string& reference, const s
   const double limit = std::max(0.0, audio_seconds - kEndMargin);
   std::vector<SpeechSpan> spans;
   for (const SpeechSpan& s : speech) {
-    const SpeechSpan c{std::clamp(s.start, 0.0, limit), std::clamp(s.end, 0.0, limit)};
+    const double end = s.end - std::min(kSegmentEndSlack, (s.end - s.start) / 2);
+    const SpeechSpan c{std::clamp(s.start, 0.0, limit), std::clamp(end, 0.0, limit)};
     if (c.end > c.start) spans.push_back(c);
   }
   if (spans.empty()) spans.push_back({0.0, limit});

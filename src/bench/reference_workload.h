@@ -10,7 +10,10 @@
 //    character length plus one (the gap), as if speech were uttered at a
 //    constant character rate; within a word its k-th of n tokens is placed at
 //    start + k/n of its span. Times are clamped 0.12 s before the end of the
-//    audio so the last pass's 4-frame border never holds the last word back.
+//    audio so the last pass's 4-frame border never holds the last word back,
+//    and a segment's words end 40 ms before it: the live VAD's end of it falls
+//    up to a window either side of the offline one, and a flush there must find
+//    the segment's last word whole.
 //  * ReferenceDecoder (an AsrDecoder decorator the bench installs through
 //    engine::StreamRequest::wrap_decoder; no product code path has it) forwards
 //    every call to the real decoder, then overwrites the result: the logits make
@@ -68,7 +71,8 @@ struct TimedWord {
 std::vector<SpeechSpan> speech_segments(std::shared_ptr<const vad::VadModel> model, std::span<const float> samples);
 
 // The reference's whitespace-separated words over `speech` (no speech: the whole
-// audio), in proportion to their length + 1, clamped to [0, audio_seconds - 0.12].
+// audio), each span shortened by 40 ms at its end (at most half of it), in
+// proportion to their length + 1, clamped to [0, audio_seconds - 0.12].
 std::vector<TimedWord> estimate_word_times(const std::string& reference, const std::vector<SpeechSpan>& speech,
                                            double audio_seconds);
 

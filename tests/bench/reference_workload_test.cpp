@@ -20,17 +20,23 @@ namespace earshot::bench {
 namespace {
 
 TEST(ReferenceWorkload, WordTimesFollowCharacterLengthOverTheSpeechSpans) {
-  // Two spans of 1 s; "aaa b cc" weighs 3+1+1+1+2 = 8 characters over 2 s of speech.
+  // Two spans of 1 s, each ending 40 ms early (a flush at the live VAD's end finds
+  // the span's last word whole): 1.92 s of speech. "aaa b cc" weighs 3+1+1+1+2 =
+  // 8 characters, 0.24 s each.
   const auto words = estimate_word_times("aaa  b\tcc", {{1.0, 2.0}, {3.0, 4.0}}, 10.0);
   ASSERT_EQ(words.size(), 3u);
   EXPECT_EQ(words[0].text, "aaa");
   EXPECT_DOUBLE_EQ(words[0].start, 1.0);
-  EXPECT_DOUBLE_EQ(words[0].end, 1.75);
+  EXPECT_NEAR(words[0].end, 1.72, 1e-12);
   // " b" starts at 4/8 of the speech: the end of the first span, so the next one.
   EXPECT_DOUBLE_EQ(words[1].start, 3.0);
-  EXPECT_DOUBLE_EQ(words[1].end, 3.25);
-  EXPECT_DOUBLE_EQ(words[2].start, 3.5);
-  EXPECT_DOUBLE_EQ(words[2].end, 4.0);
+  EXPECT_NEAR(words[1].end, 3.24, 1e-12);
+  EXPECT_NEAR(words[2].start, 3.48, 1e-12);
+  EXPECT_NEAR(words[2].end, 3.96, 1e-12);
+  // A span shorter than the slack's double keeps its first half.
+  const auto short_span = estimate_word_times("a", {{1.0, 1.06}}, 10.0);
+  ASSERT_EQ(short_span.size(), 1u);
+  EXPECT_NEAR(short_span[0].end, 1.03, 1e-12);
 }
 
 TEST(ReferenceWorkload, WordTimesWithoutSpeechCoverTheAudioAndEndBeforeItsLastFrames) {
