@@ -89,6 +89,7 @@ SessionOptions options_for(std::shared_ptr<DecodeBatcher> batcher = nullptr, int
   o.cpu_kernels = kernels;
   o.encoder_input = EncoderInput::kAudioOnly;  // a different encoder length per stream
   o.audio_bucket_frames = 8;
+  o.audio_pad_frames = 0;
   o.batcher = std::move(batcher);
   return o;
 }

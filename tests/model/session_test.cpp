@@ -266,10 +266,29 @@ TEST_F(SessionTest, AudioOnlyInputCoveringTheWindowEqualsTheFullWindow) {
   EXPECT_EQ(logits_of(decode(full, {{sot(), 9}}), 0), logits_of(decode(part, {{sot(), 9}}), 0));
 }
 
+TEST_F(SessionTest, AudioOnlyInputKeepsAMarginOfPaddingAfterTheAudio) {
+  SessionOptions o = options();
+  o.encoder_input = EncoderInput::kAudioOnly;
+  o.audio_bucket_frames = 50;
+  o.audio_pad_frames = 20;
+  Session s(model_, o);
+  s.encode(test_audio(9600));  // 60 mel frames + 20 of padding -> a bucket of 100
+  EXPECT_EQ(s.n_audio_frames(), 50);
+  s.encode(test_audio(14400));  // 90 + 20 -> 150 (without the margin: 100)
+  EXPECT_EQ(s.n_audio_frames(), 75);
+  s.encode(test_audio(30400));  // 190 + 20: at most the whole window
+  EXPECT_EQ(s.n_audio_frames(), 100);
+  // The default margin: 32 encoder frames.
+  EXPECT_EQ(SessionOptions{}.audio_pad_frames, 64);
+  o.audio_pad_frames = -2;
+  EXPECT_THROW(Session(model_, o), Error);
+}
+
 TEST_F(SessionTest, AudioOnlyInputEncodesTheAudioRoundedUpToTheBucket) {
   SessionOptions short_options = options();
   short_options.encoder_input = EncoderInput::kAudioOnly;
   short_options.audio_bucket_frames = 50;
+  short_options.audio_pad_frames = 0;
   Session full(model_, options()), part(model_, short_options);
   const std::vector<float> audio = test_audio(9600);  // 0.6 s = 60 mel frames -> bucket of 100 = 50 encoder frames
   EXPECT_EQ(full.encode(audio), 30);

@@ -10,12 +10,12 @@ namespace earshot::engine {
 namespace {
 
 void declare(Args& args, CommandKind /*command*/) {
-  args.option(
-      "encoder-input",
-      "full (the 30 s window Whisper models are trained on, as whisper.cpp and WhisperLiveKit run it) or audio "
-      "(only the audio present, rounded up to 1 s: shorter passes over short buffers, e.g. with --audio-max-len "
-      "10, for quick ends of turn on few cores; a real model may lose accuracy: measure it with earshot bench)",
-      "full");
+  args.option("encoder-input",
+              "full (the 30 s window Whisper models are trained on, as whisper.cpp and WhisperLiveKit run it) or "
+              "audio (the audio present and at least 0.64 s of padding, rounded up to 1 s: shorter passes over short "
+              "buffers, e.g. with --audio-max-len 10, for quick ends of turn on few cores; a real model may lose "
+              "accuracy: measure it with earshot bench)",
+              "full");
 }
 
 void read(const Args& args, CommandKind /*command*/, ModelSpec& spec) {

@@ -97,6 +97,10 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     throw Error(ErrorCode::kInvalidArgument, "audio bucket must be a positive even number of mel frames, got " +
                                                  std::to_string(options_.audio_bucket_frames));
   }
+  if (options_.audio_pad_frames < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "audio padding must be >= 0 mel frames, got " + std::to_string(options_.audio_pad_frames));
+  }
   text_ = options_.text ? options_.text : WhisperText::for_model(*model_);
   const Hparams& hp = model_->hparams();
 
@@ -174,7 +178,8 @@ int Session::encode_mel(const features::Mel& mel, int content_frames) {
   int mel_frames = max_mel_frames;
   if (options_.encoder_input == EncoderInput::kAudioOnly) {
     const int bucket = options_.audio_bucket_frames;
-    mel_frames = std::clamp((content_frames + bucket - 1) / bucket * bucket, bucket, max_mel_frames);
+    const int wanted = content_frames + options_.audio_pad_frames;
+    mel_frames = std::clamp((wanted + bucket - 1) / bucket * bucket, bucket, max_mel_frames);
     mel_frames -= mel_frames % 2;
   }
   const int n_ctx = mel_frames / 2;
