@@ -59,8 +59,6 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-std::string optional_json(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
-
 // A run's diarization figures (null without the stage).
 void write_diarization_json(std::ostream& out, const CapacityRun& r) {
   if (!r.diarized()) {
@@ -77,8 +75,8 @@ void write_diarization_json(std::ostream& out, const CapacityRun& r) {
   out << "{\"p95_lag_max\":" << json_number(r.max_diarization_p95_lag())
       << ",\"max_lag\":" << json_number(r.max_diarization_lag())
       << ",\"dropped_seconds\":" << json_number(r.diarization_dropped_seconds())
-      << ",\"speaker_delay_p50\":" << optional_json(r.speaker_delay(0.5))
-      << ",\"speaker_delay_p95\":" << optional_json(r.speaker_delay(0.95))
+      << ",\"speaker_delay_p50\":" << json_number(r.speaker_delay(0.5))
+      << ",\"speaker_delay_p95\":" << json_number(r.speaker_delay(0.95))
       << ",\"speaker_delay_words\":" << r.speaker_delay_words() << ",\"committed_words\":" << words
       << ",\"audio_seconds\":" << json_number(received)
       << ",\"compute_per_audio_second\":" << json_number(r.diarization_compute_per_audio_second()) << "}";
@@ -93,8 +91,8 @@ void write_session_diarization_json(std::ostream& out, const std::optional<Diari
       << ",\"audio_seconds\":" << json_number(d->received_seconds)
       << ",\"dropped_seconds\":" << json_number(d->dropped_seconds)
       << ",\"compute_seconds\":" << json_number(d->compute_seconds)
-      << ",\"speaker_delay_p50\":" << optional_json(d->speaker_delay(0.5))
-      << ",\"speaker_delay_p95\":" << optional_json(d->speaker_delay(0.95))
+      << ",\"speaker_delay_p50\":" << json_number(d->speaker_delay(0.5))
+      << ",\"speaker_delay_p95\":" << json_number(d->speaker_delay(0.95))
       << ",\"speaker_delay_words\":" << d->speaker_delays.size() << ",\"committed_words\":" << d->words << "}";
 }
 
@@ -117,7 +115,7 @@ void write_capacity_json(std::ostream& out, const CapacityReport& report) {
       << ",\"chunk_seconds\":" << json_number(report.chunk_seconds)
       << ",\"lag_limit\":" << json_number(report.lag_limit)
       << ",\"max_buffered_seconds\":" << json_number(report.max_buffered_seconds)
-      << ",\"diarization_lag_limit\":" << optional_json(report.diarization_lag_limit)
+      << ",\"diarization_lag_limit\":" << json_number(report.diarization_lag_limit)
       << ",\"pass_rule\":" << json_quote(report.pass_rule()) << ",\"command_line\":" << json_quote(report.command_line)
       << ",\"started_utc\":" << json_quote(report.started_utc) << "},\n\"runs\":[";
   for (size_t i = 0; i < report.rows.size(); ++i) {

@@ -65,8 +65,6 @@ const std::vector<Column>& columns() {
   return c;
 }
 
-std::string json_opt(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
-
 std::string json_counts(const ErrorCounts& c) {
   std::ostringstream o;
   o << "{\"reference\":" << c.reference << ",\"correct\":" << c.correct << ",\"substitutions\":" << c.substitutions
@@ -202,7 +200,7 @@ void write_json(std::ostream& out, const BenchReport& report) {
         << ",\n \"audio_seconds\":" << json_number(s.audio_seconds)
         << ",\"elapsed_wall_seconds\":" << json_number(s.elapsed_wall_seconds)
         << ",\"compute_wall_seconds\":" << json_number(s.compute_wall_seconds)
-        << ",\"cpu_seconds\":" << json_opt(s.cpu_seconds) << ",\"rtf_cpu\":" << json_opt(s.rtf_cpu())
+        << ",\"cpu_seconds\":" << json_number(s.cpu_seconds) << ",\"rtf_cpu\":" << json_number(s.rtf_cpu())
         << ",\"rtf_wall\":" << json_number(s.rtf_wall())
         << ",\"peak_rss_bytes\":" << (s.peak_rss_bytes ? std::to_string(*s.peak_rss_bytes) : "null")
         << ",\"peak_rss_scope\":" << json_quote(s.peak_rss_scope)
@@ -211,29 +209,29 @@ void write_json(std::ostream& out, const BenchReport& report) {
         << ",\"encoder_seconds\":" << json_number(s.compute.encoder_seconds)
         << ",\"decoder_calls\":" << s.compute.decoder_calls
         << ",\"decoder_seconds\":" << json_number(s.compute.decoder_seconds)
-        << ",\"encoder_ms_per_pass\":" << json_opt(s.encoder_ms_per_pass())
-        << ",\"decoder_ms_per_pass\":" << json_opt(s.decoder_ms_per_pass())
-        << ",\"passes_per_audio_second\":" << json_opt(s.passes_per_audio_second())
-        << ",\"decoder_calls_per_pass\":" << json_opt(s.decoder_calls_per_pass()) << "}"
+        << ",\"encoder_ms_per_pass\":" << json_number(s.encoder_ms_per_pass())
+        << ",\"decoder_ms_per_pass\":" << json_number(s.decoder_ms_per_pass())
+        << ",\"passes_per_audio_second\":" << json_number(s.passes_per_audio_second())
+        << ",\"decoder_calls_per_pass\":" << json_number(s.decoder_calls_per_pass()) << "}"
         << ",\"future_timestamps\":" << s.future_timestamps << ",\"failed_streams\":" << s.failed_streams;
     if (s.translation) {
       const TranslationSummary& t = *s.translation;
       out << ",\n \"translation\":{\"target_language\":" << json_quote(t.target_language)
           << ",\"segments\":" << t.segments << ",\"committed_words\":" << t.committed_words
-          << ",\"chrf\":" << json_opt(t.chrf) << ",\"chrf_streams\":" << t.chrf_streams
+          << ",\"chrf\":" << json_number(t.chrf) << ",\"chrf_streams\":" << t.chrf_streams
           << ",\"compute_seconds\":" << json_number(t.compute_seconds)
           << ",\"first_draft_delay\":" << json_distribution(t.first_draft_delay, false)
           << ",\"commit_delay\":" << json_distribution(t.commit_delay, true)
           << ",\"final_lag\":" << json_distribution(t.final_lag, false) << ",\"mt_calls\":{\"drafts\":" << t.draft_calls
           << ",\"finals\":" << t.final_calls << ",\"audio_seconds\":" << json_number(t.audio_seconds)
-          << ",\"per_minute\":" << json_opt(t.calls_per_minute(t.draft_calls + t.final_calls))
-          << ",\"drafts_per_minute\":" << json_opt(t.calls_per_minute(t.draft_calls))
-          << ",\"finals_per_minute\":" << json_opt(t.calls_per_minute(t.final_calls)) << "}}";
+          << ",\"per_minute\":" << json_number(t.calls_per_minute(t.draft_calls + t.final_calls))
+          << ",\"drafts_per_minute\":" << json_number(t.calls_per_minute(t.draft_calls))
+          << ",\"finals_per_minute\":" << json_number(t.calls_per_minute(t.final_calls)) << "}}";
     }
     if (s.diarization) out << ",\n \"diarization\":" << diarization_json(*s.diarization);
     if (s.keyterms) {
       const KeytermSummary& k = *s.keyterms;
-      out << ",\n \"keyterms\":{\"recall\":" << json_opt(k.recall()) << ",\"in_references\":" << k.in_references
+      out << ",\n \"keyterms\":{\"recall\":" << json_number(k.recall()) << ",\"in_references\":" << k.in_references
           << ",\"recognised\":" << k.recognised << ",\"extra\":" << k.extra << ",\"terms\":[";
       for (size_t i = 0; i < k.terms.size(); ++i) {
         const KeytermScore& t = k.terms[i];
@@ -246,8 +244,8 @@ void write_json(std::ostream& out, const BenchReport& report) {
     for (size_t i = 0; i < s.sessions.size(); ++i) {
       const SessionResult& r = s.sessions[i];
       out << (i ? "," : "") << "{\"session\":" << r.session << ",\"audio_seconds\":" << json_number(r.audio_seconds)
-          << ",\"mean_lag\":" << json_opt(r.mean_lag) << ",\"max_lag\":" << json_opt(r.max_lag)
-          << ",\"final_lag\":" << json_opt(r.final_lag) << "}";
+          << ",\"mean_lag\":" << json_number(r.mean_lag) << ",\"max_lag\":" << json_number(r.max_lag)
+          << ",\"final_lag\":" << json_number(r.final_lag) << "}";
     }
     out << "],\n \"files\":[";
     for (size_t i = 0; i < s.files.size(); ++i) {
@@ -261,11 +259,11 @@ void write_json(std::ostream& out, const BenchReport& report) {
           << ",\"wer\":" << json_counts(f.score.words) << ",\"cer\":" << json_counts(f.score.characters)
           << ",\"delay\":" << json_distribution(f.delay, false)
           << ",\"provisional_delay\":" << json_distribution(f.provisional_delay, false)
-          << ",\"first_word_delay\":" << json_opt(f.first_word_delay)
-          << ",\"first_word_provisional_delay\":" << json_opt(f.first_word_provisional_delay)
-          << ",\"time_to_first_commit\":" << json_opt(f.time_to_first_commit)
+          << ",\"first_word_delay\":" << json_number(f.first_word_delay)
+          << ",\"first_word_provisional_delay\":" << json_number(f.first_word_provisional_delay)
+          << ",\"time_to_first_commit\":" << json_number(f.time_to_first_commit)
           << ",\"future_timestamps\":" << f.future_timestamps << ",\"elapsed_wall\":" << json_number(f.elapsed_wall)
-          << ",\"compute_wall\":" << json_number(f.compute_wall) << ",\"max_lag\":" << json_opt(f.max_lag)
+          << ",\"compute_wall\":" << json_number(f.compute_wall) << ",\"max_lag\":" << json_number(f.max_lag)
           << ",\"emissions\":[";
       for (size_t k = 0; k < f.emissions.size(); ++k) {
         const Emission& e = f.emissions[k];

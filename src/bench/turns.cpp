@@ -297,7 +297,6 @@ TurnRun run_turns(const TurnBenchFactory& factory, const std::vector<TurnStream>
 }
 
 void write_turns_json(std::ostream& out, const std::vector<NamedTurnRun>& runs) {
-  const auto seconds = [](const std::optional<double>& v) { return v ? json_number(*v) : std::string("null"); };
   out << "{\"turns\": [";
   for (size_t r = 0; r < runs.size(); ++r) {
     const TurnRun& run = runs[r].run;
@@ -311,8 +310,8 @@ void write_turns_json(std::ostream& out, const std::vector<NamedTurnRun>& runs) 
     for (size_t t = 0; t < run.score.turns.size(); ++t) {
       const TurnDelays& d = run.score.turns[t];
       out << (t ? ",\n" : "\n") << "    {\"stream\": " << d.stream << ", \"turn\": " << d.turn
-          << ", \"end_of_speech\": " << json_number(d.end_of_speech) << ", \"vad\": " << seconds(d.vad)
-          << ", \"final_text\": " << seconds(d.final_text) << ", \"end_of_turn\": " << seconds(d.end_of_turn)
+          << ", \"end_of_speech\": " << json_number(d.end_of_speech) << ", \"vad\": " << json_number(d.vad)
+          << ", \"final_text\": " << json_number(d.final_text) << ", \"end_of_turn\": " << json_number(d.end_of_turn)
           << ", \"reason\": " << json_quote(d.reason)
           << ", \"text_continues\": " << (d.text_continues ? "true" : "false")
           << ", \"last_part_has_words\": " << (d.last_part_has_words ? "true" : "false") << "}";

@@ -68,8 +68,9 @@ std::vector<TurnClip> split_at_pauses(const TurnClip& clip, double min_pause);
 // One stream of the dataset: `clips` (speaker 0's and speaker 1's for two-speaker)
 // placed as the kind says, starting from clip `rotation` (mod their count),
 // `lead_in` seconds of silence before (>= 0) and 2 s after. Deterministic.
+inline constexpr double kTurnLeadInSeconds = 0.5;  // a stream's silence before its first turn
 TurnStream make_turn_stream(TurnDatasetKind kind, const std::vector<TurnClip>& clips, int rotation,
-                            double lead_in = 0.5);
+                            double lead_in = kTurnLeadInSeconds);
 
 // What the probe saw, on the run's clock (seconds since the feed started).
 struct ProbedEvent {

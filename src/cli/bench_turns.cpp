@@ -57,7 +57,7 @@ bench::TurnRun run_turn_bench(const engine::Engine& engine, const std::string& n
   if (!turns) throw Error(ErrorCode::kInvalidArgument, "--turns measures the turn stage: drop --turn-detection off");
   std::vector<bench::TurnStream> streams;
   for (int i = 0; i < s.sessions; ++i)
-    streams.push_back(bench::make_turn_stream(*s.turns, clips, i, 0.5 + s.turn_stagger * i));
+    streams.push_back(bench::make_turn_stream(*s.turns, clips, i, bench::kTurnLeadInSeconds + s.turn_stagger * i));
   bench::TurnBenchFactory factory = [&](int session) {
     engine::StreamRequest request;
     request.policy = policy;

@@ -34,4 +34,6 @@ std::string json_number(double v) {
   return buf;
 }
 
+std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
+
 }  // namespace earshot
