@@ -341,8 +341,32 @@ TEST_F(PromptedAlignAtt, ALongSilenceResetsTheSessionAndMovesTheOffset) {
   EXPECT_EQ(r.committed[0].text, "w7");  // a new session: no leading space
 }
 
+// Speech reaches the policy through the stream's VAD in whole 32 ms windows, so
+// a client's 1 s chunks come as 0.992 or 1.024 s: each gets its pass. With no
+// slack (the seed's rule) a 0.992 s chunk waits for the next one.
+TEST_F(PromptedAlignAtt, EachOneSecondChunkInVadWindowsGetsItsPass) {
+  auto p = make({pass(20, {}), pass(30, {}), pass(40, {})});
+  feed(*p, 0.992);
+  p->process();
+  feed(*p, 0.992);
+  p->process();
+  EXPECT_EQ(fake->encodes, 2);
+  PromptedAlignAttConfig seed;
+  seed.min_chunk_slack = 0;
+  p = make({pass(20, {}), pass(30, {})}, seed);
+  feed(*p, 0.992);
+  p->process();
+  EXPECT_EQ(fake->encodes, 0);
+  feed(*p, 0.992);
+  p->process();
+  EXPECT_EQ(fake->encodes, 1);
+}
+
 TEST_F(PromptedAlignAtt, BadSettingsAreRejected) {
   PromptedAlignAttConfig c;
+  c.min_chunk_slack = -0.1;
+  EXPECT_THROW(make({}, c), Error);
+  c = {};
   c.border_fraction = 0;
   EXPECT_THROW(make({}, c), Error);
   c = {};

@@ -60,6 +60,7 @@ void PromptedAlignAttConfig::validate() const {
   require(audio_min_len >= 0, "audio_min_len must be >= 0 s");
   require(audio_max_len > audio_min_len, "audio_max_len must exceed audio_min_len");
   require(min_chunk >= 0, "min_chunk must be >= 0 s");
+  require(min_chunk_slack >= 0, "min_chunk_slack must be >= 0 s");
   require(max_context_tokens >= 0, "max_context_tokens must be >= 0");
   require(tokens_per_second > 0 && max_tokens >= 1 && max_tokens_last >= 1, "token budgets must be positive");
   require(max_flush_passes >= 1, "max_flush_passes must be >= 1");
@@ -106,7 +107,7 @@ ProcessResult PromptedAlignAttProcessor::process(bool is_last) {
   last_stop_ = Stop::kNone;
   if (audio_.empty() || buffered_seconds() < config_.audio_min_len) return out;
   const size_t fresh = audio_.size() - std::min(last_infer_samples_, audio_.size());
-  if (!is_last && static_cast<double>(fresh) < config_.min_chunk * kSampleRate) return out;
+  if (!is_last && static_cast<double>(fresh) < (config_.min_chunk - config_.min_chunk_slack) * kSampleRate) return out;
   last_infer_samples_ = audio_.size();
   out.committed = infer(is_last, static_cast<double>(fresh) / kSampleRate);
   committed_.insert(committed_.end(), out.committed.begin(), out.committed.end());

@@ -33,7 +33,12 @@ struct PromptedAlignAttConfig {
   // without windows, or windows longer than audio_max_len, trims as kSliding.
   enum class Trim { kWindow, kSliding };
   Trim trim = Trim::kWindow;
-  double min_chunk = 1.0;       // seconds of new audio between two passes (a last pass runs anyway)
+  double min_chunk = 1.0;  // seconds of new audio between two passes (a last pass runs anyway)
+  // A pass runs once min_chunk - min_chunk_slack seconds are new. A stream's VAD
+  // hands speech on in whole windows (Silero's: 32 ms), so a client's 1 s chunk
+  // reaches the policy as 0.992 or 1.024 s; with no slack (the seed's rule) the
+  // shorter half wait for the next chunk and most passes come 2 s apart.
+  double min_chunk_slack = 0.05;
   int max_context_tokens = 30;  // last committed tokens carried after the prompt
   std::string context;          // system text of the prompt
   // Token budget: ~6 tokens per second of speech; a last pass min(6 s + 10, 120),
