@@ -58,7 +58,8 @@ void declare_model_options(Args& args, CommandKind command) {
                 "Whisper: run the decoder steps of up to N streams that wait at the same time as one graph (weights "
                 "read once per step; results equal unbatched ones to rounding, bit for bit in a build without "
                 "ggml's llamafile kernels); at most --workers wait at once. A cache-aware streaming transducer: the "
-                "same for the chunks of up to N streams (bit for bit likewise). "
+                "same for the chunks of up to N streams (bit for bit likewise). Qwen3-ASR: the prompts and steps of up "
+                "to N streams in one llama context (N workers, one model computation at a time; bit for bit). "
                 "0 = off",
                 "0");
   }

@@ -33,6 +33,11 @@ class PromptedAsrDecoder {
   // alignment head, the audio token (0-based) the step attended to most.
   virtual int32_t step(int32_t token) = 0;
   virtual const std::vector<int>& step_frames() const = 0;
+  // The pass (from its encode()) decodes no more. A decoder that batches several
+  // streams' decodes (Qwen3-ASR with --batch-decode) holds the others' next batch
+  // for a stream whose pass is under way, so that their prompts and steps go
+  // together: a policy calls this when each pass ends, however it ends (PassSteps).
+  virtual void end_steps() {}
   // The encoder's window in samples, where the encoder's output for the audio of a
   // window depends on that window's audio only (Qwen3-ASR: 8 s); 0 when it has no
   // such windows. A buffer trimmed by whole windows from the front keeps its other
@@ -52,6 +57,19 @@ class PromptedAsrDecoder {
   virtual bool supports_language(const std::string& code) const = 0;
   // The language code named by a decoded header ("language English" -> "en"); "" when none.
   virtual std::string language_of_header(const std::string& header) const = 0;
+};
+
+// Ends a pass's steps (PromptedAsrDecoder::end_steps) when it goes out of
+// scope, however the pass returns or throws.
+class PassSteps {
+ public:
+  explicit PassSteps(PromptedAsrDecoder& decoder) : decoder_(decoder) {}
+  ~PassSteps() { decoder_.end_steps(); }
+  PassSteps(const PassSteps&) = delete;
+  PassSteps& operator=(const PassSteps&) = delete;
+
+ private:
+  PromptedAsrDecoder& decoder_;
 };
 
 }  // namespace earshot

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "common/error.h"
 #include "engine/catalogue.h"
@@ -172,6 +173,34 @@ TEST_F(Qwen3AsrEngineTest, PassReportsCountEncoderAndDecoderPasses) {
     p->finish();
     EXPECT_GE(encoder, 1) << policy;
     EXPECT_GE(decoder, encoder) << policy;  // at least a prefill per encoded window
+  }
+}
+
+// --batch-decode N: the streams decode on a shared context's slots and give the
+// transcripts they give alone, for both policies (each ends its pass's steps,
+// or the other streams' steps would wait for it); 1 or more than 16 is refused.
+TEST_F(Qwen3AsrEngineTest, BatchDecodeStreamsTranscribeAsAlone) {
+  ModelSpec spec = spec_of(pair.text);
+  for (int bad : {1, kMaxQwen3BatchStreams + 1}) {
+    spec.runtime.batch_streams = bad;
+    try {
+      load(spec);
+      ADD_FAILURE() << "--batch-decode " << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--batch-decode must be 0 (off) or 2..16"), std::string::npos) << e.what();
+    }
+  }
+  spec.runtime.batch_streams = 2;
+  const std::shared_ptr<const Engine> batched = load(spec);
+  for (const std::string policy : {"alignatt", "rolling"}) {
+    const std::string alone = stream(shared(), policy, 2.5);
+    std::string a, b;
+    std::thread ta([&] { a = stream(*batched, policy, 2.5); });
+    std::thread tb([&] { b = stream(*batched, policy, 2.5); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(a, alone) << policy;
+    EXPECT_EQ(b, alone) << policy;
   }
 }
 

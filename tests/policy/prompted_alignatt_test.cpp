@@ -38,6 +38,7 @@ struct Scripted : ScriptedPromptedDecoder {
   ScriptedPass current;
   size_t at = 0;
   int encodes = 0;
+  int ended = 0;  // end_steps() calls
   std::vector<size_t> encoded_samples;
   int window = 0;  // the encoder's window (window_samples())
 
@@ -60,6 +61,7 @@ struct Scripted : ScriptedPromptedDecoder {
     return current.n_audio;
   }
   int window_samples() const override { return window; }
+  void end_steps() override { ++ended; }
   int32_t prefill(const PromptedRequest& r) override {
     requests.push_back(r);
     at = 0;
@@ -360,6 +362,19 @@ TEST_F(PromptedAlignAtt, EachOneSecondChunkInVadWindowsGetsItsPass) {
   feed(*p, 0.992);
   p->process();
   EXPECT_EQ(fake->encodes, 1);
+}
+
+// Every pass ends its steps (PromptedAsrDecoder::end_steps), however it stops: a
+// decoder that batches streams waits for a stream's decodes until then.
+TEST_F(PromptedAlignAtt, EveryPassEndsItsSteps) {
+  auto p = make({pass(100, {{10}, {20}, {30}, {95}}), pass(100, {{10}})});
+  feed(*p, 1.0);
+  p->process();  // stopped at the border
+  p->finish();   // last passes
+  EXPECT_GE(fake->encodes, 2);
+  EXPECT_EQ(fake->ended, fake->encodes);
+  p->warmup();
+  EXPECT_EQ(fake->ended, fake->encodes);
 }
 
 TEST_F(PromptedAlignAtt, BadSettingsAreRejected) {

@@ -24,12 +24,14 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "audio/audio.h"
 #include "common/error.h"
 #include "model/qwen3asr/model.h"
 #include "model/qwen3asr/prompted_decoder.h"
+#include "model/qwen3asr/shared_context.h"
 #include "model/timed_prompted_decoder.h"
 #include "policy/alignatt/prompted_alignatt.h"
 #include "tools/common/machine_limits.h"
@@ -44,7 +46,7 @@ const char* kUsage =
     "usage: earshot-bench-qwen3asr --model PREFIX.gguf [--mmproj FILE] [--threads T] [--reps N]\n"
     "                              [--seconds 5,10,15] [--steps S] [--context-tokens C] [--profile on]\n"
     "                              [--cpu-kernels auto|ggml|openblas] [--quantized-products auto|int8|openblas|ggml]\n"
-    "                              [--audio FILE] [--live-steps N]\n"
+    "                              [--audio FILE] [--live-steps N] [--streams N]\n"
     "\n"
     "Times, per buffered audio length (default 5, 10 and 15 s; medians of N repetitions, default 3):\n"
     "the encoder (libmtmd; also alone on one 800-frame window), the prefill of the prompt around\n"
@@ -70,11 +72,14 @@ const char* kUsage =
     "AlignAtt does it: encode, prefill, N steps; default 5), which keeps the encoder's windows whose mel\n"
     "is unchanged and the prompt's KV rows before its first changed position: its encoder (windows\n"
     "encoded / kept), prefill (prompt tokens decoded / kept) and N steps, wall ms. --audio: a WAV file\n"
-    "(16 kHz mono, repeated to each length; default a rising tone with noise).\n";
+    "(16 kHz mono, repeated to each length; default a rising tone with noise).\n"
+    "--streams N (2..16): then N streams' live passes one after another (serve's one worker) against\n"
+    "all at once with their decodes batched on a shared context (--batch-decode N), wall ms, and the\n"
+    "shared context's llama_decode rounds by the number of streams in them.\n";
 
 struct Args {
   std::string model, mmproj;
-  int threads = 2, reps = 3, steps = 16, context_tokens = 30, live_steps = 5;
+  int threads = 2, reps = 3, steps = 16, context_tokens = 30, live_steps = 5, streams = 1;
   std::string audio;
   std::vector<double> seconds = {5, 10, 15};
   bool profile = false;
@@ -373,6 +378,68 @@ void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, co
   }
 }
 
+// --streams N: N streams' live passes (each 1 s after the stream's previous
+// one, its audio starting 1.3 s after the previous stream's), one stream after
+// another on this thread (what serve's one worker does without --batch-decode)
+// against all at once on N threads with their decodes batched on a shared
+// context (--batch-decode N), alternately, reps times each: the wall time until
+// every stream's pass is done.
+void batched_passes(const Args& a, const std::shared_ptr<const q::Model>& model, const std::vector<q::Head>& heads,
+                    const std::vector<int32_t>& context) {
+  std::printf(
+      "%d streams' live passes (%d steps each; wall ms, medians of %d): one after another / batched on a shared "
+      "context (--batch-decode %d); the shared context's rounds of 1..%d streams\n",
+      a.streams, a.live_steps, a.reps, a.streams, a.streams);
+  for (double seconds : a.seconds) {
+    std::vector<std::vector<float>> pcm;
+    for (int k = 0; k < a.streams; ++k) {
+      const std::vector<float> all = audio(seconds + 1.3 * k);
+      pcm.emplace_back(all.end() - static_cast<std::ptrdiff_t>(seconds * 16000), all.end());
+    }
+    auto pass = [&](q::Session& s, int k, bool timed) {
+      const std::span<const float> buffer(pcm[static_cast<size_t>(k)]);
+      s.encode(timed ? buffer : buffer.first(buffer.size() - 16000));
+      int32_t token = s.prefill({"", "English", context});
+      for (int i = 0; i < a.live_steps; ++i) token = s.step(model->is_end(token) ? context.front() : token);
+      s.end_steps();
+    };
+    std::vector<double> serial, batched;
+    std::vector<int64_t> rounds;
+    for (int r = 0; r < a.reps; ++r) {
+      {
+        std::vector<std::unique_ptr<q::Session>> sessions;
+        for (int k = 0; k < a.streams; ++k) {
+          sessions.push_back(std::make_unique<q::Session>(model, heads, 1024));
+          pass(*sessions.back(), k, false);
+        }
+        const auto t0 = Clock::now();
+        for (int k = 0; k < a.streams; ++k) pass(*sessions[static_cast<size_t>(k)], k, true);
+        serial.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+      auto shared = std::make_shared<q::SharedContext>(model, a.streams, 1024);
+      std::vector<std::unique_ptr<q::Session>> sessions;
+      for (int k = 0; k < a.streams; ++k) {
+        sessions.push_back(std::make_unique<q::Session>(model, heads, 1024, shared));
+        pass(*sessions.back(), k, false);
+      }
+      const q::SharedContext::Counts before = shared->counts();
+      std::vector<std::thread> threads;
+      const auto t0 = Clock::now();
+      for (int k = 0; k < a.streams; ++k)
+        threads.emplace_back([&, k] { pass(*sessions[static_cast<size_t>(k)], k, true); });
+      for (std::thread& t : threads) t.join();
+      batched.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      const q::SharedContext::Counts after = shared->counts();
+      rounds.resize(after.round_streams.size());
+      for (size_t i = 0; i < rounds.size(); ++i) rounds[i] += after.round_streams[i] - before.round_streams[i];
+    }
+    std::string per;
+    for (int64_t n : rounds) per += (per.empty() ? "" : " / ") + std::to_string(n);
+    std::printf("%7.1f s: %8.1f / %8.1f ms (x %.2f); rounds %s\n", seconds, median(serial), median(batched),
+                median(batched) / median(serial), per.c_str());
+  }
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   earshot::tools::parse_options(
@@ -384,6 +451,7 @@ Args parse(int argc, char** argv) {
        {"--steps", [&](const std::string& v) { a.steps = std::stoi(v); }},
        {"--context-tokens", [&](const std::string& v) { a.context_tokens = std::stoi(v); }},
        {"--live-steps", [&](const std::string& v) { a.live_steps = std::stoi(v); }},
+       {"--streams", [&](const std::string& v) { a.streams = std::stoi(v); }},
        {"--quantized-products",
         [&](const std::string& v) {
           using QP = q::ModelOptions::QuantizedProducts;
@@ -418,6 +486,8 @@ Args parse(int argc, char** argv) {
   }
   if (a.threads < 1 || a.reps < 1 || a.steps < 1 || a.context_tokens < 0 || a.live_steps < 0 || a.seconds.empty())
     throw Error(ErrorCode::kInvalidArgument, "--threads, --reps and --steps must be >= 1, --seconds non-empty");
+  if (a.streams < 1 || a.streams > q::kMaxSharedStreams)
+    throw Error(ErrorCode::kInvalidArgument, "--streams must be 1.." + std::to_string(q::kMaxSharedStreams));
   for (double s : a.seconds) {
     if (s < 0.5 || s > 30) throw Error(ErrorCode::kInvalidArgument, "--seconds: each length 0.5 to 30 s");
   }
@@ -552,7 +622,10 @@ int main(int argc, char** argv) {
                   step_gbs / bandwidth, pass.str().c_str(), median(pass_steps));
     }
     options.encoder_eval_callback = nullptr;
-    live_passes(a, q::Model::load(a.model, a.mmproj, options), heads, context);
+    options.exclusive_compute = a.streams > 1;  // the batched streams' computations, one at a time
+    const auto live = q::Model::load(a.model, a.mmproj, options);
+    live_passes(a, live, heads, context);
+    if (a.streams > 1) batched_passes(a, live, heads, context);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "earshot-bench-qwen3asr: %s\n", e.what());

@@ -22,6 +22,9 @@ Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, con
   heads_ = options_.alignment_heads.empty() ? qwen3asr::default_alignment_heads(model_->n_layer(), model_->n_head(), 20)
                                             : qwen3asr::load_alignment_heads(options_.alignment_heads, 20);
   qwen3asr::Session check(model_, heads_, 16);  // heads outside the model fail at load, not at the first stream
+  if (const int batch = spec.runtime.batch_streams; batch > 0) {
+    shared_ = std::make_shared<qwen3asr::SharedContext>(model_, batch, options_.n_ctx);
+  }
   capabilities_.family = "qwen3asr";
   capabilities_.model_name = "qwen3-asr-" + spec.path.stem().string();
   capabilities_.multilingual = true;
@@ -37,7 +40,7 @@ std::unique_ptr<OnlineProcessor> Qwen3AsrEngine::open_stream(const StreamRequest
     throw Error(ErrorCode::kInvalidArgument, problem);
   }
   std::unique_ptr<PromptedAsrDecoder> decoder =
-      std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx);
+      std::make_unique<qwen3asr::PromptedDecoder>(model_, heads_, options_.n_ctx, shared_);
   if (request.on_pass) decoder = std::make_unique<TimedPromptedDecoder>(std::move(decoder), request.on_pass);
   if (request.wrap_prompted_decoder) decoder = request.wrap_prompted_decoder(std::move(decoder));
   // The stream's keyterms are the system context Qwen3-ASR is prompted with (policy/registry.cpp).
@@ -63,6 +66,14 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   options.cpu_kernels = spec.runtime.cpu_kernels;
   options.reuse_encoder_windows = options.reuse_prompt_kv = own.reuse;
   options.quantized_products = own.quantized_products;
+  const int batch = spec.runtime.batch_streams;
+  if (batch != 0 && (batch < 2 || batch > kMaxQwen3BatchStreams)) {
+    throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
+                                                 std::to_string(kMaxQwen3BatchStreams) +
+                                                 " Qwen3-ASR streams per llama context, got " + std::to_string(batch));
+  }
+  // Several workers run the streams' passes (the serve plan's N): one computation at a time.
+  options.exclusive_compute = batch > 0;
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!own.alignment_heads.empty()) {
     qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(own.alignment_heads, 20), spec.path);

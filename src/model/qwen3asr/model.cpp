@@ -13,7 +13,9 @@
 
 #include "common/error.h"
 #include "common/pass_threads.h"
+#include "model/qwen3asr/context_params.h"
 #include "model/qwen3asr/model_writer.h"
+#include "model/qwen3asr/shared_context.h"
 #include "model/runtime/gemv_ops.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/q8_gemm.h"
@@ -378,49 +380,70 @@ void check_alignment_heads(const std::vector<Head>& heads, int n_layer, int n_he
   }
 }
 
+namespace detail {
+
+llama_context_params decoding_context_params(const Model& model, int n_ctx, int n_seq) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n_ctx);
+  cp.n_batch = static_cast<uint32_t>(n_ctx / n_seq);
+  cp.n_ubatch = cp.n_batch;
+  cp.n_seq_max = static_cast<uint32_t>(n_seq);
+  // Logits of one position per sequence per call (its last): without this the
+  // context reserves n_batch x 151936 floats of output.
+  cp.n_outputs_max = static_cast<uint32_t>(n_seq);
+  cp.n_threads = model.options().n_threads;
+  cp.n_threads_batch = model.options().n_threads;
+  // kq_soft_max-<layer> exists only without flash attention.
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.no_perf = true;
+  if (model.options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
+  if (model.on_openblas() || model.int8_products()) {
+    cp.mul_mat = openblas_text_mul_mat;
+    cp.mul_mat_user_data = const_cast<Model*>(&model);
+  }
+  if (model.on_openblas()) cp.attention = openblas_text_attention;
+  return cp;
+}
+
+}  // namespace detail
+
 void check_alignment_heads(const std::vector<Head>& heads, const std::filesystem::path& text) {
   const runtime::GgufFile t = runtime::GgufFile::open(text);
   const auto n_layer = t.find_u32("qwen3vl.block_count"), n_head = t.find_u32("qwen3vl.attention.head_count");
   if (n_layer && n_head) check_alignment_heads(heads, static_cast<int>(*n_layer), static_cast<int>(*n_head));
 }
 
-Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx)
-    : model_(std::move(model)), heads_(std::move(heads)) {
+Session::Session(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx,
+                 std::shared_ptr<SharedContext> shared)
+    : model_(std::move(model)), heads_(std::move(heads)), shared_(std::move(shared)) {
   const int n_layer = model_->n_layer(), n_head = model_->n_head();
   heads_by_layer_.assign(static_cast<size_t>(n_layer), {});
   check_alignment_heads(heads_, n_layer, n_head);
   for (const auto& [layer, head] : heads_) heads_by_layer_[static_cast<size_t>(layer)].push_back(head);
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(n_ctx);
-  cp.n_batch = static_cast<uint32_t>(n_ctx);
-  cp.n_ubatch = static_cast<uint32_t>(n_ctx);
-  cp.n_seq_max = 1;
-  // Logits of one position per call (the last): without this the context reserves
-  // n_batch x 151936 floats of output.
-  cp.n_outputs_max = 1;
-  cp.n_threads = model_->options().n_threads;
-  cp.n_threads_batch = model_->options().n_threads;
-  // kq_soft_max-<layer> exists only without flash attention.
-  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  if (shared_) slot_ = shared_->acquire();
+  if (slot_ >= 0) {
+    if (n_ctx > shared_->slot_tokens()) {
+      shared_->release(slot_);
+      slot_ = -1;
+    } else {
+      return;  // the shared context's slot
+    }
+  }
+  llama_context_params cp = detail::decoding_context_params(*model_, n_ctx, 1);
   cp.cb_eval = capture_callback;
   cp.cb_eval_user_data = this;
-  cp.no_perf = true;
-  if (model_->options().f32_kv_cache) cp.type_k = cp.type_v = GGML_TYPE_F32;
-  if (model_->on_openblas() || model_->int8_products()) {
-    cp.mul_mat = openblas_text_mul_mat;
-    cp.mul_mat_user_data = const_cast<Model*>(model_.get());
-  }
-  if (model_->on_openblas()) cp.attention = openblas_text_attention;
   ctx_ = llama_init_from_model(model_->llama(), cp);
   if (!ctx_) throw Error(ErrorCode::kInternal, "libllama could not create a decoding context");
 }
 
 Session::~Session() {
   if (ctx_) llama_free(ctx_);
+  if (slot_ >= 0) shared_->release(slot_);
 }
 
 int Session::encode(std::span<const float> pcm) {
   if (pcm.empty()) throw Error(ErrorCode::kInvalidArgument, "no audio to encode");
+  if (slot_ >= 0) shared_->set_stepping(slot_, true);  // a pass is under way until end_steps()
   // mtmd pads the last window to whole 100-frame chunks; the reference model has
   // no such tokens (mel frames: n_samples / 160 + 1 as mtmd counts them, or
   // n_samples / 160 as Hugging Face does). Only the last window is padded, so its
@@ -469,6 +492,20 @@ void Session::follow_pass_threads() {
 
 int32_t Session::decode_tokens(std::span<const int32_t> tokens) {
   if (tokens.empty()) return -1;
+  if (slot_ >= 0) {
+    // A slot's rows go as embeddings (a shared batch is all embeddings), text
+    // positions (p, p, p, 0) as libllama gives a token.
+    const std::vector<float> embd = model_->token_embeddings(tokens);
+    const int rows = static_cast<int>(tokens.size());
+    std::vector<int32_t> pos(static_cast<size_t>(rows) * 4);
+    for (int r = 0; r < rows; ++r) {
+      for (int sec = 0; sec < 4; ++sec) pos[static_cast<size_t>(sec * rows + r)] = sec < 3 ? n_past_ + r : 0;
+    }
+    const int32_t next = decode_shared(embd.data(), pos.data(), rows, n_past_);
+    n_past_ += rows;
+    for (int32_t t : tokens) kv_keys_.push_back(static_cast<uint32_t>(t));
+    return next;
+  }
   std::vector<llama_token> ids(tokens.begin(), tokens.end());
   std::vector<llama_pos> pos(ids.size());
   std::vector<int32_t> n_seq(ids.size(), 1);
@@ -480,13 +517,41 @@ int32_t Session::decode_tokens(std::span<const int32_t> tokens) {
   llama_batch b{
       static_cast<int32_t>(ids.size()), ids.data(), nullptr, pos.data(), n_seq.data(), seq.data(), logits.data()};
   follow_pass_threads();
-  if (llama_decode(ctx_, b) != 0) {
+  if (decode_lone(b) != 0) {
     kv_keys_.clear();
     throw Error(ErrorCode::kInternal, "libllama could not decode the tokens");
   }
   n_past_ += static_cast<int>(ids.size());
   for (int32_t t : tokens) kv_keys_.push_back(static_cast<uint32_t>(t));
   return argmax_logits();
+}
+
+int Session::decode_lone(const llama_batch& batch) {
+  if (!model_->options().exclusive_compute) return llama_decode(ctx_, batch);
+  std::lock_guard lock(model_->compute_mutex());
+  return llama_decode(ctx_, batch);
+}
+
+int32_t Session::decode_shared(const float* embd, const int32_t* pos, int rows, int first_pos) {
+  SharedContext::Request r;
+  r.session = this;
+  r.slot = slot_;
+  r.first_pos = first_pos;
+  r.rows = rows;
+  r.embd = embd;
+  r.pos = pos;
+  r.capture = capture_;
+  shared_->decode(r);
+  if (r.error) {
+    kv_keys_.clear();  // what the slot holds is unknown: the next prefill starts afresh
+    std::rethrow_exception(r.error);
+  }
+  logits_ = std::move(r.logits);
+  return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
+}
+
+void Session::end_steps() {
+  if (slot_ >= 0) shared_->set_stepping(slot_, false);
 }
 
 int32_t Session::prefill(const PromptSpec& p) {
@@ -515,7 +580,7 @@ int32_t Session::prefill(const PromptSpec& p) {
     const auto diverge = std::mismatch(keys.begin(), keys.end(), kv_keys_.begin(), kv_keys_.end()).first;
     from = std::min(static_cast<int>(diverge - keys.begin()), n - 1);
   }
-  if (from == 0 || !llama_memory_seq_rm(llama_get_memory(ctx_), 0, from, -1)) {
+  if (slot_ < 0 && (from == 0 || !llama_memory_seq_rm(llama_get_memory(ctx_), 0, from, -1))) {
     llama_memory_clear(llama_get_memory(ctx_), true);
     from = 0;
   }
@@ -546,16 +611,21 @@ int32_t Session::prefill(const PromptSpec& p) {
     const bool audio = i >= audio_begin_ && i < audio_end;
     for (int s = 0; s < 4; ++s) pos[static_cast<size_t>(s * rows + r)] = s < 3 || audio ? i : 0;
   }
-  std::vector<int32_t> n_seq(static_cast<size_t>(rows), 1);
-  llama_seq_id seq0 = 0;
-  std::vector<llama_seq_id*> seq(static_cast<size_t>(rows), &seq0);
-  std::vector<int8_t> logits(static_cast<size_t>(rows), 0);
-  logits.back() = 1;
-  llama_batch b{rows, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
-  follow_pass_threads();
-  if (llama_decode(ctx_, b) != 0) {
-    kv_keys_.clear();  // what the cache holds is unknown: the next prefill starts afresh
-    throw Error(ErrorCode::kInternal, "libllama could not decode the prompt");
+  int32_t first = -1;
+  if (slot_ >= 0) {
+    first = decode_shared(embd.data(), pos.data(), rows, from);  // the slot's cells from `from` on go first
+  } else {
+    std::vector<int32_t> n_seq(static_cast<size_t>(rows), 1);
+    llama_seq_id seq0 = 0;
+    std::vector<llama_seq_id*> seq(static_cast<size_t>(rows), &seq0);
+    std::vector<int8_t> logits(static_cast<size_t>(rows), 0);
+    logits.back() = 1;
+    llama_batch b{rows, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
+    follow_pass_threads();
+    if (decode_lone(b) != 0) {
+      kv_keys_.clear();  // what the cache holds is unknown: the next prefill starts afresh
+      throw Error(ErrorCode::kInternal, "libllama could not decode the prompt");
+    }
   }
   n_past_ = n;
   kv_keys_ = std::move(keys);
@@ -564,7 +634,7 @@ int32_t Session::prefill(const PromptSpec& p) {
   prompt_tokens_ = head;
   prompt_tokens_.insert(prompt_tokens_.end(), static_cast<size_t>(n_audio_), kAudioPad);
   prompt_tokens_.insert(prompt_tokens_.end(), tail.begin(), tail.end());
-  return argmax_logits();
+  return slot_ >= 0 ? first : argmax_logits();
 }
 
 int32_t Session::step(int32_t token) {
@@ -579,7 +649,8 @@ int32_t Session::step(int32_t token) {
 void Session::truncate(int pos) {
   if (pos < audio_begin_ + n_audio_) throw Error(ErrorCode::kInternal, "truncating into the prompt");
   if (pos >= n_past_) return;
-  if (!llama_memory_seq_rm(llama_get_memory(ctx_), 0, pos, -1)) {
+  // A slot's cells from its next call's first position on go with that call.
+  if (slot_ < 0 && !llama_memory_seq_rm(llama_get_memory(ctx_), 0, pos, -1)) {
     kv_keys_.clear();
     throw Error(ErrorCode::kInternal, "libllama could not remove the KV suffix");
   }
@@ -587,7 +658,9 @@ void Session::truncate(int pos) {
   kv_keys_.resize(static_cast<size_t>(pos));
 }
 
-bool Session::on_node(ggml_tensor* t, bool ask) {
+bool Session::on_node(ggml_tensor* t, bool ask) { return on_stream_node(t, ask, 0); }
+
+bool Session::on_stream_node(ggml_tensor* t, bool ask, int stream) {
   static constexpr char kName[] = "kq_soft_max-";
   if (!capture_ || std::strncmp(t->name, kName, sizeof kName - 1) != 0) return ask ? false : true;
   const int layer = std::atoi(t->name + sizeof kName - 1);
@@ -595,14 +668,17 @@ bool Session::on_node(ggml_tensor* t, bool ask) {
     return ask ? false : true;
   }
   if (ask) return true;
-  // [n_kv, n_tokens, n_head], F32: element (cell j, token t, head h) at j + t*n_kv + h*n_kv*n_tokens.
-  // One token per step, one sequence whose suffixes only are removed: cell = position.
-  const int64_t n_kv = t->ne[0], n_tokens = t->ne[1];
-  if (t->type != GGML_TYPE_F32 || n_tokens != 1 || n_kv < audio_begin_ + n_audio_) return true;
+  // [n_kv, n_tokens, n_head, n_stream], F32: element (cell j, token t, head h,
+  // stream s) at j + t*n_kv + h*n_kv*n_tokens + s*n_kv*n_tokens*n_head. One token
+  // per step, one sequence per stream whose suffixes only are removed: cell = position.
+  const int64_t n_kv = t->ne[0], n_tokens = t->ne[1], n_head = t->ne[2];
+  if (t->type != GGML_TYPE_F32 || n_tokens != 1 || stream >= t->ne[3] || n_kv < audio_begin_ + n_audio_) return true;
   for (size_t k = 0; k < heads_.size(); ++k) {
     if (heads_[k].first != layer) continue;
     std::vector<float> row(static_cast<size_t>(n_kv));
-    const size_t offset = static_cast<size_t>(heads_[k].second) * static_cast<size_t>(n_kv) * sizeof(float);
+    const size_t offset =
+        (static_cast<size_t>(stream) * static_cast<size_t>(n_head) + static_cast<size_t>(heads_[k].second)) *
+        static_cast<size_t>(n_kv) * sizeof(float);
     ggml_backend_tensor_get(t, row.data(), offset, row.size() * sizeof(float));
     const auto span = row.begin() + audio_begin_;
     frames_[k] = static_cast<int>(std::max_element(span, span + n_audio_) - span);

@@ -22,6 +22,7 @@
 
 struct llama_model;
 struct llama_context;
+struct llama_batch;
 struct mtmd_context;
 struct ggml_tensor;
 
@@ -53,6 +54,10 @@ struct ModelOptions {
   // the same encoded windows) and decodes from the first changed position on.
   // false: every prefill decodes the whole prompt.
   bool reuse_prompt_kv = true;
+  // Every model computation of the model's streams (an encode, a decode) holds
+  // compute_mutex(), one at a time: set where several workers run the streams'
+  // passes (--batch-decode), so that two computations never share the cores.
+  bool exclusive_compute = false;
   // The large products (--cpu-kernels). kAuto and kOpenBlas run them on OpenBLAS
   // inside libmtmd's and libllama's graphs (earshot's patches to both): the audio
   // encoder's weight products, conv stem (f32 im2col products) and attention; a
@@ -125,6 +130,9 @@ class Model {
   // model encode one at a time (libmtmd's context is one). Throws
   // earshot::Error(kInternal) when libmtmd fails.
   EncodeStats encode_windows(std::span<const float> pcm, std::vector<EncodedWindow>& windows, uint64_t& next_id) const;
+  // Held by every encode (libmtmd's context is one), by a shared context's batches
+  // (shared_context.h) and, with options().exclusive_compute, by every decode.
+  std::mutex& compute_mutex() const { return probe_->mutex; }
 
  private:
   // libmtmd's evaluation callback: reads a window's mel (the graph's first node)
@@ -177,10 +185,15 @@ struct PromptSpec {
   std::vector<int32_t> prefix_tokens;  // after the forced prefix: committed tokens carried as context
 };
 
-// One stream's decoder state (a llama_context of its own).
+class SharedContext;
+
+// One stream's decoder state: a llama_context of its own, or a slot of a shared
+// one (shared_context.h: its decodes batched with the other slots'; a lone
+// context when every slot is taken or n_ctx exceeds a slot).
 class Session {
  public:
-  Session(std::shared_ptr<const Model> model, std::vector<Head> alignment_heads, int n_ctx = 1024);
+  Session(std::shared_ptr<const Model> model, std::vector<Head> alignment_heads, int n_ctx = 1024,
+          std::shared_ptr<SharedContext> shared = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -212,6 +225,12 @@ class Session {
   const std::vector<int>& step_frames() const { return frames_; }
   // Per alignment head, its attention row of the last step over every KV cell (tests).
   const std::vector<std::vector<float>>& step_rows() const { return rows_; }
+  // On a shared context's slot, a pass runs from encode() to end_steps(): while
+  // it runs, the other streams' batches wait for its prompt and steps (so that
+  // they go together); end_steps() says it decodes no more.
+  void end_steps();
+  // Whether this stream decodes on a shared context's slot.
+  bool shares_context() const { return slot_ >= 0; }
   // Drops the KV of positions >= pos (re-decode from there).
   void truncate(int pos);
   int n_past() const { return n_past_; }
@@ -220,11 +239,16 @@ class Session {
   const std::vector<int32_t>& prompt_tokens() const { return prompt_tokens_; }  // text tokens, audio as kAudioPad
   const std::vector<float>& logits() const { return logits_; }
 
-  // The callback's view of a node (public for the C callback only).
+  // The callback's view of a node (public for the C callbacks only): a lone
+  // context's, and stream `stream` of a shared context's round.
   bool on_node(ggml_tensor* t, bool ask);
+  bool on_stream_node(ggml_tensor* t, bool ask, int stream);
 
  private:
   int32_t decode_tokens(std::span<const int32_t> tokens);
+  int decode_lone(const llama_batch& batch);  // llama_decode, under compute_mutex() where exclusive
+  // Rows as embeddings with M-RoPE positions (4 x rows) on the shared slot; the greedy next token.
+  int32_t decode_shared(const float* embd, const int32_t* pos, int rows, int first_pos);
   int32_t argmax_logits();
   // The decode that follows runs on pass_threads() (common/pass_threads.h) when set.
   void follow_pass_threads();
@@ -233,6 +257,8 @@ class Session {
   std::vector<Head> heads_;
   std::vector<std::vector<int>> heads_by_layer_;  // query heads per layer
   llama_context* ctx_ = nullptr;
+  std::shared_ptr<SharedContext> shared_;
+  int slot_ = -1;  // of shared_, or -1: ctx_ is the stream's own
   std::vector<EncodedWindow> windows_;
   uint64_t next_window_id_ = 1;
   EncodeStats last_encode_;

@@ -62,8 +62,9 @@ std::vector<Head> default_alignment_heads(int n_layer, int n_head, int max_heads
   return heads;
 }
 
-PromptedDecoder::PromptedDecoder(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx)
-    : model_(model), session_(std::move(model), std::move(heads), n_ctx) {}
+PromptedDecoder::PromptedDecoder(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx,
+                                 std::shared_ptr<SharedContext> shared)
+    : model_(model), session_(std::move(model), std::move(heads), n_ctx, std::move(shared)) {}
 
 int32_t PromptedDecoder::prefill(const PromptedRequest& request) {
   PromptSpec p;

@@ -21,12 +21,15 @@ std::vector<Head> default_alignment_heads(int n_layer, int n_head, int max_heads
 
 class PromptedDecoder : public PromptedAsrDecoder {
  public:
-  PromptedDecoder(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx = 1024);
+  // shared: a context whose slots batch several streams' decodes (shared_context.h), or null.
+  PromptedDecoder(std::shared_ptr<const Model> model, std::vector<Head> heads, int n_ctx = 1024,
+                  std::shared_ptr<SharedContext> shared = nullptr);
 
   int encode(std::span<const float> pcm) override { return session_.encode(pcm); }
   int32_t prefill(const PromptedRequest& request) override;
   int32_t step(int32_t token) override { return session_.step(token); }
   const std::vector<int>& step_frames() const override { return session_.step_frames(); }
+  void end_steps() override { session_.end_steps(); }
   int window_samples() const override { return kWindowSamples; }
   bool is_end(int32_t token) const override { return model_->is_end(token); }
   int32_t text_marker() const override;

@@ -424,9 +424,9 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   const bool v_trans = (packed >> 32) != 0;
-  const int64_t d = q->ne[0], T = q->ne[1], H = q->ne[2], n_kv = k->ne[1], Hk = k->ne[2];
+  const int64_t d = q->ne[0], T = q->ne[1], H = q->ne[2], S = q->ne[3], n_kv = k->ne[1], Hk = k->ne[2];
   const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const auto [t0, t1] = share(blocks * H, ith, nth, 1);
+  const auto [t0, t1] = share(blocks * H * S, ith, nth, 1);
   if (t1 <= t0) return;
   thread_local std::vector<float> scores, queries, keys, values, column;
   scores.resize(static_cast<size_t>(kQueryBlock * n_kv));
@@ -436,37 +436,40 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   column.resize(static_cast<size_t>(n_kv));
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
   const auto base = [](const ggml_tensor* t) { return static_cast<const char*>(t->data); };
-  int64_t converted = -1;  // the KV head in keys / values
+  int64_t converted = -1;  // the stream's KV head in keys / values (s * Hk + hk)
   for (int64_t task = t0; task < t1; ++task) {
-    const int64_t h = task / blocks, i0 = (task % blocks) * kQueryBlock, hk = h / (H / Hk);
+    const int64_t s = task / (blocks * H), h = task / blocks % H, i0 = (task % blocks) * kQueryBlock;
+    const int64_t hk = h / (H / Hk);
     const int rows = static_cast<int>(std::min(kQueryBlock, T - i0));
-    if (hk != converted) {
-      for (int64_t j = 0; j < n_kv; ++j)
-        row_to_f32(k->type, base(k) + j * k->nb[1] + hk * k->nb[2], keys.data() + j * d, d);
+    if (s * Hk + hk != converted) {
+      const char* kb = base(k) + hk * k->nb[2] + s * k->nb[3];
+      const char* vb = base(v) + hk * v->nb[2] + s * v->nb[3];
+      for (int64_t j = 0; j < n_kv; ++j) row_to_f32(k->type, kb + j * k->nb[1], keys.data() + j * d, d);
       if (v_trans) {  // d rows of n_kv: transposed into n_kv rows of d
         for (int64_t c = 0; c < d; ++c) {
-          row_to_f32(v->type, base(v) + c * v->nb[1] + hk * v->nb[2], column.data(), n_kv);
+          row_to_f32(v->type, vb + c * v->nb[1], column.data(), n_kv);
           for (int64_t j = 0; j < n_kv; ++j) values[j * d + c] = column[j];
         }
       } else {
-        for (int64_t j = 0; j < n_kv; ++j)
-          row_to_f32(v->type, base(v) + j * v->nb[1] + hk * v->nb[2], values.data() + j * d, d);
+        for (int64_t j = 0; j < n_kv; ++j) row_to_f32(v->type, vb + j * v->nb[1], values.data() + j * d, d);
       }
-      converted = hk;
+      converted = s * Hk + hk;
     }
-    for (int r = 0; r < rows; ++r)
-      std::memcpy(queries.data() + r * d, base(q) + (i0 + r) * q->nb[1] + h * q->nb[2], d * sizeof(float));
-    float* S = scores.data();
+    for (int r = 0; r < rows; ++r) {
+      std::memcpy(queries.data() + r * d, base(q) + (i0 + r) * q->nb[1] + h * q->nb[2] + s * q->nb[3],
+                  d * sizeof(float));
+    }
+    float* scores_row = scores.data();
     sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(n_kv), static_cast<int>(d), scale, queries.data(),
-          static_cast<int>(d), keys.data(), static_cast<int>(d), 0.0f, S, static_cast<int>(n_kv));
+          static_cast<int>(d), keys.data(), static_cast<int>(d), 0.0f, scores_row, static_cast<int>(n_kv));
     if (mask != nullptr) {
       for (int r = 0; r < rows; ++r) {
-        const auto* m = reinterpret_cast<const float*>(base(mask) + (i0 + r) * mask->nb[1]);
-        for (int64_t j = 0; j < n_kv; ++j) S[r * n_kv + j] += m[j];
+        const auto* m = reinterpret_cast<const float*>(base(mask) + (i0 + r) * mask->nb[1] + s * mask->nb[3]);
+        for (int64_t j = 0; j < n_kv; ++j) scores_row[r * n_kv + j] += m[j];
       }
     }
-    softmax_times_values(S, rows, n_kv, values.data(), static_cast<int>(d),
-                         static_cast<float*>(dst->data) + i0 * ld(dst) + h * d, ld(dst), d);
+    softmax_times_values(scores_row, rows, n_kv, values.data(), static_cast<int>(d),
+                         static_cast<float*>(dst->data) + (s * T + i0) * ld(dst) + h * d, ld(dst), d);
   }
 }
 
@@ -644,18 +647,20 @@ ggml_tensor* blas_masked_attention(ggml_context* ctx, ggml_tensor* q, ggml_tenso
   const auto converts = [](const ggml_tensor* t) {
     return t->type == GGML_TYPE_F32 || ggml_get_type_traits(t->type)->to_float != nullptr;
   };
-  if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || q->ne[3] != 1 || k->ne[3] != 1 || v->ne[3] != 1 ||
-      k->ne[0] != d || Hk < 1 || H % Hk != 0 || k->nb[0] != ggml_type_size(k->type) ||
-      v->nb[0] != ggml_type_size(v->type) || !converts(k) || !converts(v) || v->ne[2] != Hk ||
+  const int64_t S = q->ne[3];  // streams (libllama's KV streams of several sequences), each its own KV
+  if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || k->ne[3] != S || v->ne[3] != S || k->ne[0] != d ||
+      Hk < 1 || H % Hk != 0 || k->nb[0] != ggml_type_size(k->type) || v->nb[0] != ggml_type_size(v->type) ||
+      !converts(k) || !converts(v) || v->ne[2] != Hk ||
       (v_trans ? (v->ne[0] != n_kv || v->ne[1] != d) : (v->ne[0] != d || v->ne[1] != n_kv)) ||
       (mask && (mask->type != GGML_TYPE_F32 || mask->nb[0] != sizeof(float) || mask->ne[0] != n_kv || mask->ne[1] < T ||
-                mask->ne[2] != 1 || mask->ne[3] != 1))) {
+                mask->ne[2] != 1 || mask->ne[3] != S))) {
     throw Error(ErrorCode::kInternal, "OpenBLAS masked attention: unsupported shapes, types or strides");
   }
   uint32_t bits;
   std::memcpy(&bits, &scale, sizeof bits);
   ggml_tensor* args[] = {q, k, v, mask};
-  return ggml_custom_4d(ctx, GGML_TYPE_F32, d * H, T, 1, 1, args, mask ? 4 : 3, masked_attention_op, GGML_N_TASKS_MAX,
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, d * H, T * S, 1, 1, args, mask ? 4 : 3, masked_attention_op,
+                        GGML_N_TASKS_MAX,
                         reinterpret_cast<void*>(static_cast<uintptr_t>(bits) | (uintptr_t{v_trans} << 32)));
 }
 

@@ -83,12 +83,14 @@ ggml_tensor* blas_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggm
 ggml_tensor* blas_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int n_head);
 
 // Masked grouped-query attention over the views a graph holds (libllama's KV cache:
-// earshot's patch to libllama hands them over): q [d, T, H] f32 (rows of d
-// contiguous), k [d, n_kv, Hk] and v of any type ggml converts to f32 (v as [n_kv,
-// d, Hk] with v_trans, a cache that stores V transposed; else [d, n_kv, Hk]), mask
-// [n_kv, >= T] f32 (0 or -inf) or null; H a multiple of Hk (query head h reads KV
-// head h / (H / Hk)). out [d * H, T] f32, head h at columns h*d: softmax(scale q_h
-// k^T + mask) v, an exact f32 softmax. Throws earshot::Error(kInternal) for other
+// earshot's patch to libllama hands them over): q [d, T, H, S] f32 (rows of d
+// contiguous), k [d, n_kv, Hk, S] and v of any type ggml converts to f32 (v as
+// [n_kv, d, Hk, S] with v_trans, a cache that stores V transposed; else [d, n_kv,
+// Hk, S]), mask [n_kv, >= T, 1, S] f32 (0 or -inf) or null; S streams (libllama's
+// KV streams of several sequences, each attending to its own cells; 1 for one);
+// H a multiple of Hk (query head h reads KV head h / (H / Hk)). out [d * H, T *
+// S] f32, stream s's rows from s*T, head h at columns h*d: softmax(scale q_h k^T
+// + mask) v, an exact f32 softmax. Throws earshot::Error(kInternal) for other
 // shapes, types or strides.
 ggml_tensor* blas_masked_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, bool v_trans,
                                    ggml_tensor* mask, float scale);

@@ -295,6 +295,42 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMaskedAttention,
                                            MaskedCase{GGML_TYPE_F32, true, 16, 6, 2, 300, 310, 2},  // two query blocks
                                            MaskedCase{GGML_TYPE_F32, false, 24, 2, 1, 12, 40, 1}));
 
+// Several KV streams in one call (libllama's sequences without a unified cache,
+// as a shared Qwen3-ASR context decodes them): each stream's rows equal a call
+// on that stream alone, bit for bit, its rows placed after the previous stream's.
+TEST(BlasMaskedAttention, EachStreamAttendsToItsOwnCellsAsAlone) {
+  ASSERT_TRUE(openblas_available()) << openblas_status();
+  constexpr int64_t d = 16, H = 4, Hk = 2, T = 11, n_kv = 24, S = 2;
+  Graph g(1 << 24);
+  ggml_context* c = g.ctx.get();
+  auto tensor4 = [&](int64_t a, int64_t b, int64_t e, int64_t f, int seed) {
+    ggml_tensor* t = ggml_new_tensor_4d(c, GGML_TYPE_F32, a, b, e, f);
+    const std::vector<float> v = normal_values(a * b * e * f, seed);
+    std::copy(v.begin(), v.end(), static_cast<float*>(t->data));
+    return t;
+  };
+  ggml_tensor* q = tensor4(d, T, H, S, 1);
+  ggml_tensor* k = tensor4(d, n_kv, Hk, S, 2);
+  ggml_tensor* v = tensor4(d, n_kv, Hk, S, 3);
+  ggml_tensor* mask = ggml_new_tensor_4d(c, GGML_TYPE_F32, n_kv, T, 1, S);
+  auto* m = static_cast<float*>(mask->data);
+  for (int64_t s = 0; s < S; ++s)  // each stream its own causal border
+    for (int64_t r = 0; r < T; ++r)
+      for (int64_t j = 0; j < n_kv; ++j) m[(s * T + r) * n_kv + j] = j > 5 + 4 * s + r ? -INFINITY : 0.0f;
+  const float scale = 0.25f;
+  ggml_tensor* both = blas_masked_attention(c, q, k, v, false, mask, scale);
+  ASSERT_EQ(both->ne[1], T * S);
+  const std::vector<float> got = g.compute(both, 2);
+  for (int64_t s = 0; s < S; ++s) {
+    auto stream = [&](ggml_tensor* t) {
+      return ggml_view_3d(c, t, t->ne[0], t->ne[1], t->ne[2], t->nb[1], t->nb[2], s * t->nb[3]);
+    };
+    ggml_tensor* alone = blas_masked_attention(c, stream(q), stream(k), stream(v), false, stream(mask), scale);
+    const std::vector<float> want = g.compute(alone, 2);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[static_cast<size_t>(s) * want.size() + i], want[i]) << s;
+  }
+}
+
 TEST(BlasMaskedAttention, RefusesShapesItDoesNotTake) {
   ASSERT_TRUE(openblas_available()) << openblas_status();
   Graph g(1 << 20);
@@ -309,6 +345,8 @@ TEST(BlasMaskedAttention, RefusesShapesItDoesNotTake) {
   EXPECT_THROW(blas_masked_attention(c, q4, ggml_new_tensor_3d(c, GGML_TYPE_F16, 8, 8, 2), v, false, nullptr, 0.25f),
                Error);
   EXPECT_THROW(blas_masked_attention(c, q4, k, v, true, nullptr, 0.25f), Error);  // v is not [n_kv, d, Hk]
+  ggml_tensor* q2 = ggml_new_tensor_4d(c, GGML_TYPE_F32, 16, 4, 4, 2);  // two streams over one stream's KV
+  EXPECT_THROW(blas_masked_attention(c, q2, k, v, false, nullptr, 0.25f), Error);
 }
 
 TEST(CpuKernels, NamesParseAndBadOnesAreRefusedWithTheOptionName) {

@@ -1,0 +1,280 @@
+#include "model/qwen3asr/shared_context.h"
+
+#include <llama.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <thread>
+
+#include "common/error.h"
+#include "model/qwen3asr/context_params.h"
+
+namespace earshot::qwen3asr {
+
+struct SharedContext::State {
+  std::shared_ptr<const Model> model;
+  llama_context* ctx = nullptr;
+  int slots = 0;
+  int slot_tokens = 0;
+  int round_rows = 0;  // n_batch == n_ubatch: a round is one ubatch
+
+  std::mutex slot_mutex;
+  std::vector<bool> taken;
+
+  // The scheduler (llm::BatchedLlamaModel's): a caller that finds the context
+  // idle runs everything queued, except that a batch of steps waits while a
+  // stepping slot has no call queued (or until it is full).
+  struct Pending {
+    Request* request = nullptr;
+    bool done = false;
+  };
+  std::mutex sched_mutex;
+  std::condition_variable changed, finished;
+  std::deque<Pending*> queue;
+  bool stopping = false;
+  std::thread executor;
+  void execute();
+  std::vector<bool> stepping, queued;  // per slot
+  int waiting_for = 0;                 // stepping slots with no call queued
+
+  mutable std::mutex count_mutex;
+  Counts counts;
+
+  // The round being evaluated: its sessions' captures by stream, for the callback.
+  std::vector<Session*> round_sessions;
+
+  void run(std::vector<Request*>& batch);
+
+  static bool eval_callback(ggml_tensor* t, bool ask, void* user) {
+    auto* self = static_cast<State*>(user);
+    bool wanted = false;
+    for (std::size_t s = 0; s < self->round_sessions.size(); ++s) {
+      Session* session = self->round_sessions[s];
+      if (session != nullptr) wanted = session->on_stream_node(t, ask, static_cast<int>(s)) || wanted;
+    }
+    return ask ? wanted : true;
+  }
+};
+
+SharedContext::SharedContext(std::shared_ptr<const Model> model, int slots, int slot_tokens)
+    : state_(std::make_unique<State>()) {
+  if (slots < 1 || slot_tokens < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "a shared Qwen3-ASR context needs >= 1 slot of >= 1 position, got " +
+                                                 std::to_string(slots) + " x " + std::to_string(slot_tokens));
+  }
+  State& s = *state_;
+  s.model = std::move(model);
+  s.slots = slots;
+  s.round_rows = slot_tokens;
+  llama_context_params cp = detail::decoding_context_params(*s.model, slot_tokens * slots, slots);
+  cp.kv_unified = false;  // one KV stream per sequence: cell == position in each
+  cp.cb_eval = &State::eval_callback;
+  cp.cb_eval_user_data = &s;
+  s.ctx = llama_init_from_model(s.model->llama(), cp);
+  if (s.ctx == nullptr) {
+    throw Error(ErrorCode::kInternal, "libllama could not create a shared decoding context of " +
+                                          std::to_string(slots) + " x " + std::to_string(slot_tokens) + " positions");
+  }
+  s.slot_tokens = std::min(slot_tokens, static_cast<int>(llama_n_ctx_seq(s.ctx)));
+  s.taken.assign(static_cast<std::size_t>(slots), false);
+  s.stepping.assign(static_cast<std::size_t>(slots), false);
+  s.queued.assign(static_cast<std::size_t>(slots), false);
+  s.counts.round_streams.assign(static_cast<std::size_t>(slots), 0);
+  s.executor = std::thread([&s] { s.execute(); });
+}
+
+SharedContext::~SharedContext() {
+  {
+    std::lock_guard lock(state_->sched_mutex);
+    state_->stopping = true;
+  }
+  state_->changed.notify_all();
+  state_->executor.join();
+  if (state_->ctx != nullptr) llama_free(state_->ctx);
+}
+
+int SharedContext::slots() const { return state_->slots; }
+int SharedContext::slot_tokens() const { return state_->slot_tokens; }
+
+int SharedContext::acquire() {
+  std::lock_guard lock(state_->slot_mutex);
+  for (int i = 0; i < state_->slots; ++i) {
+    if (state_->taken[static_cast<std::size_t>(i)]) continue;
+    state_->taken[static_cast<std::size_t>(i)] = true;
+    return i;
+  }
+  return -1;
+}
+
+void SharedContext::release(int slot) {
+  set_stepping(slot, false);
+  std::lock_guard lock(state_->slot_mutex);
+  state_->taken[static_cast<std::size_t>(slot)] = false;
+}
+
+void SharedContext::set_stepping(int slot, bool on) {
+  State& s = *state_;
+  std::lock_guard lock(s.sched_mutex);
+  const auto i = static_cast<std::size_t>(slot);
+  if (s.stepping[i] == on) return;
+  s.stepping[i] = on;
+  if (!s.queued[i]) s.waiting_for += on ? 1 : -1;
+  s.changed.notify_all();
+}
+
+void SharedContext::decode(Request& request) {
+  State& s = *state_;
+  State::Pending me{&request, false};
+  std::unique_lock lock(s.sched_mutex);
+  const auto slot = static_cast<std::size_t>(request.slot);
+  s.queued[slot] = true;
+  if (s.stepping[slot]) --s.waiting_for;
+  s.queue.push_back(&me);
+  s.changed.notify_all();  // the executor may be waiting for this call
+  s.finished.wait(lock, [&] { return me.done; });
+}
+
+// The executor: one thread evaluates every batch (one OpenMP team, kept warm).
+void SharedContext::State::execute() {
+  std::unique_lock lock(sched_mutex);
+  while (true) {
+    changed.wait(lock, [&] {
+      return stopping || (!queue.empty() && (waiting_for == 0 || static_cast<int>(queue.size()) >= slots));
+    });
+    if (stopping) return;
+    // The compute lock first (an encode may hold it), then everything queued by
+    // then: calls that came in while the encode ran join this batch.
+    lock.unlock();
+    std::unique_lock compute(model->compute_mutex());
+    lock.lock();
+    std::vector<Pending*> pending(queue.begin(), queue.end());
+    queue.clear();
+    lock.unlock();
+    std::vector<Request*> batch;
+    for (Pending* p : pending) batch.push_back(p->request);
+    run(batch);  // never throws: each request keeps its own error
+    compute.unlock();
+    lock.lock();
+    for (Pending* p : pending) {
+      p->done = true;
+      const auto i = static_cast<std::size_t>(p->request->slot);
+      queued[i] = false;
+      if (stepping[i]) ++waiting_for;  // its next call is coming
+    }
+    {
+      std::lock_guard count_lock(count_mutex);
+      counts.calls += static_cast<int64_t>(pending.size());
+      counts.batches += 1;
+    }
+    finished.notify_all();
+  }
+}
+
+SharedContext::Counts SharedContext::counts() const {
+  std::lock_guard lock(state_->count_mutex);
+  return state_->counts;
+}
+
+// One batch: each request's cells from its first position on are dropped, then
+// rounds of equal row counts over runs of consecutive slots until every request's
+// rows are in. A request whose round fails gets the error; the others go on.
+void SharedContext::State::run(std::vector<Request*>& batch) {
+  llama_memory_t memory = llama_get_memory(ctx);
+  const int n_embd = model->n_embd();
+  const int n_vocab = model->n_vocab();
+  std::sort(batch.begin(), batch.end(), [](const Request* a, const Request* b) { return a->slot < b->slot; });
+  std::vector<int> done(batch.size(), 0);
+  for (Request* r : batch) {
+    r->logits.clear();
+    r->error = nullptr;
+    if (r->rows < 1 || r->first_pos < 0 || r->first_pos + r->rows > slot_tokens) {
+      r->error = std::make_exception_ptr(
+          Error(ErrorCode::kInvalidArgument, "Qwen3-ASR context full: " + std::to_string(r->first_pos) + " + " +
+                                                 std::to_string(r->rows) + " positions exceed the stream's " +
+                                                 std::to_string(slot_tokens)));
+    } else if (!llama_memory_seq_rm(memory, r->slot, r->first_pos, -1)) {
+      r->error = std::make_exception_ptr(Error(ErrorCode::kInternal, "libllama could not remove a KV suffix"));
+    }
+  }
+  auto remaining = [&](std::size_t i) { return batch[i]->error ? 0 : batch[i]->rows - done[i]; };
+  std::vector<float> embd;
+  std::vector<llama_pos> pos;
+  std::vector<int32_t> n_seq;
+  std::vector<llama_seq_id> seq_ids;
+  std::vector<llama_seq_id*> seq;
+  std::vector<int8_t> logits;
+  while (true) {
+    // The round: the first run of consecutive slots with rows left.
+    std::vector<std::size_t> group;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (remaining(i) == 0) continue;
+      if (!group.empty() && batch[i]->slot != batch[group.back()]->slot + 1) break;
+      group.push_back(i);
+    }
+    if (group.empty()) break;
+    int m = round_rows / static_cast<int>(group.size());
+    for (std::size_t i : group) m = std::min(m, remaining(i));
+    const int n = m * static_cast<int>(group.size());
+    embd.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n_embd));
+    pos.resize(static_cast<std::size_t>(n) * 4);
+    n_seq.assign(static_cast<std::size_t>(n), 1);
+    seq_ids.resize(static_cast<std::size_t>(n));
+    seq.resize(static_cast<std::size_t>(n));
+    logits.assign(static_cast<std::size_t>(n), 0);
+    round_sessions.clear();
+    int b = 0;
+    for (std::size_t i : group) {
+      const Request& r = *batch[i];
+      std::memcpy(embd.data() + static_cast<std::size_t>(b) * static_cast<std::size_t>(n_embd),
+                  r.embd + static_cast<std::size_t>(done[i]) * static_cast<std::size_t>(n_embd),
+                  static_cast<std::size_t>(m) * static_cast<std::size_t>(n_embd) * sizeof(float));
+      for (int k = 0; k < m; ++k) {
+        for (int sec = 0; sec < 4; ++sec)
+          pos[static_cast<std::size_t>(sec * n + b + k)] = r.pos[sec * r.rows + done[i] + k];
+        seq_ids[static_cast<std::size_t>(b + k)] = r.slot;
+        seq[static_cast<std::size_t>(b + k)] = &seq_ids[static_cast<std::size_t>(b + k)];
+      }
+      if (done[i] + m == r.rows) logits[static_cast<std::size_t>(b + m - 1)] = 1;
+      round_sessions.push_back(r.capture ? r.session : nullptr);
+      b += m;
+    }
+    llama_batch lb{n, nullptr, embd.data(), pos.data(), n_seq.data(), seq.data(), logits.data()};
+    const int status = llama_decode(ctx, lb);
+    round_sessions.clear();
+    {
+      std::lock_guard lock(count_mutex);
+      counts.rounds += 1;
+      counts.rows += n;
+      counts.round_streams[group.size() - 1] += 1;
+    }
+    b = 0;
+    for (std::size_t i : group) {
+      Request& r = *batch[i];
+      b += m;
+      if (status != 0) {
+        r.error = std::make_exception_ptr(
+            Error(ErrorCode::kInternal, "libllama could not decode a stream's rows (" + std::to_string(status) + ")"));
+        continue;
+      }
+      done[i] += m;
+      if (done[i] < r.rows) continue;
+      const float* l = llama_get_logits_ith(ctx, b - 1);
+      if (l == nullptr) {
+        r.error = std::make_exception_ptr(Error(ErrorCode::kInternal, "libllama returned no logits"));
+        continue;
+      }
+      r.logits.assign(l, l + n_vocab);
+    }
+  }
+  for (Request* r : batch) {
+    // What the slot holds after a failure is unknown: the next call removes it from its first position on.
+    if (r->error) llama_memory_seq_rm(memory, r->slot, r->first_pos, -1);
+  }
+}
+
+}  // namespace earshot::qwen3asr
