@@ -43,7 +43,7 @@ class PromptedReference : public PromptedAsrDecoder {
   int32_t prefill(const PromptedRequest& request) override;
   int32_t step(int32_t token) override;
   const std::vector<int>& step_frames() const override { return frames_; }
-  void end_steps() override { inner_->end_steps(); }
+  void end_pass() override { inner_->end_pass(); }
   int window_samples() const override { return inner_->window_samples(); }
   bool is_end(int32_t token) const override { return inner_->is_end(token); }
   int32_t text_marker() const override { return inner_->text_marker(); }

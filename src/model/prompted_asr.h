@@ -36,8 +36,8 @@ class PromptedAsrDecoder {
   // The pass (from its encode()) decodes no more. A decoder that batches several
   // streams' decodes (Qwen3-ASR with --batch-decode) holds the others' next batch
   // for a stream whose pass is under way, so that their prompts and steps go
-  // together: a policy calls this when each pass ends, however it ends (PassSteps).
-  virtual void end_steps() {}
+  // together: a policy calls this when each pass ends, however it ends (PassScope).
+  virtual void end_pass() {}
   // The encoder's window in samples, where the encoder's output for the audio of a
   // window depends on that window's audio only (Qwen3-ASR: 8 s); 0 when it has no
   // such windows. A buffer trimmed by whole windows from the front keeps its other
@@ -59,14 +59,14 @@ class PromptedAsrDecoder {
   virtual std::string language_of_header(const std::string& header) const = 0;
 };
 
-// Ends a pass's steps (PromptedAsrDecoder::end_steps) when it goes out of
-// scope, however the pass returns or throws.
-class PassSteps {
+// A pass of a policy, from before its encode(): says it ended
+// (PromptedAsrDecoder::end_pass) when it goes out of scope, however it returns or throws.
+class PassScope {
  public:
-  explicit PassSteps(PromptedAsrDecoder& decoder) : decoder_(decoder) {}
-  ~PassSteps() { decoder_.end_steps(); }
-  PassSteps(const PassSteps&) = delete;
-  PassSteps& operator=(const PassSteps&) = delete;
+  explicit PassScope(PromptedAsrDecoder& decoder) : decoder_(decoder) {}
+  ~PassScope() { decoder_.end_pass(); }
+  PassScope(const PassScope&) = delete;
+  PassScope& operator=(const PassScope&) = delete;
 
  private:
   PromptedAsrDecoder& decoder_;

@@ -31,7 +31,7 @@ class TimedPromptedDecoder : public PromptedAsrDecoder {
     return inner_->step(token);
   }
   const std::vector<int>& step_frames() const override { return inner_->step_frames(); }
-  void end_steps() override { inner_->end_steps(); }
+  void end_pass() override { inner_->end_pass(); }
   int window_samples() const override { return inner_->window_samples(); }
   bool is_end(int32_t token) const override { return inner_->is_end(token); }
   int32_t text_marker() const override { return inner_->text_marker(); }

@@ -38,7 +38,7 @@ struct Scripted : ScriptedPromptedDecoder {
   ScriptedPass current;
   size_t at = 0;
   int encodes = 0;
-  int ended = 0;  // end_steps() calls
+  int ended = 0;  // end_pass() calls
   std::vector<size_t> encoded_samples;
   int window = 0;  // the encoder's window (window_samples())
 
@@ -61,7 +61,7 @@ struct Scripted : ScriptedPromptedDecoder {
     return current.n_audio;
   }
   int window_samples() const override { return window; }
-  void end_steps() override { ++ended; }
+  void end_pass() override { ++ended; }
   int32_t prefill(const PromptedRequest& r) override {
     requests.push_back(r);
     at = 0;
@@ -364,9 +364,9 @@ TEST_F(PromptedAlignAtt, EachOneSecondChunkInVadWindowsGetsItsPass) {
   EXPECT_EQ(fake->encodes, 1);
 }
 
-// Every pass ends its steps (PromptedAsrDecoder::end_steps), however it stops: a
+// Every pass says it ended (PromptedAsrDecoder::end_pass), however it stops: a
 // decoder that batches streams waits for a stream's decodes until then.
-TEST_F(PromptedAlignAtt, EveryPassEndsItsSteps) {
+TEST_F(PromptedAlignAtt, EveryPassSaysItEnded) {
   auto p = make({pass(100, {{10}, {20}, {30}, {95}}), pass(100, {{10}})});
   feed(*p, 1.0);
   p->process();  // stopped at the border

@@ -401,7 +401,7 @@ void batched_passes(const Args& a, const std::shared_ptr<const q::Model>& model,
       s.encode(timed ? buffer : buffer.first(buffer.size() - 16000));
       int32_t token = s.prefill({"", "English", context});
       for (int i = 0; i < a.live_steps; ++i) token = s.step(model->is_end(token) ? context.front() : token);
-      s.end_steps();
+      s.end_pass();
     };
     std::vector<double> serial, batched;
     std::vector<int64_t> rounds;

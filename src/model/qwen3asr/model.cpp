@@ -443,7 +443,7 @@ Session::~Session() {
 
 int Session::encode(std::span<const float> pcm) {
   if (pcm.empty()) throw Error(ErrorCode::kInvalidArgument, "no audio to encode");
-  if (slot_ >= 0) shared_->set_stepping(slot_, true);  // a pass is under way until end_steps()
+  if (slot_ >= 0) shared_->set_in_pass(slot_, true);  // a pass is under way until end_pass()
   // mtmd pads the last window to whole 100-frame chunks; the reference model has
   // no such tokens (mel frames: n_samples / 160 + 1 as mtmd counts them, or
   // n_samples / 160 as Hugging Face does). Only the last window is padded, so its
@@ -550,8 +550,8 @@ int32_t Session::decode_shared(const float* embd, const int32_t* pos, int rows, 
   return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
 }
 
-void Session::end_steps() {
-  if (slot_ >= 0) shared_->set_stepping(slot_, false);
+void Session::end_pass() {
+  if (slot_ >= 0) shared_->set_in_pass(slot_, false);
 }
 
 int32_t Session::prefill(const PromptSpec& p) {

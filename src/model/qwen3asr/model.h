@@ -225,10 +225,10 @@ class Session {
   const std::vector<int>& step_frames() const { return frames_; }
   // Per alignment head, its attention row of the last step over every KV cell (tests).
   const std::vector<std::vector<float>>& step_rows() const { return rows_; }
-  // On a shared context's slot, a pass runs from encode() to end_steps(): while
+  // On a shared context's slot, a pass runs from encode() to end_pass(): while
   // it runs, the other streams' batches wait for its prompt and steps (so that
-  // they go together); end_steps() says it decodes no more.
-  void end_steps();
+  // they go together); end_pass() says it decodes no more.
+  void end_pass();
   // Whether this stream decodes on a shared context's slot.
   bool shares_context() const { return slot_ >= 0; }
   // Drops the KV of positions >= pos (re-decode from there).

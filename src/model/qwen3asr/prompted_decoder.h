@@ -29,7 +29,7 @@ class PromptedDecoder : public PromptedAsrDecoder {
   int32_t prefill(const PromptedRequest& request) override;
   int32_t step(int32_t token) override { return session_.step(token); }
   const std::vector<int>& step_frames() const override { return session_.step_frames(); }
-  void end_steps() override { session_.end_steps(); }
+  void end_pass() override { session_.end_pass(); }
   int window_samples() const override { return kWindowSamples; }
   bool is_end(int32_t token) const override { return model_->is_end(token); }
   int32_t text_marker() const override;

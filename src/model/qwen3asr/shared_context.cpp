@@ -26,9 +26,8 @@ struct SharedContext::State {
   std::mutex slot_mutex;
   std::vector<bool> taken;
 
-  // The scheduler (llm::BatchedLlamaModel's): a caller that finds the context
-  // idle runs everything queued, except that a batch of steps waits while a
-  // stepping slot has no call queued (or until it is full).
+  // The executor runs everything queued once no slot whose pass is under way
+  // has its call still to come (or once every slot has one).
   struct Pending {
     Request* request = nullptr;
     bool done = false;
@@ -39,8 +38,8 @@ struct SharedContext::State {
   bool stopping = false;
   std::thread executor;
   void execute();
-  std::vector<bool> stepping, queued;  // per slot
-  int waiting_for = 0;                 // stepping slots with no call queued
+  std::vector<bool> in_pass, queued;  // per slot
+  int waiting_for = 0;                // slots in a pass with no call queued
 
   mutable std::mutex count_mutex;
   Counts counts;
@@ -82,7 +81,7 @@ SharedContext::SharedContext(std::shared_ptr<const Model> model, int slots, int 
   }
   s.slot_tokens = std::min(slot_tokens, static_cast<int>(llama_n_ctx_seq(s.ctx)));
   s.taken.assign(static_cast<std::size_t>(slots), false);
-  s.stepping.assign(static_cast<std::size_t>(slots), false);
+  s.in_pass.assign(static_cast<std::size_t>(slots), false);
   s.queued.assign(static_cast<std::size_t>(slots), false);
   s.counts.round_streams.assign(static_cast<std::size_t>(slots), 0);
   s.executor = std::thread([&s] { s.execute(); });
@@ -112,17 +111,17 @@ int SharedContext::acquire() {
 }
 
 void SharedContext::release(int slot) {
-  set_stepping(slot, false);
+  set_in_pass(slot, false);
   std::lock_guard lock(state_->slot_mutex);
   state_->taken[static_cast<std::size_t>(slot)] = false;
 }
 
-void SharedContext::set_stepping(int slot, bool on) {
+void SharedContext::set_in_pass(int slot, bool on) {
   State& s = *state_;
   std::lock_guard lock(s.sched_mutex);
   const auto i = static_cast<std::size_t>(slot);
-  if (s.stepping[i] == on) return;
-  s.stepping[i] = on;
+  if (s.in_pass[i] == on) return;
+  s.in_pass[i] = on;
   if (!s.queued[i]) s.waiting_for += on ? 1 : -1;
   s.changed.notify_all();
 }
@@ -133,7 +132,7 @@ void SharedContext::decode(Request& request) {
   std::unique_lock lock(s.sched_mutex);
   const auto slot = static_cast<std::size_t>(request.slot);
   s.queued[slot] = true;
-  if (s.stepping[slot]) --s.waiting_for;
+  if (s.in_pass[slot]) --s.waiting_for;
   s.queue.push_back(&me);
   s.changed.notify_all();  // the executor may be waiting for this call
   s.finished.wait(lock, [&] { return me.done; });
@@ -164,7 +163,7 @@ void SharedContext::State::execute() {
       p->done = true;
       const auto i = static_cast<std::size_t>(p->request->slot);
       queued[i] = false;
-      if (stepping[i]) ++waiting_for;  // its next call is coming
+      if (in_pass[i]) ++waiting_for;  // its next call is coming
     }
     {
       std::lock_guard count_lock(count_mutex);

@@ -15,7 +15,7 @@
 // ms instead of 30 on 2 Zen 5 cores). It takes the model's compute lock
 // (Model::compute_mutex: no encode runs meanwhile, so the cores are never
 // shared by two computations), then evaluates everything queued. A stream
-// whose pass is under way (Session::encode to Session::end_steps) is awaited:
+// whose pass is under way (Session::encode to Session::end_pass) is awaited:
 // the next batch waits for its call (or until every slot has one), so the
 // streams' prompts and steps go together instead of alternating (the rule of
 // llm::BatchedLlamaModel, there for steps only).
@@ -78,7 +78,7 @@ class SharedContext {
   // Blocks until the request ran in a batch.
   void decode(Request& request);
   // A slot whose pass is under way: the next batch awaits its call (see the header).
-  void set_stepping(int slot, bool on);
+  void set_in_pass(int slot, bool on);
 
   // Decode calls, batches formed, llama_decode rounds and the streams in each
   // (round_streams[k]: rounds of k + 1 streams), rows evaluated.

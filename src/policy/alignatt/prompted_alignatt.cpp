@@ -115,7 +115,7 @@ ProcessResult PromptedAlignAttProcessor::process(bool is_last) {
 }
 
 std::vector<Word> PromptedAlignAttProcessor::infer(bool is_last, double fresh_seconds) {
-  const PassSteps steps(*asr_);  // the pass, from its encode to its last step
+  const PassScope scope(*asr_);  // the pass, from its encode to its last step
   const int n_audio = asr_->encode(audio_);
   if (n_audio <= 0) return {};
   const double duration = buffered_seconds();
@@ -264,7 +264,7 @@ void PromptedAlignAttProcessor::end_silence(double duration, double offset) {
 }
 
 void PromptedAlignAttProcessor::warmup() {
-  const PassSteps steps(*asr_);
+  const PassScope scope(*asr_);
   asr_->encode(std::vector<float>(kSampleRate, 0.0f));
   asr_->prefill({config_.context, language_, {}});
 }

@@ -23,7 +23,7 @@ WindowPass RollingDecoder::decode(const WindowRequest& r) {
   if (r.pass == 0) previous_.clear();  // a new segment
   prefix_.clear();
   if (r.audio.empty()) return pass;
-  const PassSteps steps(*decoder_);  // the pass, from its encode to its last step
+  const PassScope scope(*decoder_);  // the pass, from its encode to its last step
   decoder_->encode(r.audio);
   const std::string code = r.language != "auto" ? r.language : language_;
   // A forced language puts the "language X<asr_text>" header in the prompt: a

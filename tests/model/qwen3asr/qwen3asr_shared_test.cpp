@@ -1,8 +1,8 @@
 // Qwen3-ASR streams on the slots of one shared llama context (--batch-decode):
 // each stream's prompts and steps, decoded in batches with the other streams',
 // give its lone run's logits and alignment rows to rounding, with the prompt's
-// KV rows kept across passes as a lone stream keeps them; stepping streams share
-// every step round; a stream that ends its steps holds no one; with every slot
+// KV rows kept across passes as a lone stream keeps them; streams in their passes
+// share every step round; a stream whose pass ended holds no one; with every slot
 // taken a stream gets a context of its own.
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ struct Trace {
 // Passes over a growing buffer (`ends` in samples), each a prefill and `steps`
 // teacher-forced steps (the same tokens whatever the logits say, so that two
 // runs decode the same positions). `ready`: waited on after each prefill, so that
-// every stream is stepping before any steps (the rounds then pair every step).
+// every stream is in its pass's steps before any steps (the rounds then pair every step).
 Trace run_stream(Session& s, std::span<const float> audio, const std::vector<size_t>& ends, int steps,
                  std::latch* ready = nullptr) {
   Trace t;
@@ -73,7 +73,7 @@ Trace run_stream(Session& s, std::span<const float> audio, const std::vector<siz
       t.logits.push_back(s.logits());
       t.rows.push_back(s.step_rows());
     }
-    s.end_steps();
+    s.end_pass();
     context.push_back(forced[pass % forced.size()]);  // committed text grows as a policy's does
   }
   return t;
@@ -126,18 +126,18 @@ TEST_F(Qwen3AsrShared, StreamsOnSlotsDecodeAsAloneAndShareTheirSteps) {
   expect_same(got_b, lone_b, "stream b");
   // The later passes kept their prompt's rows before the first changed one, in the slot as alone.
   EXPECT_GT(got_a.reused[1], 0);
-  // Both were stepping before the first pass's steps: each of those rounds held both streams.
+  // Both were in their passes before the first pass's steps: each of those rounds held both streams.
   const SharedContext::Counts c = shared->counts();
   EXPECT_GE(c.round_streams[1], kSteps);
   EXPECT_EQ(c.calls, 2 * static_cast<int64_t>(ends_a.size()) * (1 + kSteps));
 }
 
-TEST_F(Qwen3AsrShared, AStreamThatEndedItsStepsHoldsNoOne) {
+TEST_F(Qwen3AsrShared, AStreamWhosePassEndedHoldsNoOne) {
   auto shared = std::make_shared<SharedContext>(model, 2, 1024);
   Session idle(model, kHeads, 1024, shared), busy(model, kHeads, 1024, shared);
   idle.encode(std::span<const float>(speech).first(2 * 16000));
-  idle.prefill({"", "English", {}});  // stepping: the others' next batch would wait for its step
-  idle.end_steps();                   // ... until its pass says it takes none
+  idle.prefill({"", "English", {}});  // in its pass: the others' next batch would wait for its call
+  idle.end_pass();                    // ... until its pass says it ended
   busy.encode(std::span<const float>(speech).first(3 * 16000));
   int32_t token = busy.prefill({"", "English", {}});
   for (int k = 0; k < 4; ++k) token = busy.step(token);  // alone: would block forever if idle still held the batch
@@ -155,7 +155,7 @@ TEST_F(Qwen3AsrShared, WithEverySlotTakenAStreamGetsAContextOfItsOwn) {
   for (Session* s : {first.get(), &second}) {
     s->encode(std::span<const float>(speech).first(16000));
     s->step(s->prefill({"", "English", {}}));
-    s->end_steps();
+    s->end_pass();
   }
   EXPECT_LT(max_diff(first->logits(), second.logits()), 2e-3);
   // A slot's session gone, the next one takes the slot, its cells dropped at its first decode.
@@ -165,7 +165,7 @@ TEST_F(Qwen3AsrShared, WithEverySlotTakenAStreamGetsAContextOfItsOwn) {
   ASSERT_TRUE(again.shares_context());
   again.encode(std::span<const float>(speech).first(16000));
   again.step(again.prefill({"", "English", {}}));
-  again.end_steps();
+  again.end_pass();
   EXPECT_EQ(again.last_prefill().reused, 0);
   EXPECT_LT(max_diff(again.logits(), before), 1e-6);
 }
