@@ -22,10 +22,16 @@ struct RuntimeOptions {
   runtime::CpuKernels cpu_kernels = runtime::CpuKernels::kAuto;
   // Model steps of up to this many streams pending at once run as one graph,
   // shared by the engine's streams (Whisper's decoder steps, a cache-aware
-  // streaming transducer's chunks); 0 = every step alone. Each family that
-  // batches validates it; one that does not ignores it.
+  // streaming transducer's chunks, Qwen3-ASR's prompts and steps); 0 = every
+  // step alone. Each family that batches validates it (check_batch_streams);
+  // one that does not ignores it.
   int batch_streams = 0;
 };
+
+// A batching family's check of runtime.batch_streams: 0 or 2..max, else
+// Error(kInvalidArgument) "--batch-decode must be 0 (off) or 2..<max> <unit>, got <n>"
+// (unit: what one batch is, "streams per graph"). Returns the value.
+int check_batch_streams(const RuntimeOptions& runtime, int max, const std::string& unit);
 
 // The encoder's kernels `runtime` gives, for reports: "OpenBLAS encoder", "flash
 // attention" or "explicit-softmax attention".

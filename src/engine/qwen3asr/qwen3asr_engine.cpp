@@ -66,14 +66,9 @@ std::shared_ptr<const Engine> load_qwen3asr_engine(const ModelSpec& spec) {
   options.cpu_kernels = spec.runtime.cpu_kernels;
   options.reuse_encoder_windows = options.reuse_prompt_kv = own.reuse;
   options.quantized_products = own.quantized_products;
-  const int batch = spec.runtime.batch_streams;
-  if (batch != 0 && (batch < 2 || batch > kMaxQwen3BatchStreams)) {
-    throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
-                                                 std::to_string(kMaxQwen3BatchStreams) +
-                                                 " Qwen3-ASR streams per llama context, got " + std::to_string(batch));
-  }
   // Several workers run the streams' passes (the serve plan's N): one computation at a time.
-  options.exclusive_compute = batch > 0;
+  options.exclusive_compute =
+      check_batch_streams(spec.runtime, kMaxQwen3BatchStreams, "Qwen3-ASR streams per llama context") > 0;
   // A bad heads file fails before the pair is read (seconds for the real models).
   if (!own.alignment_heads.empty()) {
     qwen3asr::check_alignment_heads(qwen3asr::load_alignment_heads(own.alignment_heads, 20), spec.path);

@@ -3,8 +3,9 @@
 // (model/qwen3asr). With --batch-decode N, N streams decode on the slots of one
 // shared llama context (qwen3asr/shared_context.h: their steps and prompts
 // evaluated together) and every model computation runs one at a time (the serve
-// plan's N workers then never share the cores). Each stream is a prompted decoder (PromptedAsrDecoder) under
-// the policies registered for one (policy/registry.h): AlignAtt (WhisperLiveKit's
+// plan's N workers then never share the cores). Each stream is a prompted
+// decoder (PromptedAsrDecoder) under the policies registered for one
+// (policy/registry.h): AlignAtt (WhisperLiveKit's
 // qwen3_simul, the default) or rolling (the window re-decoded every ~2 s through
 // the stable/unstable commit layer).
 #pragma once

@@ -42,12 +42,7 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
       right_context_ = lookahead_ms / frame_ms - 1;
     }
     fastconformer::check_streaming(hp, right_context_, "--lookahead-ms " + std::to_string(lookahead_ms));
-    const int batch = spec.runtime.batch_streams;
-    if (batch != 0 && (batch < 2 || batch > kMaxBatchStreams))
-      throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." +
-                                                   std::to_string(kMaxBatchStreams) + " streams per graph, got " +
-                                                   std::to_string(batch));
-    if (batch > 0) {
+    if (const int batch = check_batch_streams(spec.runtime, kMaxBatchStreams, "streams per graph"); batch > 0) {
       batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads,
                                                                    spec.runtime.cpu_kernels);
     }

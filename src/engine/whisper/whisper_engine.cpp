@@ -16,12 +16,7 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
   session_options_.cpu_kernels = spec.runtime.cpu_kernels;
   session_options_.encoder_input = spec.options<WhisperOptions>().encoder_input;
   session_options_.text = text_;
-  const int batch = spec.runtime.batch_streams;
-  if (batch != 0 && (batch < 2 || batch > kMaxBatchDecode)) {
-    throw Error(ErrorCode::kInvalidArgument, "--batch-decode must be 0 (off) or 2.." + std::to_string(kMaxBatchDecode) +
-                                                 " streams per decoder graph, got " + std::to_string(batch));
-  }
-  if (batch > 0) {
+  if (const int batch = check_batch_streams(spec.runtime, kMaxBatchDecode, "streams per decoder graph"); batch > 0) {
     session_options_.batcher = std::make_shared<whisper::DecodeBatcher>(model_, batch, session_options_.n_threads,
                                                                         session_options_.cpu_kernels);
   }

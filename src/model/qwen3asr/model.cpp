@@ -483,6 +483,10 @@ int32_t Session::argmax_logits() {
   const float* l = llama_get_logits_ith(ctx_, -1);
   if (!l) throw Error(ErrorCode::kInternal, "libllama returned no logits");
   logits_.assign(l, l + model_->n_vocab());
+  return greedy();
+}
+
+int32_t Session::greedy() const {
   return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
 }
 
@@ -547,7 +551,7 @@ int32_t Session::decode_shared(const float* embd, const int32_t* pos, int rows, 
     std::rethrow_exception(r.error);
   }
   logits_ = std::move(r.logits);
-  return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
+  return greedy();
 }
 
 void Session::end_pass() {

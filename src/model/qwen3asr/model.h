@@ -249,7 +249,8 @@ class Session {
   int decode_lone(const llama_batch& batch);  // llama_decode, under compute_mutex() where exclusive
   // Rows as embeddings with M-RoPE positions (4 x rows) on the shared slot; the greedy next token.
   int32_t decode_shared(const float* embd, const int32_t* pos, int rows, int first_pos);
-  int32_t argmax_logits();
+  int32_t argmax_logits();  // the last decode's logits from libllama into logits_, and greedy()
+  int32_t greedy() const;   // the argmax of logits_
   // The decode that follows runs on pass_threads() (common/pass_threads.h) when set.
   void follow_pass_threads();
 

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <numeric>
 #include <string>
 #include <thread>
 

@@ -26,11 +26,12 @@
 // slots (steps of every stream: one round; a prompt beside steps: a round of one
 // row each, then the rest of the prompt alone).
 //
-// Identity: a stream's tokens, logits and captured attention are its lone run's
-// to rounding. Rows are multiplied independently in the int8 op and the
-// few-row op, but a round of several streams computes the attention with ggml's
-// ops (the OpenBLAS attention takes one stream), whose sums run in another order
-// (tested in tests/model/qwen3asr/qwen3asr_shared_test.cpp).
+// Identity: a stream's tokens, logits and captured attention are its lone run's,
+// bit for bit on the test models (tests/model/qwen3asr/qwen3asr_shared_test.cpp):
+// rows are multiplied independently in the int8 op and the few-row op, and the
+// OpenBLAS attention takes each stream of a round as it takes a lone one. A round
+// sizes its products by its row count, so where sgemm's blocking follows the
+// count (float weights) a row may differ by rounding.
 #pragma once
 
 #include <cstdint>
