@@ -40,6 +40,9 @@ struct Capabilities {
   // Its streams' passes share one context that runs one at a time (Qwen3-ASR's
   // libmtmd encoder): serve's --workers auto then runs one worker on every core.
   bool serial_passes = false;
+  // Steps of up to this many streams run as one graph (RuntimeOptions::batch_streams,
+  // as the family took it); 0 = every stream's steps alone.
+  int batch_streams = 0;
 };
 
 struct StreamRequest {

@@ -99,7 +99,17 @@ std::shared_ptr<const Engine> load(const ModelSpec& spec) {
     if (const std::string problem = other.foreign_request(spec, file_is(*family)); !problem.empty())
       throw Error(ErrorCode::kInvalidArgument, problem);
   }
-  return family->load(spec);
+  std::shared_ptr<const Engine> engine = family->load(spec);
+  // A family that batches took --batch-decode (and checked its range); one that
+  // does not would run the streams the serve plan gives it each on every core.
+  if (spec.runtime.batch_streams != 0 && engine->capabilities().batch_streams == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--batch-decode " + std::to_string(spec.runtime.batch_streams) + ": model file " + spec.path.string() +
+                    " is " + file_is(*family) +
+                    ", which runs each stream's steps alone (Whisper, cache-aware streaming transducers and "
+                    "Qwen3-ASR batch them): leave --batch-decode out");
+  }
+  return engine;
 }
 
 std::string describe(const std::string& family, const ModelSpec& spec, const std::string& policy) {

@@ -79,7 +79,8 @@ std::string family_of(const std::filesystem::path& path);
 // Loads spec.path with the first family that accepts it. Throws
 // earshot::Error(kInvalidArgument) for spec.runtime.threads < 1 (before reading
 // the file) or for another family's settings the file's family cannot honour
-// (Family::foreign_request), Error(kUnsupported) naming what the file is when no
+// (Family::foreign_request) or for RuntimeOptions::batch_streams where the loaded
+// engine does not batch (Capabilities::batch_streams), Error(kUnsupported) naming what the file is when no
 // family reads it, and the family's own errors (kInvalidModel, kIo) otherwise.
 std::shared_ptr<const Engine> load(const ModelSpec& spec);
 

@@ -24,7 +24,7 @@ struct RuntimeOptions {
   // shared by the engine's streams (Whisper's decoder steps, a cache-aware
   // streaming transducer's chunks, Qwen3-ASR's prompts and steps); 0 = every
   // step alone. Each family that batches validates it (check_batch_streams);
-  // one that does not ignores it.
+  // engine::load refuses it for an engine that does not batch.
   int batch_streams = 0;
 };
 

@@ -212,6 +212,8 @@ TEST(WhisperEngine, BatchedDecodeStreamsCommitWhatUnbatchedOnesDoAndBadSizesAreR
   const auto alone = load_random_engine(model, "batch-off", spec);
   spec.runtime.batch_streams = 4;
   const auto batched = load_random_engine(model, "batch-on", spec);
+  EXPECT_EQ(alone->capabilities().batch_streams, 0);
+  EXPECT_EQ(batched->capabilities().batch_streams, 4);
   constexpr int kStreams = 3;
   std::vector<std::vector<std::string>> expected(kStreams), got(kStreams);
   for (int i = 0; i < kStreams; ++i) expected[i] = stream_words(*alone, 10 + i);

@@ -192,6 +192,7 @@ TEST_F(Qwen3AsrEngineTest, BatchDecodeStreamsTranscribeAsAlone) {
   }
   spec.runtime.batch_streams = 2;
   const std::shared_ptr<const Engine> batched = load(spec);
+  EXPECT_EQ(batched->capabilities().batch_streams, 2);
   for (const std::string policy : {"alignatt", "rolling"}) {
     const std::string alone = stream(shared(), policy, 2.5);
     std::string a, b;

@@ -244,6 +244,18 @@ TEST(TransducerEngine, StreamingModelGivesTheOfflineWordsForAnySplit) {
   spec.path = dir / "parakeet.gguf";
   spec.options<TransducerOptions>().lookahead_ms = 160;
   EXPECT_THROW(load(spec), Error);
+  // An offline model runs each stream's passes alone: --batch-decode is refused, not ignored.
+  spec.options<TransducerOptions>().lookahead_ms = 0;
+  EXPECT_EQ(load(spec)->capabilities().batch_streams, 0);
+  spec.runtime.batch_streams = 2;
+  try {
+    load(spec);
+    ADD_FAILURE() << "--batch-decode 2 was taken by an offline transducer";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("--batch-decode 2: model file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("leave --batch-decode out"), std::string::npos) << e.what();
+  }
 }
 
 // Counts the encoder frames a streaming transducer's greedy decoder steps
@@ -329,6 +341,7 @@ TEST(TransducerEngine, StreamsOnThreadsShareOneBatcherAndGetTheirLoneWords) {
   EXPECT_GE(counts->steps, counts->graphs);
   EXPECT_GE(counts->max_batch, 1);
   EXPECT_LE(counts->max_batch, 4);
+  EXPECT_EQ(batched->capabilities().batch_streams, 4);
   // A batch of one, or past the largest, is refused at load.
   for (int bad : {1, kMaxBatchStreams + 1}) {
     spec.runtime.batch_streams = bad;

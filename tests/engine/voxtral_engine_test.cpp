@@ -2,7 +2,8 @@
 // file from its generator: engine::load picks it by its architecture, its one
 // policy (native) commits append-only words timed by their slots, the same words
 // however the audio arrives, and --delay-ms is checked against the delays the
-// model was trained with and refused by the other families.
+// model was trained with and refused by the other families, and --batch-decode
+// is refused.
 #include "engine/voxtral/voxtral_engine.h"
 
 #include <gtest/gtest.h>
@@ -111,6 +112,23 @@ TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
   EXPECT_NE(f.foreign_request(whisper, "a Whisper model (family whisper)").find("--delay-ms 400 applies to Voxtral"),
             std::string::npos);
   EXPECT_EQ(f.foreign_request(spec(0), "a Whisper model (family whisper)"), "");
+}
+
+// Voxtral runs each stream's steps alone: --batch-decode is refused at load
+// rather than ignored (serve would run that many streams at once on every core).
+TEST_F(VoxtralEngineTest, BatchDecodeIsRefused) {
+  EXPECT_EQ(load(spec())->capabilities().batch_streams, 0);
+  ModelSpec batched = spec();
+  batched.runtime.batch_streams = 4;
+  try {
+    load(batched);
+    ADD_FAILURE() << "--batch-decode 4 was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("--batch-decode 4: model file " + file.string() + " is a Voxtral Realtime"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Keyterms are boosted as the transducers boost them (policy/transducer/phrase_boost.h),

@@ -24,6 +24,7 @@ Qwen3AsrEngine::Qwen3AsrEngine(std::shared_ptr<const qwen3asr::Model> model, con
   qwen3asr::Session check(model_, heads_, 16);  // heads outside the model fail at load, not at the first stream
   if (const int batch = spec.runtime.batch_streams; batch > 0) {
     shared_ = std::make_shared<qwen3asr::SharedContext>(model_, batch, options_.n_ctx);
+    capabilities_.batch_streams = batch;
   }
   capabilities_.family = "qwen3asr";
   capabilities_.model_name = "qwen3-asr-" + spec.path.stem().string();

@@ -45,6 +45,7 @@ TransducerEngine::TransducerEngine(std::shared_ptr<const fastconformer::Model> m
     if (const int batch = check_batch_streams(spec.runtime, kMaxBatchStreams, "streams per graph"); batch > 0) {
       batcher_ = std::make_shared<fastconformer::StreamingBatcher>(model_, batch, spec.runtime.threads,
                                                                    spec.runtime.cpu_kernels);
+      capabilities_.batch_streams = batch;
     }
   } else if (lookahead_ms != 0) {
     throw Error(ErrorCode::kInvalidArgument, "--lookahead-ms applies to cache-aware streaming transducers; " +

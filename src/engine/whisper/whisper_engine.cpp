@@ -19,6 +19,7 @@ WhisperEngine::WhisperEngine(std::shared_ptr<const whisper::Model> model, const 
   if (const int batch = check_batch_streams(spec.runtime, kMaxBatchDecode, "streams per decoder graph"); batch > 0) {
     session_options_.batcher = std::make_shared<whisper::DecodeBatcher>(model_, batch, session_options_.n_threads,
                                                                         session_options_.cpu_kernels);
+    capabilities_.batch_streams = batch;
   }
   policy::validate_policies<AsrDecoder>(policies_);  // settings errors surface at load, not at the first stream
 
