@@ -106,8 +106,8 @@ std::shared_ptr<const Engine> load(const ModelSpec& spec) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--batch-decode " + std::to_string(spec.runtime.batch_streams) + ": model file " + spec.path.string() +
                     " is " + file_is(*family) +
-                    ", which runs each stream's steps alone (Whisper, cache-aware streaming transducers and "
-                    "Qwen3-ASR batch them): leave --batch-decode out");
+                    ", which runs each stream's steps alone (Whisper, cache-aware streaming transducers, "
+                    "Qwen3-ASR and Voxtral batch them): leave --batch-decode out");
   }
   return engine;
 }

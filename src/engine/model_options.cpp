@@ -60,7 +60,8 @@ void declare_model_options(Args& args, CommandKind command) {
                 "ggml's llamafile kernels); at most --workers wait at once. A cache-aware streaming transducer: the "
                 "same for the chunks of up to N streams (bit for bit likewise). Qwen3-ASR: the prompts and steps of up "
                 "to N streams in one llama context (N workers, one model computation at a time; bit for bit). "
-                "Other models (offline transducers, Voxtral) refuse it. 0 = off",
+                "Voxtral Realtime: the decoder steps of up to N streams (one per 80 ms slot) as one graph (bit for "
+                "bit). Offline transducers refuse it. 0 = off",
                 "0");
   }
 }

@@ -2,8 +2,8 @@
 // file from its generator: engine::load picks it by its architecture, its one
 // policy (native) commits append-only words timed by their slots, the same words
 // however the audio arrives, and --delay-ms is checked against the delays the
-// model was trained with and refused by the other families, and --batch-decode
-// is refused.
+// model was trained with and refused by the other families, and with
+// --batch-decode the streams' steps share graphs and give the lone words.
 #include "engine/voxtral/voxtral_engine.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <thread>
 
 #include "audio/wav.h"
 #include "common/error.h"
@@ -114,21 +116,43 @@ TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
   EXPECT_EQ(f.foreign_request(spec(0), "a Whisper model (family whisper)"), "");
 }
 
-// Voxtral runs each stream's steps alone: --batch-decode is refused at load
-// rather than ignored (serve would run that many streams at once on every core).
-TEST_F(VoxtralEngineTest, BatchDecodeIsRefused) {
-  EXPECT_EQ(load(spec())->capabilities().batch_streams, 0);
-  ModelSpec batched = spec();
-  batched.runtime.batch_streams = 4;
-  try {
-    load(batched);
-    ADD_FAILURE() << "--batch-decode 4 was taken";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("--batch-decode 4: model file " + file.string() + " is a Voxtral Realtime"),
-              std::string::npos)
-        << e.what();
+// --batch-decode N: the streams' decoder steps run up to N in one graph, and
+// each stream's words are its lone ones (the graph's identity is tested in
+// tests/model/voxtral); sizes outside 2..64 are refused at load.
+TEST_F(VoxtralEngineTest, BatchDecodeStreamsGetTheirLoneWords) {
+  const std::shared_ptr<const Engine> lone = load(spec());
+  EXPECT_EQ(lone->capabilities().batch_streams, 0);
+  EXPECT_FALSE(lone->batch_counts());
+  for (int bad : {1, -1, 65}) {
+    ModelSpec s = spec();
+    s.runtime.batch_streams = bad;
+    try {
+      load(s);
+      ADD_FAILURE() << "--batch-decode " << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--batch-decode must be 0 (off) or 2..64"), std::string::npos) << e.what();
+    }
   }
+  ModelSpec s = spec();
+  s.runtime.batch_streams = 4;
+  const std::shared_ptr<const Engine> batched = load(s);
+  EXPECT_EQ(batched->capabilities().batch_streams, 4);
+  std::vector<float> pcm = speech();
+  std::vector<float> quiet = pcm;
+  for (float& v : quiet) v *= 0.3f;
+  const std::vector<std::vector<float>> inputs = {pcm, quiet, std::vector<float>(pcm.begin() + 8000, pcm.end())};
+  std::vector<std::string> want, got(inputs.size());
+  for (const auto& in : inputs) want.push_back(text_of(stream(*lone, in, 1600)));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = text_of(stream(*batched, inputs[i], 1600)); });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(got, want);
+  const std::optional<BatchCounts> counts = batched->batch_counts();
+  ASSERT_TRUE(counts);
+  EXPECT_GT(counts->steps, 0);
+  EXPECT_GE(counts->steps, counts->graphs);
+  EXPECT_LE(counts->max_batch, 4);
 }
 
 // Keyterms are boosted as the transducers boost them (policy/transducer/phrase_boost.h),

@@ -19,6 +19,11 @@ VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const 
       throw Error(ErrorCode::kInvalidArgument, "--delay-ms " + problem);
     delay_ = delay_ms / slot_ms_;
   }
+  if (const int batch = check_batch_streams(spec.runtime, kMaxVoxtralBatchStreams, "streams per decoder step");
+      batch > 0) {
+    batcher_ = std::make_shared<voxtral::StepBatcher>(model_, batch, spec.runtime.threads);
+    capabilities_.batch_streams = batch;
+  }
   capabilities_.family = "voxtral";
   capabilities_.model_name = model_->name().empty() ? spec.path.stem().string() : model_->name();
   // The model card's languages. The model is told none: it transcribes what it
@@ -48,12 +53,19 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
     options.delay = request.delay_ms / slot_ms_;
   }
   options.on_pass = request.on_pass;
+  options.batcher = batcher_;
   auto stream = std::make_unique<voxtral::Stream>(model_, options);
   // Keyterms as the transducers take them: phrases boosted while each slot's token is chosen.
   if (auto boost = policy::PhraseBoost::for_keyterms(
           request.keyterms, stream->pieces(), static_cast<float>(spec_.policies.keyterm_bonus), request.on_warning))
     stream->set_decoding({1, std::move(boost)});
   return policy::open_policy<StreamingTransducer>(policy, std::move(stream), spec_.policies, policy_context(request));
+}
+
+std::optional<BatchCounts> VoxtralEngine::batch_counts() const {
+  if (!batcher_) return std::nullopt;
+  const voxtral::StepBatcher::Counts c = batcher_->counts();
+  return BatchCounts{c.steps, c.graphs, c.max_batch};
 }
 
 std::shared_ptr<const Engine> load_voxtral_engine(const ModelSpec& spec) {

@@ -6,16 +6,19 @@
 #include "model/runtime/amx.h"
 #include "model/runtime/gemv_ops.h"
 #include "model/runtime/q8_gemm.h"
+#include "model/runtime/rows_ops.h"
 
 namespace earshot::voxtral {
 namespace {
 
 // A weight product: a Q8_0 weight on the int8 op where asked (GraphKernels::int8);
-// a few rows against a float weight on the CPU keep their f32 activations
+// an F16, F32 or Q8_0 weight on the few-row op where asked (GraphKernels::rows); a
+// few rows against a float weight on the CPU keep their f32 activations
 // (gemv_mul_mat); the rest is ggml's (AMX where the weight lives there).
 ggml_tensor* product(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, GraphKernels k) {
   if (k.cpu && k.int8 && runtime::q8_gemm_available() && runtime::q8_gemm_supports(w, x))
     return runtime::q8_mul_mat(ctx, w, x);
+  if (k.cpu && k.rows && runtime::rows_supports(w, x)) return runtime::rows_mul_mat(ctx, w, x);
   if (k.cpu && runtime::gemv_supports(w, x)) return runtime::gemv_mul_mat(ctx, w, x);
   return runtime::mul_mat(ctx, w, x);
 }
@@ -111,6 +114,7 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
       throw Error(ErrorCode::kInternal, "voxtral decoder graph: several parts must each add one position");
     total += p.n;
   }
+  kernels.rows = true;  // the decoder's products: a step's rows (GraphKernels::rows)
   DecoderGraph g;
   g.tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, total);
   ggml_set_input(g.tokens);
@@ -173,9 +177,10 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
   return g;
 }
 
-// Per layer: ~40 nodes, and on the int8 op a quantise node beside each of its 7 products.
+// Per layer: ~40 nodes, and on the int8 op a quantise node beside each of its 7 products;
+// a decoder graph ~15 more per part (its ring's store and views, its attention).
 int encoder_graph_nodes(const Hparams& hp) { return 64 + 56 * hp.enc_n_layer; }
 
-int decoder_graph_nodes(const Hparams& hp, int parts) { return 64 + hp.n_layer * (40 + 12 * parts); }
+int decoder_graph_nodes(const Hparams& hp, int parts) { return 64 + hp.n_layer * (40 + 20 * parts); }
 
 }  // namespace earshot::voxtral

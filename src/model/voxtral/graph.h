@@ -16,8 +16,7 @@
 
 namespace earshot::voxtral {
 
-// Which kernels the graphs' products use (the graph runs on the CPU: a few
-// activation rows against a float weight go to runtime::gemv_mul_mat).
+// Which kernels the graphs' products use where the graph runs on the CPU.
 struct GraphKernels {
   bool cpu = true;
   // A Q8_0 weight's products on the int8 op (runtime/q8_gemm.h) where the CPU runs it,
@@ -25,6 +24,12 @@ struct GraphKernels {
   // stream encoded slot by slot still equals the whole file at once). The decoder's
   // one row per stream stays on the few-row kernels.
   bool int8 = false;
+  // An F16, F32 or Q8_0 weight's products on the few-row op (runtime/rows_ops.h)
+  // where the CPU runs it, at any number of rows: the decoder's (build_decoder sets
+  // it). A step reads each weight once for all its streams' rows, near the read
+  // bandwidth, and a row's values equal its lone product's, so a stream's batched
+  // step equals its lone one. Other types (the k-quants) stay on ggml's kernels.
+  bool rows = false;
 };
 
 struct EncoderGraph {

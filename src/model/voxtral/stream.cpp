@@ -236,39 +236,15 @@ void Stream::decode_prompt(std::vector<TokenEmission>& out) {
   positions_ = n;
 }
 
-DecoderPart Stream::step_part() const { return DecoderPart{dec_ring_.get(), 1, delay_}; }
-
-void Stream::fill_step_inputs(StepInput in, ggml_tensor* mask, std::vector<ggml_fp16_t>& scratch) const {
-  (void)in;
-  dec_ring_->mask(1, model_->hparams().window, scratch);
-  set_mask(mask, scratch);
-}
-
-void Stream::finish_step(std::span<const float> logits) {
-  dec_ring_->advance(1);
-  logits_.assign(logits.begin(), logits.end());
-}
-
 void Stream::decode_step(std::vector<TokenEmission>& out) {
-  const Hparams& hp = model_->hparams();
   PassTimer timer(options_.on_pass, ModelPass::kDecoder);
   dec_ring_->reserve(1);
-  const StepInput in{last_token_, audio_.front().data()};
-  {
-    const DecoderPart part = step_part();
-    runtime::GraphRunner::Graph g = runner_->begin(decoder_graph_nodes(hp, 1), 1);
-    const DecoderGraph dg =
-        build_decoder(g.ctx(), g.graph(), *model_, std::span<const DecoderPart>(&part, 1), kernels_);
-    runner_->allocate(g, "a step");
-    const int32_t token = in.token, position = static_cast<int32_t>(positions_);
-    runtime::set_input(dg.tokens, std::span<const int32_t>(&token, 1));
-    runtime::set_input(dg.audio, std::span<const float>(in.audio, hp.d));
-    runtime::set_input(dg.positions, std::span<const int32_t>(&position, 1));
-    runtime::set_input(dg.scales, *scales_);
-    fill_step_inputs(in, dg.masks[0], mask_scratch_);
-    runner_->compute(g);
-    finish_step(runtime::read_output(dg.logits));
-  }
+  const StepRequest request{model_.get(), dec_ring_.get(),       delay_,    scales_.get(),
+                            last_token_,  audio_.front().data(), positions_};
+  logits_ = options_.batcher
+                ? options_.batcher->step(request)
+                : run_steps(*runner_, 1, kernels_, std::span<const StepRequest>(&request, 1), mask_scratch_);
+  dec_ring_->advance(1);
   audio_.pop_front();
   take_token(logits_, out);
   ++positions_;
@@ -352,6 +328,7 @@ void Stream::warmup() {
   StreamOptions options = options_;
   options.on_pass = nullptr;
   options.backend = backend_;
+  options.batcher = nullptr;
   Stream scratch(model_, options);
   const std::vector<float> second(static_cast<size_t>(model_->hparams().sample_rate), 0.0f);
   scratch.push(second);

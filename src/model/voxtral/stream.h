@@ -38,6 +38,7 @@
 #include "model/voxtral/kv_ring.h"
 #include "model/voxtral/mel.h"
 #include "model/voxtral/model.h"
+#include "model/voxtral/step_batch.h"
 
 namespace earshot::voxtral {
 
@@ -48,6 +49,9 @@ struct StreamOptions {
   int max_encoder_slots = 16;        // slots one encoder graph takes at most
   ggml_backend_t backend = nullptr;  // borrowed, on the model's device; null: the stream's own
   PassReport on_pass;                // each encoder and decoder graph, timed
+  // Shared by streams of one model: their decoder steps batched (step_batch.h);
+  // null: each step its own graph.
+  std::shared_ptr<StepBatcher> batcher;
 };
 
 // What a stream decoded at one position: for the references and tools.
@@ -91,15 +95,6 @@ class Stream : public StreamingTransducer {
   size_t cache_bytes() const;
   // Contexts started so far (1 after the first audio).
   int contexts() const { return contexts_; }
-
-  // A decoder step as a part of a graph: its input token and audio embedding.
-  struct StepInput {
-    int token;
-    const float* audio;  // d floats
-  };
-  DecoderPart step_part() const;
-  void fill_step_inputs(StepInput in, ggml_tensor* mask, std::vector<ggml_fp16_t>& scratch) const;
-  void finish_step(std::span<const float> logits);
 
  private:
   void start_context();

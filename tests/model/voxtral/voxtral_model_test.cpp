@@ -6,12 +6,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "../error_of.h"
+#include "model/runtime/device.h"
 #include "model/runtime/q8_gemm.h"
 #include "model/voxtral/random_model.h"
+#include "model/voxtral/step_batch.h"
 #include "model/voxtral/stream.h"
 
 namespace earshot::voxtral {
@@ -23,12 +28,18 @@ std::filesystem::path small_model_path() {
   return std::filesystem::temp_directory_path() / ("earshot-voxtral-test-" + std::to_string(::getpid()) + ".gguf");
 }
 
+std::filesystem::path preset_model_path(Preset preset) {
+  return std::filesystem::temp_directory_path() / ("earshot-voxtral-steps-" + std::to_string(static_cast<int>(preset)) +
+                                                   "-" + std::to_string(::getpid()) + ".gguf");
+}
+
 // Written once per process, removed at its end.
 class SmallModelFile : public ::testing::Environment {
  public:
   void TearDown() override {
     std::error_code ec;
     std::filesystem::remove(small_model_path(), ec);
+    for (Preset preset : {Preset::kQ8_0, Preset::kQ4_K_M}) std::filesystem::remove(preset_model_path(preset), ec);
   }
 };
 const auto* const kSmallModelFile = ::testing::AddGlobalTestEnvironment(new SmallModelFile);
@@ -272,6 +283,131 @@ TEST(VoxtralModel, MemoryStaysConstantOverALongStream) {
   // Once both rings have grown to their windows, nothing grows.
   EXPECT_EQ(bytes[7], bytes[4]);
   EXPECT_EQ(bytes[6], bytes[4]);
+}
+
+}  // namespace
+}  // namespace earshot::voxtral
+
+namespace earshot::voxtral {
+namespace {
+
+// A file of `preset` (written once per process, removed at its end).
+std::filesystem::path preset_model(Preset preset) {
+  static std::map<Preset, std::filesystem::path> written;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto [it, added] = written.try_emplace(preset, preset_model_path(preset));
+  if (added) {
+    RandomModelOptions o;
+    o.seed = 7;
+    o.pad_scale = 0.5f;
+    o.preset = preset;
+    write_random_model(it->second, o);
+  }
+  return it->second;
+}
+
+// Nine contexts decoded step by step from position 0 (each step's token and
+// audio embedding made up, the delays different), alone, then as one graph per
+// position: the same logits bit for bit, on an F32 file (the few-row float
+// kernels), a Q8_0 and a Q4_K_M one (ggml's quantised products).
+TEST(VoxtralSteps, StepsOfSeveralStreamsInOneGraphGiveEachItsLoneLogits) {
+  for (const std::filesystem::path& path :
+       {small_model(), preset_model(Preset::kQ8_0), preset_model(Preset::kQ4_K_M)}) {
+    const auto model = Model::load(path);
+    const Hparams& hp = model->hparams();
+    ggml_backend_ptr backend = runtime::create_backend(model->device(), 2);
+    runtime::GraphRunner runner(backend.get(), "steps");
+    constexpr int kStreams = 9, kSteps = 12;  // more than the few-row kernels' tile of 7
+    const int delays[kStreams] = {6, 1, 12, 2, 6, 30, 3, 4, 8};
+    std::vector<std::unique_ptr<KvRing>> rings;
+    std::vector<std::shared_ptr<const std::vector<float>>> scales;
+    for (int s = 0; s < kStreams; ++s) {
+      rings.push_back(std::make_unique<KvRing>(backend.get(), hp.n_layer, hp.kv_dim(), hp.window + 64, GGML_TYPE_F16,
+                                               4));  // grows while the steps run
+      scales.push_back(model->ada_scales(delays[s]));
+    }
+    std::vector<float> audio(static_cast<size_t>(kStreams * kSteps) * hp.d);
+    for (size_t i = 0; i < audio.size(); ++i)
+      audio[i] = static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(i)));
+    auto request = [&](int s, int position) {
+      return StepRequest{model.get(),
+                         rings[s].get(),
+                         delays[s],
+                         scales[s].get(),
+                         (position * 7 + s * 31) % hp.n_vocab,
+                         audio.data() + static_cast<size_t>(s * kSteps + position) * hp.d,
+                         position};
+    };
+    std::vector<ggml_fp16_t> scratch;
+    std::vector<std::vector<float>> alone(kStreams);
+    for (int s = 0; s < kStreams; ++s) {
+      for (int p = 0; p < kSteps; ++p) {
+        rings[s]->reserve(1);
+        const StepRequest r = request(s, p);
+        const std::vector<float> logits = run_steps(runner, 0, GraphKernels{}, std::span(&r, 1), scratch);
+        ASSERT_EQ(logits.size(), static_cast<size_t>(hp.n_vocab));
+        alone[s].insert(alone[s].end(), logits.begin(), logits.end());
+        rings[s]->advance(1);
+      }
+    }
+    EXPECT_NE(alone[0], alone[1]);  // the streams differ, so a mixed-up result would show
+    for (auto& ring : rings) ring->reset();
+    std::vector<std::vector<float>> together(kStreams);
+    for (int p = 0; p < kSteps; ++p) {
+      std::vector<StepRequest> requests;
+      for (int s = 0; s < kStreams; ++s) {
+        rings[s]->reserve(1);
+        requests.push_back(request(s, p));
+      }
+      const std::vector<float> logits = run_steps(runner, 0, GraphKernels{}, requests, scratch);
+      ASSERT_EQ(logits.size(), static_cast<size_t>(kStreams * hp.n_vocab));
+      for (int s = 0; s < kStreams; ++s) {
+        together[s].insert(together[s].end(), logits.begin() + static_cast<std::ptrdiff_t>(s) * hp.n_vocab,
+                           logits.begin() + static_cast<std::ptrdiff_t>(s + 1) * hp.n_vocab);
+        rings[s]->advance(1);
+      }
+    }
+    for (int s = 0; s < kStreams; ++s) EXPECT_TRUE(together[s] == alone[s]) << path.filename() << " stream " << s;
+  }
+}
+
+// Streams on threads sharing a batcher: each stream's tokens and logits are its
+// lone run's, whatever batches the threads happen to form; a step from a stream
+// of another model is refused alone.
+TEST(VoxtralSteps, StreamsSharingABatcherDecodeAsAlone) {
+  const auto model = Model::load(small_model());
+  constexpr int kStreams = 3;
+  std::vector<std::vector<float>> pcm;
+  for (int s = 0; s < kStreams; ++s) {
+    std::vector<float> p = signal(2.0 + 0.4 * s);
+    for (float& v : p) v *= static_cast<float>(1.0 - 0.2 * s);
+    pcm.push_back(std::move(p));
+  }
+  StreamOptions o;
+  o.threads = 1;
+  std::vector<Output> alone;
+  for (int s = 0; s < kStreams; ++s) alone.push_back(run(model, pcm[s], 1280, o));
+  auto batcher = std::make_shared<StepBatcher>(model, 4, 2);
+  o.batcher = batcher;
+  std::vector<Output> batched(kStreams);
+  std::vector<std::thread> threads;
+  for (int s = 0; s < kStreams; ++s) threads.emplace_back([&, s] { batched[s] = run(model, pcm[s], 1280, o); });
+  for (std::thread& t : threads) t.join();
+  for (int s = 0; s < kStreams; ++s) {
+    EXPECT_EQ(batched[s].tokens, alone[s].tokens) << s;
+    EXPECT_TRUE(batched[s].logits == alone[s].logits) << s;
+  }
+  const StepBatcher::Counts c = batcher->counts();
+  EXPECT_GT(c.steps, 0);
+  EXPECT_GE(c.steps, c.graphs);
+  EXPECT_LE(c.max_batch, 4);
+
+  // A stream of another model (the same file loaded again) fails its step with a clear error.
+  StreamOptions other = o;
+  Stream stranger(Model::load(small_model()), other);
+  EXPECT_NE(std::string(error_of([&] { stranger.push(pcm[0]); }).what()).find("a stream on another model"),
+            std::string::npos);
 }
 
 }  // namespace
