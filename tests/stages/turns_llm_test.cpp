@@ -19,9 +19,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+fs::path model_dir() { return fs::temp_directory_path() / ("earshot-turns-llm-" + std::to_string(::getpid())); }
+
+// The model is written once per process (each test runs in its own) and removed at its end.
+class ModelDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(model_dir(), ec);
+  }
+};
+const auto* const kModelDir = ::testing::AddGlobalTestEnvironment(new ModelDir);
+
 fs::path model_file() {
   static const fs::path file = [] {
-    const fs::path dir = fs::temp_directory_path() / ("earshot-turns-llm-" + std::to_string(::getpid()));
+    const fs::path dir = model_dir();
     fs::create_directories(dir);
     llm::RandomLlmSpec spec;
     spec.architecture = "qwen3";

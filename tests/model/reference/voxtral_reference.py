@@ -486,10 +486,16 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__)
         return 2
-    tool, wav = argv[1], argv[2]
     keep = argv[argv.index("--keep") + 1] if "--keep" in argv else None
-    work = keep or tempfile.mkdtemp(prefix="voxtral-ref-")
-    os.makedirs(work, exist_ok=True)
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        return compare(argv[1], argv[2], keep)
+    # Without --keep the files live only as long as the run.
+    with tempfile.TemporaryDirectory(prefix="voxtral-ref-") as work:
+        return compare(argv[1], argv[2], work)
+
+
+def compare(tool, wav, work):
     vocab, seed = 1300, 7
     p = small_params(vocab)
     sd = random_state(p, seed, pad_scale=PAD_SCALE)
