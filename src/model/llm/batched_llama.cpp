@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "model/runtime/slot_rounds.h"
 
 namespace earshot::llm {
 
@@ -322,17 +323,11 @@ void BatchedLlamaModel::Shared::run(std::span<Item> items) {
   };
   llama_batch batch = llama_batch_init(round_tokens, 0, 1);
   while (true) {
-    // The round: the first run of consecutive slots with tokens left.
-    std::vector<std::size_t> group;
-    for (std::size_t i : order) {
-      if (remaining(i) == 0) continue;
-      if (!group.empty() && items[i].session->slot() != items[group.back()].session->slot() + 1) break;
-      if (static_cast<int>(group.size()) == round_tokens) break;
-      group.push_back(i);
-    }
-    if (group.empty()) break;
-    int m = round_tokens / static_cast<int>(group.size());
-    for (std::size_t i : group) m = std::min(m, remaining(i));
+    const runtime::SlotRound round = runtime::next_slot_round(
+        order, [&](std::size_t i) { return items[i].session->slot(); }, remaining, round_tokens);
+    if (round.rows == 0) break;
+    const std::vector<std::size_t>& group = round.members;
+    const int m = round.rows;
     batch.n_tokens = 0;
     round_captures.clear();
     for (std::size_t i : group) {

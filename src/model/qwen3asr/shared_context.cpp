@@ -7,11 +7,13 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 
 #include "common/error.h"
 #include "model/qwen3asr/context_params.h"
+#include "model/runtime/slot_rounds.h"
 
 namespace earshot::qwen3asr {
 
@@ -206,17 +208,14 @@ void SharedContext::State::run(std::vector<Request*>& batch) {
   std::vector<llama_seq_id> seq_ids;
   std::vector<llama_seq_id*> seq;
   std::vector<int8_t> logits;
+  std::vector<std::size_t> order(batch.size());  // batch is in slot order
+  std::iota(order.begin(), order.end(), 0);
   while (true) {
-    // The round: the first run of consecutive slots with rows left.
-    std::vector<std::size_t> group;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (remaining(i) == 0) continue;
-      if (!group.empty() && batch[i]->slot != batch[group.back()]->slot + 1) break;
-      group.push_back(i);
-    }
-    if (group.empty()) break;
-    int m = round_rows / static_cast<int>(group.size());
-    for (std::size_t i : group) m = std::min(m, remaining(i));
+    const runtime::SlotRound round = runtime::next_slot_round(
+        order, [&](std::size_t i) { return batch[i]->slot; }, remaining, round_rows);
+    if (round.rows == 0) break;
+    const std::vector<std::size_t>& group = round.members;
+    const int m = round.rows;
     const int n = m * static_cast<int>(group.size());
     embd.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n_embd));
     pos.resize(static_cast<std::size_t>(n) * 4);
