@@ -28,10 +28,13 @@ phase "built Release (bootstrap included)"
 "$ROOT/scripts/build.sh" sanitize
 phase "built ASan+UBSan"
 TSAN_TARGETS=(tests/server/earshot_server_test tests/session/earshot_session_test tests/model/earshot_model_session_test
-  tests/model/earshot_model_fastconformer_test)
+  tests/model/earshot_model_fastconformer_test tests/model/runtime/earshot_model_runtime_test
+  tests/model/voxtral/earshot_voxtral_model_test)
 # The model's other tests are single-threaded and slow under TSan (over 8 min on 2 cores): only the shared-model one.
 declare -A TSAN_FILTER=([tests/model/earshot_model_session_test]=SessionTest.TwoSessionsOnOneModelInTwoThreadsEqualEachAlone:DecodeBatcher.*
-  [tests/model/earshot_model_fastconformer_test]=FastConformerBatchErrors.*)
+  [tests/model/earshot_model_fastconformer_test]=FastConformerBatchErrors.*
+  [tests/model/runtime/earshot_model_runtime_test]=Rendezvous.*
+  [tests/model/voxtral/earshot_voxtral_model_test]=VoxtralSteps.StreamsSharingABatcherDecodeAsAlone)
 EARSHOT_TARGETS="$(printf '%s ' "${TSAN_TARGETS[@]##*/}")" "$ROOT/scripts/build.sh" tsan
 phase "built TSan"
 status=0

@@ -5,6 +5,13 @@
 // max_batch, oldest first) and hands each item back. A lone item runs at once;
 // items arriving while a batch computes form the next one. The run callable must
 // not throw: it records each item's own error in the item.
+//
+// That rule alone lets two callers that submit one item after another alternate
+// (one's item runs while the other prepares its next, which then runs alone).
+// A caller about to submit a run of items joins (Participation) for that run:
+// while callers are joined, a batch waits until each of them has an item queued
+// (or max_batch are), so callers stepping together share every batch. A caller
+// that is not joined is not waited for.
 #pragma once
 
 #include <algorithm>
@@ -44,14 +51,35 @@ class Rendezvous {
   }
   int max_batch() const { return max_batch_; }
 
+  // Joined for its lifetime (see above): the caller's submits in between are
+  // waited for by the batches. One per caller at a time.
+  class Participation {
+   public:
+    explicit Participation(Rendezvous& r) : r_(r) {
+      std::lock_guard lock(r_.mutex_);
+      ++r_.joined_;
+    }
+    ~Participation() {
+      std::lock_guard lock(r_.mutex_);
+      --r_.joined_;
+      r_.done_.notify_all();  // a batch waiting for this caller goes without it
+    }
+    Participation(const Participation&) = delete;
+    Participation& operator=(const Participation&) = delete;
+
+   private:
+    Rendezvous& r_;
+  };
+
   // Blocks until `item` ran in a batch (run by this caller or another) and returns it.
   template <typename Run>
   Item submit(Item item, Run&& run) {
     Pending me{std::move(item), false};
     std::unique_lock lock(mutex_);
     queue_.push_back(&me);
+    done_.notify_all();  // a batch may have waited for this item
     while (!me.done) {
-      if (running_) {
+      if (running_ || queue_.size() < std::min<size_t>(static_cast<size_t>(joined_), max_batch_)) {
         done_.wait(lock);
         continue;
       }
@@ -90,6 +118,7 @@ class Rendezvous {
   std::condition_variable done_;
   std::deque<Pending*> queue_;
   bool running_ = false;
+  int joined_ = 0;  // callers in a Participation
   Counts counts_;
 };
 

@@ -89,6 +89,18 @@ class StepBatcher {
   GraphKernels kernels_;
   std::unique_ptr<runtime::GraphRunner> runner_;
   std::vector<ggml_fp16_t> mask_scratch_;
+
+ public:
+  // Held by a stream while it runs its steps one after another (every slot it
+  // has encoded): batches wait for its next step, so streams stepping at the same
+  // time share every graph instead of alternating (runtime::Rendezvous).
+  class Run {
+   public:
+    explicit Run(StepBatcher& batcher) : joined_(batcher.rendezvous_) {}
+
+   private:
+    runtime::Rendezvous<Item>::Participation joined_;
+  };
 };
 
 }  // namespace earshot::voxtral

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "common/error.h"
 #include "model/runtime/device.h"
@@ -159,7 +160,11 @@ void Stream::advance(bool closed, std::vector<TokenEmission>& out) {
     if (ready <= 0 || ended_) break;
     encode(static_cast<int>(std::min<int64_t>(ready, options_.max_encoder_slots)));
     if (positions_ == 0 && slots_encoded_ >= prompt_len_) decode_prompt(out);
-    while (positions_ > 0 && positions_ < slots_encoded_ && !ended_) decode_step(out);
+    if (positions_ > 0 && positions_ < slots_encoded_ && !ended_) {
+      std::optional<StepBatcher::Run> run;  // the batcher waits for this stream's steps while it has some
+      if (options_.batcher) run.emplace(*options_.batcher);
+      while (positions_ > 0 && positions_ < slots_encoded_ && !ended_) decode_step(out);
+    }
   }
   if (ended_) {
     restart_after_end(out, closed);
