@@ -3,12 +3,12 @@
 // --translation-batch wraps it in a batch context, and a bad value fails before
 // any model is loaded.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <thread>
 
 #include "../model/error_of.h"
+#include "../support/process_temp_dir.h"
 #include "model/llm/batched_llama.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
@@ -19,24 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path model_dir() {
-  return fs::temp_directory_path() / ("earshot-translation-options-" + std::to_string(::getpid()));
-}
-
-// The model is written once per process (each test runs in its own) and removed at its end.
-class ModelDir : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(model_dir(), ec);
-  }
-};
-const auto* const kModelDir = ::testing::AddGlobalTestEnvironment(new ModelDir);
-
 const fs::path& tiny_llm() {
   static const fs::path file = [] {
-    const fs::path dir = model_dir();
-    fs::create_directories(dir);
+    const fs::path dir = earshot::testing::process_temp_dir("translation-options");  // removed at the process's end
     llm::RandomLlmSpec spec;
     spec.architecture = "qwen3";
     spec.vocabulary = fs::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-gpt-2.gguf";

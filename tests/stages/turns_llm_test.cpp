@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../support/process_temp_dir.h"
 #include "common/error.h"
 #include "model/llm/llama_backend.h"
 #include "model/llm/random_llm.h"
@@ -19,22 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path model_dir() { return fs::temp_directory_path() / ("earshot-turns-llm-" + std::to_string(::getpid())); }
-
-// The model is written once per process (each test runs in its own) and removed at its end.
-class ModelDir : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(model_dir(), ec);
-  }
-};
-const auto* const kModelDir = ::testing::AddGlobalTestEnvironment(new ModelDir);
-
 fs::path model_file() {
   static const fs::path file = [] {
-    const fs::path dir = model_dir();
-    fs::create_directories(dir);
+    const fs::path dir = earshot::testing::process_temp_dir("turns-llm");  // removed at the process's end
     llm::RandomLlmSpec spec;
     spec.architecture = "qwen3";
     spec.vocabulary = fs::path(EARSHOT_LLAMA_MODELS_DIR) / "ggml-vocab-qwen2.gguf";
