@@ -70,13 +70,6 @@ const char* kUsage =
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::vector<int> parse_list(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
-  return out;
-}
-
 std::vector<float> noise(double seconds, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.1f);
@@ -409,21 +402,23 @@ int main(int argc, char** argv) {
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::vector<int> batches, lookaheads, product_rows;
     std::vector<earshot::runtime::CpuKernels> only_kernels;
-    earshot::tools::parse_options(argc, argv, kUsage,
-                                  {{"--model", [&](const std::string& v) { model_path = v; }},
-                                   {"--streaming-model", [&](const std::string& v) { streaming_path = v; }},
-                                   {"--seconds", [&](const std::string& v) { seconds = parse_list(v); }},
-                                   {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
-                                   {"--reps", [&](const std::string& v) { reps = std::stoi(v); }},
-                                   {"--stream-seconds", [&](const std::string& v) { stream_seconds = std::stod(v); }},
-                                   {"--cores", [&](const std::string& v) { cores = std::stoi(v); }},
-                                   {"--batch", [&](const std::string& v) { batches = parse_list(v); }},
-                                   {"--lookaheads", [&](const std::string& v) { lookaheads = parse_list(v); }},
-                                   {"--products", [&](const std::string& v) { product_rows = parse_list(v); }},
-                                   {"--kernels", [&](const std::string& v) {
-                                      for (const std::string& k : split_paths(v))
-                                        only_kernels.push_back(earshot::runtime::parse_cpu_kernels(k, "--kernels"));
-                                    }}});
+    earshot::tools::parse_options(
+        argc, argv, kUsage,
+        {{"--model", [&](const std::string& v) { model_path = v; }},
+         {"--streaming-model", [&](const std::string& v) { streaming_path = v; }},
+         {"--seconds", [&](const std::string& v) { seconds = earshot::tools::parse_int_list(v, "--seconds"); }},
+         {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
+         {"--reps", [&](const std::string& v) { reps = std::stoi(v); }},
+         {"--stream-seconds", [&](const std::string& v) { stream_seconds = std::stod(v); }},
+         {"--cores", [&](const std::string& v) { cores = std::stoi(v); }},
+         {"--batch", [&](const std::string& v) { batches = earshot::tools::parse_int_list(v, "--batch"); }},
+         {"--lookaheads",
+          [&](const std::string& v) { lookaheads = earshot::tools::parse_int_list(v, "--lookaheads"); }},
+         {"--products", [&](const std::string& v) { product_rows = earshot::tools::parse_int_list(v, "--products"); }},
+         {"--kernels", [&](const std::string& v) {
+            for (const std::string& k : split_paths(v))
+              only_kernels.push_back(earshot::runtime::parse_cpu_kernels(k, "--kernels"));
+          }}});
     if (!product_rows.empty()) {
       products(streaming_path.empty() ? nullptr : fc::Model::load(split_paths(streaming_path).front()), threads,
                product_rows, reps);

@@ -37,17 +37,6 @@ const char* kUsage =
     "the streaming read bandwidth on the same threads (default 2). 'same' says whether\n"
     "each stream's batched logits equal its lone step's bit for bit.\n";
 
-std::vector<int> parse_list(const std::string& list) {
-  std::vector<int> out;
-  size_t at = 0;
-  while (at < list.size()) {
-    const size_t comma = std::min(list.find(',', at), list.size());
-    out.push_back(std::stoi(list.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return out;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -74,7 +63,7 @@ int main(int argc, char** argv) {
                                    {"--context", [&](const std::string& v) { context = std::stoi(v); }},
                                    {"--reps", [&](const std::string& v) { reps = std::stoi(v); }}});
     if (model_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
-    const std::vector<int> batches = parse_list(batches_text);
+    const std::vector<int> batches = earshot::tools::parse_int_list(batches_text, "--batches");
     if (threads < 1 || context < 1 || reps < 1 || batches.empty() ||
         *std::min_element(batches.begin(), batches.end()) < 1)
       throw Error(ErrorCode::kInvalidArgument, "--threads, --context, --reps and every batch size must be >= 1");

@@ -1,5 +1,6 @@
 #include "tools/common/tool_args.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -20,6 +21,27 @@ void parse_options(int argc, char** argv, const char* usage, const std::map<std:
       throw Error(ErrorCode::kInvalidArgument, "unknown option " + name + "\n" + usage);
     }
   }
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw Error(ErrorCode::kInvalidArgument, option + ": '" + item + "' in '" + text + "' is not a whole number");
+    out.push_back(value);
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace earshot::tools

