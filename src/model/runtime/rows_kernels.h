@@ -19,11 +19,19 @@ namespace earshot::runtime::rows {
 // ldq: q + 128 for the VNNI paths, |q| for AVX2's byte products, q for the scalar
 // path), `signs` (AVX2 only: q itself, stride ldq) and `scales` (8 copies of each
 // block's d, stride lds floats). Rows are padded with zeros to whole pairs of blocks.
+//
+// Q4_K weights: the activation rows quantised to Q8_K as ggml quantises them
+// (quantize_row_q8_K, per super-block of 256): `bytes` the K int8 values q as
+// they are (every path), `scales` one d per super-block (stride lds floats),
+// `sums` the sum of q over each 32-value sub-block, 8 per super-block (stride
+// ldb int32).
 struct QuantRows {
   const uint8_t* bytes = nullptr;
   const int8_t* signs = nullptr;
   const float* scales = nullptr;
   int64_t ldq = 0, lds = 0;
+  const int32_t* sums = nullptr;
+  int64_t ldb = 0;
 };
 
 struct Tile {
@@ -48,7 +56,22 @@ struct Tiles {
   TileFn fn[kMaxTileRows][kMaxTileCols] = {};
 };
 
-enum class WeightKind { kF32, kF16, kQ8_0 };
+enum class WeightKind { kF32, kF16, kQ8_0, kQ4_K };
+
+// Q4_K's super-block: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit values.
+inline constexpr int64_t kQ4KBlock = 144;
+
+// A Q4_K super-block's 8 sub-block scales and mins (ggml's get_scale_min_k4).
+inline void q4k_scales_mins(const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = q[j] & 63;
+    m[j] = q[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
 
 // The tiles of `path` for `kind` (a path the CPU has: see runtime::cpu_has).
 const Tiles& tiles(CpuPath path, WeightKind kind);

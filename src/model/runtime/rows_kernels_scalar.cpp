@@ -68,6 +68,49 @@ struct Q8Scalar {
   }
 };
 
+// Per super-block: the exact integer sums sum_s sc_s * (q_w . q_x)_s and
+// sum_s m_s * sum(q_x)_s, then acc += isum * (d_w * d_x), mins += msum * (dmin_w * d_x);
+// the output is acc - mins (the vector paths: the same per lane, then reduced).
+struct Q4KScalar {
+  template <int R, int J>
+  static void run(const Tile& t) {
+    const int64_t nb = t.K / 256;
+    for (int r = 0; r < R; ++r) {
+      const char* w = t.w + r * t.ldw;
+      for (int j = 0; j < J; ++j) {
+        const auto* q = reinterpret_cast<const int8_t*>(t.q.bytes + j * t.q.ldq);
+        const float* dx = t.q.scales + j * t.q.lds;
+        const int32_t* sums = t.q.sums + j * t.q.ldb;
+        float acc = 0.0f, mins = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+          const auto* blk = reinterpret_cast<const uint8_t*>(w + b * kQ4KBlock);
+          uint16_t hd, hm;
+          std::memcpy(&hd, blk, 2);
+          std::memcpy(&hm, blk + 2, 2);
+          uint8_t sc[8], m[8];
+          q4k_scales_mins(blk + 4, sc, m);
+          int32_t isum = 0, msum = 0;
+          for (int c = 0; c < 4; ++c) {
+            int32_t lo = 0, hi = 0;
+            for (int l = 0; l < 32; ++l) {
+              const uint8_t v = blk[16 + 32 * c + l];
+              lo += (v & 0xF) * q[b * 256 + 64 * c + l];
+              hi += (v >> 4) * q[b * 256 + 64 * c + 32 + l];
+            }
+            isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+          }
+          for (int sb = 0; sb < 8; ++sb) msum += m[sb] * sums[b * 8 + sb];
+          acc += static_cast<float>(isum) * (ggml_fp16_to_fp32(hd) * dx[b]);
+          mins += static_cast<float>(msum) * (ggml_fp16_to_fp32(hm) * dx[b]);
+        }
+        float v = acc - mins;
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
 template <typename Kernel>
 Tiles make_tiles() {
   Tiles t;
@@ -82,16 +125,18 @@ const Tiles& tiles_scalar(WeightKind kind) {
   static const Tiles f32 = make_tiles<FloatScalar<float>>();
   static const Tiles f16 = make_tiles<FloatScalar<uint16_t>>();
   static const Tiles q8 = make_tiles<Q8Scalar>();
+  static const Tiles q4k = make_tiles<Q4KScalar>();
   switch (kind) {
     case WeightKind::kF32: return f32;
     case WeightKind::kF16: return f16;
     case WeightKind::kQ8_0: return q8;
+    case WeightKind::kQ4_K: return q4k;
   }
   return f32;
 }
 
 const Tiles& tiles(CpuPath path, WeightKind kind) {
-  const bool quant = kind == WeightKind::kQ8_0;
+  const bool quant = kind == WeightKind::kQ8_0 || kind == WeightKind::kQ4_K;
   switch (path) {
     case CpuPath::kScalar: return tiles_scalar(kind);
     case CpuPath::kAvx2: return tiles_avx2(kind, false);

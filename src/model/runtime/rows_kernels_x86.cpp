@@ -14,6 +14,10 @@
 // so each lane holds the exact sum of its four q_x * q_w. Without VNNI (AVX2),
 // vpmaddubsw multiplies |q_x| by q_w with q_x's sign (no overflow while the
 // values stay within +-127, as ggml's quantiser keeps them), vpmaddwd adds pairs.
+//
+// Q4_K weights (144-byte super-blocks of 256: rows_kernels.h): the same exact
+// integer sums per super-block, the unsigned nibbles multiplied by the signed
+// Q8_K activations directly (vpdpbusd, or vpmaddubsw on AVX2).
 #include <immintrin.h>
 
 #include <atomic>
@@ -47,6 +51,13 @@ inline uint16_t load_u16(const char* p) {
   const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
   __m256 s8 = _mm256_add_ps(lo, hi);
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+[[gnu::target(EARSHOT_T_AVX512), gnu::always_inline]] inline float sum8_avx512(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
@@ -155,6 +166,74 @@ struct Q8Avx512Vnni {
     for (int r = 0; r < R; ++r) {
       for (int j = 0; j < J; ++j) {
         float v = sum16(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
+// Q4_K (rows_kernels.h): per super-block, each weight row's 4 chunks of 64 values
+// unpacked once (a chunk's 32 bytes: the low nibbles are sub-block 2c, the high
+// ones sub-block 2c + 1), vpmaddubsw against the activations' 64 int8 (the
+// nibbles unsigned, the activations signed: pairs within int16, 2 x 15 x 127),
+// vpmaddwd by the sub-blocks' scales into int32 lanes, summed over the chunks
+// (exact), then scaled by d_w * d_x into f32 lanes. The mins' term
+// m_s * sum(q_x)_s, exact per sub-block in int32 lanes, is scaled by dmin_w * d_x
+// into its own f32 lanes; the output is the first lanes' sum less the second's.
+struct Q4KAvx512 {
+  template <int R, int J>
+  [[gnu::target(EARSHOT_T_AVX512)]] static void run(const Tile& t) {
+    const int64_t nb = t.K / 256;
+    __m512 acc[R][J];
+    __m256 mac[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps(), mac[r][j] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i wq[R][4], scv[R][4];
+      __m256i mins[R];
+      float dw[R], dm[R];
+      for (int r = 0; r < R; ++r) {
+        const auto* blk = reinterpret_cast<const uint8_t*>(t.w + r * t.ldw + b * kQ4KBlock);
+        const char* pf = t.prefetch + r * t.ldw + b * kQ4KBlock;
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        _mm_prefetch(pf + 128, _MM_HINT_T0);
+        dw[r] = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk)));
+        dm[r] = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk) + 2));
+        uint8_t sc[8], m[8];
+        q4k_scales_mins(blk + 4, sc, m);
+        mins[r] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+        for (int c = 0; c < 4; ++c) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+          const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+          wq[r][c] = _mm512_maskz_inserti64x4(0xff, _mm512_maskz_inserti64x4(0xff, zero, lo, 0), hi, 1);
+          scv[r][c] =
+              _mm512_maskz_inserti64x4(0xff, _mm512_maskz_inserti64x4(0xff, zero, _mm256_set1_epi16(sc[2 * c]), 0),
+                                       _mm256_set1_epi16(sc[2 * c + 1]), 1);
+        }
+      }
+      for (int j = 0; j < J; ++j) {
+        const uint8_t* xq = t.q.bytes + j * t.q.ldq + b * 256;
+        __m512i x[4];
+        for (int c = 0; c < 4; ++c) x[c] = _mm512_loadu_si512(xq + 64 * c);
+        const float dx = t.q.scales[j * t.q.lds + b];
+        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.q.sums + j * t.q.ldb + b * 8));
+        for (int r = 0; r < R; ++r) {
+          __m512i is = zero;
+          for (int c = 0; c < 4; ++c)
+            is = _mm512_add_epi32(is, _mm512_madd_epi16(_mm512_maddubs_epi16(wq[r][c], x[c]), scv[r][c]));
+          acc[r][j] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, is), _mm512_set1_ps(dw[r] * dx), acc[r][j]);
+          mac[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(mins[r], sums)), _mm256_set1_ps(dm[r] * dx),
+                                      mac[r][j]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum16(acc[r][j]) - sum8_avx512(mac[r][j]);
         if (t.bias) v += t.bias[r];
         t.out[j * t.ldo + r] = v;
       }
@@ -315,6 +394,64 @@ struct Q8Avx2 {
   }
 };
 
+// Q4_K on AVX2: per 32-value sub-block, vpmaddubsw of the unsigned nibbles by the
+// signed activations (pairs within int16: 2 x 15 x 127), vpmaddwd by the
+// sub-block's scale into int32 lanes, summed over the super-block (exact), then
+// as the AVX-512 tile (rows_kernels.h).
+struct Q4KAvx2 {
+  template <int R, int J>
+  [[gnu::target(EARSHOT_T_AVX2)]] static void run(const Tile& t) {
+    const int64_t nb = t.K / 256;
+    __m256 acc[R][J];
+    float mins[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps(), mins[r][j] = 0.0f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < R; ++r) {
+        const auto* blk = reinterpret_cast<const uint8_t*>(t.w + r * t.ldw + b * kQ4KBlock);
+        const char* pf = t.prefetch + r * t.ldw + b * kQ4KBlock;
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        _mm_prefetch(pf + 128, _MM_HINT_T0);
+        const float dw = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk)));
+        const float dm = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk) + 2));
+        uint8_t sc[8], m[8];
+        q4k_scales_mins(blk + 4, sc, m);
+        __m256i is[J];
+        for (int j = 0; j < J; ++j) is[j] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+          const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+          const __m256i s_lo = _mm256_set1_epi16(sc[2 * c]), s_hi = _mm256_set1_epi16(sc[2 * c + 1]);
+          for (int j = 0; j < J; ++j) {
+            const uint8_t* xq = t.q.bytes + j * t.q.ldq + b * 256 + 64 * c;
+            const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+            const __m256i x_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32));
+            is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x_lo), s_lo));
+            is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x_hi), s_hi));
+          }
+        }
+        for (int j = 0; j < J; ++j) {
+          const float dx = t.q.scales[j * t.q.lds + b];
+          const int32_t* sums = t.q.sums + j * t.q.ldb + b * 8;
+          acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]), _mm256_set1_ps(dw * dx), acc[r][j]);
+          int32_t msum = 0;
+          for (int k = 0; k < 8; ++k) msum += m[k] * sums[k];
+          mins[r][j] += static_cast<float>(msum) * (dm * dx);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum8(acc[r][j]) - mins[r][j];
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
 std::atomic<bool> g_evex_vnni{false};
 
 template <typename Kernel, int R, int... Js>
@@ -342,10 +479,12 @@ const Tiles& tiles_avx512(WeightKind kind) {
   static const Tiles f32 = make_tiles<FloatAvx512Of<false>, 4, 6>();
   static const Tiles f16 = make_tiles<FloatAvx512Of<true>, 4, 6>();
   static const Tiles q8 = make_tiles<Q8Avx512Vnni, 3, 4>();
+  static const Tiles q4k = make_tiles<Q4KAvx512, 2, 3>();
   switch (kind) {
     case WeightKind::kF32: return f32;
     case WeightKind::kF16: return f16;
     case WeightKind::kQ8_0: return q8;
+    case WeightKind::kQ4_K: return q4k;
   }
   return f32;
 }
@@ -356,9 +495,11 @@ const Tiles& tiles_avx2(WeightKind kind, bool vnni) {
   static const Tiles q8 = make_tiles<Q8Avx2, 2, 3>();
   static const Tiles q8_vex = make_tiles<Q8Avx2VexVnni, 2, 3>();
   static const Tiles q8_evex = make_tiles<Q8Avx2EvexVnni, 2, 3>();
+  static const Tiles q4k = make_tiles<Q4KAvx2, 1, 4>();
   switch (kind) {
     case WeightKind::kF32: return f32;
     case WeightKind::kF16: return f16;
+    case WeightKind::kQ4_K: return q4k;
     case WeightKind::kQ8_0:
       if (!vnni) return q8;
       return cpu_has_avx_vnni() && !g_evex_vnni.load(std::memory_order_relaxed) ? q8_vex : q8_evex;

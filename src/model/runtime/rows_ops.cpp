@@ -29,6 +29,7 @@ WeightKind kind_of(ggml_type type) {
   switch (type) {
     case GGML_TYPE_F32: return WeightKind::kF32;
     case GGML_TYPE_F16: return WeightKind::kF16;
+    case GGML_TYPE_Q4_K: return WeightKind::kQ4_K;
     default: return WeightKind::kQ8_0;
   }
 }
@@ -40,7 +41,8 @@ struct QuantScratch {
   std::vector<uint8_t> bytes;
   std::vector<int8_t> signs;
   std::vector<float> scales;
-  std::vector<char> blocks;  // ggml's block_q8_0 row
+  std::vector<char> blocks;  // ggml's block_q8_0 (block_q8_K) row
+  std::vector<int32_t> sums;
 };
 
 // The J rows of x quantised as ggml's product quantises them (its own
@@ -87,6 +89,38 @@ QuantRows quantise_rows(CpuPath path, const float* x, int64_t ldx, int64_t K, in
   return rows;
 }
 
+// The J rows of x quantised to Q8_K as ggml's Q4_K product quantises them (its own
+// quantize_row_q8_K: block_q8_K = f32 d, 256 int8, 16 int16 sums of 16), in the
+// layout of rows_kernels.h: the values, one d per super-block, 8 sums of 32.
+QuantRows quantise_rows_q8k(const float* x, int64_t ldx, int64_t K, int64_t J) {
+  thread_local QuantScratch scratch;
+  constexpr int64_t kBlock = 4 + 256 + 32;
+  const int64_t nb = K / 256, ldq = K, lds = nb, ldb = nb * 8;
+  scratch.bytes.resize(static_cast<size_t>(ldq * J));
+  scratch.scales.resize(static_cast<size_t>(lds * J));
+  scratch.sums.resize(static_cast<size_t>(ldb * J));
+  scratch.blocks.resize(static_cast<size_t>(nb * kBlock));
+  const ggml_from_float_t quantise = ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float;
+  for (int64_t j = 0; j < J; ++j) {
+    quantise(x + j * ldx, scratch.blocks.data(), K);
+    for (int64_t b = 0; b < nb; ++b) {
+      const char* blk = scratch.blocks.data() + b * kBlock;
+      std::memcpy(&scratch.scales[static_cast<size_t>(j * lds + b)], blk, 4);
+      std::memcpy(&scratch.bytes[static_cast<size_t>(j * ldq + b * 256)], blk + 4, 256);
+      int16_t bsums[16];
+      std::memcpy(bsums, blk + 260, sizeof bsums);
+      for (int s = 0; s < 8; ++s)
+        scratch.sums[static_cast<size_t>(j * ldb + b * 8 + s)] = bsums[2 * s] + bsums[2 * s + 1];
+    }
+  }
+  QuantRows rows;
+  rows.bytes = scratch.bytes.data();
+  rows.scales = scratch.scales.data();
+  rows.sums = scratch.sums.data();
+  rows.ldq = ldq, rows.lds = lds, rows.ldb = ldb;
+  return rows;
+}
+
 void rows_op(ggml_tensor* dst, int ith, int nth, void*) {
   const ggml_tensor* w = dst->src[0];
   const ggml_tensor* x = dst->src[1];
@@ -105,8 +139,9 @@ void rows_op(ggml_tensor* dst, int ith, int nth, void*) {
 }  // namespace
 
 bool rows_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias) {
-  const bool type_ok =
-      a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_F32 || (a->type == GGML_TYPE_Q8_0 && a->ne[0] % 32 == 0);
+  const bool type_ok = a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_F32 ||
+                       (a->type == GGML_TYPE_Q8_0 && a->ne[0] % 32 == 0) ||
+                       (a->type == GGML_TYPE_Q4_K && a->ne[0] % 256 == 0);
   const bool bias_ok =
       bias == nullptr || (bias->type == GGML_TYPE_F32 && ggml_is_contiguous(bias) && ggml_nelements(bias) == a->ne[1]);
   return type_ok && bias_ok && b->type == GGML_TYPE_F32 && a->ne[2] == 1 && a->ne[3] == 1 && b->ne[2] == 1 &&
@@ -117,10 +152,11 @@ bool rows_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor
 
 ggml_tensor* rows_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias) {
   if (!rows_supports(a, b, bias)) {
-    throw Error(ErrorCode::kInternal,
-                std::string("rows product: wants a 2-D F16, F32 or Q8_0 weight (not on AMX) and f32 rows of the same "
-                            "length, contiguous rows; got ") +
-                    ggml_type_name(a->type) + " and " + ggml_type_name(b->type));
+    throw Error(
+        ErrorCode::kInternal,
+        std::string("rows product: wants a 2-D F16, F32, Q8_0 or Q4_K weight (not on AMX) and f32 rows of the same "
+                    "length, contiguous rows; got ") +
+            ggml_type_name(a->type) + " and " + ggml_type_name(b->type));
   }
   ggml_tensor* args[] = {a, b, bias};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, bias ? 3 : 2, rows_op, GGML_N_TASKS_MAX,
@@ -135,7 +171,9 @@ void rows_product(ggml_type type, const void* w, int64_t ldw, const float* x, in
   const Tiles& tiles = rows::tiles(path, kind);
   Tile t;
   t.ldw = ldw, t.ldx = ldx, t.K = K, t.ldo = ldo;
-  const QuantRows q = kind == WeightKind::kQ8_0 ? quantise_rows(path, x, ldx, K, J) : QuantRows{};
+  const QuantRows q = kind == WeightKind::kQ8_0   ? quantise_rows(path, x, ldx, K, J)
+                      : kind == WeightKind::kQ4_K ? quantise_rows_q8k(x, ldx, K, J)
+                                                  : QuantRows{};
   const auto* base = static_cast<const char*>(w);
   const int64_t R = tiles.max_r, JC = tiles.max_j;
   const int64_t block = std::max<int64_t>(R, kWeightBlockBytes / std::max<int64_t>(ldw, 1) / R * R);
@@ -144,11 +182,12 @@ void rows_product(ggml_type type, const void* w, int64_t ldw, const float* x, in
     for (int64_t jc = 0; jc < J; jc += JC) {
       const int64_t jn = std::min(JC, J - jc);
       t.x = x + jc * ldx;
-      if (kind == WeightKind::kQ8_0) {
+      if (kind == WeightKind::kQ8_0 || kind == WeightKind::kQ4_K) {
         t.q = q;
         t.q.bytes += jc * q.ldq;
         if (q.signs) t.q.signs += jc * q.ldq;
         t.q.scales += jc * q.lds;
+        if (q.sums) t.q.sums += jc * q.ldb;
       }
       for (int64_t i = ib; i < ie; i += R) {
         const int64_t rn = std::min(R, ie - i);

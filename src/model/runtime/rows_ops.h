@@ -9,7 +9,11 @@
 //    F16 product rounds them to f16);
 //  - Q8_0: each activation row is quantised to Q8_0 as ggml's product quantises it,
 //    each block's integer dot product is exact (AVX512-VNNI or AVX-VNNI where the
-//    CPU has it, else AVX2's byte products), scaled by both blocks' scales in f32.
+//    CPU has it, else AVX2's byte products), scaled by both blocks' scales in f32;
+//  - Q4_K: each activation row quantised to Q8_K as ggml's Q4_K product quantises
+//    it; per super-block of 256 the sub-blocks' scaled integer sums are exact,
+//    then scaled by d_w * d_x (the mins' term by dmin_w * d_x) in f32. Each weight
+//    super-block is unpacked once for all the tile's activation rows.
 // Every output is one fixed-order dot product, whatever the number of rows, the
 // threads or where its row falls in a tile: a row's values equal its lone
 // product's bit for bit (a batched step equals its lone steps). Paths: AVX-512,
@@ -23,7 +27,7 @@
 namespace earshot::runtime {
 
 // Whether rows_mul_mat takes this product: a 2-D weight `a` [K, I] of type F16,
-// F32 or Q8_0 with contiguous rows (not on AMX: runtime/amx.h), and b [K, J] f32
+// F32, Q8_0 or Q4_K with contiguous rows (not on AMX: runtime/amx.h), and b [K, J] f32
 // with contiguous rows (any row stride), J >= 1; bias null or I f32 values.
 bool rows_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr);
 

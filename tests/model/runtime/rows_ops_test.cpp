@@ -1,7 +1,7 @@
 // runtime::rows_mul_mat (a weight's product with a step's few activation rows) on
 // every kernel path this CPU runs, each forced in turn (runtime::ScopedKernelCap):
 // against the product in double from the same inputs (F16 and F32 weights exact,
-// Q8_0 from the weight's and the activations' own blocks), within the f32
+// Q8_0 and Q4_K from the weight's and the activations' own blocks), within the f32
 // accumulation's rounding; every output of a many-row product equal bit for bit
 // to its row's lone product, and to the same product on other thread counts (a
 // batched step equals its lone steps); ggml's own product within its rounding;
@@ -95,10 +95,23 @@ class RowsFixture {
   std::vector<float> activation_row(int64_t j) const {
     const float* row = static_cast<const float*>(full_->data) + j * (c_.k + kPad);
     std::vector<float> v(row, row + c_.k);
-    if (c_.type == GGML_TYPE_Q8_0) {
-      std::vector<char> blocks(static_cast<size_t>(c_.k / 32 * 34));
-      ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(v.data(), blocks.data(), c_.k);
-      ggml_get_type_traits(GGML_TYPE_Q8_0)->to_float(blocks.data(), v.data(), c_.k);
+    if (c_.type == GGML_TYPE_Q8_0 || c_.type == GGML_TYPE_Q4_K) {
+      // Q4_K: the activations go to Q8_K, as ggml's Q4_K product quantises them.
+      const ggml_type act = c_.type == GGML_TYPE_Q8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q8_K;
+      std::vector<char> blocks(ggml_row_size(act, c_.k));
+      ggml_get_type_traits_cpu(act)->from_float(v.data(), blocks.data(), c_.k);
+      if (act == GGML_TYPE_Q8_0) {
+        ggml_get_type_traits(act)->to_float(blocks.data(), v.data(), c_.k);
+      } else {
+        // ggml has no to_float for Q8_K: block_q8_K is f32 d, 256 int8, 16 int16 sums.
+        const size_t block = ggml_row_size(act, 256);
+        for (int64_t b = 0; b < c_.k / 256; ++b) {
+          float d;
+          std::memcpy(&d, blocks.data() + b * block, 4);
+          const auto* q = reinterpret_cast<const int8_t*>(blocks.data() + b * block + 4);
+          for (int l = 0; l < 256; ++l) v[static_cast<size_t>(b * 256 + l)] = d * q[l];
+        }
+      }
     }
     return v;
   }
@@ -213,7 +226,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RowsMulMat,
                                            Case{GGML_TYPE_Q8_0, 1024, 64, 1},  // whole pairs of blocks
                                            Case{GGML_TYPE_Q8_0, 96, 37, 2},    // an odd number of blocks
                                            Case{GGML_TYPE_Q8_0, 32, 11, 7},    // one block
-                                           Case{GGML_TYPE_Q8_0, 1024, 40, 13}, Case{GGML_TYPE_Q8_0, 160, 50, 40}));
+                                           Case{GGML_TYPE_Q8_0, 1024, 40, 13}, Case{GGML_TYPE_Q8_0, 160, 50, 40},
+                                           Case{GGML_TYPE_Q4_K, 256, 16, 1},   // one super-block
+                                           Case{GGML_TYPE_Q4_K, 1024, 37, 5},  // partial tiles of rows
+                                           Case{GGML_TYPE_Q4_K, 3072, 64, 8},  // Voxtral's width
+                                           Case{GGML_TYPE_Q4_K, 512, 50, 13}));
 
 TEST(RowsMulMat, RefusesWhatItDoesNotTake) {
   const ggml_init_params params{1 << 20, nullptr, false};
@@ -222,9 +239,11 @@ TEST(RowsMulMat, RefusesWhatItDoesNotTake) {
   ggml_tensor* w = ggml_new_tensor_2d(c, GGML_TYPE_F16, 64, 8);
   ggml_tensor* x = ggml_new_tensor_2d(c, GGML_TYPE_F32, 64, 3);
   EXPECT_TRUE(rows_supports(w, x));
-  EXPECT_FALSE(rows_supports(w, ggml_new_tensor_2d(c, GGML_TYPE_F32, 32, 1)));     // lengths differ
-  EXPECT_FALSE(rows_supports(w, ggml_new_tensor_2d(c, GGML_TYPE_F16, 64, 1)));     // f16 activations
-  EXPECT_FALSE(rows_supports(ggml_new_tensor_2d(c, GGML_TYPE_Q4_0, 64, 8), x));    // another quantisation
+  EXPECT_FALSE(rows_supports(w, ggml_new_tensor_2d(c, GGML_TYPE_F32, 32, 1)));   // lengths differ
+  EXPECT_FALSE(rows_supports(w, ggml_new_tensor_2d(c, GGML_TYPE_F16, 64, 1)));   // f16 activations
+  EXPECT_FALSE(rows_supports(ggml_new_tensor_2d(c, GGML_TYPE_Q4_0, 64, 8), x));  // another quantisation
+  EXPECT_TRUE(
+      rows_supports(ggml_new_tensor_2d(c, GGML_TYPE_Q4_K, 256, 8), ggml_new_tensor_2d(c, GGML_TYPE_F32, 256, 2)));
   EXPECT_FALSE(rows_supports(w, ggml_new_tensor_3d(c, GGML_TYPE_F32, 64, 1, 2)));  // not 2-D
   EXPECT_FALSE(rows_supports(w, x, ggml_new_tensor_1d(c, GGML_TYPE_F32, 7)));      // a bias of another length
   try {
