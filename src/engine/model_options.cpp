@@ -47,8 +47,9 @@ void declare_model_options(Args& args, CommandKind command) {
   args.option("cpu-kernels",
               "the encoders' matrix products on the CPU (and a float Qwen3-ASR text model's): auto (a quantised "
               "model's on ggml's AMX kernels where the CPU has AMX, the rest on OpenBLAS where Debian's libopenblas0 "
-              "loads, else ggml; a Whisper decoder step's and a streaming transducer chunk's few rows on earshot's "
-              "few-row kernels), openblas (sgemm in f32, about twice ggml's rate; --flash-attention then unused; "
+              "loads, else ggml; a Whisper decoder step's, a streaming transducer chunk's and a Voxtral decoder "
+              "step's few rows on earshot's few-row kernels), openblas (sgemm in f32, about twice ggml's rate; "
+              "--flash-attention then unused; "
               "steps of few rows as auto) or ggml (ggml's own kernels, as libwhisper)",
               "auto");
   for (const Family& f : families())

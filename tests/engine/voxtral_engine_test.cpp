@@ -122,6 +122,11 @@ TEST_F(VoxtralEngineTest, DelayMsIsOneTheModelWasTrainedWith) {
 TEST_F(VoxtralEngineTest, BatchDecodeStreamsGetTheirLoneWords) {
   const std::shared_ptr<const Engine> lone = load(spec());
   EXPECT_EQ(lone->capabilities().batch_streams, 0);
+  // The decoder on earshot's few-row op, unless --cpu-kernels ggml asks for ggml's kernels.
+  EXPECT_TRUE(dynamic_cast<const VoxtralEngine&>(*lone).rows_decoder());
+  ModelSpec on_ggml = spec();
+  on_ggml.runtime.cpu_kernels = runtime::CpuKernels::kGgml;
+  EXPECT_FALSE(dynamic_cast<const VoxtralEngine&>(*load(on_ggml)).rows_decoder());
   EXPECT_FALSE(lone->batch_counts());
   for (int bad : {1, -1, 65}) {
     ModelSpec s = spec();

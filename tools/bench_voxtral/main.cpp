@@ -29,13 +29,16 @@ namespace {
 
 const char* kUsage =
     "usage: earshot-bench-voxtral --model M.gguf [--threads T] [--batches 1,2,4,8] [--context P] [--reps N]\n"
+    "                             [--kernels rows|ggml]\n"
     "\n"
     "Voxtral's decoder step for B streams at once (default B = 1, 2, 4, 8): each stream's\n"
     "context holds P positions (default 64), then N times (default 5) one step of every\n"
     "stream as B graphs of one stream and as one graph of B; medians in ms. GB/s: the\n"
     "decoder's matrices and output head (read once per graph) over the graph's time, beside\n"
     "the streaming read bandwidth on the same threads (default 2). 'same' says whether\n"
-    "each stream's batched logits equal its lone step's bit for bit.\n";
+    "each stream's batched logits equal its lone step's bit for bit. --kernels: the decoder's\n"
+    "products on earshot's few-row op (rows, the default) or on ggml's kernels (ggml, as\n"
+    "--cpu-kernels ggml runs them).\n";
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -54,14 +57,17 @@ double weight_bytes(const voxtral::Model& m) {
 
 int main(int argc, char** argv) {
   try {
-    std::string model_path, batches_text = "1,2,4,8";
+    std::string model_path, batches_text = "1,2,4,8", kernel_name = "rows";
     int threads = 2, context = 64, reps = 5;
     earshot::tools::parse_options(argc, argv, kUsage,
                                   {{"--model", [&](const std::string& v) { model_path = v; }},
                                    {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
                                    {"--batches", [&](const std::string& v) { batches_text = v; }},
                                    {"--context", [&](const std::string& v) { context = std::stoi(v); }},
-                                   {"--reps", [&](const std::string& v) { reps = std::stoi(v); }}});
+                                   {"--reps", [&](const std::string& v) { reps = std::stoi(v); }},
+                                   {"--kernels", [&](const std::string& v) { kernel_name = v; }}});
+    if (kernel_name != "rows" && kernel_name != "ggml")
+      throw Error(ErrorCode::kInvalidArgument, "--kernels: rows or ggml, got " + kernel_name);
     if (model_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
     const std::vector<int> batches = earshot::tools::parse_int_list(batches_text, "--batches");
     if (threads < 1 || context < 1 || reps < 1 || batches.empty() ||
@@ -71,8 +77,8 @@ int main(int argc, char** argv) {
     const voxtral::Hparams& hp = model->hparams();
     const double bytes = weight_bytes(*model);
     const double bandwidth = earshot::tools::read_bandwidth_gbs(size_t{1} << 30, threads, 3);
-    std::printf("model %s: decoder %d layers, d %d, vocab %d; matrices and head %.2f GB; %d threads\n",
-                model_path.c_str(), hp.n_layer, hp.d, hp.n_vocab, bytes / 1e9, threads);
+    std::printf("model %s: decoder %d layers, d %d, vocab %d; matrices and head %.2f GB; %d threads; %s kernels\n",
+                model_path.c_str(), hp.n_layer, hp.d, hp.n_vocab, bytes / 1e9, threads, kernel_name.c_str());
     std::printf("streaming read: %.1f GB/s on %d threads\n", bandwidth, threads);
     std::printf("%3s %12s %12s %10s %14s %8s %8s %5s\n", "B", "B lone ms", "batched ms", "speed-up", "steps/s batch",
                 "GB/s", "x read", "same");
@@ -83,7 +89,8 @@ int main(int argc, char** argv) {
     std::vector<ggml_fp16_t> scratch;
     std::vector<float> audio(static_cast<size_t>(hp.d));
     for (int i = 0; i < hp.d; ++i) audio[i] = static_cast<float>(0.05 * std::sin(0.37 * i));
-    const voxtral::GraphKernels kernels{earshot::runtime::is_cpu(earshot::runtime::device_of(backend.get())), false};
+    const voxtral::GraphKernels kernels{earshot::runtime::is_cpu(earshot::runtime::device_of(backend.get())), false,
+                                        kernel_name == "rows"};
     using Clock = std::chrono::steady_clock;
     for (int b : batches) {
       std::vector<std::unique_ptr<voxtral::KvRing>> rings;

@@ -21,7 +21,7 @@ VoxtralEngine::VoxtralEngine(std::shared_ptr<const voxtral::Model> model, const 
   }
   if (const int batch = check_batch_streams(spec.runtime, kMaxVoxtralBatchStreams, "streams per decoder step");
       batch > 0) {
-    batcher_ = std::make_shared<voxtral::StepBatcher>(model_, batch, spec.runtime.threads);
+    batcher_ = std::make_shared<voxtral::StepBatcher>(model_, batch, spec.runtime.threads, rows_decoder());
     capabilities_.batch_streams = batch;
   }
   capabilities_.family = "voxtral";
@@ -54,6 +54,7 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
   }
   options.on_pass = request.on_pass;
   options.batcher = batcher_;
+  options.rows_decoder = rows_decoder();
   auto stream = std::make_unique<voxtral::Stream>(model_, options);
   // Keyterms as the transducers take them: phrases boosted while each slot's token is chosen.
   if (auto boost = policy::PhraseBoost::for_keyterms(

@@ -33,6 +33,9 @@ class VoxtralEngine : public Engine {
   std::optional<BatchCounts> batch_counts() const override;
 
   int delay_slots() const { return delay_; }
+  // The decoder's products on the few-row op (voxtral::GraphKernels::rows), unless
+  // --cpu-kernels ggml keeps them on ggml's kernels for the file's types.
+  bool rows_decoder() const { return spec_.runtime.cpu_kernels != runtime::CpuKernels::kGgml; }
 
  private:
   std::shared_ptr<const voxtral::Model> model_;

@@ -47,7 +47,8 @@ ggml_tensor* ring_attention(ggml_context* ctx, ggml_tensor* q, const KvRing& rin
 
 EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& model, const KvRing& ring, int slots,
                            GraphKernels kernels) {
-  kernels.int8 = true;  // the encoder's products: many rows (GraphKernels::int8)
+  kernels.int8 = true;   // the encoder's products: many rows (GraphKernels::int8)
+  kernels.rows = false;  // the few-row op is the decoder's
   const Hparams& hp = model.hparams();
   const int frames = hp.mel_frames_per_slot * slots;  // mel frames in
   const int n = frames / 2;                           // encoder frames out
@@ -114,7 +115,6 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
       throw Error(ErrorCode::kInternal, "voxtral decoder graph: several parts must each add one position");
     total += p.n;
   }
-  kernels.rows = true;  // the decoder's products: a step's rows (GraphKernels::rows)
   DecoderGraph g;
   g.tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, total);
   ggml_set_input(g.tokens);

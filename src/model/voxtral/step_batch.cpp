@@ -49,13 +49,14 @@ std::vector<float> run_steps(runtime::GraphRunner& runner, int plan, GraphKernel
   return runtime::read_output(dg.logits);
 }
 
-StepBatcher::StepBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads)
+StepBatcher::StepBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads, bool rows)
     : model_(model
                  ? std::move(model)
                  : throw Error(ErrorCode::kInvalidArgument, "the Voxtral step batcher needs a loaded model, got null")),
       rendezvous_(max_batch),
       backend_(runtime::create_backend(model_->device(), n_threads)) {
   kernels_.cpu = runtime::is_cpu(runtime::device_of(backend_.get()));
+  kernels_.rows = rows;
   runner_ = std::make_unique<runtime::GraphRunner>(backend_.get(), "Voxtral batched decoder");
 }
 

@@ -52,8 +52,10 @@ std::vector<float> run_steps(runtime::GraphRunner& runner, int plan, GraphKernel
 
 class StepBatcher {
  public:
-  // max_batch >= 1 streams per graph; n_threads: the graph's CPU threads (ignored on a GPU).
-  StepBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads);
+  // max_batch >= 1 streams per graph; n_threads: the graph's CPU threads (ignored
+  // on a GPU); rows: the decoder's products on the few-row op (GraphKernels::rows),
+  // as the streams' own (StreamOptions::rows_decoder).
+  StepBatcher(std::shared_ptr<const Model> model, int max_batch, int n_threads, bool rows = true);
   ~StepBatcher();
   StepBatcher(const StepBatcher&) = delete;
   StepBatcher& operator=(const StepBatcher&) = delete;

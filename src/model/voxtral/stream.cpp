@@ -64,6 +64,7 @@ Stream::Stream(std::shared_ptr<const Model> model, StreamOptions options)
     backend_ = own_backend_.get();
   }
   kernels_.cpu = runtime::is_cpu(runtime::device_of(backend_));
+  kernels_.rows = options_.rows_decoder;
   runner_ =
       std::make_unique<runtime::GraphRunner>(backend_, std::vector<std::string>{"Voxtral encoder", "Voxtral decoder"});
   // A graph stores up to max_encoder_slots x downsample frames past the window.

@@ -52,6 +52,9 @@ struct StreamOptions {
   // Shared by streams of one model: their decoder steps batched (step_batch.h);
   // null: each step its own graph.
   std::shared_ptr<StepBatcher> batcher;
+  // The decoder's products on the few-row op (GraphKernels::rows); false: ggml's
+  // kernels for the file's types (--cpu-kernels ggml). A batcher has its own.
+  bool rows_decoder = true;
 };
 
 // What a stream decoded at one position: for the references and tools.
