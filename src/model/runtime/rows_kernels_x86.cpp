@@ -17,7 +17,7 @@
 //
 // Q4_K weights (144-byte super-blocks of 256: rows_kernels.h): the same exact
 // integer sums per super-block, the unsigned nibbles multiplied by the signed
-// Q8_K activations directly (vpdpbusd, or vpmaddubsw on AVX2).
+// Q8_K activations directly (vpmaddubsw, then vpmaddwd by the sub-block scales).
 #include <immintrin.h>
 
 #include <atomic>
@@ -43,6 +43,32 @@ inline uint16_t load_u16(const char* p) {
   return v;
 }
 
+// (AVX2's instructions only: the AVX-512 tiles inline it too.)
+[[gnu::target(EARSHOT_T_AVX2), gnu::always_inline]] inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// A Q4_K super-block's scalar head, as every tile reads it: its scales d and dmin,
+// and its 8 sub-blocks' scales and mins; and where the next tile will read, brought
+// to cache (the block's 144 bytes: three lines).
+struct Q4KHead {
+  float d, dmin;
+  uint8_t sc[8], m[8];
+};
+[[gnu::target(EARSHOT_T_AVX2), gnu::always_inline]] inline Q4KHead q4k_head(const uint8_t* blk, const char* prefetch) {
+  _mm_prefetch(prefetch, _MM_HINT_T0);
+  _mm_prefetch(prefetch + 64, _MM_HINT_T0);
+  _mm_prefetch(prefetch + 128, _MM_HINT_T0);
+  Q4KHead h;
+  h.d = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk)));
+  h.dmin = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk) + 2));
+  q4k_scales_mins(blk + 4, h.sc, h.m);
+  return h;
+}
+
 // ---- AVX-512 ----
 // (The zero-masked forms of the intrinsics: GCC 12 warns of the plain ones' undefined vectors.)
 
@@ -51,13 +77,6 @@ inline uint16_t load_u16(const char* p) {
   const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
   __m256 s8 = _mm256_add_ps(lo, hi);
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-[[gnu::target(EARSHOT_T_AVX512), gnu::always_inline]] inline float sum8_avx512(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
@@ -197,15 +216,11 @@ struct Q4KAvx512 {
       float dw[R], dm[R];
       for (int r = 0; r < R; ++r) {
         const auto* blk = reinterpret_cast<const uint8_t*>(t.w + r * t.ldw + b * kQ4KBlock);
-        const char* pf = t.prefetch + r * t.ldw + b * kQ4KBlock;
-        _mm_prefetch(pf, _MM_HINT_T0);
-        _mm_prefetch(pf + 64, _MM_HINT_T0);
-        _mm_prefetch(pf + 128, _MM_HINT_T0);
-        dw[r] = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk)));
-        dm[r] = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk) + 2));
-        uint8_t sc[8], m[8];
-        q4k_scales_mins(blk + 4, sc, m);
-        mins[r] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+        const Q4KHead h = q4k_head(blk, t.prefetch + r * t.ldw + b * kQ4KBlock);
+        const uint8_t* sc = h.sc;
+        dw[r] = h.d;
+        dm[r] = h.dmin;
+        mins[r] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h.m)));
         for (int c = 0; c < 4; ++c) {
           const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
           const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
@@ -233,7 +248,7 @@ struct Q4KAvx512 {
     }
     for (int r = 0; r < R; ++r) {
       for (int j = 0; j < J; ++j) {
-        float v = sum16(acc[r][j]) - sum8_avx512(mac[r][j]);
+        float v = sum16(acc[r][j]) - sum8(mac[r][j]);
         if (t.bias) v += t.bias[r];
         t.out[j * t.ldo + r] = v;
       }
@@ -242,13 +257,6 @@ struct Q4KAvx512 {
 };
 
 // ---- AVX2 ----
-
-[[gnu::target(EARSHOT_T_AVX2), gnu::always_inline]] inline float sum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 struct FloatAvx2 {
   template <bool kF16>
@@ -410,14 +418,9 @@ struct Q4KAvx2 {
     for (int64_t b = 0; b < nb; ++b) {
       for (int r = 0; r < R; ++r) {
         const auto* blk = reinterpret_cast<const uint8_t*>(t.w + r * t.ldw + b * kQ4KBlock);
-        const char* pf = t.prefetch + r * t.ldw + b * kQ4KBlock;
-        _mm_prefetch(pf, _MM_HINT_T0);
-        _mm_prefetch(pf + 64, _MM_HINT_T0);
-        _mm_prefetch(pf + 128, _MM_HINT_T0);
-        const float dw = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk)));
-        const float dm = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk) + 2));
-        uint8_t sc[8], m[8];
-        q4k_scales_mins(blk + 4, sc, m);
+        const Q4KHead h = q4k_head(blk, t.prefetch + r * t.ldw + b * kQ4KBlock);
+        const uint8_t *sc = h.sc, *m = h.m;
+        const float dw = h.d, dm = h.dmin;
         __m256i is[J];
         for (int j = 0; j < J; ++j) is[j] = _mm256_setzero_si256();
         for (int c = 0; c < 4; ++c) {
