@@ -23,9 +23,8 @@ struct RuntimeOptions {
   // Model steps of up to this many streams pending at once run as one graph,
   // shared by the engine's streams (Whisper's decoder steps, a cache-aware
   // streaming transducer's chunks, Qwen3-ASR's prompts and steps, Voxtral's
-  // decoder steps); 0 = every
-  // step alone. Each family that batches validates it (check_batch_streams);
-  // engine::load refuses it for an engine that does not batch.
+  // decoder steps); 0 = every step alone. Each family that batches validates it
+  // (check_batch_streams); engine::load refuses it for an engine that does not batch.
   int batch_streams = 0;
 };
 

@@ -103,8 +103,7 @@ int main(int argc, char** argv) {
                                     hp.default_delay,
                                     scales.get(),
                                     (s * 131 + static_cast<int>(rings[s]->positions()) * 7) % hp.n_vocab,
-                                    audio.data(),
-                                    rings[s]->positions()};
+                                    audio.data()};
       };
       // The contexts, all streams' steps together (fast), then the timed steps.
       for (int p = 0; p < context; ++p) {

@@ -77,7 +77,7 @@ class Rendezvous {
     Pending me{std::move(item), false};
     std::unique_lock lock(mutex_);
     queue_.push_back(&me);
-    done_.notify_all();  // a batch may have waited for this item
+    if (joined_ > 0) done_.notify_all();  // a batch may have waited for this item
     while (!me.done) {
       if (running_ || queue_.size() < std::min<size_t>(static_cast<size_t>(joined_), max_batch_)) {
         done_.wait(lock);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "common/error.h"
 
@@ -104,6 +105,15 @@ void KvRing::mask(int n, int window, std::vector<ggml_fp16_t>& out) const {
       if (p <= q && p > q - window) out[static_cast<size_t>(i) * capacity_ + s] = zero;
     }
   }
+}
+
+void KvRing::set_mask(ggml_tensor* input, int n, int window, std::vector<ggml_fp16_t>& scratch) const {
+  mask(n, window, scratch);
+  const size_t bytes = scratch.size() * sizeof(ggml_fp16_t);
+  if (bytes != ggml_nbytes(input))
+    throw Error(ErrorCode::kInternal, "a mask of " + std::to_string(bytes) + " bytes for " + ggml_get_name(input) +
+                                          " (" + std::to_string(ggml_nbytes(input)) + " bytes)");
+  ggml_backend_tensor_set(input, scratch.data(), 0, bytes);
 }
 
 }  // namespace earshot::voxtral

@@ -49,6 +49,9 @@ class KvRing {
   // once they are stored: [n][capacity] f16 (row per query), 0 where the slot
   // holds a position p with q - window < p <= q, -inf elsewhere.
   void mask(int n, int window, std::vector<ggml_fp16_t>& out) const;
+  // That mask written into a graph's f16 input [capacity, n] (`scratch` holds it
+  // on the way); throws Error(kInternal) when the input is of another size.
+  void set_mask(ggml_tensor* input, int n, int window, std::vector<ggml_fp16_t>& scratch) const;
 
  private:
   void allocate(int capacity);

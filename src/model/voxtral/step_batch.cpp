@@ -27,7 +27,7 @@ std::vector<float> run_steps(runtime::GraphRunner& runner, int plan, GraphKernel
   for (int p = 0; p < n; ++p) {
     const StepRequest& s = steps[p];
     tokens[p] = s.token;
-    positions[p] = static_cast<int32_t>(s.position);
+    positions[p] = static_cast<int32_t>(s.ring->positions());
     std::copy(s.audio, s.audio + hp.d, audio.begin() + static_cast<std::ptrdiff_t>(p) * hp.d);
     for (int l = 0; l < hp.n_layer; ++l)
       std::copy(s.scales->begin() + static_cast<std::ptrdiff_t>(l) * hp.d,
@@ -38,13 +38,7 @@ std::vector<float> run_steps(runtime::GraphRunner& runner, int plan, GraphKernel
   runtime::set_input(dg.audio, audio);
   runtime::set_input(dg.positions, positions);
   runtime::set_input(dg.scales, scales);
-  for (int p = 0; p < n; ++p) {
-    steps[p].ring->mask(1, hp.window, mask_scratch);
-    if (mask_scratch.size() * sizeof(ggml_fp16_t) != ggml_nbytes(dg.masks[p]))
-      throw Error(ErrorCode::kInternal, "a Voxtral step's mask of " + std::to_string(mask_scratch.size()) +
-                                            " slots for a ring of " + std::to_string(steps[p].ring->capacity()));
-    ggml_backend_tensor_set(dg.masks[p], mask_scratch.data(), 0, ggml_nbytes(dg.masks[p]));
-  }
+  for (int p = 0; p < n; ++p) steps[p].ring->set_mask(dg.masks[p], 1, hp.window, mask_scratch);
   runner.compute(g);
   return runtime::read_output(dg.logits);
 }

@@ -32,7 +32,8 @@
 
 namespace earshot::voxtral {
 
-// One stream's decoder step: the position after those its ring holds.
+// One stream's decoder step: the position after those its ring holds
+// (ring->positions()).
 struct StepRequest {
   const Model* model = nullptr;
   const KvRing* ring = nullptr;                // with room for the position (KvRing::reserve)
@@ -40,7 +41,6 @@ struct StepRequest {
   const std::vector<float>* scales = nullptr;  // [n_layer][d]: 1 + ada at that delay (Model::ada_scales)
   int token = 0;                               // the position's input: the token the one before produced
   const float* audio = nullptr;                // and its slot's audio embedding, d floats
-  int64_t position = 0;
 };
 
 // Runs the steps as one decoder graph (plan `plan` of `runner`; every request on

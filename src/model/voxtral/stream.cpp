@@ -29,15 +29,6 @@ class PassTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// An f16 mask into its graph input (runtime::set_input takes f32 and i32).
-void set_mask(ggml_tensor* tensor, const std::vector<ggml_fp16_t>& values) {
-  const size_t bytes = values.size() * sizeof(ggml_fp16_t);
-  if (bytes != ggml_nbytes(tensor))
-    throw Error(ErrorCode::kInternal, "a mask of " + std::to_string(bytes) + " bytes for " + ggml_get_name(tensor) +
-                                          " (" + std::to_string(ggml_nbytes(tensor)) + " bytes)");
-  ggml_backend_tensor_set(tensor, values.data(), 0, bytes);
-}
-
 }  // namespace
 
 int64_t right_padding(const Hparams& hp, int delay, int64_t samples) {
@@ -195,8 +186,7 @@ void Stream::encode(int slots) {
   std::vector<int32_t> positions(n);
   for (int i = 0; i < n; ++i) positions[i] = static_cast<int32_t>(enc_ring_->positions() + i);
   runtime::set_input(eg.positions, positions);
-  enc_ring_->mask(n, hp.enc_window, mask_scratch_);
-  set_mask(eg.mask, mask_scratch_);
+  enc_ring_->set_mask(eg.mask, n, hp.enc_window, mask_scratch_);
   runner_->compute(g);
   const std::vector<float> audio = runtime::read_output(eg.audio);
   conv0_prev_ = runtime::read_output(eg.conv0_last);
@@ -231,8 +221,7 @@ void Stream::decode_prompt(std::vector<TokenEmission>& out) {
   runtime::set_input(dg.audio, audio);
   runtime::set_input(dg.positions, positions);
   runtime::set_input(dg.scales, *scales_);
-  dec_ring_->mask(n, hp.window, mask_scratch_);
-  set_mask(dg.masks[0], mask_scratch_);
+  dec_ring_->set_mask(dg.masks[0], n, hp.window, mask_scratch_);
   runner_->compute(g);
   logits_ = runtime::read_output(dg.logits);
   dec_ring_->advance(n);
@@ -245,8 +234,7 @@ void Stream::decode_prompt(std::vector<TokenEmission>& out) {
 void Stream::decode_step(std::vector<TokenEmission>& out) {
   PassTimer timer(options_.on_pass, ModelPass::kDecoder);
   dec_ring_->reserve(1);
-  const StepRequest request{model_.get(), dec_ring_.get(),       delay_,    scales_.get(),
-                            last_token_,  audio_.front().data(), positions_};
+  const StepRequest request{model_.get(), dec_ring_.get(), delay_, scales_.get(), last_token_, audio_.front().data()};
   logits_ = options_.batcher
                 ? options_.batcher->step(request)
                 : run_steps(*runner_, 1, kernels_, std::span<const StepRequest>(&request, 1), mask_scratch_);

@@ -336,8 +336,7 @@ TEST(VoxtralSteps, StepsOfSeveralStreamsInOneGraphGiveEachItsLoneLogits) {
                          delays[s],
                          scales[s].get(),
                          (position * 7 + s * 31) % hp.n_vocab,
-                         audio.data() + static_cast<size_t>(s * kSteps + position) * hp.d,
-                         position};
+                         audio.data() + static_cast<size_t>(s * kSteps + position) * hp.d};
     };
     std::vector<ggml_fp16_t> scratch;
     std::vector<std::vector<float>> alone(kStreams);
