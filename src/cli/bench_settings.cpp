@@ -3,7 +3,7 @@
 #include <exception>
 #include <string>
 
-#include "cli/policy_options.h"
+#include "cli/keyterm_options.h"
 #include "common/error.h"
 #include "engine/model_options.h"
 #include "session/stream_session.h"

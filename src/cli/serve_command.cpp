@@ -9,7 +9,7 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
-#include "cli/policy_options.h"
+#include "cli/keyterm_options.h"
 #include "cli/serve.h"
 #include "cli/serve_settings.h"
 #include "common/command_line.h"
@@ -17,6 +17,7 @@
 #include "engine/catalogue.h"
 #include "engine/families.h"
 #include "model/registry.h"
+#include "policy/alignatt/alignatt_options.h"
 #ifdef EARSHOT_HAVE_MODEL_REGISTRY
 #include "model/download.h"
 #endif
@@ -154,7 +155,7 @@ ServeSetup prepare_serve(ServeSettings settings, const Args& args) {
   }
   engine::StreamRequest defaults;
   defaults.policy = engine->resolve_policy(settings.policy);
-  check_beams_policy(spec.policies.alignatt.beams, defaults.policy);
+  policy::check_beams_policy(spec.policies.alignatt.beams, defaults.policy);
   defaults.on_pass = server::count_passes(counters);
   defaults.on_warning = [](const std::string& w) { std::fprintf(stderr, "earshot serve: %s\n", w.c_str()); };
   const std::filesystem::path trace_dir = settings.trace_dir;

@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "audio/audio.h"
-#include "cli/policy_options.h"
+#include "cli/keyterm_options.h"
 #include "common/error.h"
 #include "engine/model_options.h"
 #include "policy/alignatt/alignatt_config.h"

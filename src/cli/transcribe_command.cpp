@@ -8,13 +8,14 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
-#include "cli/policy_options.h"
+#include "cli/keyterm_options.h"
 #include "cli/transcribe.h"
 #include "cli/transcribe_settings.h"
 #include "common/command_line.h"
 #include "common/error.h"
 #include "engine/catalogue.h"
 #include "engine/families.h"
+#include "policy/alignatt/alignatt_options.h"
 #include "stages/registry.h"
 
 namespace earshot::cli {
@@ -69,7 +70,7 @@ int transcribe_files(TranscribeSettings s, const Args& args) {
   request.policy = engine->resolve_policy(s.policy);
   request.language = s.language;
   request.keyterms = s.keyterms;
-  check_beams_policy(s.model.policies.alignatt.beams, request.policy);
+  policy::check_beams_policy(s.model.policies.alignatt.beams, request.policy);
   if (request.policy != "alignatt" && trace.is_open()) {
     throw Error(ErrorCode::kInvalidArgument, "--trace applies to --policy alignatt only");
   }

@@ -1,6 +1,6 @@
 #include "cli/transcribe_settings.h"
 
-#include "cli/policy_options.h"
+#include "cli/keyterm_options.h"
 #include "common/error.h"
 #include "engine/model_options.h"
 #include "stages/registry.h"

@@ -52,6 +52,11 @@ void read_alignatt_options(const Args& args, CommandKind command, AlignAttConfig
   config.validate();
 }
 
+void check_beams_policy(int beams, const std::string& policy) {
+  if (policy != "alignatt" && beams != 1)
+    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
+}
+
 void declare_prompted_alignatt_options(Args& args, CommandKind /*command*/) {
   args.option("qwen3-trim",
               "Qwen3-ASR --policy alignatt: how the 15 s buffer loses its front: window (whole 8 s encoder "

@@ -6,6 +6,8 @@
 // prompted audio-LLM decoder (Qwen3-ASR) --qwen3-trim.
 #pragma once
 
+#include <string>
+
 #include "common/command_line.h"
 #include "policy/alignatt/alignatt_config.h"
 #include "policy/alignatt/prompted_alignatt.h"
@@ -16,6 +18,10 @@ void declare_alignatt_options(Args& args, CommandKind command);
 // The options into `config` (its other fields kept), validated
 // (AlignAttConfig::validate). Throws earshot::Error(kInvalidArgument).
 void read_alignatt_options(const Args& args, CommandKind command, AlignAttConfig& config);
+// --beams with the policy a command runs (resolved: "alignatt", "localagreement"...):
+// beam search is AlignAtt's. Throws Error(kInvalidArgument) "--beams applies to
+// --policy alignatt only" for a width other than 1 with another policy.
+void check_beams_policy(int beams, const std::string& policy);
 
 void declare_prompted_alignatt_options(Args& args, CommandKind command);
 void read_prompted_alignatt_options(const Args& args, CommandKind command, PromptedAlignAttConfig& config);

@@ -1,21 +1,13 @@
-// What serve, transcribe and bench check or read about the policies beyond the
-// policies' own options (policy/options.h, declared with the model's): --beams
-// against the policy a command runs, and the vocabulary every stream expects
-// (--keyterms, --keyterm-bonus).
+// The vocabulary every stream of serve, transcribe and bench expects (--keyterms,
+// --keyterm-bonus): the command's, not a policy's (the policies' own options are
+// in policy/options.h, declared with the model's).
 #pragma once
-
-#include <string>
 
 #include "common/command_line.h"
 #include "common/keyterms.h"
 #include "policy/alignatt/alignatt_config.h"
 
 namespace earshot::cli {
-
-// --beams with the policy a command runs (resolved: "alignatt", "localagreement"...):
-// beam search is AlignAtt's. Throws Error(kInvalidArgument) "--beams applies to
-// --policy alignatt only" for a width other than 1 with another policy.
-void check_beams_policy(int beams, const std::string& policy);
 
 // --keyterms FILE: the vocabulary every stream expects (one term per line, term:weight).
 void declare_keyterm_options(Args& args);

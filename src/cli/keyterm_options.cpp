@@ -1,4 +1,4 @@
-#include "cli/policy_options.h"
+#include "cli/keyterm_options.h"
 
 #include <fstream>
 #include <sstream>
@@ -7,11 +7,6 @@
 #include "common/error.h"
 
 namespace earshot::cli {
-
-void check_beams_policy(int beams, const std::string& policy) {
-  if (policy != "alignatt" && beams != 1)
-    throw Error(ErrorCode::kInvalidArgument, "--beams applies to --policy alignatt only");
-}
 
 void declare_keyterm_options(Args& args) {
   args.option("keyterms",
