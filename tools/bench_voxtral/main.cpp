@@ -6,6 +6,13 @@
 // step's rate in stream-steps per second and its weights' GB/s against the
 // streaming read bandwidth measured on the same threads, and whether the batched
 // logits equal the lone ones bit for bit.
+//
+// With --audio A.wav: one stream over the file instead (pushed in --chunk-ms
+// pieces, then finished), every encoder and decoder graph timed: the encoder's
+// ms per audio second and GFLOP/s beside OpenBLAS's sgemm and earshot's int8 op
+// at its products' shape (the slots a graph took), the decoder's ms per step and
+// GB/s beside the read, and the compute per audio second of both (under 1000 ms:
+// a live stream's compute fits these threads).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,10 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "audio/wav.h"
 #include "common/error.h"
 #include "model/runtime/device.h"
 #include "model/voxtral/kv_ring.h"
 #include "model/voxtral/step_batch.h"
+#include "model/voxtral/stream.h"
 #include "tools/common/machine_limits.h"
 #include "tools/common/tool_args.h"
 
@@ -30,6 +39,8 @@ namespace {
 const char* kUsage =
     "usage: earshot-bench-voxtral --model M.gguf [--threads T] [--batches 1,2,4,8] [--context P] [--reps N]\n"
     "                             [--kernels rows|ggml]\n"
+    "       earshot-bench-voxtral --model M.gguf --audio A.wav [--chunk-ms MS] [--min-encoder-slots N]\n"
+    "                             [--threads T] [--kernels rows|ggml]\n"
     "\n"
     "Voxtral's decoder step for B streams at once (default B = 1, 2, 4, 8): each stream's\n"
     "context holds P positions (default 64), then N times (default 5) one step of every\n"
@@ -38,7 +49,13 @@ const char* kUsage =
     "the streaming read bandwidth on the same threads (default 2). 'same' says whether\n"
     "each stream's batched logits equal its lone step's bit for bit. --kernels: the decoder's\n"
     "products on earshot's few-row op (rows, the default) or on ggml's kernels (ggml, as\n"
-    "--cpu-kernels ggml runs them).\n";
+    "--cpu-kernels ggml runs them).\n"
+    "\n"
+    "--audio: one stream over the WAV file (16 kHz) in --chunk-ms pieces (default 80: a\n"
+    "slot, as a live client's audio comes), then finished: the encoder's and the decoder's\n"
+    "ms per audio second, the encoder's GFLOP/s beside OpenBLAS's sgemm and the int8 op at\n"
+    "its products' shape, the decoder's ms per step and GB/s beside the read.\n"
+    "--min-encoder-slots: the slots an encoder graph waits for (default 4; 1: each as it comes).\n";
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -53,19 +70,101 @@ double weight_bytes(const voxtral::Model& m) {
   return bytes;
 }
 
+// Multiply-adds x 2 of the encoder's matrices per encoder frame, and of the
+// projector per slot.
+double encoder_flop_per_frame(const voxtral::Model& m) {
+  double params = 0;
+  for (const voxtral::EncoderLayer& L : m.enc_layers)
+    for (const ggml_tensor* w : {L.q_w, L.k_w, L.v_w, L.o_w, L.gate_w, L.up_w, L.down_w})
+      params += static_cast<double>(ggml_nelements(w));
+  return 2.0 * params;
+}
+
+int run_stream(const std::shared_ptr<const voxtral::Model>& model, const std::string& model_path,
+               const std::string& audio_path, int chunk_ms, int min_slots, int threads, bool rows) {
+  using Clock = std::chrono::steady_clock;
+  const voxtral::Hparams& hp = model->hparams();
+  const std::vector<float> pcm = earshot::audio::load_wav_file(audio_path);
+  const double seconds = static_cast<double>(pcm.size()) / hp.sample_rate;
+  double enc_ns = 0, dec_ns = 0;
+  int enc_graphs = 0, dec_graphs = 0;
+  std::vector<double> dec_ms;  // each decoder graph: a context's prompt, then its steps
+  voxtral::StreamOptions options;
+  options.threads = threads;
+  options.rows_decoder = rows;
+  options.min_encoder_slots = min_slots;
+  options.on_pass = [&](earshot::ModelPass pass, std::chrono::nanoseconds elapsed) {
+    if (pass == earshot::ModelPass::kEncoder) {
+      enc_ns += static_cast<double>(elapsed.count());
+      ++enc_graphs;
+    } else {
+      dec_ns += static_cast<double>(elapsed.count());
+      ++dec_graphs;
+      dec_ms.push_back(static_cast<double>(elapsed.count()) / 1e6);
+    }
+  };
+  voxtral::Stream stream(model, options);
+  stream.warmup();
+  enc_ns = dec_ns = 0;
+  enc_graphs = dec_graphs = 0;
+  dec_ms.clear();
+  const size_t chunk = std::max<size_t>(1, static_cast<size_t>(hp.sample_rate) * chunk_ms / 1000);
+  const auto t0 = Clock::now();
+  for (size_t at = 0; at < pcm.size(); at += chunk)
+    stream.push(std::span<const float>(pcm).subspan(at, std::min(chunk, pcm.size() - at)));
+  stream.finish();
+  const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  // The slots encoded: the context's left padding, the audio and its right padding.
+  const int64_t samples = static_cast<int64_t>(pcm.size());
+  const double slots = static_cast<double>(
+      hp.n_left_pad + (samples + voxtral::right_padding(hp, stream.delay(), samples)) / hp.samples_per_slot());
+  const int frames_per_slot = hp.mel_frames_per_slot / 2;
+  const double enc_frames = slots * frames_per_slot;
+  const double flop = enc_frames * encoder_flop_per_frame(*model);
+  const int64_t rows_per_graph = std::max<int64_t>(1, static_cast<int64_t>(enc_frames / std::max(1, enc_graphs)));
+  const earshot::tools::GemmShape shape{rows_per_graph, hp.enc_ff, hp.enc_d};
+  const double sgemm = earshot::tools::openblas_sgemm_gflops(shape, threads, 3);
+  const double int8 = earshot::tools::q8_op_gflops(shape, threads, 3);
+  const double bandwidth = earshot::tools::read_bandwidth_gbs(size_t{1} << 30, threads, 3);
+  const double bytes = weight_bytes(*model);
+  // A step's time: the median graph (the prompts, one per context, are few and long).
+  const double step_ms = dec_ms.empty() ? 0.0 : median(dec_ms);
+  std::printf("model %s: encoder %s matrices (%d converted to Q8_0), decoder %s; %d threads; %s kernels\n",
+              model_path.c_str(), ggml_type_name(model->enc_layers[0].gate_w->type), model->int8_encoder_matrices(),
+              ggml_type_name(model->matrix_type()), threads, rows ? "rows" : "ggml");
+  std::printf("audio %s: %.2f s in %d ms chunks; %.0f slots (with the right padding), wall %.0f ms\n",
+              audio_path.c_str(), seconds, chunk_ms, slots, wall_ms);
+  std::printf(
+      "encoder: %d graphs (%.1f frames each), %.1f ms per audio second, %.1f GFLOP/s; "
+      "at %lldx%lldx%lld OpenBLAS sgemm %.1f, int8 op %.1f GFLOP/s\n",
+      enc_graphs, enc_frames / std::max(1, enc_graphs), enc_ns / 1e6 / seconds, flop / enc_ns,
+      static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k), sgemm, int8);
+  std::printf(
+      "decoder: %d graphs in %d context(s), the first prompt (%d positions) %.0f ms; a step %.1f ms (median; "
+      "%.1f GB/s of matrices and head, %.2f of the %.1f GB/s read); %.1f ms per audio second\n",
+      dec_graphs, stream.contexts(), 1 + hp.n_left_pad + stream.delay(), dec_ms.empty() ? 0.0 : dec_ms[0], step_ms,
+      bytes / 1e6 / step_ms, bytes / 1e6 / step_ms / bandwidth, bandwidth, dec_ns / 1e6 / seconds);
+  std::printf("compute per audio second: %.0f ms (%s)\n", (enc_ns + dec_ns) / 1e6 / seconds,
+              (enc_ns + dec_ns) / 1e9 < seconds ? "fits these threads" : "more than these threads give");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    std::string model_path, batches_text = "1,2,4,8", kernel_name = "rows";
-    int threads = 2, context = 64, reps = 5;
+    std::string model_path, batches_text = "1,2,4,8", kernel_name = "rows", audio_path;
+    int threads = 2, context = 64, reps = 5, chunk_ms = 80, min_slots = voxtral::StreamOptions{}.min_encoder_slots;
     earshot::tools::parse_options(argc, argv, kUsage,
                                   {{"--model", [&](const std::string& v) { model_path = v; }},
                                    {"--threads", [&](const std::string& v) { threads = std::stoi(v); }},
                                    {"--batches", [&](const std::string& v) { batches_text = v; }},
                                    {"--context", [&](const std::string& v) { context = std::stoi(v); }},
                                    {"--reps", [&](const std::string& v) { reps = std::stoi(v); }},
-                                   {"--kernels", [&](const std::string& v) { kernel_name = v; }}});
+                                   {"--kernels", [&](const std::string& v) { kernel_name = v; }},
+                                   {"--audio", [&](const std::string& v) { audio_path = v; }},
+                                   {"--chunk-ms", [&](const std::string& v) { chunk_ms = std::stoi(v); }},
+                                   {"--min-encoder-slots", [&](const std::string& v) { min_slots = std::stoi(v); }}});
     if (kernel_name != "rows" && kernel_name != "ggml")
       throw Error(ErrorCode::kInvalidArgument, "--kernels: rows or ggml, got " + kernel_name);
     if (model_path.empty()) throw Error(ErrorCode::kInvalidArgument, kUsage);
@@ -74,6 +173,11 @@ int main(int argc, char** argv) {
         *std::min_element(batches.begin(), batches.end()) < 1)
       throw Error(ErrorCode::kInvalidArgument, "--threads, --context, --reps and every batch size must be >= 1");
     const auto model = voxtral::Model::load(model_path);
+    if (!audio_path.empty()) {
+      if (chunk_ms < 1 || min_slots < 1)
+        throw Error(ErrorCode::kInvalidArgument, "--chunk-ms and --min-encoder-slots must be >= 1");
+      return run_stream(model, model_path, audio_path, chunk_ms, min_slots, threads, kernel_name == "rows");
+    }
     const voxtral::Hparams& hp = model->hparams();
     const double bytes = weight_bytes(*model);
     const double bandwidth = earshot::tools::read_bandwidth_gbs(size_t{1} << 30, threads, 3);

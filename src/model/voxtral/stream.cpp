@@ -46,6 +46,8 @@ Stream::Stream(std::shared_ptr<const Model> model, StreamOptions options)
     throw Error(ErrorCode::kInvalidArgument,
                 "a Voxtral delay of " + std::to_string(delay_) + " slots (1 to 30: " + published_delays_text() + ")");
   if (options_.max_encoder_slots < 1) throw Error(ErrorCode::kInvalidArgument, "max_encoder_slots must be >= 1");
+  if (options_.min_encoder_slots < 1) throw Error(ErrorCode::kInvalidArgument, "min_encoder_slots must be >= 1");
+  min_encoder_slots_ = std::min(options_.min_encoder_slots, options_.max_encoder_slots);
   prompt_len_ = 1 + hp.n_left_pad + delay_;
   scales_ = model_->ada_scales(delay_);
   if (options_.backend) {
@@ -149,7 +151,7 @@ void Stream::advance(bool closed, std::vector<TokenEmission>& out) {
   }
   for (;;) {
     const int64_t ready = mel_done_ / hp.mel_frames_per_slot - slots_encoded_;
-    if (ready <= 0 || ended_) break;
+    if (ready <= 0 || ended_ || (!closed && ready < min_encoder_slots_)) break;
     encode(static_cast<int>(std::min<int64_t>(ready, options_.max_encoder_slots)));
     if (positions_ == 0 && slots_encoded_ >= prompt_len_) decode_prompt(out);
     if (positions_ > 0 && positions_ < slots_encoded_ && !ended_) {

@@ -46,7 +46,13 @@ struct StreamOptions {
   int threads = 1;
   int delay = -1;  // slots (1..30); -1: the file's default
   ggml_type kv_type = GGML_TYPE_F16;
-  int max_encoder_slots = 16;        // slots one encoder graph takes at most
+  int max_encoder_slots = 16;  // slots one encoder graph takes at most
+  // Slots an encoder graph waits for while the segment goes on (its end encodes
+  // what is left): a graph of fewer rows than the int8 op gains from
+  // (runtime::kQ8GemmMinRows, 16 frames: 4 slots) reads the whole encoder for
+  // them. At most max_encoder_slots; 1: each slot as it comes (its tokens up to
+  // 240 ms sooner, its encoder ~4x the time at the real dimensions).
+  int min_encoder_slots = 4;
   ggml_backend_t backend = nullptr;  // borrowed, on the model's device; null: the stream's own
   PassReport on_pass;                // each encoder and decoder graph, timed
   // Shared by streams of one model: their decoder steps batched (step_batch.h);
@@ -120,6 +126,7 @@ class Stream : public StreamingTransducer {
   ggml_backend_ptr own_backend_;
   ggml_backend_t backend_;
   GraphKernels kernels_;
+  int min_encoder_slots_;
   std::unique_ptr<runtime::GraphRunner> runner_;
   LogMel log_mel_;
   features::RealFft::Workspace fft_workspace_;

@@ -187,6 +187,45 @@ TEST(VoxtralModel, AQ8FileStreamedEqualsItEncodedWhole) {
   }
 }
 
+// Audio arriving a slot at a time (a live client's 80 ms) waits for 4 slots per
+// encoder graph (min_encoder_slots; the int8 op's rows), the end of the segment
+// encodes what is left; with 1 each slot gets its graph. Every slot is decoded either way.
+TEST(VoxtralModel, SlotsArrivingOneAtATimeAreEncodedFourToAGraph) {
+  const auto model = Model::load(small_model());
+  const auto pcm = signal(3.0);  // 37.5 slots
+  struct Counts {
+    int graphs_before_finish = 0, graphs = 0;
+    size_t positions = 0;
+  };
+  auto run_live = [&](int min_slots) {
+    StreamOptions o;
+    o.min_encoder_slots = min_slots;
+    Counts c;
+    o.on_pass = [&](ModelPass pass, std::chrono::nanoseconds) { c.graphs += pass == ModelPass::kEncoder ? 1 : 0; };
+    Stream stream(model, o);
+    stream.set_observer([&](const PositionOutput&) { ++c.positions; });
+    for (size_t at = 0; at < pcm.size(); at += 1280)
+      stream.push(std::span<const float>(pcm.data() + at, std::min<size_t>(1280, pcm.size() - at)));
+    c.graphs_before_finish = c.graphs;
+    stream.finish();
+    return c;
+  };
+  const Counts four = run_live(4), one = run_live(1);
+  // The left padding's 32 slots come with the first audio: two graphs of 16. Then
+  // ~37 slots one push at a time.
+  EXPECT_GE(one.graphs_before_finish, 2 + 30);
+  EXPECT_LE(four.graphs_before_finish, 2 + 38 / 4 + 1);
+  EXPECT_GE(four.graphs_before_finish, 2 + 30 / 4);
+  EXPECT_EQ(four.positions, one.positions);
+  EXPECT_GE(four.positions, 37u + 6u);  // from the prompt's last position (slot 38) to the padding's end
+  EXPECT_EQ(error_of([&] {
+              StreamOptions o;
+              o.min_encoder_slots = 0;
+              Stream stream(model, o);
+            }).code(),
+            ErrorCode::kInvalidArgument);
+}
+
 // The largest logit difference of two runs over the positions before their first
 // different token (later ones are conditioned on other input); at that token,
 // whether the first run's top two were closer than the difference (a near-tie).
