@@ -152,6 +152,7 @@ int run_stream(const std::shared_ptr<const voxtral::Model>& model, const std::st
 }  // namespace
 
 int main(int argc, char** argv) {
+  earshot::tools::use_openblas_best_kernels(argv);
   try {
     std::string model_path, batches_text = "1,2,4,8", kernel_name = "rows", audio_path;
     int threads = 2, context = 64, reps = 5, chunk_ms = 80, min_slots = voxtral::StreamOptions{}.min_encoder_slots;

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "model/runtime/amx.h"
 #include "model/runtime/gemv_ops.h"
+#include "model/runtime/openblas_ops.h"
 #include "model/runtime/q8_gemm.h"
 #include "model/runtime/rows_ops.h"
 
@@ -32,14 +33,21 @@ ggml_tensor* rope(ggml_context* ctx, ggml_tensor* x, ggml_tensor* positions, int
                        1.0f);
 }
 
+// The rows from which the attention goes to OpenBLAS (GraphKernels::openblas_attention).
+constexpr int64_t kBlasAttentionRows = 8;
+
 // Sliding-window attention of n queries q [head_dim, n_head, n] against a ring
 // (its K/V already holding them): [head_dim * n_head, n].
 ggml_tensor* ring_attention(ggml_context* ctx, ggml_tensor* q, const KvRing& ring, int layer, int head_dim,
-                            ggml_tensor* mask) {
+                            ggml_tensor* mask, GraphKernels k) {
   const int64_t n = q->ne[2], n_head = q->ne[1];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   ggml_tensor* qp = ggml_permute(ctx, q, 0, 2, 1, 3);  // [head_dim, n, n_head]
+  if (k.cpu && k.openblas_attention && n >= kBlasAttentionRows)
+    return runtime::blas_masked_attention(ctx, qp, ring.k_view(ctx, layer, head_dim), ring.v_view(ctx, layer, head_dim),
+                                          /*v_trans=*/false, ggml_cast(ctx, mask, GGML_TYPE_F32), scale);
   ggml_tensor* out = ggml_flash_attn_ext(ctx, qp, ring.k_view(ctx, layer, head_dim), ring.v_view(ctx, layer, head_dim),
-                                         mask, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0.0f);
+                                         mask, scale, 0.0f, 0.0f);
   return ggml_reshape_2d(ctx, out, head_dim * n_head, n);  // [head_dim, n_head, n] -> rows per position
 }
 
@@ -88,7 +96,7 @@ EncoderGraph build_encoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
     k = rope(ctx, ggml_reshape_3d(ctx, k, hp.enc_head_dim, hp.enc_n_head, n), g.positions, hp.enc_head_dim,
              hp.enc_rope_theta);
     ring.store(ctx, graph, l, ggml_reshape_2d(ctx, k, hp.enc_q_dim(), n), v);
-    ggml_tensor* attn = ring_attention(ctx, q, ring, l, hp.enc_head_dim, g.mask);
+    ggml_tensor* attn = ring_attention(ctx, q, ring, l, hp.enc_head_dim, g.mask, kernels);
     x = ggml_add(ctx, x, ggml_add(ctx, product(ctx, L.o_w, attn, kernels), L.o_b));
     h = rms_norm(ctx, x, L.norm_ffn, hp.enc_eps);
     ggml_tensor* gate = ggml_silu(ctx, product(ctx, L.gate_w, h, kernels));
@@ -151,7 +159,7 @@ DecoderGraph build_decoder(ggml_context* ctx, ggml_cgraph* graph, const Model& m
       part.ring->store(ctx, graph, l, cols(k), cols(v));
       ggml_tensor* qp =
           ggml_view_3d(ctx, q, hp.head_dim, hp.n_head, part.n, q->nb[1], q->nb[2], static_cast<size_t>(at) * q->nb[2]);
-      ggml_tensor* out = ring_attention(ctx, qp, *part.ring, l, hp.head_dim, g.masks[p]);
+      ggml_tensor* out = ring_attention(ctx, qp, *part.ring, l, hp.head_dim, g.masks[p], kernels);
       if (n_parts == 1) {
         attn = out;
       } else {

@@ -30,6 +30,10 @@ struct GraphKernels {
   // rows, and a row's values equal its lone product's, so a stream's batched step
   // equals its lone one. Other types (Q5_K, Q6_K) stay on ggml's kernels.
   bool rows = true;
+  // The attention of a graph of many query rows (the encoder's, a prompt's) on
+  // OpenBLAS (runtime::blas_masked_attention: scores and values by sgemm, an exact
+  // f32 softmax) where it loads; a step's row keeps ggml's flash attention.
+  bool openblas_attention = false;
 };
 
 struct EncoderGraph {

@@ -34,6 +34,9 @@ void KvRing::allocate(int capacity) {
     throw Error(ErrorCode::kUnsupported, "cannot allocate a Voxtral attention cache of " + std::to_string(capacity) +
                                              " positions (out of memory?)");
   }
+  // Zeros in the cells not yet written: an attention that multiplies their masked
+  // (zero) probabilities by their values (OpenBLAS's) stays finite.
+  ggml_backend_buffer_clear(buffer, 0);
   // The slots written so far keep their places: every position is below the old
   // capacity, so p % capacity is p in both rings.
   const int64_t kept = std::min<int64_t>(positions_, capacity_);

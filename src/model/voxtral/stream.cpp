@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "model/runtime/device.h"
+#include "model/runtime/openblas_ops.h"
 
 namespace earshot::voxtral {
 namespace {
@@ -58,6 +59,8 @@ Stream::Stream(std::shared_ptr<const Model> model, StreamOptions options)
   }
   kernels_.cpu = runtime::is_cpu(runtime::device_of(backend_));
   kernels_.rows = options_.rows_decoder;
+  // Earshot's kernels (not --cpu-kernels ggml): the encoder's and prompts' attention on OpenBLAS where it loads.
+  kernels_.openblas_attention = kernels_.cpu && options_.rows_decoder && runtime::openblas_available();
   runner_ =
       std::make_unique<runtime::GraphRunner>(backend_, std::vector<std::string>{"Voxtral encoder", "Voxtral decoder"});
   // A graph stores up to max_encoder_slots x downsample frames past the window.
