@@ -139,11 +139,16 @@ int run_stream(const std::shared_ptr<const voxtral::Model>& model, const std::st
       "at %lldx%lldx%lld OpenBLAS sgemm %.1f, int8 op %.1f GFLOP/s\n",
       enc_graphs, enc_frames / std::max(1, enc_graphs), enc_ns / 1e6 / seconds, flop / enc_ns,
       static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k), sgemm, int8);
+  // The first decoder graph: the context's start over the silence in front (once per
+  // stream); the second: the first context's prompt after it.
+  const int cached = stream.context_start_slots();
   std::printf(
-      "decoder: %d graphs in %d context(s), the first prompt (%d positions) %.0f ms; a step %.1f ms (median; "
-      "%.1f GB/s of matrices and head, %.2f of the %.1f GB/s read); %.1f ms per audio second\n",
-      dec_graphs, stream.contexts(), 1 + hp.n_left_pad + stream.delay(), dec_ms.empty() ? 0.0 : dec_ms[0], step_ms,
-      bytes / 1e6 / step_ms, bytes / 1e6 / step_ms / bandwidth, bandwidth, dec_ns / 1e6 / seconds);
+      "decoder: %d graphs in %d context(s); the start over the silence (once per stream, %d positions) %.0f ms, "
+      "a context's prompt (%d positions) %.0f ms; a step %.1f ms (median; %.1f GB/s of matrices and head, "
+      "%.2f of the %.1f GB/s read); %.1f ms per audio second\n",
+      dec_graphs, stream.contexts(), cached, dec_ms.size() > 0 ? dec_ms[0] : 0.0,
+      1 + hp.n_left_pad + stream.delay() - cached, dec_ms.size() > 1 ? dec_ms[1] : 0.0, step_ms, bytes / 1e6 / step_ms,
+      bytes / 1e6 / step_ms / bandwidth, bandwidth, dec_ns / 1e6 / seconds);
   std::printf("compute per audio second: %.0f ms (%s)\n", (enc_ns + dec_ns) / 1e6 / seconds,
               (enc_ns + dec_ns) / 1e9 < seconds ? "fits these threads" : "more than these threads give");
   return 0;

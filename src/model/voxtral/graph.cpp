@@ -1,5 +1,6 @@
 #include "model/voxtral/graph.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -43,9 +44,18 @@ ggml_tensor* ring_attention(ggml_context* ctx, ggml_tensor* q, const KvRing& rin
   const int64_t n = q->ne[2], n_head = q->ne[1];
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   ggml_tensor* qp = ggml_permute(ctx, q, 0, 2, 1, 3);  // [head_dim, n, n_head]
-  if (k.cpu && k.openblas_attention && n >= kBlasAttentionRows)
-    return runtime::blas_masked_attention(ctx, qp, ring.k_view(ctx, layer, head_dim), ring.v_view(ctx, layer, head_dim),
-                                          /*v_trans=*/false, ggml_cast(ctx, mask, GGML_TYPE_F32), scale);
+  if (k.cpu && k.openblas_attention && n >= kBlasAttentionRows) {
+    // sgemm multiplies every cell's values, masked or not: only the cells written
+    // in this context (those before the ring wraps), whose values are finite.
+    const int64_t used = std::min<int64_t>(ring.positions() + n, ring.capacity());
+    auto cells = [&](ggml_tensor* all) {
+      return ggml_view_3d(ctx, all, all->ne[0], used, all->ne[2], all->nb[1], all->nb[2], 0);
+    };
+    ggml_tensor* used_mask = ggml_view_2d(ctx, mask, used, mask->ne[1], mask->nb[1], 0);
+    return runtime::blas_masked_attention(ctx, qp, cells(ring.k_view(ctx, layer, head_dim)),
+                                          cells(ring.v_view(ctx, layer, head_dim)), /*v_trans=*/false,
+                                          ggml_cast(ctx, used_mask, GGML_TYPE_F32), scale);
+  }
   ggml_tensor* out = ggml_flash_attn_ext(ctx, qp, ring.k_view(ctx, layer, head_dim), ring.v_view(ctx, layer, head_dim),
                                          mask, scale, 0.0f, 0.0f);
   return ggml_reshape_2d(ctx, out, head_dim * n_head, n);  // [head_dim, n_head, n] -> rows per position

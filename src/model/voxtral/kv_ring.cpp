@@ -34,9 +34,6 @@ void KvRing::allocate(int capacity) {
     throw Error(ErrorCode::kUnsupported, "cannot allocate a Voxtral attention cache of " + std::to_string(capacity) +
                                              " positions (out of memory?)");
   }
-  // Zeros in the cells not yet written: an attention that multiplies their masked
-  // (zero) probabilities by their values (OpenBLAS's) stays finite.
-  ggml_backend_buffer_clear(buffer, 0);
   // The slots written so far keep their places: every position is below the old
   // capacity, so p % capacity is p in both rings.
   const int64_t kept = std::min<int64_t>(positions_, capacity_);
@@ -56,6 +53,34 @@ void KvRing::allocate(int capacity) {
   k_ = std::move(k);
   v_ = std::move(v);
   capacity_ = capacity;
+}
+
+KvRing::Saved KvRing::save() const {
+  Saved saved{positions_, capacity_, {}};
+  const size_t part = k_[0]->nb[1] * static_cast<size_t>(std::min<int64_t>(positions_, capacity_));
+  saved.bytes.resize(part * 2 * static_cast<size_t>(n_layer_));
+  for (int l = 0; l < n_layer_; ++l) {
+    ggml_backend_tensor_get(k_[l], saved.bytes.data() + (2 * l) * part, 0, part);
+    ggml_backend_tensor_get(v_[l], saved.bytes.data() + (2 * l + 1) * part, 0, part);
+  }
+  return saved;
+}
+
+void KvRing::restore(const Saved& saved) {
+  const int64_t slots = std::min<int64_t>(saved.positions, saved.capacity);
+  positions_ = 0;
+  reserve(static_cast<int>(slots));
+  // Position p sits in slot p % capacity: unwrapped, the same slots in any
+  // capacity; wrapped, the ring was at its limit, as this one then is.
+  const size_t part = k_[0]->nb[1] * static_cast<size_t>(slots);
+  if (saved.bytes.size() != part * 2 * static_cast<size_t>(n_layer_) ||
+      (saved.positions > saved.capacity && capacity_ != saved.capacity))
+    throw Error(ErrorCode::kInternal, "KvRing::restore: positions saved from another ring");
+  for (int l = 0; l < n_layer_; ++l) {
+    ggml_backend_tensor_set(k_[l], saved.bytes.data() + (2 * l) * part, 0, part);
+    ggml_backend_tensor_set(v_[l], saved.bytes.data() + (2 * l + 1) * part, 0, part);
+  }
+  positions_ = saved.positions;
 }
 
 void KvRing::reserve(int n) {

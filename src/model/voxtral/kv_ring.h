@@ -45,6 +45,18 @@ class KvRing {
   // After a graph that stored n positions computed.
   void advance(int n) { positions_ += n; }
 
+  // The ring's positions as they stand: every layer's K and V of its slots in use
+  // (all of them once it wrapped), for restore().
+  struct Saved {
+    int64_t positions = 0;
+    int capacity = 0;
+    std::vector<uint8_t> bytes;
+  };
+  Saved save() const;
+  // A new context holding what save() gave, from this ring (or one of the same
+  // layers, width, type and limit): positions() as then.
+  void restore(const Saved& saved);
+
   // The attention mask of queries at positions [positions(), positions() + n)
   // once they are stored: [n][capacity] f16 (row per query), 0 where the slot
   // holds a position p with q - window < p <= q, -inf elsewhere.

@@ -101,6 +101,59 @@ void Stream::start_context() {
   enc_ring_->reset();
   dec_ring_->reset();
   audio_kept_.clear();
+  prompted_ = false;
+  if (!context_start_) context_start_ = compute_context_start();
+  restore_context_start();
+}
+
+struct Stream::ContextStart {
+  int slots = 0;  // slots encoded, and the prompt's positions decoded over them
+  int64_t mel_done = 0;
+  std::vector<float> mel, mel_prev, conv0_prev, audio;  // audio: the slots' embeddings
+  KvRing::Saved enc, dec;
+};
+
+std::unique_ptr<Stream::ContextStart> Stream::compute_context_start() {
+  // The signal is the silence in front alone: the frames it holds whole, their slots.
+  compute_frames(/*closed=*/false);
+  const Hparams& hp = model_->hparams();
+  for (;;) {
+    const int64_t ready = mel_done_ / hp.mel_frames_per_slot - slots_encoded_;
+    if (ready <= 0) break;
+    encode(static_cast<int>(std::min<int64_t>(ready, options_.max_encoder_slots)));
+  }
+  auto start = std::make_unique<ContextStart>();
+  // The silence in front is n_left_pad slots and its last one's frames reach into
+  // the audio, so the prompt's last position (1 + n_left_pad + delay slots) always
+  // waits for audio: its logits give the context's first token.
+  if (slots_encoded_ >= prompt_len_) throw Error(ErrorCode::kInternal, "Voxtral: a prompt within the left padding");
+  start->slots = static_cast<int>(slots_encoded_);
+  for (int s = 0; s < start->slots; ++s) start->audio.insert(start->audio.end(), audio_[s].begin(), audio_[s].end());
+  std::vector<TokenEmission> none;
+  if (start->slots > 0) decode_prompt_rows(0, start->slots, /*take=*/false, none);
+  start->mel_done = mel_done_;
+  start->mel = mel_;
+  start->mel_prev = mel_prev_;
+  start->conv0_prev = conv0_prev_;
+  start->enc = enc_ring_->save();
+  start->dec = dec_ring_->save();
+  return start;
+}
+
+int Stream::context_start_slots() const { return context_start_ ? context_start_->slots : 0; }
+
+void Stream::restore_context_start() {
+  const ContextStart& start = *context_start_;
+  mel_done_ = start.mel_done;
+  mel_ = start.mel;
+  mel_prev_ = start.mel_prev;
+  conv0_prev_ = start.conv0_prev;
+  enc_ring_->restore(start.enc);
+  dec_ring_->restore(start.dec);
+  slots_encoded_ = start.slots;
+  audio_.clear();
+  positions_ = start.slots;
+  if (keep_audio_) audio_kept_.assign(start.audio.begin(), start.audio.end());
 }
 
 void Stream::append_signal(std::span<const float> samples) {
@@ -140,7 +193,7 @@ int Stream::frames_done() const {
   return static_cast<int>(std::max<int64_t>(0, positions_ - delay_ - segment_slot0_));
 }
 
-void Stream::advance(bool closed, std::vector<TokenEmission>& out) {
+void Stream::compute_frames(bool closed) {
   const Hparams& hp = model_->hparams();
   const int64_t half = hp.n_fft / 2;
   // Frames: each once its samples are in (closed: the signal ends here, zeros
@@ -152,15 +205,20 @@ void Stream::advance(bool closed, std::vector<TokenEmission>& out) {
     log_mel_.frame(std::span<const float>(signal_), signal_first_, mel_done_, mel_.data() + at, fft_workspace_);
     ++mel_done_;
   }
+}
+
+void Stream::advance(bool closed, std::vector<TokenEmission>& out) {
+  const Hparams& hp = model_->hparams();
+  compute_frames(closed);
   for (;;) {
     const int64_t ready = mel_done_ / hp.mel_frames_per_slot - slots_encoded_;
     if (ready <= 0 || ended_ || (!closed && ready < min_encoder_slots_)) break;
     encode(static_cast<int>(std::min<int64_t>(ready, options_.max_encoder_slots)));
-    if (positions_ == 0 && slots_encoded_ >= prompt_len_) decode_prompt(out);
-    if (positions_ > 0 && positions_ < slots_encoded_ && !ended_) {
+    if (!prompted_ && slots_encoded_ >= prompt_len_) decode_prompt(out);
+    if (prompted_ && positions_ < slots_encoded_ && !ended_) {
       std::optional<StepBatcher::Run> run;  // the batcher waits for this stream's steps while it has some
       if (options_.batcher) run.emplace(*options_.batcher);
-      while (positions_ > 0 && positions_ < slots_encoded_ && !ended_) decode_step(out);
+      while (positions_ < slots_encoded_ && !ended_) decode_step(out);
     }
   }
   if (ended_) {
@@ -207,19 +265,24 @@ void Stream::encode(int slots) {
 }
 
 void Stream::decode_prompt(std::vector<TokenEmission>& out) {
+  const int first = static_cast<int>(positions_);  // those before: the context's start, restored
+  decode_prompt_rows(first, prompt_len_ - first, /*take=*/true, out);
+  prompted_ = true;
+}
+
+void Stream::decode_prompt_rows(int first, int n, bool take, std::vector<TokenEmission>& out) {
   const Hparams& hp = model_->hparams();
   PassTimer timer(options_.on_pass, ModelPass::kDecoder);
-  const int n = prompt_len_;
   dec_ring_->reserve(n);
   const DecoderPart part{dec_ring_.get(), n, delay_};
   runtime::GraphRunner::Graph g = runner_->begin(decoder_graph_nodes(hp, 1), 1);
   const DecoderGraph dg = build_decoder(g.ctx(), g.graph(), *model_, std::span<const DecoderPart>(&part, 1), kernels_);
   runner_->allocate(g, "the prompt");
   std::vector<int32_t> tokens(n, hp.streaming_pad), positions(n);
-  tokens[0] = hp.bos;
+  if (first == 0) tokens[0] = hp.bos;
   std::vector<float> audio(static_cast<size_t>(n) * hp.d);
   for (int i = 0; i < n; ++i) {
-    positions[i] = i;
+    positions[i] = first + i;
     std::copy(audio_[i].begin(), audio_[i].end(), audio.begin() + static_cast<std::ptrdiff_t>(i) * hp.d);
   }
   runtime::set_input(dg.tokens, tokens);
@@ -228,12 +291,14 @@ void Stream::decode_prompt(std::vector<TokenEmission>& out) {
   runtime::set_input(dg.scales, *scales_);
   dec_ring_->set_mask(dg.masks[0], n, hp.window, mask_scratch_);
   runner_->compute(g);
-  logits_ = runtime::read_output(dg.logits);
   dec_ring_->advance(n);
   audio_.erase(audio_.begin(), audio_.begin() + n);
-  positions_ = n - 1;  // the prompt's last position produced the token
+  positions_ = first + n;
+  if (!take) return;
+  logits_ = runtime::read_output(dg.logits);
+  positions_ = first + n - 1;  // the prompt's last position produced the token
   take_token(logits_, out);
-  positions_ = n;
+  positions_ = first + n;
 }
 
 void Stream::decode_step(std::vector<TokenEmission>& out) {

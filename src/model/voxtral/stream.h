@@ -104,9 +104,23 @@ class Stream : public StreamingTransducer {
   size_t cache_bytes() const;
   // Contexts started so far (1 after the first audio).
   int contexts() const { return contexts_; }
+  // The slots of a context's start every context restores (those whose frames lie
+  // wholly in the silence in front: encoded, and the prompt decoded over them, once
+  // per stream); 0 before the first context.
+  int context_start_slots() const;
 
  private:
   void start_context();
+  // The context's first slots that need no audio (those whose mel frames lie in the
+  // silence in front), encoded and decoded once per stream and restored by every
+  // context after: the encoder's and the decoder's positions over them.
+  struct ContextStart;
+  std::unique_ptr<ContextStart> compute_context_start();
+  void restore_context_start();
+  void compute_frames(bool closed);
+  // The prompt's positions [first, first + n) (the slots' embeddings at the front of
+  // audio_); `take`: the last one's token is the context's first.
+  void decode_prompt_rows(int first, int n, bool take, std::vector<TokenEmission>& out);
   void append_signal(std::span<const float> samples);
   void advance(bool closed, std::vector<TokenEmission>& out);
   void encode(int slots);
@@ -131,6 +145,8 @@ class Stream : public StreamingTransducer {
   LogMel log_mel_;
   features::RealFft::Workspace fft_workspace_;
   std::unique_ptr<KvRing> enc_ring_, dec_ring_;
+  std::unique_ptr<ContextStart> context_start_;
+  bool prompted_ = false;  // the context's prompt is decoded
 
   // The context's signal (its samples from signal_first_ on, the left padding included).
   bool active_ = false;

@@ -226,6 +226,40 @@ TEST(VoxtralModel, SlotsArrivingOneAtATimeAreEncodedFourToAGraph) {
             ErrorCode::kInvalidArgument);
 }
 
+// Every context restores the start computed over the silence in front (once per
+// stream): a stream's second context decodes as a fresh stream's first, bit for bit.
+TEST(VoxtralModel, ASecondContextDecodesAsAFreshStreamsFirst) {
+  const auto model = Model::load(small_model());
+  StreamOptions o;
+  o.kv_type = GGML_TYPE_F32;
+  const auto first = signal(2.5), second = signal(3.5);
+  auto collect = [](Stream& stream, Output& r) {
+    stream.set_observer([&r](const PositionOutput& p) {
+      r.tokens.push_back(p.token);
+      r.logits.insert(r.logits.end(), p.logits.begin(), p.logits.end());
+    });
+  };
+  Stream reused(model, o);
+  Output ignored, again;
+  collect(reused, ignored);
+  reused.push(first);
+  reused.finish();
+  reused.reset_state();  // the next audio starts a new context
+  collect(reused, again);
+  reused.push(second);
+  reused.finish();
+  EXPECT_EQ(reused.contexts(), 2);
+  EXPECT_GT(reused.context_start_slots(), 0);
+  Stream fresh(model, o);
+  Output expected;
+  collect(fresh, expected);
+  fresh.push(second);
+  fresh.finish();
+  ASSERT_GT(expected.tokens.size(), 20u);
+  EXPECT_EQ(again.tokens, expected.tokens);
+  EXPECT_TRUE(again.logits == expected.logits);
+}
+
 // The largest logit difference of two runs over the positions before their first
 // different token (later ones are conditioned on other input); at that token,
 // whether the first run's top two were closer than the difference (a near-tie).
