@@ -54,6 +54,7 @@ std::unique_ptr<OnlineProcessor> VoxtralEngine::open_stream(const StreamRequest&
   }
   options.on_pass = request.on_pass;
   options.batcher = batcher_;
+  options.context_starts = context_starts_;
   options.rows_decoder = rows_decoder();
   auto stream = std::make_unique<voxtral::Stream>(model_, options);
   // Keyterms as the transducers take them: phrases boosted while each slot's token is chosen.

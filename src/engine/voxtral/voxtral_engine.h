@@ -17,6 +17,7 @@
 #include "engine/model_spec.h"
 #include "model/voxtral/model.h"
 #include "model/voxtral/step_batch.h"
+#include "model/voxtral/stream.h"
 
 namespace earshot::engine {
 
@@ -44,6 +45,8 @@ class VoxtralEngine : public Engine {
   int slot_ms_;                                    // one slot's audio (80 ms)
   int delay_;                                      // slots: --delay-ms, else the file's default
   std::shared_ptr<voxtral::StepBatcher> batcher_;  // --batch-decode N; null: each step alone
+  // Each context start (the silence in front, per delay) computed once for every stream.
+  std::shared_ptr<voxtral::ContextStarts> context_starts_ = std::make_shared<voxtral::ContextStarts>();
 };
 
 // The most streams one batched decoder step takes (--batch-decode).

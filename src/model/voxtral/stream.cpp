@@ -102,18 +102,47 @@ void Stream::start_context() {
   dec_ring_->reset();
   audio_kept_.clear();
   prompted_ = false;
-  if (!context_start_) context_start_ = compute_context_start();
+  if (!context_start_) {
+    const ContextStarts::Key key{delay_,
+                                 options_.kv_type,
+                                 options_.max_encoder_slots,
+                                 kernels_.cpu,
+                                 kernels_.rows,
+                                 kernels_.openblas_attention,
+                                 runtime::device_of(backend_)};
+    if (options_.context_starts) context_start_ = options_.context_starts->find(key);
+    if (!context_start_) {
+      context_start_ = compute_context_start();
+      if (options_.context_starts) context_start_ = options_.context_starts->keep(key, context_start_);
+    }
+  }
   restore_context_start();
 }
 
-struct Stream::ContextStart {
+std::shared_ptr<const ContextStart> ContextStarts::find(const Key& key) const {
+  std::lock_guard lock(mutex_);
+  const auto it = starts_.find(key);
+  return it == starts_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const ContextStart> ContextStarts::keep(const Key& key, std::shared_ptr<const ContextStart> start) {
+  std::lock_guard lock(mutex_);
+  return starts_.emplace(key, std::move(start)).first->second;
+}
+
+size_t ContextStarts::size() const {
+  std::lock_guard lock(mutex_);
+  return starts_.size();
+}
+
+struct ContextStart {
   int slots = 0;  // slots encoded, and the prompt's positions decoded over them
   int64_t mel_done = 0;
   std::vector<float> mel, mel_prev, conv0_prev, audio;  // audio: the slots' embeddings
   KvRing::Saved enc, dec;
 };
 
-std::unique_ptr<Stream::ContextStart> Stream::compute_context_start() {
+std::shared_ptr<const ContextStart> Stream::compute_context_start() {
   // The signal is the silence in front alone: the frames it holds whole, their slots.
   compute_frames(/*closed=*/false);
   const Hparams& hp = model_->hparams();
@@ -122,7 +151,7 @@ std::unique_ptr<Stream::ContextStart> Stream::compute_context_start() {
     if (ready <= 0) break;
     encode(static_cast<int>(std::min<int64_t>(ready, options_.max_encoder_slots)));
   }
-  auto start = std::make_unique<ContextStart>();
+  auto start = std::make_shared<ContextStart>();
   // The silence in front is n_left_pad slots and its last one's frames reach into
   // the audio, so the prompt's last position (1 + n_left_pad + delay slots) always
   // waits for audio: its logits give the context's first token.

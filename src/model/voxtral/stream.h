@@ -27,7 +27,9 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -41,6 +43,32 @@
 #include "model/voxtral/step_batch.h"
 
 namespace earshot::voxtral {
+
+struct ContextStart;  // stream.cpp: a context's state after the silence in front
+
+// The context starts of one model's streams (StreamOptions::context_starts): a
+// start is computed by the first stream that needs it and restored by every
+// stream whose values it equals (same delay, KV type, encoder grouping, kernels
+// and device). Thread-safe.
+class ContextStarts {
+ public:
+  struct Key {
+    int delay = 0;
+    ggml_type kv_type = GGML_TYPE_F16;
+    int max_encoder_slots = 0;
+    bool cpu = true, rows = true, openblas_attention = false;
+    const void* device = nullptr;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::shared_ptr<const ContextStart> find(const Key& key) const;
+  // The start kept for `key`: `start`, or the one another stream kept first.
+  std::shared_ptr<const ContextStart> keep(const Key& key, std::shared_ptr<const ContextStart> start);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Key, std::shared_ptr<const ContextStart>> starts_;
+};
 
 struct StreamOptions {
   int threads = 1;
@@ -58,6 +86,9 @@ struct StreamOptions {
   // Shared by streams of one model: their decoder steps batched (step_batch.h);
   // null: each step its own graph.
   std::shared_ptr<StepBatcher> batcher;
+  // Shared by streams of one model: each context start computed once for all of
+  // them; null: once per stream.
+  std::shared_ptr<ContextStarts> context_starts;
   // The decoder's products on the few-row op (GraphKernels::rows); false: ggml's
   // kernels for the file's types (--cpu-kernels ggml). A batcher has its own.
   bool rows_decoder = true;
@@ -114,8 +145,7 @@ class Stream : public StreamingTransducer {
   // The context's first slots that need no audio (those whose mel frames lie in the
   // silence in front), encoded and decoded once per stream and restored by every
   // context after: the encoder's and the decoder's positions over them.
-  struct ContextStart;
-  std::unique_ptr<ContextStart> compute_context_start();
+  std::shared_ptr<const ContextStart> compute_context_start();
   void restore_context_start();
   void compute_frames(bool closed);
   // The prompt's positions [first, first + n) (the slots' embeddings at the front of
@@ -145,7 +175,7 @@ class Stream : public StreamingTransducer {
   LogMel log_mel_;
   features::RealFft::Workspace fft_workspace_;
   std::unique_ptr<KvRing> enc_ring_, dec_ring_;
-  std::unique_ptr<ContextStart> context_start_;
+  std::shared_ptr<const ContextStart> context_start_;
   bool prompted_ = false;  // the context's prompt is decoded
 
   // The context's signal (its samples from signal_first_ on, the left padding included).

@@ -260,6 +260,39 @@ TEST(VoxtralModel, ASecondContextDecodesAsAFreshStreamsFirst) {
   EXPECT_TRUE(again.logits == expected.logits);
 }
 
+// Streams sharing a ContextStarts (an engine's) compute each start once: a second
+// stream restores the first's (no encoder graph over the silence) and decodes as
+// a stream of its own; another delay gets its own start.
+TEST(VoxtralModel, StreamsOfAModelShareTheirContextStart) {
+  const auto model = Model::load(small_model());
+  const auto pcm = signal(2.0);
+  StreamOptions shared;
+  shared.kv_type = GGML_TYPE_F32;
+  shared.context_starts = std::make_shared<ContextStarts>();
+  auto run_counted = [&](StreamOptions o, Output& out) {
+    int graphs = 0;
+    o.on_pass = [&](ModelPass pass, std::chrono::nanoseconds) { graphs += pass == ModelPass::kEncoder ? 1 : 0; };
+    out = run(model, pcm, 0, o);
+    return graphs;
+  };
+  Output first, second, alone, other;
+  const int first_graphs = run_counted(shared, first);
+  const int second_graphs = run_counted(shared, second);
+  StreamOptions own = shared;
+  own.context_starts = nullptr;
+  const int alone_graphs = run_counted(own, alone);
+  EXPECT_EQ(shared.context_starts->size(), 1u);
+  EXPECT_EQ(first_graphs, alone_graphs);
+  EXPECT_LT(second_graphs, first_graphs);
+  ASSERT_GT(alone.tokens.size(), 10u);
+  EXPECT_EQ(second.tokens, alone.tokens);
+  EXPECT_TRUE(second.logits == alone.logits);
+  StreamOptions later = shared;
+  later.delay = 12;
+  run_counted(later, other);
+  EXPECT_EQ(shared.context_starts->size(), 2u);
+}
+
 // The largest logit difference of two runs over the positions before their first
 // different token (later ones are conditioned on other input); at that token,
 // whether the first run's top two were closer than the difference (a near-tie).
