@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "model/runtime/device.h"
@@ -305,15 +307,25 @@ struct ModelLoader {
     if (!m.int8_buffer_)
       throw Error(ErrorCode::kIo, label + ": cannot allocate the encoder's Q8_0 matrices (" +
                                       std::to_string(slots.size()) + " tensors)");
-    std::vector<float> values;
+    // Each matrix's rows split over the cores (the same routines per row: the same bytes).
+    const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
     for (size_t i = 0; i < slots.size(); ++i) {
       const ggml_tensor* w = *slots[i];
       const int64_t n = w->ne[0], rows = w->ne[1];
-      values.resize(static_cast<size_t>(n * rows));
       const ggml_to_float_t to_float = ggml_get_type_traits(w->type)->to_float;
-      for (int64_t r = 0; r < rows; ++r)
-        to_float(static_cast<const char*>(w->data) + r * w->nb[1], values.data() + r * n, n);
-      ggml_quantize_chunk(GGML_TYPE_Q8_0, values.data(), copies[i]->data, 0, rows, n, nullptr);
+      const size_t out_row = ggml_row_size(GGML_TYPE_Q8_0, n);
+      auto convert = [&, i](int64_t r0, int64_t r1) {
+        std::vector<float> values(static_cast<size_t>(n * (r1 - r0)));
+        for (int64_t r = r0; r < r1; ++r)
+          to_float(static_cast<const char*>(w->data) + r * w->nb[1], values.data() + (r - r0) * n, n);
+        ggml_quantize_chunk(GGML_TYPE_Q8_0, values.data(), static_cast<char*>(copies[i]->data) + r0 * out_row, 0,
+                            r1 - r0, n, nullptr);
+      };
+      std::vector<std::thread> pool;
+      const int64_t per = (rows + threads - 1) / threads;
+      for (int64_t r0 = per; r0 < rows; r0 += per) pool.emplace_back(convert, r0, std::min(rows, r0 + per));
+      convert(0, std::min(rows, per));
+      for (std::thread& t : pool) t.join();
       *slots[i] = copies[i];
     }
     m.int8_encoder_matrices_ = static_cast<int>(slots.size());
