@@ -25,7 +25,7 @@ namespace earshot::runtime::rows {
 // (quantize_row_q8_K, per super-block of 256): `bytes` the K int8 values q as
 // they are (every path), `scales` one d per super-block (stride lds floats),
 // `sums` the sum of q over each 32-value sub-block, 8 per super-block (stride
-// ldb int32).
+// ldb int32). Q6_K weights: the same Q8_K rows (their sums unused).
 struct QuantRows {
   const uint8_t* bytes = nullptr;
   const int8_t* signs = nullptr;
@@ -57,10 +57,16 @@ struct Tiles {
   TileFn fn[kMaxTileRows][kMaxTileCols] = {};
 };
 
-enum class WeightKind { kF32, kF16, kQ8_0, kQ4_K };
+enum class WeightKind { kF32, kF16, kQ8_0, kQ4_K, kQ6_K };
 
 // Q4_K's super-block: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit values.
 inline constexpr int64_t kQ4KBlock = 144;
+// Q6_K's super-block: 128 bytes of the values' low 4 bits (ql), 64 of their high 2
+// bits (qh), 16 int8 scales (one per 16 values), f16 d. Value i of each half of 128
+// (ggml's dequantize_row_q6_K): l = i % 32, g = i / 32, ql[l + 32 (g % 2)] >> 4 (g / 2)
+// (low nibble for g < 2) | ((qh[l] >> 2g) & 3) << 4, minus 32, times d * scales[l / 16 + 2g].
+inline constexpr int64_t kQ6KBlock = 210;
+inline constexpr int64_t kQ6KHigh = 128, kQ6KScales = 192, kQ6KD = 208;
 
 // A Q4_K super-block's 8 sub-block scales and mins (ggml's get_scale_min_k4).
 inline void q4k_scales_mins(const uint8_t* q, uint8_t* sc, uint8_t* m) {

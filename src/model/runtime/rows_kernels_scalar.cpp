@@ -111,6 +111,49 @@ struct Q4KScalar {
   }
 };
 
+// Per super-block: isum = sum over its 16 groups of 16 of scale_g * sum (q_w - 32) * q_x,
+// exact in int32, then acc += isum * (d_w * d_x) (the vector paths: the same per lane,
+// then reduced).
+struct Q6KScalar {
+  template <int R, int J>
+  static void run(const Tile& t) {
+    const int64_t nb = t.K / 256;
+    for (int r = 0; r < R; ++r) {
+      const char* w = t.w + r * t.ldw;
+      for (int j = 0; j < J; ++j) {
+        const auto* q = reinterpret_cast<const int8_t*>(t.q.bytes + j * t.q.ldq);
+        const float* dx = t.q.scales + j * t.q.lds;
+        float acc = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+          const auto* blk = reinterpret_cast<const uint8_t*>(w + b * kQ6KBlock);
+          const auto* sc = reinterpret_cast<const int8_t*>(blk + kQ6KScales);
+          uint16_t hd;
+          std::memcpy(&hd, blk + kQ6KD, 2);
+          int32_t isum = 0;
+          for (int n = 0; n < 2; ++n) {
+            const uint8_t* ql = blk + 64 * n;
+            const uint8_t* qh = blk + kQ6KHigh + 32 * n;
+            const int8_t* x = q + b * 256 + 128 * n;
+            int32_t g[8] = {};
+            for (int l = 0; l < 32; ++l) {
+              const int is = l / 16;
+              g[is + 0] += (((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32) * x[l];
+              g[is + 2] += (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32) * x[l + 32];
+              g[is + 4] += (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * x[l + 64];
+              g[is + 6] += (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * x[l + 96];
+            }
+            for (int k = 0; k < 8; ++k) isum += sc[8 * n + k] * g[k];
+          }
+          acc += static_cast<float>(isum) * (ggml_fp16_to_fp32(hd) * dx[b]);
+        }
+        float v = acc;
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
 template <typename Kernel>
 Tiles make_tiles() {
   Tiles t;
@@ -126,17 +169,19 @@ const Tiles& tiles_scalar(WeightKind kind) {
   static const Tiles f16 = make_tiles<FloatScalar<uint16_t>>();
   static const Tiles q8 = make_tiles<Q8Scalar>();
   static const Tiles q4k = make_tiles<Q4KScalar>();
+  static const Tiles q6k = make_tiles<Q6KScalar>();
   switch (kind) {
     case WeightKind::kF32: return f32;
     case WeightKind::kF16: return f16;
     case WeightKind::kQ8_0: return q8;
     case WeightKind::kQ4_K: return q4k;
+    case WeightKind::kQ6_K: return q6k;
   }
   return f32;
 }
 
 const Tiles& tiles(CpuPath path, WeightKind kind) {
-  const bool quant = kind == WeightKind::kQ8_0 || kind == WeightKind::kQ4_K;
+  const bool quant = kind == WeightKind::kQ8_0 || kind == WeightKind::kQ4_K || kind == WeightKind::kQ6_K;
   switch (path) {
     case CpuPath::kScalar: return tiles_scalar(kind);
     case CpuPath::kAvx2: return tiles_avx2(kind, false);

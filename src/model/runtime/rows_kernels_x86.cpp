@@ -263,6 +263,82 @@ struct Q4KAvx512 {
   }
 };
 
+// Q6_K: each half of 128 values as two vectors of 64 (the groups of 32 the low
+// nibbles (A) and the high nibbles (B) of ql's 64 bytes give), their 2 high bits
+// from qh's 32 bytes in both halves of a vector; each byte q - 32 times q_x
+// exact as maddubs(q, x) - maddubs(32, x) in int16, times its group's scale
+// (vpmaddwd: int32), scaled by d_w * d_x per super-block in f32 lanes.
+struct Q6KAvx512 {
+  template <int R, int J>
+  [[gnu::target(EARSHOT_T_AVX512)]] static void run(const Tile& t) {
+    const int64_t nb = t.K / 256;
+    __m512 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30), c32 = _mm512_set1_epi8(32);
+    const __m512i zero = _mm512_setzero_si512();
+    // Each vector's 32 int16 lanes (pairs of values) take scale 8n + k / 8 (A) or 8n + 4 + k / 8 (B).
+    __m512i pick[4];
+    for (int v = 0; v < 4; ++v) {
+      alignas(64) int16_t idx[32];
+      for (int k = 0; k < 32; ++k) idx[k] = static_cast<int16_t>(4 * v + k / 8);
+      pick[v] = _mm512_load_si512(idx);
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i wq[R][4], scv[R][4];
+      float dw[R];
+      for (int r = 0; r < R; ++r) {
+        const auto* blk = reinterpret_cast<const uint8_t*>(t.w + r * t.ldw + b * kQ6KBlock);
+        const char* pre = t.prefetch + r * t.ldw + b * kQ6KBlock;
+        _mm_prefetch(pre, _MM_HINT_T0);
+        _mm_prefetch(pre + 64, _MM_HINT_T0);
+        _mm_prefetch(pre + 128, _MM_HINT_T0);
+        _mm_prefetch(pre + 192, _MM_HINT_T0);
+        dw[r] = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk + kQ6KD)));
+        const __m512i s16 = _mm512_maskz_inserti64x4(
+            0xff, zero, _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQ6KScales))), 0);
+        for (int n = 0; n < 2; ++n) {
+          const __m512i ql = _mm512_loadu_si512(blk + 64 * n);
+          const __m512i qh = _mm512_maskz_broadcast_i64x4(
+              0xff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQ6KHigh + 32 * n)));
+          // A: qh bits 0-1 (low half) and 2-3 (high half) to bits 4-5; B: bits 4-5 and 6-7.
+          __m512i ha = _mm512_slli_epi16(qh, 2);
+          ha = _mm512_mask_slli_epi16(ha, 0x0000FFFFu, ha, 2);
+          const __m512i hb = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
+          wq[r][2 * n] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(ha, high2));
+          wq[r][2 * n + 1] =
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(hb, high2));
+          scv[r][2 * n] = _mm512_permutexvar_epi16(pick[2 * n], s16);
+          scv[r][2 * n + 1] = _mm512_permutexvar_epi16(pick[2 * n + 1], s16);
+        }
+      }
+      for (int j = 0; j < J; ++j) {
+        const uint8_t* xq = t.q.bytes + j * t.q.ldq + b * 256;
+        __m512i x[4], xc[4];
+        for (int c = 0; c < 4; ++c) {
+          x[c] = _mm512_loadu_si512(xq + 64 * c);
+          xc[c] = _mm512_maddubs_epi16(c32, x[c]);
+        }
+        const float dx = t.q.scales[j * t.q.lds + b];
+        for (int r = 0; r < R; ++r) {
+          __m512i is = zero;
+          for (int c = 0; c < 4; ++c)
+            is = _mm512_add_epi32(
+                is, _mm512_madd_epi16(_mm512_sub_epi16(_mm512_maddubs_epi16(wq[r][c], x[c]), xc[c]), scv[r][c]));
+          acc[r][j] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, is), _mm512_set1_ps(dw[r] * dx), acc[r][j]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum16(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
 // ---- AVX2 ----
 
 struct FloatAvx2 {
@@ -462,6 +538,64 @@ struct Q4KAvx2 {
   }
 };
 
+// Q6_K on AVX2: the four groups of 32 of each half as vectors of their own.
+struct Q6KAvx2 {
+  template <int R, int J>
+  [[gnu::target(EARSHOT_T_AVX2)]] static void run(const Tile& t) {
+    const int64_t nb = t.K / 256;
+    __m256 acc[R][J];
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), c32 = _mm256_set1_epi8(32);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < R; ++r) {
+        const auto* blk = reinterpret_cast<const uint8_t*>(t.w + r * t.ldw + b * kQ6KBlock);
+        const char* pre = t.prefetch + r * t.ldw + b * kQ6KBlock;
+        _mm_prefetch(pre, _MM_HINT_T0);
+        _mm_prefetch(pre + 64, _MM_HINT_T0);
+        _mm_prefetch(pre + 128, _MM_HINT_T0);
+        _mm_prefetch(pre + 192, _MM_HINT_T0);
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + kQ6KScales);
+        const float dw = _cvtsh_ss(load_u16(reinterpret_cast<const char*>(blk + kQ6KD)));
+        __m256i is[J];
+        for (int j = 0; j < J; ++j) is[j] = _mm256_setzero_si256();
+        for (int n = 0; n < 2; ++n) {
+          const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n));
+          const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * n + 32));
+          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQ6KHigh + 32 * n));
+          const __m256i wq[4] = {
+              _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), high2)),
+              _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), high2)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, high2)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                              _mm256_and_si256(_mm256_srli_epi16(qh, 2), high2))};
+          for (int g = 0; g < 4; ++g) {
+            const __m256i scale =
+                _mm256_setr_m128i(_mm_set1_epi16(sc[8 * n + 2 * g]), _mm_set1_epi16(sc[8 * n + 2 * g + 1]));
+            for (int j = 0; j < J; ++j) {
+              const __m256i x = _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(t.q.bytes + j * t.q.ldq + b * 256 + 128 * n + 32 * g));
+              const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[g], x), _mm256_maddubs_epi16(c32, x));
+              is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(p, scale));
+            }
+          }
+        }
+        for (int j = 0; j < J; ++j) {
+          const float dx = t.q.scales[j * t.q.lds + b];
+          acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]), _mm256_set1_ps(dw * dx), acc[r][j]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < J; ++j) {
+        float v = sum8(acc[r][j]);
+        if (t.bias) v += t.bias[r];
+        t.out[j * t.ldo + r] = v;
+      }
+    }
+  }
+};
+
 std::atomic<bool> g_evex_vnni{false};
 
 template <typename Kernel, int R, int... Js>
@@ -490,11 +624,13 @@ const Tiles& tiles_avx512(WeightKind kind) {
   static const Tiles f16 = make_tiles<FloatAvx512Of<true>, 4, 6>();
   static const Tiles q8 = make_tiles<Q8Avx512Vnni, 3, 4>();
   static const Tiles q4k = make_tiles<Q4KAvx512, 2, 3>();
+  static const Tiles q6k = make_tiles<Q6KAvx512, 2, 3>();
   switch (kind) {
     case WeightKind::kF32: return f32;
     case WeightKind::kF16: return f16;
     case WeightKind::kQ8_0: return q8;
     case WeightKind::kQ4_K: return q4k;
+    case WeightKind::kQ6_K: return q6k;
   }
   return f32;
 }
@@ -506,10 +642,12 @@ const Tiles& tiles_avx2(WeightKind kind, bool vnni) {
   static const Tiles q8_vex = make_tiles<Q8Avx2VexVnni, 2, 3>();
   static const Tiles q8_evex = make_tiles<Q8Avx2EvexVnni, 2, 3>();
   static const Tiles q4k = make_tiles<Q4KAvx2, 1, 4>();
+  static const Tiles q6k = make_tiles<Q6KAvx2, 1, 4>();
   switch (kind) {
     case WeightKind::kF32: return f32;
     case WeightKind::kF16: return f16;
     case WeightKind::kQ4_K: return q4k;
+    case WeightKind::kQ6_K: return q6k;
     case WeightKind::kQ8_0:
       if (!vnni) return q8;
       return cpu_has_avx_vnni() && !g_evex_vnni.load(std::memory_order_relaxed) ? q8_vex : q8_evex;

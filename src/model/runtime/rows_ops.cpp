@@ -30,6 +30,7 @@ WeightKind kind_of(ggml_type type) {
     case GGML_TYPE_F32: return WeightKind::kF32;
     case GGML_TYPE_F16: return WeightKind::kF16;
     case GGML_TYPE_Q4_K: return WeightKind::kQ4_K;
+    case GGML_TYPE_Q6_K: return WeightKind::kQ6_K;
     default: return WeightKind::kQ8_0;
   }
 }
@@ -89,7 +90,7 @@ QuantRows quantise_rows(CpuPath path, const float* x, int64_t ldx, int64_t K, in
   return rows;
 }
 
-// The J rows of x quantised to Q8_K as ggml's Q4_K product quantises them (its own
+// The J rows of x quantised to Q8_K as ggml's Q4_K and Q6_K products quantise them (its own
 // quantize_row_q8_K: block_q8_K = f32 d, 256 int8, 16 int16 sums of 16), in the
 // layout of rows_kernels.h: the values, one d per super-block, 8 sums of 32.
 QuantRows quantise_rows_q8k(const float* x, int64_t ldx, int64_t K, int64_t J) {
@@ -141,7 +142,7 @@ void rows_op(ggml_tensor* dst, int ith, int nth, void*) {
 bool rows_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias) {
   const bool type_ok = a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_F32 ||
                        (a->type == GGML_TYPE_Q8_0 && a->ne[0] % 32 == 0) ||
-                       (a->type == GGML_TYPE_Q4_K && a->ne[0] % 256 == 0);
+                       ((a->type == GGML_TYPE_Q4_K || a->type == GGML_TYPE_Q6_K) && a->ne[0] % 256 == 0);
   const bool bias_ok =
       bias == nullptr || (bias->type == GGML_TYPE_F32 && ggml_is_contiguous(bias) && ggml_nelements(bias) == a->ne[1]);
   return type_ok && bias_ok && b->type == GGML_TYPE_F32 && a->ne[2] == 1 && a->ne[3] == 1 && b->ne[2] == 1 &&
@@ -154,8 +155,9 @@ ggml_tensor* rows_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggm
   if (!rows_supports(a, b, bias)) {
     throw Error(
         ErrorCode::kInternal,
-        std::string("rows product: wants a 2-D F16, F32, Q8_0 or Q4_K weight (not on AMX) and f32 rows of the same "
-                    "length, contiguous rows; got ") +
+        std::string(
+            "rows product: wants a 2-D F16, F32, Q8_0, Q4_K or Q6_K weight (not on AMX) and f32 rows of the same "
+            "length, contiguous rows; got ") +
             ggml_type_name(a->type) + " and " + ggml_type_name(b->type));
   }
   ggml_tensor* args[] = {a, b, bias};
@@ -171,9 +173,9 @@ void rows_product(ggml_type type, const void* w, int64_t ldw, const float* x, in
   const Tiles& tiles = rows::tiles(path, kind);
   Tile t;
   t.ldw = ldw, t.ldx = ldx, t.K = K, t.ldo = ldo;
-  const QuantRows q = kind == WeightKind::kQ8_0   ? quantise_rows(path, x, ldx, K, J)
-                      : kind == WeightKind::kQ4_K ? quantise_rows_q8k(x, ldx, K, J)
-                                                  : QuantRows{};
+  const QuantRows q = kind == WeightKind::kQ8_0                                ? quantise_rows(path, x, ldx, K, J)
+                      : kind == WeightKind::kQ4_K || kind == WeightKind::kQ6_K ? quantise_rows_q8k(x, ldx, K, J)
+                                                                               : QuantRows{};
   const auto* base = static_cast<const char*>(w);
   const int64_t R = tiles.max_r, JC = tiles.max_j;
   const int64_t block = std::max<int64_t>(R, kWeightBlockBytes / std::max<int64_t>(ldw, 1) / R * R);
@@ -182,7 +184,7 @@ void rows_product(ggml_type type, const void* w, int64_t ldw, const float* x, in
     for (int64_t jc = 0; jc < J; jc += JC) {
       const int64_t jn = std::min(JC, J - jc);
       t.x = x + jc * ldx;
-      if (kind == WeightKind::kQ8_0 || kind == WeightKind::kQ4_K) {
+      if (kind != WeightKind::kF32 && kind != WeightKind::kF16) {
         t.q = q;
         t.q.bytes += jc * q.ldq;
         if (q.signs) t.q.signs += jc * q.ldq;

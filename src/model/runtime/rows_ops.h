@@ -13,7 +13,9 @@
 //  - Q4_K: each activation row quantised to Q8_K as ggml's Q4_K product quantises
 //    it; per super-block of 256 the sub-blocks' scaled integer sums are exact,
 //    then scaled by d_w * d_x (the mins' term by dmin_w * d_x) in f32. Each weight
-//    super-block is unpacked once for all the tile's activation rows.
+//    super-block is unpacked once for all the tile's activation rows;
+//  - Q6_K: the same Q8_K rows; per super-block each group of 16's integer sum of
+//    (q_w - 32) q_x times its int8 scale, exact, then scaled by d_w * d_x in f32.
 // Every output is one fixed-order dot product, whatever the number of rows, the
 // threads or where its row falls in a tile: a row's values equal its lone
 // product's bit for bit (a batched step equals its lone steps). Paths: AVX-512,
@@ -27,7 +29,7 @@
 namespace earshot::runtime {
 
 // Whether rows_mul_mat takes this product: a 2-D weight `a` [K, I] of type F16,
-// F32, Q8_0 or Q4_K with contiguous rows (not on AMX: runtime/amx.h), and b [K, J] f32
+// F32, Q8_0, Q4_K or Q6_K with contiguous rows (not on AMX: runtime/amx.h), and b [K, J] f32
 // with contiguous rows (any row stride), J >= 1; bias null or I f32 values.
 bool rows_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr);
 

@@ -1,7 +1,7 @@
 // runtime::rows_mul_mat (a weight's product with a step's few activation rows) on
 // every kernel path this CPU runs, each forced in turn (runtime::ScopedKernelCap):
 // against the product in double from the same inputs (F16 and F32 weights exact,
-// Q8_0 and Q4_K from the weight's and the activations' own blocks), within the f32
+// Q8_0, Q4_K and Q6_K from the weight's and the activations' own blocks), within the f32
 // accumulation's rounding; every output of a many-row product equal bit for bit
 // to its row's lone product, and to the same product on other thread counts (a
 // batched step equals its lone steps); ggml's own product within its rounding;
@@ -95,8 +95,8 @@ class RowsFixture {
   std::vector<float> activation_row(int64_t j) const {
     const float* row = static_cast<const float*>(full_->data) + j * (c_.k + kPad);
     std::vector<float> v(row, row + c_.k);
-    if (c_.type == GGML_TYPE_Q8_0 || c_.type == GGML_TYPE_Q4_K) {
-      // Q4_K: the activations go to Q8_K, as ggml's Q4_K product quantises them.
+    if (c_.type == GGML_TYPE_Q8_0 || c_.type == GGML_TYPE_Q4_K || c_.type == GGML_TYPE_Q6_K) {
+      // Q4_K and Q6_K: the activations go to Q8_K, as ggml's products quantise them.
       const ggml_type act = c_.type == GGML_TYPE_Q8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q8_K;
       std::vector<char> blocks(ggml_row_size(act, c_.k));
       ggml_get_type_traits_cpu(act)->from_float(v.data(), blocks.data(), c_.k);
@@ -230,7 +230,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RowsMulMat,
                                            Case{GGML_TYPE_Q4_K, 256, 16, 1},   // one super-block
                                            Case{GGML_TYPE_Q4_K, 1024, 37, 5},  // partial tiles of rows
                                            Case{GGML_TYPE_Q4_K, 3072, 64, 8},  // Voxtral's width
-                                           Case{GGML_TYPE_Q4_K, 512, 50, 13}));
+                                           Case{GGML_TYPE_Q4_K, 512, 50, 13},
+                                           Case{GGML_TYPE_Q6_K, 256, 16, 1},   // one super-block
+                                           Case{GGML_TYPE_Q6_K, 1024, 37, 5},  // partial tiles of rows
+                                           Case{GGML_TYPE_Q6_K, 3072, 64, 8},  // Voxtral's width
+                                           Case{GGML_TYPE_Q6_K, 512, 50, 13}));
 
 TEST(RowsMulMat, RefusesWhatItDoesNotTake) {
   const ggml_init_params params{1 << 20, nullptr, false};
@@ -244,6 +248,8 @@ TEST(RowsMulMat, RefusesWhatItDoesNotTake) {
   EXPECT_FALSE(rows_supports(ggml_new_tensor_2d(c, GGML_TYPE_Q4_0, 64, 8), x));  // another quantisation
   EXPECT_TRUE(
       rows_supports(ggml_new_tensor_2d(c, GGML_TYPE_Q4_K, 256, 8), ggml_new_tensor_2d(c, GGML_TYPE_F32, 256, 2)));
+  EXPECT_TRUE(
+      rows_supports(ggml_new_tensor_2d(c, GGML_TYPE_Q6_K, 256, 8), ggml_new_tensor_2d(c, GGML_TYPE_F32, 256, 2)));
   EXPECT_FALSE(rows_supports(w, ggml_new_tensor_3d(c, GGML_TYPE_F32, 64, 1, 2)));  // not 2-D
   EXPECT_FALSE(rows_supports(w, x, ggml_new_tensor_1d(c, GGML_TYPE_F32, 7)));      // a bias of another length
   try {
