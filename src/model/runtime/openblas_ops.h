@@ -115,7 +115,7 @@ ggml_tensor* to_f32(ggml_context* ctx, ggml_tensor* a);
 // those kernels outrun sgemm.
 struct MatMul {
   bool openblas = false;
-  // The few-row op wherever it takes the operands (F16, F32, Q8_0, Q4_K weights), ahead of
+  // The few-row op wherever it takes the operands (F16, F32, Q8_0, Q4_K, Q6_K weights), ahead of
   // the above; for a step's few rows, where reading the weight bounds the product.
   bool rows = false;
   // A Q8_0 weight's products of at least kQ8GemmMinRows rows on the int8 op

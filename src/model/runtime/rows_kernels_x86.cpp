@@ -18,6 +18,8 @@
 // Q4_K weights (144-byte super-blocks of 256: rows_kernels.h): the same exact
 // integer sums per super-block, the unsigned nibbles multiplied by the signed
 // Q8_K activations directly (vpmaddubsw, then vpmaddwd by the sub-block scales).
+// Q6_K weights (210-byte super-blocks): the 6-bit values (unsigned, 0-63)
+// likewise, less 32 times the activations (vpmaddubsw of 32), per group of 16.
 #include <immintrin.h>
 
 #include <atomic>

@@ -14,7 +14,7 @@ namespace earshot::voxtral {
 namespace {
 
 // A weight product: a Q8_0 weight on the int8 op where asked (GraphKernels::int8);
-// an F16, F32, Q8_0 or Q4_K weight on the few-row op where asked (GraphKernels::rows); a
+// an F16, F32, Q8_0, Q4_K or Q6_K weight on the few-row op where asked (GraphKernels::rows); a
 // few rows against a float weight on the CPU keep their f32 activations
 // (gemv_mul_mat); the rest is ggml's (AMX where the weight lives there).
 ggml_tensor* product(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, GraphKernels k) {

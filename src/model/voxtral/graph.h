@@ -24,11 +24,11 @@ struct GraphKernels {
   // stream encoded slot by slot still equals the whole file at once). The decoder's
   // one row per stream stays on the few-row kernels.
   bool int8 = false;
-  // An F16, F32, Q8_0 or Q4_K weight's products on the few-row op
+  // An F16, F32, Q8_0, Q4_K or Q6_K weight's products on the few-row op
   // (runtime/rows_ops.h), at any number of rows: the decoder's (the encoder's
   // builder ignores it). A step reads each weight once for all its streams'
   // rows, and a row's values equal its lone product's, so a stream's batched step
-  // equals its lone one. Other types (Q5_K, Q6_K) stay on ggml's kernels.
+  // equals its lone one. Other types (Q5_K) stay on ggml's kernels.
   bool rows = true;
   // The attention of a graph of many query rows (the encoder's, a prompt's) on
   // OpenBLAS (runtime::blas_masked_attention: scores and values by sgemm, an exact
