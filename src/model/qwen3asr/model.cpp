@@ -45,6 +45,10 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
 struct TextHeader {
   bool float_weights = true;       // its layer weights are all float (F16, BF16, F32: none quantised)
   runtime::GgufTensor token_embd;  // where the token embeddings are in the file
+  // The audio encoder's conv stem kernels whose products the int8 op can take
+  // (float, rows of a multiple of 32 values once flattened: conv2d.2, conv2d.3,
+  // conv_out), listed where the encoder's layer matrices are Q8_0.
+  std::vector<runtime::GgufTensor> stem_kernels;
 };
 
 TextHeader check_pair(const std::filesystem::path& text, const std::filesystem::path& mmproj) {
@@ -82,6 +86,19 @@ TextHeader check_pair(const std::filesystem::path& text, const std::filesystem::
     throw Error(ErrorCode::kInvalidModel, t.label() + " has no 2-D token_embd.weight of a type ggml can read");
   }
   h.token_embd = *embd;
+  const bool q8_encoder = std::ranges::any_of(m.tensors(), [](const runtime::GgufTensor& w) {
+    return w.name.starts_with("a.blk.") && w.type == GGML_TYPE_Q8_0;
+  });
+  if (q8_encoder) {
+    for (const runtime::GgufTensor& w : m.tensors()) {
+      const bool stem = w.name.starts_with("a.conv2d.") || w.name.starts_with("a.conv_out.");
+      int64_t k = 1;  // the values of a row once flattened: every dimension but the last
+      for (int d = 0; d + 1 < w.n_dims; ++d) k *= w.ne[static_cast<size_t>(d)];
+      const bool floats = w.type == GGML_TYPE_F16 || w.type == GGML_TYPE_BF16 || w.type == GGML_TYPE_F32;
+      if (stem && w.name.ends_with(".weight") && floats && k % ggml_blck_size(GGML_TYPE_Q8_0) == 0)
+        h.stem_kernels.push_back(w);
+    }
+  }
   return h;
 }
 
@@ -149,6 +166,28 @@ ggml_tensor* int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w,
   }
 }
 
+// A conv stem product on the int8 op against the model's Q8_0 copy of its kernel
+// (Model::stem_q8), where the model holds one; null otherwise. The patched qwen3a
+// graph (mtmd-qwen3a-stem.patch) multiplies each conv's im2col rows `w` [K, P] by
+// the kernel flattened and cast to f32, `x` [K, OC]: the int8 op takes the kernel
+// as the weight, [OC, P], transposed back to ggml_mul_mat(w, x)'s [P, OC]. conv_out
+// comes as the kernel `w` [K, OC] times the chunk's rows `x` [K, 13].
+ggml_tensor* stem_int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) noexcept {
+  try {
+    if (ggml_tensor* q = model.stem_q8(w); q != nullptr && w->ne[0] == q->ne[0] && w->ne[1] == q->ne[1]) {
+      return runtime::q8_gemm_supports(q, x) ? runtime::q8_mul_mat(ctx, q, x) : nullptr;
+    }
+    if (x->op != GGML_OP_CPY || x->src[0] == nullptr) return nullptr;
+    ggml_tensor* q = model.stem_q8(x->src[0]);
+    if (q == nullptr || x->ne[0] != q->ne[0] || x->ne[1] != q->ne[1] || !runtime::q8_gemm_supports(q, w)) {
+      return nullptr;
+    }
+    return ggml_cont(ctx, ggml_transpose(ctx, runtime::q8_mul_mat(ctx, q, w)));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 // The patched libmtmd's weight products (mtmd_context_params::mul_mat) on OpenBLAS:
 // f32 activations against weights, both of at least 8 rows: every product of the
 // qwen3a graph, conv1's 9 inputs too (ggml takes 50 ms for that one on an 8 s window
@@ -156,6 +195,7 @@ ggml_tensor* int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w,
 // rows) stay with ggml. (Called from libmtmd's graph builder: nothing may throw
 // through it.)
 ggml_tensor* openblas_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, void* model) noexcept {
+  if (ggml_tensor* y = stem_int8_product(*static_cast<const Model*>(model), ctx, w, x)) return y;
   if (ggml_tensor* y = int8_product(*static_cast<const Model*>(model), ctx, w, x)) return y;
   if (!static_cast<const Model*>(model)->on_openblas()) return nullptr;
   if (x->type != GGML_TYPE_F32 || w->ne[1] < 8 || x->ne[1] < 8) return nullptr;
@@ -303,7 +343,48 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& text, cons
     throw Error(ErrorCode::kInvalidModel, "libmtmd could not load the audio encoder " + mmproj.string() + " for " +
                                               text.string() + " (do the two files belong together?)");
   }
+  if (m->int8_products_ && m->stem_hook_) m->load_stem_q8(mmproj, header.stem_kernels);
   return m;
+}
+
+void Model::load_stem_q8(const std::filesystem::path& mmproj, const std::vector<runtime::GgufTensor>& kernels) {
+  if (kernels.empty()) return;
+  const ggml_init_params params{ggml_tensor_overhead() * kernels.size(), nullptr, /*no_alloc=*/true};
+  stem_ctx_.reset(ggml_init(params));
+  for (const runtime::GgufTensor& k : kernels) {
+    int64_t row = 1;
+    for (int d = 0; d + 1 < k.n_dims; ++d) row *= k.ne[static_cast<size_t>(d)];
+    ggml_tensor* q = ggml_new_tensor_2d(stem_ctx_.get(), GGML_TYPE_Q8_0, row, k.ne[static_cast<size_t>(k.n_dims - 1)]);
+    ggml_set_name(q, k.name.c_str());
+  }
+  stem_buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(stem_ctx_.get(), ggml_backend_cpu_buffer_type()));
+  if (!stem_buffer_) throw Error(ErrorCode::kIo, "cannot allocate the audio encoder's Q8_0 conv stem kernels");
+  std::ifstream file(mmproj, std::ios::binary);
+  std::vector<char> bytes;
+  std::vector<float> values;
+  for (const runtime::GgufTensor& k : kernels) {
+    ggml_tensor* q = ggml_get_tensor(stem_ctx_.get(), k.name.c_str());
+    bytes.resize(k.n_bytes);
+    file.seekg(static_cast<std::streamoff>(k.offset));
+    file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!file) throw Error(ErrorCode::kIo, "could not read " + k.name + " from " + mmproj.string());
+    values.resize(static_cast<size_t>(q->ne[0] * q->ne[1]));
+    if (k.type == GGML_TYPE_F32) {
+      std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+    } else {
+      ggml_get_type_traits(k.type)->to_float(bytes.data(), values.data(), static_cast<int64_t>(values.size()));
+    }
+    ggml_quantize_chunk(GGML_TYPE_Q8_0, values.data(), q->data, 0, q->ne[1], q->ne[0], nullptr);
+    stem_q8_.push_back(q);
+  }
+}
+
+ggml_tensor* Model::stem_q8(const ggml_tensor* t) const {
+  while (t->view_src != nullptr) t = t->view_src;
+  for (ggml_tensor* q : stem_q8_) {
+    if (std::strcmp(q->name, t->name) == 0) return q;
+  }
+  return nullptr;
 }
 
 Model::~Model() {

@@ -7,6 +7,8 @@
 // `kq_soft_max-<layer>`, which exists only with flash attention off).
 #pragma once
 
+#include <ggml-cpp.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -133,6 +135,13 @@ class Model {
   // Held by every encode (libmtmd's context is one), by a shared context's batches
   // (shared_context.h) and, with options().exclusive_compute, by every decode.
   std::mutex& compute_mutex() const { return probe_->mutex; }
+  // The Q8_0 copy of an audio encoder conv stem kernel (`t` or the tensor it views,
+  // by name), or null. Made at load where the encoder's layer matrices are Q8_0 on
+  // the int8 op: a quantised mmproj keeps its conv kernels in F16 (llama.cpp's
+  // quantiser), whose products would otherwise run at sgemm's rate, half the
+  // encoder's time on a window.
+  ggml_tensor* stem_q8(const ggml_tensor* t) const;
+  int stem_q8_kernels() const { return static_cast<int>(stem_q8_.size()); }
 
  private:
   // libmtmd's evaluation callback: reads a window's mel (the graph's first node)
@@ -156,6 +165,8 @@ class Model {
   // output (their mel unchanged since the window's last encode), and where it is.
   static int audio_stem(const float* mel, int64_t n_frames, int64_t n_mel, const float** kept, void* model);
 
+  void load_stem_q8(const std::filesystem::path& mmproj, const std::vector<runtime::GgufTensor>& kernels);
+
   Model() = default;
   llama_model* model_ = nullptr;
   mtmd_context* mtmd_ = nullptr;
@@ -167,6 +178,9 @@ class Model {
   std::filesystem::path text_path_;
   runtime::GgufTensor token_embd_;
   std::unique_ptr<EncoderProbe> probe_ = std::make_unique<EncoderProbe>();
+  ggml_context_ptr stem_ctx_;  // stem_q8()'s tensors
+  ggml_backend_buffer_ptr stem_buffer_;
+  std::vector<ggml_tensor*> stem_q8_;
 };
 
 // The alignment heads (layer, query head).

@@ -261,11 +261,44 @@ TEST_F(Qwen3AsrQuantized, Int8ProductsRunWhereTheCpuHasThemAndAgree) {
   EXPECT_TRUE(int8_model->int8_products());
   EXPECT_FALSE(ggml_model->int8_products());
   EXPECT_TRUE(Model::load(q8.text, q8.mmproj, {})->int8_products());  // auto: here
+  // conv_out's F16 kernel (8 channels x 16 bins a row) goes to the int8 op as a Q8_0
+  // copy beside the Q8_0 encoder; the convs' rows (3 x 3 x 8) are not of 32-blocks.
+  EXPECT_EQ(int8_model->stem_q8_kernels(), 1);
+  EXPECT_EQ(ggml_model->stem_q8_kernels(), 0);
   Session a(int8_model, {{3, 0}}), b(ggml_model, {{3, 0}});
   EXPECT_LT(agreement(a, b, speech, 0.05f, "Q8_0 products on the int8 op against ggml's"), 0.05f);
   // Of the 14 Q8_0 products of a window (52 rows for 4 s), none is left to ggml.
   EXPECT_EQ(int8_ops.q8_mul_mat, 0);
   EXPECT_EQ(ggml_ops.q8_mul_mat, 2 * 6 + 2);
+}
+
+// The conv stem's F16 kernels whose rows are of 32-blocks (conv2d.2, conv2d.3 and
+// conv_out at 32 channels, as at the real 480) run on the int8 op as Q8_0 copies
+// where the encoder's Q8_0 products do (a quantised mmproj keeps them F16), and
+// agree with the same pair's products dequantised on OpenBLAS; an F16 mmproj's
+// stem, or one whose products are not on the int8 op, keeps its kernels.
+TEST_F(Qwen3AsrQuantized, TheConvStemOfAQuantisedEncoderRunsOnTheInt8Op) {
+  if (!runtime::cpu_has(runtime::CpuPath::kAvx512Vnni)) {
+    EXPECT_EQ(Model::load(q8.text, q8.mmproj, {})->stem_q8_kernels(), 0);  // no int8 op: no copies
+    return;
+  }
+  PairDims dims = PairDims::tiny();
+  dims.audio.conv_channels = 32;  // 3 x 3 x 32 values a conv kernel row
+  const WrittenPair f16_32 = write_random_pair(dims, EARSHOT_QWEN2_VOCAB, dir / "c32", 5);
+  const WrittenPair q8_32 = {dir / "c32q8.gguf", dir / "c32q8-mmproj.gguf"};
+  fs::copy_file(f16_32.text, q8_32.text);
+  fs::copy_file(f16_32.mmproj, q8_32.mmproj);
+  quantize_mmproj(q8_32.mmproj, GGML_TYPE_Q8_0);
+  ModelOptions int8_options, blas_options;
+  int8_options.quantized_products = ModelOptions::QuantizedProducts::kInt8;
+  blas_options.quantized_products = ModelOptions::QuantizedProducts::kOpenBlas;
+  const auto int8_model = Model::load(q8_32.text, q8_32.mmproj, int8_options);
+  const auto blas_model = Model::load(q8_32.text, q8_32.mmproj, blas_options);
+  EXPECT_EQ(int8_model->stem_q8_kernels(), 3);
+  EXPECT_EQ(blas_model->stem_q8_kernels(), 0);
+  EXPECT_EQ(Model::load(f16_32.text, f16_32.mmproj, int8_options)->stem_q8_kernels(), 0);
+  Session a(blas_model, {{3, 0}}), b(int8_model, {{3, 0}});
+  EXPECT_LT(agreement(a, b, speech, 0.05f, "a 32-channel stem on the int8 op against OpenBLAS"), 0.05f);
 }
 
 }  // namespace
