@@ -49,6 +49,8 @@ struct SharedContext::State {
   std::vector<Session*> round_sessions;
 
   void run(std::vector<Request*>& batch);
+  int padded_rows(const std::vector<Request*>& batch, const std::vector<std::size_t>& group,
+                  const std::vector<int>& done, int rows) const;
 
   static bool eval_callback(ggml_tensor* t, bool ask, void* user) {
     auto* self = static_cast<State*>(user);
@@ -180,6 +182,31 @@ SharedContext::Counts SharedContext::counts() const {
   return state_->counts;
 }
 
+// The rows each member of a round gives: the round's `rows` (what every member
+// has), or, where the others have at most kMaxPadRows more, the longest's, the
+// shorter members padded to it. A pad row repeats its stream's last row one
+// position on: causal attention keeps it out of the real rows' values, its output
+// is dropped, and its KV cells go with the stream's next call (which removes the
+// slot's cells from its first position on). A round of two prompts of 66 and 80
+// rows is then one pass over the weights instead of a round of 66 each and one of
+// 14 alone: the second reads every weight again (~30 ms for the 0.6B on 2 Zen 5
+// cores, its panels laid out again for the int8 op) where 14 rows more cost ~1.2 ms
+// each. Steps (their attention is read: capture) are never padded, nor a stream
+// whose pads would pass its slot's end.
+int SharedContext::State::padded_rows(const std::vector<Request*>& batch, const std::vector<std::size_t>& group,
+                                      const std::vector<int>& done, int rows) const {
+  const int cap = round_rows / static_cast<int>(group.size());
+  int longest = rows;
+  for (std::size_t i : group) longest = std::max(longest, std::min(cap, batch[i]->rows - done[i]));
+  if (longest == rows || longest - rows > kMaxPadRows) return rows;
+  for (std::size_t i : group) {
+    const Request& r = *batch[i];
+    if (r.rows - done[i] >= longest) continue;
+    if (r.capture || r.first_pos + done[i] + longest > slot_tokens) return rows;
+  }
+  return longest;
+}
+
 // One batch: each request's cells from its first position on are dropped, then
 // rounds of equal row counts over runs of consecutive slots until every request's
 // rows are in. A request whose round fails gets the error; the others go on.
@@ -215,7 +242,7 @@ void SharedContext::State::run(std::vector<Request*>& batch) {
         order, [&](std::size_t i) { return batch[i]->slot; }, remaining, round_rows);
     if (round.rows == 0) break;
     const std::vector<std::size_t>& group = round.members;
-    const int m = round.rows;
+    const int m = padded_rows(batch, group, done, round.rows);
     const int n = m * static_cast<int>(group.size());
     embd.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n_embd));
     pos.resize(static_cast<std::size_t>(n) * 4);
@@ -224,19 +251,28 @@ void SharedContext::State::run(std::vector<Request*>& batch) {
     seq.resize(static_cast<std::size_t>(n));
     logits.assign(static_cast<std::size_t>(n), 0);
     round_sessions.clear();
+    std::vector<int> real(group.size());  // each member's own rows in the round; the rest pad it
     int b = 0;
-    for (std::size_t i : group) {
+    for (std::size_t g = 0; g < group.size(); ++g) {
+      const std::size_t i = group[g];
       const Request& r = *batch[i];
+      real[g] = std::min(m, remaining(i));
+      const auto row_bytes = static_cast<std::size_t>(n_embd) * sizeof(float);
       std::memcpy(embd.data() + static_cast<std::size_t>(b) * static_cast<std::size_t>(n_embd),
                   r.embd + static_cast<std::size_t>(done[i]) * static_cast<std::size_t>(n_embd),
-                  static_cast<std::size_t>(m) * static_cast<std::size_t>(n_embd) * sizeof(float));
+                  static_cast<std::size_t>(real[g]) * row_bytes);
       for (int k = 0; k < m; ++k) {
+        const int last = done[i] + std::min(k, real[g] - 1);  // a pad repeats the last row, one position on
+        if (k >= real[g]) {
+          std::memcpy(embd.data() + static_cast<std::size_t>(b + k) * static_cast<std::size_t>(n_embd),
+                      r.embd + static_cast<std::size_t>(last) * static_cast<std::size_t>(n_embd), row_bytes);
+        }
         for (int sec = 0; sec < 4; ++sec)
-          pos[static_cast<std::size_t>(sec * n + b + k)] = r.pos[sec * r.rows + done[i] + k];
+          pos[static_cast<std::size_t>(sec * n + b + k)] = r.pos[sec * r.rows + last] + (k - std::min(k, real[g] - 1));
         seq_ids[static_cast<std::size_t>(b + k)] = r.slot;
         seq[static_cast<std::size_t>(b + k)] = &seq_ids[static_cast<std::size_t>(b + k)];
       }
-      if (done[i] + m == r.rows) logits[static_cast<std::size_t>(b + m - 1)] = 1;
+      if (done[i] + real[g] == r.rows) logits[static_cast<std::size_t>(b + real[g] - 1)] = 1;
       round_sessions.push_back(r.capture ? r.session : nullptr);
       b += m;
     }
@@ -247,20 +283,23 @@ void SharedContext::State::run(std::vector<Request*>& batch) {
       std::lock_guard lock(count_mutex);
       counts.rounds += 1;
       counts.rows += n;
+      for (int rg : real) counts.pad_rows += m - rg;
       counts.round_streams[group.size() - 1] += 1;
     }
     b = 0;
-    for (std::size_t i : group) {
+    for (std::size_t g = 0; g < group.size(); ++g) {
+      const std::size_t i = group[g];
       Request& r = *batch[i];
+      const int first = b;
       b += m;
       if (status != 0) {
         r.error = std::make_exception_ptr(
             Error(ErrorCode::kInternal, "libllama could not decode a stream's rows (" + std::to_string(status) + ")"));
         continue;
       }
-      done[i] += m;
+      done[i] += real[g];
       if (done[i] < r.rows) continue;
-      const float* l = llama_get_logits_ith(ctx, b - 1);
+      const float* l = llama_get_logits_ith(ctx, first + real[g] - 1);
       if (l == nullptr) {
         r.error = std::make_exception_ptr(Error(ErrorCode::kInternal, "libllama returned no logits"));
         continue;

@@ -24,7 +24,9 @@
 // same number of rows and their sequence ids are consecutive, so a batch runs
 // as rounds: each round takes the same count of rows from a run of consecutive
 // slots (steps of every stream: one round; a prompt beside steps: a round of one
-// row each, then the rest of the prompt alone).
+// row each, then the rest of the prompt alone). Prompts within kMaxPadRows of
+// each other go in one round, the shorter padded with rows whose outputs are
+// dropped (causally after its own, so they change none of its values).
 //
 // Identity: a stream's tokens, logits and captured attention are its lone run's,
 // bit for bit on the test models (tests/model/qwen3asr/qwen3asr_shared_test.cpp):
@@ -45,6 +47,8 @@ namespace earshot::qwen3asr {
 
 // The most streams one shared context batches (--batch-decode's range).
 inline constexpr int kMaxSharedStreams = 16;
+// The most rows by which a round pads a stream's rows to another's (shared_context.cpp).
+inline constexpr int kMaxPadRows = 32;
 
 class SharedContext {
  public:
@@ -82,12 +86,13 @@ class SharedContext {
   void set_in_pass(int slot, bool on);
 
   // Decode calls, batches formed, llama_decode rounds and the streams in each
-  // (round_streams[k]: rounds of k + 1 streams), rows evaluated.
+  // (round_streams[k]: rounds of k + 1 streams), rows evaluated, pad rows among them.
   struct Counts {
     int64_t calls = 0;
     int64_t batches = 0;
     int64_t rounds = 0;
     int64_t rows = 0;
+    int64_t pad_rows = 0;  // of those, rows padding a stream's to another's (kMaxPadRows)
     std::vector<int64_t> round_streams;
   };
   Counts counts() const;

@@ -130,6 +130,11 @@ TEST_F(Qwen3AsrShared, StreamsOnSlotsDecodeAsAloneAndShareTheirSteps) {
   const SharedContext::Counts c = shared->counts();
   EXPECT_GE(c.round_streams[1], kSteps);
   EXPECT_EQ(c.calls, 2 * static_cast<int64_t>(ends_a.size()) * (1 + kSteps));
+  // Their prompts (b's 0.7 s shorter at first, then kept rows and a few new ones)
+  // went as rounds of both, the shorter padded (rows that changed nothing above):
+  // every round held both streams.
+  EXPECT_GT(c.pad_rows, 0);
+  EXPECT_EQ(c.round_streams[1], c.rounds);
 }
 
 TEST_F(Qwen3AsrShared, AStreamWhosePassEndedHoldsNoOne) {
