@@ -155,10 +155,15 @@ bool dequantizable(const Model& model, const ggml_tensor* w) {
          ggml_get_type_traits(w->type)->to_float != nullptr;
 }
 
-// A Q8_0 weight's product of many rows on the int8 op (runtime/q8_gemm.h) where
-// the model wants it; null otherwise (the caller decides).
+// A Q8_0 weight's product of more rows than a step's (runtime::kGemvMaxRows, the
+// few-row op's) on the int8 op (runtime/q8_gemm.h) where the model wants it; null
+// otherwise (the caller decides). From 8 rows, not the op's kQ8GemmMinRows: that
+// bound is against the few-row op, which takes a Qwen3-ASR product of at most 7
+// rows; the 8-15 rows of a short prompt or a window's last chunk would otherwise
+// go to ggml's int8 kernels, which the op outruns there too (8 rows: 275-280
+// GFLOP/s against 176-196 on 2 Zen 5 cores, q8_gemm.h).
 ggml_tensor* int8_product(const Model& model, ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) noexcept {
-  if (!model.int8_products() || !runtime::q8_gemm_takes(w, x)) return nullptr;
+  if (!model.int8_products() || x->ne[1] <= runtime::kGemvMaxRows || !runtime::q8_gemm_supports(w, x)) return nullptr;
   try {
     return runtime::q8_mul_mat(ctx, w, x);
   } catch (const std::exception&) {
