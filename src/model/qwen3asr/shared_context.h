@@ -28,12 +28,13 @@
 // each other go in one round, the shorter padded with rows whose outputs are
 // dropped (causally after its own, so they change none of its values).
 //
-// Identity: a stream's tokens, logits and captured attention are its lone run's,
-// bit for bit on the test models (tests/model/qwen3asr/qwen3asr_shared_test.cpp):
-// rows are multiplied independently in the int8 op and the few-row op, and the
-// OpenBLAS attention takes each stream of a round as it takes a lone one. A round
-// sizes its products by its row count, so where sgemm's blocking follows the
-// count (float weights) a row may differ by rounding.
+// Identity: a stream's tokens, logits and captured attention are its lone run's
+// to rounding (tests/model/qwen3asr/qwen3asr_shared_test.cpp, F16 test models:
+// logits within 2e-3, attention rows within 1e-4): rows are multiplied
+// independently in the int8 op and the few-row op, and the OpenBLAS attention
+// takes each stream of a round as it takes a lone one; but a round sizes its
+// products by its row count (pads included), so where sgemm's blocking follows
+// the count (float weights, the attention's scores) a row may differ by rounding.
 #pragma once
 
 #include <cstdint>
