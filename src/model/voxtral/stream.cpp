@@ -122,12 +122,27 @@ void Stream::start_context() {
 std::shared_ptr<const ContextStart> ContextStarts::find(const Key& key) const {
   std::lock_guard lock(mutex_);
   const auto it = starts_.find(key);
-  return it == starts_.end() ? nullptr : it->second;
+  if (it == starts_.end()) return nullptr;
+  it->second.used = ++tick_;
+  return it->second.start;
 }
 
 std::shared_ptr<const ContextStart> ContextStarts::keep(const Key& key, std::shared_ptr<const ContextStart> start) {
   std::lock_guard lock(mutex_);
-  return starts_.emplace(key, std::move(start)).first->second;
+  auto [kept, inserted] = starts_.emplace(key, Entry{std::move(start), 0});
+  kept->second.used = ++tick_;
+  // Past kKept, the least recently used start that only this map holds goes (a
+  // stream holds its start for its life: never one in use, nor the one just kept).
+  while (starts_.size() > kKept) {
+    auto oldest = starts_.end();
+    for (auto it = starts_.begin(); it != starts_.end(); ++it) {
+      if (it == kept || it->second.start.use_count() > 1) continue;
+      if (oldest == starts_.end() || it->second.used < oldest->second.used) oldest = it;
+    }
+    if (oldest == starts_.end()) break;  // every start is in use
+    starts_.erase(oldest);
+  }
+  return kept->second.start;
 }
 
 size_t ContextStarts::size() const {

@@ -25,6 +25,7 @@
 #include <ggml-backend.h>
 #include <ggml-cpp.h>
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -49,9 +50,12 @@ struct ContextStart;  // stream.cpp: a context's state after the silence in fron
 // The context starts of one model's streams (StreamOptions::context_starts): a
 // start is computed by the first stream that needs it and restored by every
 // stream whose values it equals (same delay, KV type, encoder grouping, kernels
-// and device). Thread-safe.
+// and device). It keeps at most kKept starts no stream holds (the least recently
+// used go first; 36 MB each at the real dimensions), so clients cycling through
+// delays cannot grow it past that and the streams alive. Thread-safe.
 class ContextStarts {
  public:
+  static constexpr size_t kKept = 4;
   struct Key {
     int delay = 0;
     ggml_type kv_type = GGML_TYPE_F16;
@@ -66,8 +70,13 @@ class ContextStarts {
   size_t size() const;
 
  private:
+  struct Entry {
+    std::shared_ptr<const ContextStart> start;
+    uint64_t used = 0;  // tick_ when last found or kept
+  };
   mutable std::mutex mutex_;
-  std::map<Key, std::shared_ptr<const ContextStart>> starts_;
+  mutable std::map<Key, Entry> starts_;
+  mutable uint64_t tick_ = 0;
 };
 
 struct StreamOptions {

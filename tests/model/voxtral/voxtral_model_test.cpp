@@ -291,6 +291,21 @@ TEST(VoxtralModel, StreamsOfAModelShareTheirContextStart) {
   later.delay = 12;
   run_counted(later, other);
   EXPECT_EQ(shared.context_starts->size(), 2u);
+  // Past ContextStarts::kKept starts no stream holds, the least recently used go:
+  // streams of six more delays leave four, the most recent (a stream that runs on
+  // again with one of those finds it; the first delay's start was dropped).
+  for (int delay : {13, 14, 15, 16, 17, 18}) {
+    StreamOptions o = shared;
+    o.delay = delay;
+    run_counted(o, other);
+  }
+  EXPECT_EQ(shared.context_starts->size(), ContextStarts::kKept);
+  StreamOptions recent = shared;
+  recent.delay = 18;
+  Output again;
+  EXPECT_LT(run_counted(recent, again), first_graphs);
+  EXPECT_EQ(run_counted(shared, again), first_graphs);  // the file's delay: computed again
+  EXPECT_EQ(again.tokens, alone.tokens);
 }
 
 // The largest logit difference of two runs over the positions before their first
