@@ -74,7 +74,8 @@ struct ModelOptions {
   // Where a quantised weight's products of many rows (the audio encoder's, a
   // prompt's) run. kInt8: a Q8_0 weight's on earshot's int8 op (runtime/q8_gemm.h:
   // AVX512-VNNI, 3-5x ggml's int8 kernels and sgemm at these shapes; an error
-  // where the CPU lacks it), other types as kAuto places them. kOpenBlas: on
+  // where the CPU lacks it), and beside a Q8_0 encoder its conv stem's float
+  // kernels as Q8_0 copies (stem_q8()); other types as kAuto places them. kOpenBlas: on
   // OpenBLAS, the weight dequantised in chunks as it is used (a step's few rows
   // stay with ggml's int8 kernels, which read the weight once in its own type);
   // kGgml: ggml's int8 kernels; kAuto: kInt8 for Q8_0 where the CPU has
