@@ -436,22 +436,41 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   column.resize(static_cast<size_t>(n_kv));
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
   const auto base = [](const ggml_tensor* t) { return static_cast<const char*>(t->data); };
-  int64_t converted = -1;  // the stream's KV head in keys / values (s * Hk + hk)
+  // The cells any row of stream s sees: past the last column its mask leaves open,
+  // every row weighs 0 (libllama pads its KV views to 256 cells at least, so a
+  // prompt over 130 positions would otherwise convert, score and weigh 256).
+  const auto open_cells = [&](int64_t s) {
+    if (mask == nullptr) return n_kv;
+    int64_t used = 1;
+    for (int64_t r = 0; r < T; ++r) {
+      const auto* m = reinterpret_cast<const float*>(base(mask) + r * mask->nb[1] + s * mask->nb[3]);
+      int64_t j = n_kv;
+      while (j > used && m[j - 1] == -INFINITY) --j;
+      used = j;
+    }
+    return used;
+  };
+  int64_t converted = -1;               // the stream's KV head in keys / values (s * Hk + hk)
+  int64_t cells_of = -1, cells = n_kv;  // open_cells(cells_of)
   for (int64_t task = t0; task < t1; ++task) {
     const int64_t s = task / (blocks * H), h = task / blocks % H, i0 = (task % blocks) * kQueryBlock;
     const int64_t hk = h / (H / Hk);
     const int rows = static_cast<int>(std::min(kQueryBlock, T - i0));
+    if (s != cells_of) {
+      cells = open_cells(s);
+      cells_of = s;
+    }
     if (s * Hk + hk != converted) {
       const char* kb = base(k) + hk * k->nb[2] + s * k->nb[3];
       const char* vb = base(v) + hk * v->nb[2] + s * v->nb[3];
-      for (int64_t j = 0; j < n_kv; ++j) row_to_f32(k->type, kb + j * k->nb[1], keys.data() + j * d, d);
+      for (int64_t j = 0; j < cells; ++j) row_to_f32(k->type, kb + j * k->nb[1], keys.data() + j * d, d);
       if (v_trans) {  // d rows of n_kv: transposed into n_kv rows of d
         for (int64_t c = 0; c < d; ++c) {
-          row_to_f32(v->type, vb + c * v->nb[1], column.data(), n_kv);
-          for (int64_t j = 0; j < n_kv; ++j) values[j * d + c] = column[j];
+          row_to_f32(v->type, vb + c * v->nb[1], column.data(), cells);
+          for (int64_t j = 0; j < cells; ++j) values[j * d + c] = column[j];
         }
       } else {
-        for (int64_t j = 0; j < n_kv; ++j) row_to_f32(v->type, vb + j * v->nb[1], values.data() + j * d, d);
+        for (int64_t j = 0; j < cells; ++j) row_to_f32(v->type, vb + j * v->nb[1], values.data() + j * d, d);
       }
       converted = s * Hk + hk;
     }
@@ -460,15 +479,15 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
                   d * sizeof(float));
     }
     float* scores_row = scores.data();
-    sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(n_kv), static_cast<int>(d), scale, queries.data(),
-          static_cast<int>(d), keys.data(), static_cast<int>(d), 0.0f, scores_row, static_cast<int>(n_kv));
+    sgemm(kRowMajor, kNoTrans, kTrans, rows, static_cast<int>(cells), static_cast<int>(d), scale, queries.data(),
+          static_cast<int>(d), keys.data(), static_cast<int>(d), 0.0f, scores_row, static_cast<int>(cells));
     if (mask != nullptr) {
       for (int r = 0; r < rows; ++r) {
         const auto* m = reinterpret_cast<const float*>(base(mask) + (i0 + r) * mask->nb[1] + s * mask->nb[3]);
-        for (int64_t j = 0; j < n_kv; ++j) scores_row[r * n_kv + j] += m[j];
+        for (int64_t j = 0; j < cells; ++j) scores_row[r * cells + j] += m[j];
       }
     }
-    softmax_times_values(scores_row, rows, n_kv, values.data(), static_cast<int>(d),
+    softmax_times_values(scores_row, rows, cells, values.data(), static_cast<int>(d),
                          static_cast<float*>(dst->data) + (s * T + i0) * ld(dst) + h * d, ld(dst), d);
   }
 }

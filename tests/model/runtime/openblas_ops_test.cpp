@@ -216,12 +216,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasAttention,
 // blas_masked_attention over the views libllama's KV cache gives: grouped-query
 // heads, keys and values in a cache of more cells than are used (strided views),
 // V stored transposed or not, f16 or f32, a causal mask of -inf past each query
-// (and a cell masked out in every row), queries as a permuted view.
+// (and a cell masked out in every row), queries as a permuted view; with `pad`,
+// the view's last cells are masked out in every row, as libllama pads a view to
+// 256 cells at least (the op attends to the cells before them alone).
 struct MaskedCase {
   ggml_type type;
   bool v_trans;
   int64_t d, n_head, n_head_kv, t, n_kv;
   int threads;
+  int64_t pad = 0;
 };
 
 class BlasMaskedAttention : public ::testing::TestWithParam<MaskedCase> {};
@@ -229,8 +232,8 @@ class BlasMaskedAttention : public ::testing::TestWithParam<MaskedCase> {};
 TEST_P(BlasMaskedAttention, EqualsGroupedQueryAttentionInDouble) {
   ASSERT_TRUE(openblas_available()) << openblas_status();
   const MaskedCase c = GetParam();
-  const int64_t cells = c.n_kv + 9;     // the cache is larger than the view
-  const int64_t n_pos0 = c.n_kv - c.t;  // cells before the first query
+  const int64_t cells = c.n_kv + 9;             // the cache is larger than the view
+  const int64_t n_pos0 = c.n_kv - c.pad - c.t;  // cells before the first query
   const float scale = 1.0f / std::sqrt(float(c.d));
   const std::vector<float> q = normal_values(c.d * c.n_head * c.t, 6), k = normal_values(c.d * c.n_head_kv * cells, 7),
                            v = normal_values(c.d * c.n_head_kv * cells, 8);
@@ -256,7 +259,8 @@ TEST_P(BlasMaskedAttention, EqualsGroupedQueryAttentionInDouble) {
   }
   std::vector<float> mask(c.n_kv * c.t);
   for (int64_t r = 0; r < c.t; ++r)
-    for (int64_t j = 0; j < c.n_kv; ++j) mask[r * c.n_kv + j] = j > n_pos0 + r || j == 1 ? -INFINITY : 0.0f;
+    for (int64_t j = 0; j < c.n_kv; ++j)
+      mask[r * c.n_kv + j] = j > n_pos0 + r || j == 1 || j >= c.n_kv - c.pad ? -INFINITY : 0.0f;
   ggml_tensor* out =
       blas_masked_attention(g.ctx.get(), qv, kv, vv, c.v_trans, g.matrix(GGML_TYPE_F32, c.n_kv, c.t, mask), scale);
   ASSERT_EQ(out->ne[0], c.d * c.n_head);
@@ -293,7 +297,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlasMaskedAttention,
                                                       2},  // llama's default cache
                                            MaskedCase{GGML_TYPE_F16, false, 32, 3, 3, 9, 9, 3},
                                            MaskedCase{GGML_TYPE_F32, true, 16, 6, 2, 300, 310, 2},  // two query blocks
-                                           MaskedCase{GGML_TYPE_F32, false, 24, 2, 1, 12, 40, 1}));
+                                           MaskedCase{GGML_TYPE_F32, false, 24, 2, 1, 12, 40, 1},
+                                           MaskedCase{GGML_TYPE_F16, true, 64, 4, 2, 20, 256, 2, 200},  // padded view
+                                           MaskedCase{GGML_TYPE_F32, false, 16, 2, 1, 9, 64, 1, 30}),
+                         [](const ::testing::TestParamInfo<MaskedCase>& info) {
+                           const MaskedCase& c = info.param;
+                           return std::string(ggml_type_name(c.type)) + (c.v_trans ? "_vt_" : "_v_") +
+                                  std::to_string(c.t) + "x" + std::to_string(c.n_kv) + "_pad" + std::to_string(c.pad) +
+                                  "_heads" + std::to_string(c.n_head) + "_" + std::to_string(c.n_head_kv);
+                         });
 
 // Several KV streams in one call (libllama's sequences without a unified cache,
 // as a shared Qwen3-ASR context decodes them): each stream's rows equal a call
@@ -345,7 +357,7 @@ TEST(BlasMaskedAttention, RefusesShapesItDoesNotTake) {
   EXPECT_THROW(blas_masked_attention(c, q4, ggml_new_tensor_3d(c, GGML_TYPE_F16, 8, 8, 2), v, false, nullptr, 0.25f),
                Error);
   EXPECT_THROW(blas_masked_attention(c, q4, k, v, true, nullptr, 0.25f), Error);  // v is not [n_kv, d, Hk]
-  ggml_tensor* q2 = ggml_new_tensor_4d(c, GGML_TYPE_F32, 16, 4, 4, 2);  // two streams over one stream's KV
+  ggml_tensor* q2 = ggml_new_tensor_4d(c, GGML_TYPE_F32, 16, 4, 4, 2);            // two streams over one stream's KV
   EXPECT_THROW(blas_masked_attention(c, q2, k, v, false, nullptr, 0.25f), Error);
 }
 
