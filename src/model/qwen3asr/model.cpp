@@ -51,6 +51,14 @@ struct TextHeader {
   std::vector<runtime::GgufTensor> stem_kernels;
 };
 
+// A weight's row length once flattened to a matrix: every dimension but the last
+// (a conv kernel [KW, KH, IC, OC] gives KW x KH x IC values per output channel).
+int64_t flattened_row(const runtime::GgufTensor& w) {
+  int64_t n = 1;
+  for (int d = 0; d + 1 < w.n_dims; ++d) n *= w.ne[static_cast<size_t>(d)];
+  return n;
+}
+
 TextHeader check_pair(const std::filesystem::path& text, const std::filesystem::path& mmproj) {
   const runtime::GgufFile t = runtime::GgufFile::open(text);  // kIo / kInvalidModel with the reason
   if (t.architecture() == "clip") {
@@ -92,10 +100,8 @@ TextHeader check_pair(const std::filesystem::path& text, const std::filesystem::
   if (q8_encoder) {
     for (const runtime::GgufTensor& w : m.tensors()) {
       const bool stem = w.name.starts_with("a.conv2d.") || w.name.starts_with("a.conv_out.");
-      int64_t k = 1;  // the values of a row once flattened: every dimension but the last
-      for (int d = 0; d + 1 < w.n_dims; ++d) k *= w.ne[static_cast<size_t>(d)];
       const bool floats = w.type == GGML_TYPE_F16 || w.type == GGML_TYPE_BF16 || w.type == GGML_TYPE_F32;
-      if (stem && w.name.ends_with(".weight") && floats && k % ggml_blck_size(GGML_TYPE_Q8_0) == 0)
+      if (stem && w.name.ends_with(".weight") && floats && flattened_row(w) % ggml_blck_size(GGML_TYPE_Q8_0) == 0)
         h.stem_kernels.push_back(w);
     }
   }
@@ -357,9 +363,8 @@ void Model::load_stem_q8(const std::filesystem::path& mmproj, const std::vector<
   const ggml_init_params params{ggml_tensor_overhead() * kernels.size(), nullptr, /*no_alloc=*/true};
   stem_ctx_.reset(ggml_init(params));
   for (const runtime::GgufTensor& k : kernels) {
-    int64_t row = 1;
-    for (int d = 0; d + 1 < k.n_dims; ++d) row *= k.ne[static_cast<size_t>(d)];
-    ggml_tensor* q = ggml_new_tensor_2d(stem_ctx_.get(), GGML_TYPE_Q8_0, row, k.ne[static_cast<size_t>(k.n_dims - 1)]);
+    ggml_tensor* q =
+        ggml_new_tensor_2d(stem_ctx_.get(), GGML_TYPE_Q8_0, flattened_row(k), k.ne[static_cast<size_t>(k.n_dims - 1)]);
     ggml_set_name(q, k.name.c_str());
   }
   stem_buffer_.reset(ggml_backend_alloc_ctx_tensors_from_buft(stem_ctx_.get(), ggml_backend_cpu_buffer_type()));
