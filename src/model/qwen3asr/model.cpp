@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "model/qwen3asr/context_params.h"
 #include "model/qwen3asr/model_writer.h"
 #include "model/qwen3asr/shared_context.h"
+#include "model/runtime/cache_attention.h"
 #include "model/runtime/gemv_ops.h"
 #include "model/runtime/gguf_file.h"
 #include "model/runtime/q8_gemm.h"
@@ -275,13 +277,30 @@ ggml_tensor* openblas_text_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tenso
 // The patched libllama's attention (llama_context_params::attention) over a prompt's
 // rows on OpenBLAS (runtime::blas_masked_attention: the scores and values by sgemm,
 // an exact f32 softmax), where ggml multiplies the f16 cache by f16-rounded queries.
-// A step (fewer than 8 rows) keeps ggml's ops: AlignAtt reads its kq_soft_max node.
 constexpr int64_t kMinAttentionRows = 8;
+
+// A step's few rows keep ggml's softmax node, named as libllama names it
+// ("kq_soft_max-<layer>": AlignAtt reads the alignment heads' rows there), between
+// earshot's cache ops (runtime/cache_attention.h): the keys' scores with the
+// queries in f32 and the probabilities times the transposed values in f32, where
+// ggml's products round both to f16 (and take 5 ops a layer to earshot's 3).
+// The layer comes from the cache's name (libllama's "cache_k_l<layer>"); without
+// it, or for operands the ops refuse, ggml's ops as upstream builds them.
+ggml_tensor* step_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, bool v_trans,
+                            ggml_tensor* kq_mask, float kq_scale) {
+  const ggml_tensor* cache = k->view_src != nullptr ? k->view_src : k;
+  int layer = -1;
+  if (!v_trans || std::sscanf(ggml_get_name(cache), "cache_k_l%d", &layer) != 1 || layer < 0) return nullptr;
+  if (!runtime::key_scores_supports(k, q)) return nullptr;
+  ggml_tensor* kq = ggml_soft_max_ext(ctx, runtime::key_scores(ctx, k, q), kq_mask, kq_scale, 0.0f);
+  ggml_format_name(kq, "kq_soft_max-%d", layer);
+  return runtime::head_values_supports(v, kq) ? runtime::head_values(ctx, v, kq) : nullptr;
+}
 
 ggml_tensor* openblas_text_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, bool v_trans,
                                      ggml_tensor* kq_mask, float kq_scale, void*) noexcept {
-  if (q->ne[1] < kMinAttentionRows) return nullptr;
   try {
+    if (q->ne[1] < kMinAttentionRows) return step_attention(ctx, q, k, v, v_trans, kq_mask, kq_scale);
     return runtime::blas_masked_attention(ctx, q, k, v, v_trans, kq_mask, kq_scale);
   } catch (const std::exception&) {
     return nullptr;  // ggml's ops instead

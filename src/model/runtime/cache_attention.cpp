@@ -182,8 +182,9 @@ BlockFn block_fn(ggml_type type, int64_t D) {
 void key_scores_op(ggml_tensor* dst, int ith, int nth, void*) {
   const ggml_tensor* k = dst->src[0];
   const ggml_tensor* q = dst->src[1];
-  const int64_t D = k->ne[0], F = k->ne[1], H = k->ne[2];
-  const int64_t T = q->ne[1], S = q->ne[3];
+  const int64_t D = k->ne[0], F = k->ne[1], group = q->ne[2] / k->ne[2];
+  const int64_t T = q->ne[1], H = q->ne[2], S = q->ne[3];
+  const bool own_keys = k->ne[3] > 1;  // each group of queries its own keys (else shared)
   const int64_t blocks = (F + kBlock - 1) / kBlock;
   const int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
   if (b1 <= b0) return;
@@ -198,7 +199,7 @@ void key_scores_op(ggml_tensor* dst, int ith, int nth, void*) {
     const int n = static_cast<int>(std::min<int64_t>(kBlock, F - f0));
     for (int64_t s = 0; s < S; ++s) {
       for (int64_t h = 0; h < H; ++h) {
-        const char* kb = kbase + f0 * ldk + h * k->nb[2];
+        const char* kb = kbase + f0 * ldk + h / group * k->nb[2] + (own_keys ? s * k->nb[3] : 0);
         for (int64_t t = 0; t < T; ++t) {
           const auto* qr = reinterpret_cast<const float*>(qbase + t * q->nb[1] + h * q->nb[2] + s * q->nb[3]);
           fn(kb, ldk, n, qr, D, out + ((s * H + h) * T + t) * F + f0);
@@ -213,8 +214,9 @@ void key_scores_op(ggml_tensor* dst, int ith, int nth, void*) {
 void head_values_op(ggml_tensor* dst, int ith, int nth, void*) {
   const ggml_tensor* v = dst->src[0];
   const ggml_tensor* p = dst->src[1];
-  const int64_t F = v->ne[0], D = v->ne[1], H = v->ne[2];
-  const int64_t T = p->ne[1], S = p->ne[3];
+  const int64_t F = v->ne[0], D = v->ne[1], group = p->ne[2] / v->ne[2];
+  const int64_t T = p->ne[1], H = p->ne[2], S = p->ne[3];
+  const bool own_values = v->ne[3] > 1;  // each group of queries its own values (else shared)
   const int64_t per_head = (D + 15) / 16, units = H * per_head;
   const int64_t u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
   const auto* vbase = static_cast<const char*>(v->data);
@@ -224,7 +226,8 @@ void head_values_op(ggml_tensor* dst, int ith, int nth, void*) {
   for (int64_t u = u0; u < u1; ++u) {
     const int64_t h = u / per_head, i0 = u % per_head * 16, i1 = std::min(D, i0 + 16);
     for (int64_t s = 0; s < S; ++s) {
-      rows_product(v->type, vbase + h * v->nb[2], static_cast<int64_t>(v->nb[1]), probs + (s * H + h) * T * F, F, F, T,
+      const char* vb = vbase + h / group * v->nb[2] + (own_values ? s * v->nb[3] : 0);
+      rows_product(v->type, vb, static_cast<int64_t>(v->nb[1]), probs + (s * H + h) * T * F, F, F, T,
                    out + s * T * width + h * D, width, nullptr, i0, i1);
     }
   }
@@ -235,14 +238,15 @@ void head_values_op(ggml_tensor* dst, int ith, int nth, void*) {
 bool key_scores_supports(const ggml_tensor* k, const ggml_tensor* q) {
   return (k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_F32) && q->type == GGML_TYPE_F32 &&
          k->nb[0] == ggml_type_size(k->type) && q->nb[0] == sizeof(float) && k->ne[0] == q->ne[0] &&
-         k->ne[0] % 16 == 0 && k->ne[2] == q->ne[2] && k->ne[3] == 1 && k->ne[1] >= 1 && q->ne[1] >= 1;
+         k->ne[0] % 16 == 0 && k->ne[2] >= 1 && q->ne[2] % k->ne[2] == 0 && (k->ne[3] == 1 || k->ne[3] == q->ne[3]) &&
+         k->ne[1] >= 1 && q->ne[1] >= 1;
 }
 
 ggml_tensor* key_scores(ggml_context* ctx, ggml_tensor* k, ggml_tensor* q) {
   if (!key_scores_supports(k, q)) {
     throw Error(ErrorCode::kInternal,
-                std::string("key scores: want F16 or F32 keys [D, F, H] and f32 queries [D, T, H, S], D a multiple "
-                            "of 16, each key's and query's values contiguous; got ") +
+                std::string("key scores: want F16 or F32 keys [D, F, Hk, 1 or S] and f32 queries [D, T, H, S], H a "
+                            "multiple of Hk, D of 16, each key's and query's values contiguous; got ") +
                     ggml_type_name(k->type) + " keys and " + ggml_type_name(q->type) + " queries");
   }
   ggml_tensor* args[] = {k, q};
@@ -252,19 +256,19 @@ ggml_tensor* key_scores(ggml_context* ctx, ggml_tensor* k, ggml_tensor* q) {
 
 bool head_values_supports(const ggml_tensor* v, const ggml_tensor* p) {
   return (v->type == GGML_TYPE_F16 || v->type == GGML_TYPE_F32) && p->type == GGML_TYPE_F32 &&
-         v->nb[0] == ggml_type_size(v->type) && ggml_is_contiguous(p) && v->ne[0] == p->ne[0] && v->ne[2] == p->ne[2] &&
-         v->ne[3] == 1 && v->ne[1] >= 1;
+         v->nb[0] == ggml_type_size(v->type) && ggml_is_contiguous(p) && v->ne[0] == p->ne[0] && v->ne[2] >= 1 &&
+         p->ne[2] % v->ne[2] == 0 && (v->ne[3] == 1 || v->ne[3] == p->ne[3]) && v->ne[1] >= 1;
 }
 
 ggml_tensor* head_values(ggml_context* ctx, ggml_tensor* v, ggml_tensor* p) {
   if (!head_values_supports(v, p)) {
     throw Error(ErrorCode::kInternal,
-                std::string("head values: want F16 or F32 values [F, D, H] with each value's frames contiguous and "
-                            "contiguous f32 probabilities [F, T, H, S]; got ") +
+                std::string("head values: want F16 or F32 values [F, D, Hv, 1 or S] with each value's frames "
+                            "contiguous and contiguous f32 probabilities [F, T, H, S], H a multiple of Hv; got ") +
                     ggml_type_name(v->type) + " values and " + ggml_type_name(p->type) + " probabilities");
   }
   ggml_tensor* args[] = {v, p};
-  return ggml_custom_4d(ctx, GGML_TYPE_F32, v->ne[1] * v->ne[2], p->ne[1] * p->ne[3], 1, 1, args, 2, head_values_op,
+  return ggml_custom_4d(ctx, GGML_TYPE_F32, v->ne[1] * p->ne[2], p->ne[1] * p->ne[3], 1, 1, args, 2, head_values_op,
                         GGML_N_TASKS_MAX, nullptr);
 }
 

@@ -27,15 +27,18 @@
 
 namespace earshot::runtime {
 
-// Whether key_scores takes these operands: keys k [D, F, H] of type F16 or F32,
-// each key's D values contiguous (any strides between keys and heads), and
-// queries q [D, T, H, S] f32 with contiguous values (any other strides), D a
-// multiple of 16.
+// Whether key_scores takes these operands: keys k [D, F, Hk, Sk] of type F16 or
+// F32, each key's D values contiguous (any strides between keys, heads and
+// groups), and queries q [D, T, H, S] f32 with contiguous values (any other
+// strides), D a multiple of 16, H a multiple of Hk (grouped-query attention:
+// query head h reads key head h / (H / Hk)), Sk 1 (the keys shared by the S
+// groups of queries) or S (each group its own: libllama's KV streams).
 bool key_scores_supports(const ggml_tensor* k, const ggml_tensor* q);
 
-// ggml_mul_mat(ctx, k, q) for what key_scores_supports takes: [F, T, H, S] f32,
-// the keys shared by the S groups of queries. Only for graphs computed on the CPU
-// backend; throws earshot::Error(kInternal) for operands it refuses.
+// ggml_mul_mat(ctx, k, q) for what key_scores_supports takes, with ggml's
+// broadcast of the keys over the query heads: [F, T, H, S] f32. Only for graphs
+// computed on the CPU backend; throws earshot::Error(kInternal) for operands it
+// refuses.
 ggml_tensor* key_scores(ggml_context* ctx, ggml_tensor* k, ggml_tensor* q);
 
 // One block of n <= 16 keys against one query, on plain arrays (what the op runs;
@@ -43,9 +46,10 @@ ggml_tensor* key_scores(ggml_context* ctx, ggml_tensor* k, ggml_tensor* q);
 // (type F16 or F32), D values each, on the path runtime::kernel_path() picks.
 void key_scores_block(ggml_type type, const void* k, int64_t ldk, int n, const float* q, int64_t D, float* out);
 
-// Whether head_values takes these operands: values v [F, D, H] of type F16 or
-// F32 (each value's F frames contiguous, any strides between values and heads)
-// and probabilities p [F, T, H, S] f32, contiguous.
+// Whether head_values takes these operands: values v [F, D, Hv, Sv] of type F16
+// or F32 (each value's F frames contiguous, any strides between values, heads and
+// groups) and probabilities p [F, T, H, S] f32, contiguous; H a multiple of Hv
+// (head h reads value head h / (H / Hv)), Sv 1 or S (as key_scores' keys).
 bool head_values_supports(const ggml_tensor* v, const ggml_tensor* p);
 
 // ggml_cont_2d(ggml_permute(ggml_mul_mat(v, p), 0, 2, 1, 3), D * H, T * S) for

@@ -315,15 +315,25 @@ TEST_F(Qwen3Asr, TextProductsOnOpenBlasAgreeWithLibllamasOwnKernels) {
   EXPECT_EQ(upstream.prompt_tokens(), blas.prompt_tokens());
   EXPECT_EQ(upstream.n_past(), blas.n_past());
   compare("prefill");
+  float worst_attention = 0;
   for (int s = 0; s < 6; ++s) {  // teacher-forced: both decode upstream's choice
     const int32_t next = upstream.step(token);
     blas.step(token);
     compare("step");
+    // The alignment head's row as AlignAtt reads it: ggml's ops upstream, earshot's
+    // cache ops (f32 queries and probabilities) around ggml's softmax here.
+    ASSERT_EQ(upstream.step_rows().size(), 1u);
+    ASSERT_EQ(blas.step_rows().size(), 1u);
+    const std::vector<float>&a = upstream.step_rows()[0], &b = blas.step_rows()[0];
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) worst_attention = std::max(worst_attention, std::abs(a[j] - b[j]));
+    EXPECT_EQ(upstream.step_frames(), blas.step_frames());
     token = next;
   }
   // Upstream rounds the activations to f16 against f16 weights (and the audio
   // encoder's too); ours are f32.
   EXPECT_LT(worst, 2e-3f * scale) << "max |diff| " << worst << " of max |logit| " << scale;
+  EXPECT_LT(worst_attention, 1e-3f) << "max |diff| of an attention weight";
   EXPECT_GT(worst, 0.0f);  // two different computations, not one path twice
 }
 

@@ -6,7 +6,9 @@
 // for bit to its query's lone op and to the same op on other thread counts (a
 // batched step equals its lone steps); ggml's own product within its f16
 // rounding; key counts that leave partial blocks; strided keys and permuted
-// queries as the Whisper decoder passes them; and what it refuses.
+// queries as the Whisper decoder passes them; grouped heads and streams with
+// caches of their own as libllama's KV cache holds them (Qwen3-ASR's steps); and
+// what it refuses.
 #include "model/runtime/cache_attention.h"
 
 #include <ggml-cpp.h>
@@ -336,6 +338,70 @@ TEST(HeadValues, RefusesWhatItCannotTake) {
   ggml_tensor* strided = ggml_view_3d(ctx.get(), wide, 100, 1, 4, wide->nb[1], wide->nb[1], 0);
   EXPECT_FALSE(head_values_supports(v, strided));
   EXPECT_THROW(head_values(ctx.get(), q8, p96), Error);
+}
+
+// libllama's KV cache as a Qwen3 decoder's step reads it: H query heads over Hk
+// key and value heads (grouped-query attention), S streams each with its own
+// cells (a shared context's slots); keys [D, F, Hk, S], values stored transposed
+// [F, D, Hk, S], both F16. Against double from the values the cache holds.
+TEST(CacheAttention, GroupedHeadsAndStreamsOfTheirOwnReadTheirHeadsAndCells) {
+  const int64_t D = 32, F = 40, H = 4, Hk = 2, T = 2, S = 2, group = H / Hk;
+  for (CpuPath path : cpu_paths()) {
+    ScopedKernelCap cap(path);
+    SCOPED_TRACE(std::string(to_string(path)));
+    ggml_context_ptr ctx(ggml_init({16 << 20, nullptr, false}));
+    std::vector<float> k_held, v_held;
+    ggml_tensor* k_cache = random_cache(ctx.get(), GGML_TYPE_F16, D, F * Hk * S, 31, k_held);
+    ggml_tensor* v_cache = random_cache(ctx.get(), GGML_TYPE_F16, F, D * Hk * S, 32, v_held);
+    const size_t es = ggml_element_size(k_cache);
+    ggml_tensor* k = ggml_view_4d(ctx.get(), k_cache, D, F, Hk, S, D * es, D * F * es, D * F * Hk * es, 0);
+    ggml_tensor* v = ggml_view_4d(ctx.get(), v_cache, F, D, Hk, S, F * es, F * D * es, F * D * Hk * es, 0);
+    ggml_tensor* q = ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, D, T, H, S);
+    const std::vector<float> queries = normal_values(static_cast<size_t>(D * T * H * S), 33);
+    std::memcpy(q->data, queries.data(), queries.size() * sizeof(float));
+    ASSERT_TRUE(key_scores_supports(k, q));
+    const std::vector<float> scores = compute(ctx.get(), key_scores(ctx.get(), k, q), 2);
+    ggml_tensor* p = ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, F, T, H, S);
+    std::vector<float> probs = normal_values(static_cast<size_t>(F * T * H * S), 34);
+    for (float& x : probs) x = std::fabs(x) / static_cast<float>(F);
+    std::memcpy(p->data, probs.data(), probs.size() * sizeof(float));
+    ASSERT_TRUE(head_values_supports(v, p));
+    const std::vector<float> out = compute(ctx.get(), head_values(ctx.get(), v, p), 2);
+    ASSERT_EQ(out.size(), static_cast<size_t>(D * H * T * S));
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          const int64_t hk = h / group;
+          const float* qr = queries.data() + ((s * H + h) * T + t) * D;
+          for (int64_t f = 0; f < F; ++f) {
+            const float* kr = k_held.data() + ((s * Hk + hk) * F + f) * D;
+            double sum = 0.0, mag = 0.0;
+            for (int64_t d = 0; d < D; ++d) sum += double(kr[d]) * qr[d], mag += std::fabs(double(kr[d]) * qr[d]);
+            ASSERT_NEAR(scores[static_cast<size_t>(((s * H + h) * T + t) * F + f)], sum, 1e-5 * mag + 1e-6)
+                << "score s " << s << " h " << h << " t " << t << " f " << f;
+          }
+          const float* pr = probs.data() + ((s * H + h) * T + t) * F;
+          for (int64_t d = 0; d < D; ++d) {
+            const float* vr = v_held.data() + ((s * Hk + hk) * D + d) * F;
+            double sum = 0.0, mag = 0.0;
+            for (int64_t f = 0; f < F; ++f) sum += double(pr[f]) * vr[f], mag += std::fabs(double(pr[f]) * vr[f]);
+            ASSERT_NEAR(out[static_cast<size_t>((s * T + t) * D * H + h * D + d)], sum, 1e-5 * mag + 1e-7)
+                << "value s " << s << " h " << h << " t " << t << " d " << d;
+          }
+        }
+  }
+}
+
+TEST(CacheAttention, RefusesHeadsThatAreNotAMultipleOfTheCachesOrOtherStreamCounts) {
+  ggml_context_ptr ctx(ggml_init({1 << 20, nullptr, true}));
+  ggml_tensor* k = ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F16, 32, 40, 2, 2);
+  EXPECT_TRUE(key_scores_supports(k, ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, 32, 1, 4, 2)));
+  EXPECT_FALSE(key_scores_supports(k, ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, 32, 1, 3, 2)));
+  EXPECT_FALSE(key_scores_supports(k, ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, 32, 1, 4, 3)));
+  ggml_tensor* v = ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F16, 40, 32, 2, 2);
+  EXPECT_TRUE(head_values_supports(v, ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, 40, 1, 4, 2)));
+  EXPECT_FALSE(head_values_supports(v, ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, 40, 1, 3, 2)));
+  EXPECT_FALSE(head_values_supports(v, ggml_new_tensor_4d(ctx.get(), GGML_TYPE_F32, 40, 1, 4, 3)));
 }
 
 }  // namespace
