@@ -62,7 +62,8 @@ const char* kUsage =
     "threads. --mmproj defaults to\n"
     "PREFIX-mmproj.gguf. --threads defaults to 2. --profile on: the encoder's window again, each of its\n"
     "ops timed on its own (libmtmd's evaluation callback; one ggml compute a node, so the total is a\n"
-    "little above the plain pass): milliseconds and share per op class, GFLOP/s of each product class.\n"
+    "little above the plain pass): milliseconds and share per op class, GFLOP/s of each product class;\n"
+    "then the same for the first length's live pass, its prefill and its steps (libllama's callback).\n"
     "--cpu-kernels: the large products (default auto: OpenBLAS inside libmtmd's and libllama's graphs;\n"
     "ggml: both graphs as upstream builds them).\n"
     "--quantized-products: where quantised weights' products of many rows run (int8: Q8_0 on earshot's int8\n"
@@ -108,12 +109,12 @@ class OpProfile {
   }
   void start() { by_class_.clear(), on_ = true; }
   void stop() { on_ = false; }
-  void print() const {
+  void print(const std::string& what) const {
     double total = 0;
     for (const auto& [name, e] : by_class_) total += e.ms;
     std::vector<std::pair<std::string, Entry>> rows(by_class_.begin(), by_class_.end());
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-    std::printf("encoder ops, one 800-frame window timed node by node: %.1f ms\n", total);
+    std::printf("%s timed node by node: %.1f ms\n", what.c_str(), total);
     for (const auto& [name, e] : rows) {
       std::printf("  %-34s %5d nodes %8.1f ms %5.1f%%", name.c_str(), e.nodes, e.ms, 100 * e.ms / total);
       if (e.flop > 0) std::printf("  %6.2f GFLOP %7.1f GFLOP/s", e.flop * 1e-9, e.flop / (e.ms * 1e-3) * 1e-9);
@@ -138,6 +139,9 @@ class OpProfile {
     return t->op == GGML_OP_CUSTOM && t->src[1] != nullptr && !blas_attention(t);
   }
   static std::string op_class(const ggml_tensor* t) {
+    if (t->op == GGML_OP_CUSTOM && t->type == GGML_TYPE_I8) return "int8 op: quantise rows";
+    if (t->op == GGML_OP_CUSTOM && t->src[1] != nullptr && t->src[1]->type == GGML_TYPE_I8)
+      return std::string("int8 op: product ") + ggml_type_name(t->src[0]->type);
     if (blas_attention(t)) return "OpenBLAS attention";
     if (blas_product(t))
       return std::string("OpenBLAS product ") + ggml_type_name(t->src[0]->type) + " x " +
@@ -336,8 +340,9 @@ void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Product
 // steps), then this pass timed. What it keeps from the previous one: the encoder's
 // windows whose mel is unchanged, and the prompt's KV rows before the first
 // position that changed (the system turn and the whole windows' audio).
+// profile: set where the model's decoder_eval_callback feeds it (--profile on).
 void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, const std::vector<q::Head>& heads,
-                 const std::vector<int32_t>& context) {
+                 const std::vector<int32_t>& context, OpProfile* profile) {
   std::printf(
       "live passes, each 1 s after the stream's previous pass (done first): wall / process CPU ms (medians of %d); "
       "windows and prompt tokens done / kept; %d steps\n%7s %20s %8s %20s %10s %20s %20s\n",
@@ -376,6 +381,28 @@ void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, co
     std::printf("%7.1f %20s %8s %20s %10s %20s %20s\n", seconds, enc.str().c_str(), w, pre.str().c_str(), t,
                 steps.str().c_str(), pass.str().c_str());
   }
+  if (profile == nullptr || a.seconds.empty()) return;
+  // The first length's live pass once more, its prefill's and its steps' ops timed.
+  const std::vector<float> pcm = audio(a.seconds.front());
+  q::Session s(model, heads, 1024);
+  s.encode(std::span<const float>(pcm.data(), pcm.size() - std::min<size_t>(16000, pcm.size() / 2)));
+  int32_t token = s.prefill({"", "English", context});
+  for (int k = 0; k < a.live_steps; ++k)
+    token = s.step(model->is_end(token) && !context.empty() ? context.front() : token);
+  s.encode(pcm);
+  profile->start();
+  token = s.prefill({"", "English", context});
+  profile->stop();
+  char what[96];
+  std::snprintf(what, sizeof what, "live pass at %.1f s: prefill ops (%d prompt rows)", a.seconds.front(),
+                s.last_prefill().decoded);
+  profile->print(what);
+  profile->start();
+  for (int k = 0; k < a.live_steps; ++k)
+    token = s.step(model->is_end(token) && !context.empty() ? context.front() : token);
+  profile->stop();
+  std::snprintf(what, sizeof what, "live pass at %.1f s: %d steps' ops", a.seconds.front(), a.live_steps);
+  profile->print(what);
 }
 
 // --streams N: N streams' live passes (each 1 s after the stream's previous
@@ -556,7 +583,7 @@ int main(int argc, char** argv) {
         profile.start();
         session.encode(pcm);
         profile.stop();
-        profile.print();
+        profile.print("encoder ops, one 800-frame window");
       }
     }
 
@@ -622,9 +649,10 @@ int main(int argc, char** argv) {
                   step_gbs / bandwidth, pass.str().c_str(), median(pass_steps));
     }
     options.encoder_eval_callback = nullptr;
+    if (a.profile) options.decoder_eval_callback = &OpProfile::callback, options.decoder_eval_data = &profile;
     options.exclusive_compute = a.streams > 1;  // the batched streams' computations, one at a time
     const auto live = q::Model::load(a.model, a.mmproj, options);
-    live_passes(a, live, heads, context);
+    live_passes(a, live, heads, context, a.profile ? &profile : nullptr);
     if (a.streams > 1) batched_passes(a, live, heads, context);
     return 0;
   } catch (const std::exception& e) {

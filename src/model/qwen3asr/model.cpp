@@ -772,7 +772,16 @@ void Session::truncate(int pos) {
   kv_keys_.resize(static_cast<size_t>(pos));
 }
 
-bool Session::on_node(ggml_tensor* t, bool ask) { return on_stream_node(t, ask, 0); }
+bool Session::on_node(ggml_tensor* t, bool ask) {
+  const ModelOptions& o = model_->options();
+  if (o.decoder_eval_callback == nullptr) return on_stream_node(t, ask, 0);
+  if (ask) {
+    outer_asked_ = o.decoder_eval_callback(t, true, o.decoder_eval_data);
+    return on_stream_node(t, true, 0) || outer_asked_;
+  }
+  const bool go_on = on_stream_node(t, false, 0);
+  return (outer_asked_ ? o.decoder_eval_callback(t, false, o.decoder_eval_data) : true) && go_on;
+}
 
 bool Session::on_stream_node(ggml_tensor* t, bool ask, int stream) {
   static constexpr char kName[] = "kq_soft_max-";

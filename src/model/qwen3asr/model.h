@@ -92,6 +92,10 @@ struct ModelOptions {
   // mel: earshot-bench-qwen3asr --profile times its ops with it.
   bool (*encoder_eval_callback)(ggml_tensor* t, bool ask, void* user_data) = nullptr;
   void* encoder_eval_data = nullptr;
+  // The same for the text decoder's graphs of a lone Session (prefills and
+  // steps; not a SharedContext's), after the alignment heads' capture.
+  bool (*decoder_eval_callback)(ggml_tensor* t, bool ask, void* user_data) = nullptr;
+  void* decoder_eval_data = nullptr;
 };
 
 // The loaded pair, shared by every stream.
@@ -284,6 +288,7 @@ class Session {
   int n_past_ = 0;
   int audio_begin_ = 0;
   bool capture_ = false;
+  bool outer_asked_ = false;  // options().decoder_eval_callback wanted the node last asked about
   std::vector<int> frames_;
   std::vector<std::vector<float>> rows_;
   std::vector<int32_t> prompt_tokens_;
