@@ -80,21 +80,36 @@ struct Panel {
   }
 }
 
+// The f16 block scales of up to 16 rows (lanes in `live`) at `at` + r * ldw as
+// f32: one gather of the scale and the block's first two values per row (4 bytes,
+// inside the block), the low halves kept and converted.
+[[gnu::target(EARSHOT_T_AVX512_VNNI)]] inline void gather_scales(const char* at, __m512i offsets, __mmask16 live,
+                                                                 float* out) {
+  const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offsets, at, 1);
+  _mm512_storeu_ps(out, _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_cvtepi32_epi16(0xffff, words)));
+}
+
 [[gnu::target(EARSHOT_T_AVX512_VNNI)]] void pack_panel(const char* w, int64_t ldw, int64_t nb, int rows, Panel& p) {
   p.bytes.resize(static_cast<size_t>(nb * 8 * kPanel));
   p.scales.resize(static_cast<size_t>(nb * kPanel));
   const char* row[kPanel];
   for (int r = 0; r < kPanel; ++r) row[r] = r < rows ? w + r * ldw : nullptr;
+  // Rows 0-15 and 16-31 of the panel as byte offsets from the first (a panel spans
+  // 32 rows of at most a few KB each: within int32).
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i offsets_lo = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(ldw)));
+  const __m512i offsets_hi = _mm512_add_epi32(offsets_lo, _mm512_set1_epi32(static_cast<int32_t>(16 * ldw)));
+  const __mmask16 live_lo = rows >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << rows) - 1u);
+  const __mmask16 live_hi = rows >= 32  ? __mmask16{0xffff}
+                            : rows > 16 ? static_cast<__mmask16>((1u << (rows - 16)) - 1u)
+                                        : __mmask16{0};
   for (int64_t b = 0; b < nb; ++b) {
     uint32_t* dst = p.bytes.data() + b * 8 * kPanel;
     pack_group(row, b * kBlockBytes + 2, dst);
     pack_group(row + 16, b * kBlockBytes + 2, dst + 16);
     float* scales = p.scales.data() + b * kPanel;
-    for (int r = 0; r < kPanel; ++r) {
-      uint16_t d = 0;
-      if (row[r]) std::memcpy(&d, row[r] + b * kBlockBytes, 2);
-      scales[r] = _cvtsh_ss(d);
-    }
+    gather_scales(w + b * kBlockBytes, offsets_lo, live_lo, scales);
+    gather_scales(w + b * kBlockBytes, offsets_hi, live_hi, scales + 16);
   }
 }
 
@@ -194,10 +209,12 @@ void product_avx512(const void* w, int64_t ldw, const char* xq, int64_t K, int64
     const int64_t lines = next_rows > 0 ? next_rows * row_lines : 0;
     const int64_t tiles = (J + kMaxRows - 1) / kMaxRows;
     const int64_t per_tile = (lines + tiles - 1) / tiles;
-    int64_t line = 0;
+    const char* next = base + (p + kPanel) * ldw;
+    int64_t row = 0, col = 0;  // the next line to ask for: line `col` of the next panel's row `row`
     for (int64_t j = 0; j < J; j += kMaxRows) {
-      for (const int64_t end = std::min(lines, line + per_tile); line < end; ++line) {
-        _mm_prefetch(base + (p + kPanel + line / row_lines) * ldw + line % row_lines * 64, _MM_HINT_T1);
+      for (int64_t n = 0; n < per_tile && row < next_rows; ++n) {
+        _mm_prefetch(next + row * ldw + col * 64, _MM_HINT_T1);
+        if (++col == row_lines) col = 0, ++row;
       }
       const int r = static_cast<int>(std::min<int64_t>(kMaxRows, J - j));
       kTiles[r - 1](panel, nb, xq + j * stride, stride, K, out + j * ldo + p, ldo, bias ? bias + p : nullptr, m0, m1);
