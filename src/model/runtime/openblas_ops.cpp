@@ -366,13 +366,15 @@ EARSHOT_ISA_VARIANTS(softmax_numerators, float, (float* s, int n), (s, n))
 constexpr int64_t kQueryBlock = 256;
 
 // A block of score rows S [rows x n] -> out [rows x hd] (row stride ldo) =
-// softmax(S) V, V [n x hd] (row stride ldv): the exps in place, the product by
-// sgemm, then each row divided by its sum (hd values rather than n).
-void softmax_times_values(float* S, int rows, int64_t n, const float* V, int ldv, float* out, int ldo, int64_t hd) {
+// softmax(S) V, V [n x hd] (row stride ldv), or given as its transpose [hd x n]
+// (v_trans): the exps in place, the product by sgemm, then each row divided by
+// its sum (hd values rather than n).
+void softmax_times_values(float* S, int rows, int64_t n, const float* V, int ldv, float* out, int ldo, int64_t hd,
+                          bool v_trans = false) {
   float sums[kQueryBlock];
   for (int r = 0; r < rows; ++r) sums[r] = softmax_numerators(S + r * n, static_cast<int>(n));
-  openblas().sgemm(kRowMajor, kNoTrans, kNoTrans, rows, static_cast<int>(hd), static_cast<int>(n), 1.0f, S,
-                   static_cast<int>(n), V, ldv, 0.0f, out, ldo);
+  openblas().sgemm(kRowMajor, kNoTrans, v_trans ? kTrans : kNoTrans, rows, static_cast<int>(hd), static_cast<int>(n),
+                   1.0f, S, static_cast<int>(n), V, ldv, 0.0f, out, ldo);
   for (int r = 0; r < rows; ++r) {
     const float inv = 1.0f / sums[r];
     for (int64_t c = 0; c < hd; ++c) out[r * ldo + c] *= inv;
@@ -428,12 +430,11 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
   const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const auto [t0, t1] = share(blocks * H * S, ith, nth, 1);
   if (t1 <= t0) return;
-  thread_local std::vector<float> scores, queries, keys, values, column;
+  thread_local std::vector<float> scores, queries, keys, values;
   scores.resize(static_cast<size_t>(kQueryBlock * n_kv));
   queries.resize(static_cast<size_t>(kQueryBlock * d));
   keys.resize(static_cast<size_t>(n_kv * d));
   values.resize(static_cast<size_t>(n_kv * d));
-  column.resize(static_cast<size_t>(n_kv));
   const OpenBlas::Sgemm sgemm = openblas().sgemm;
   const auto base = [](const ggml_tensor* t) { return static_cast<const char*>(t->data); };
   // The cells any row of stream s sees: past the last column its mask leaves open,
@@ -464,11 +465,8 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
       const char* kb = base(k) + hk * k->nb[2] + s * k->nb[3];
       const char* vb = base(v) + hk * v->nb[2] + s * v->nb[3];
       for (int64_t j = 0; j < cells; ++j) row_to_f32(k->type, kb + j * k->nb[1], keys.data() + j * d, d);
-      if (v_trans) {  // d rows of n_kv: transposed into n_kv rows of d
-        for (int64_t c = 0; c < d; ++c) {
-          row_to_f32(v->type, vb + c * v->nb[1], column.data(), cells);
-          for (int64_t j = 0; j < cells; ++j) values[j * d + c] = column[j];
-        }
+      if (v_trans) {  // d rows of n_kv, kept so: sgemm takes them transposed
+        for (int64_t c = 0; c < d; ++c) row_to_f32(v->type, vb + c * v->nb[1], values.data() + c * cells, cells);
       } else {
         for (int64_t j = 0; j < cells; ++j) row_to_f32(v->type, vb + j * v->nb[1], values.data() + j * d, d);
       }
@@ -487,8 +485,8 @@ void masked_attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         for (int64_t j = 0; j < cells; ++j) scores_row[r * cells + j] += m[j];
       }
     }
-    softmax_times_values(scores_row, rows, cells, values.data(), static_cast<int>(d),
-                         static_cast<float*>(dst->data) + (s * T + i0) * ld(dst) + h * d, ld(dst), d);
+    softmax_times_values(scores_row, rows, cells, values.data(), static_cast<int>(v_trans ? cells : d),
+                         static_cast<float*>(dst->data) + (s * T + i0) * ld(dst) + h * d, ld(dst), d, v_trans);
   }
 }
 
