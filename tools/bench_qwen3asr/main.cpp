@@ -131,9 +131,10 @@ class OpProfile {
     return t && std::string(ggml_get_name(t)).starts_with(prefix);
   }
   // earshot's OpenBLAS ops (runtime/openblas_ops.h) are custom ops: attention has
-  // three sources of one shape (q, k, v), a product two (and maybe a bias), to_f32 one.
+  // three sources or four (q, k, v, a mask), v a matrix; a product two and maybe a
+  // bias (one row); to_f32 one.
   static bool blas_attention(const ggml_tensor* t) {
-    return t->op == GGML_OP_CUSTOM && t->src[2] != nullptr && ggml_are_same_shape(t->src[1], t->src[2]);
+    return t->op == GGML_OP_CUSTOM && t->src[2] != nullptr && t->src[2]->ne[1] > 1;
   }
   static bool blas_product(const ggml_tensor* t) {
     return t->op == GGML_OP_CUSTOM && t->src[1] != nullptr && !blas_attention(t);
@@ -156,8 +157,8 @@ class OpProfile {
   }
   static double flop(const ggml_tensor* t) {
     const ggml_tensor* a = t->src[0];
-    if (blas_attention(t))  // q k^T and the weights times v: 2 x 2 n^2 d
-      return 4.0 * static_cast<double>(a->ne[1]) * static_cast<double>(ggml_nelements(t));
+    if (blas_attention(t))  // q k^T and the weights times v over k's cells: 2 x 2 x cells x (rows x d x heads)
+      return 4.0 * static_cast<double>(t->src[1]->ne[1]) * static_cast<double>(ggml_nelements(t));
     if (t->op != GGML_OP_MUL_MAT && !blas_product(t)) return 0;
     return 2.0 * static_cast<double>(a->ne[0]) * static_cast<double>(ggml_nelements(t));
   }
