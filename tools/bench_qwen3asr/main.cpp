@@ -144,6 +144,8 @@ class OpProfile {
     if (t->op == GGML_OP_CUSTOM && t->src[1] != nullptr && t->src[1]->type == GGML_TYPE_I8)
       return std::string("int8 op: product ") + ggml_type_name(t->src[0]->type);
     if (blas_attention(t)) return "OpenBLAS attention";
+    // runtime/cache_attention.h: a step's key scores and head values (their second operand per head).
+    if (t->op == GGML_OP_CUSTOM && t->src[1] != nullptr && t->src[1]->ne[2] > 1) return "step attention (cache ops)";
     if (blas_product(t))
       return std::string("OpenBLAS product ") + ggml_type_name(t->src[0]->type) + " x " +
              ggml_type_name(t->src[1]->type);
