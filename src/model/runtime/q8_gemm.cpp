@@ -89,6 +89,37 @@ void product_op(ggml_tensor* dst, int ith, int nth, void*) {
               bias ? static_cast<const float*>(bias->data) : nullptr, i0, i1);
 }
 
+bool is_quantise_of(const ggml_tensor* t, const ggml_tensor* b, int64_t K) {
+  ggml_custom_op_t fun = nullptr;
+  if (t->op == GGML_OP_CUSTOM) std::memcpy(&fun, t->op_params, sizeof fun);  // ggml_custom_op_params' first field
+  return fun == quantise_op && t->src[0] == b && t->type == GGML_TYPE_I8 && t->ne[0] == q8::quantised_row_bytes(K) &&
+         t->ne[1] == b->ne[1];
+}
+
+// b's rows quantised for products of length K. The products of one input (a
+// layer's query, key and value; its FFN's up and gate) are built one after
+// another, so the quantisation this thread made last is taken again where it
+// is of b and lies in ctx's memory in use: a graph's context is reset for each
+// build, and a node of an earlier build may lie past that point (below it, the
+// node was made in this build).
+ggml_tensor* quantised_rows(ggml_context* ctx, ggml_tensor* b, int64_t K) {
+  thread_local struct {
+    const ggml_context* ctx = nullptr;
+    const ggml_tensor* b = nullptr;
+    ggml_tensor* xq = nullptr;
+  } last;
+  if (last.ctx == ctx && last.b == b) {
+    const auto* base = static_cast<const char*>(ggml_get_mem_buffer(ctx));
+    const auto* at = reinterpret_cast<const char*>(last.xq);
+    if (at >= base && at < base + ggml_used_mem(ctx) && is_quantise_of(last.xq, b, K)) return last.xq;
+  }
+  ggml_tensor* x = b;
+  ggml_tensor* xq = ggml_custom_4d(ctx, GGML_TYPE_I8, q8::quantised_row_bytes(K), b->ne[1], 1, 1, &x, 1, quantise_op,
+                                   GGML_N_TASKS_MAX, nullptr);
+  last = {ctx, b, xq};
+  return xq;
+}
+
 }  // namespace
 
 bool q8_gemm_available() { return fast(kernel_path()); }
@@ -117,10 +148,7 @@ ggml_tensor* q8_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_
                             "length, contiguous rows; got ") +
                     ggml_type_name(a->type) + " and " + ggml_type_name(b->type));
   }
-  ggml_tensor* x = b;
-  ggml_tensor* xq = ggml_custom_4d(ctx, GGML_TYPE_I8, q8::quantised_row_bytes(a->ne[0]), b->ne[1], 1, 1, &x, 1,
-                                   quantise_op, GGML_N_TASKS_MAX, nullptr);
-  ggml_tensor* args[] = {a, xq, bias};
+  ggml_tensor* args[] = {a, quantised_rows(ctx, b, a->ne[0]), bias};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[1], b->ne[1], 1, 1, args, bias ? 3 : 2, product_op, GGML_N_TASKS_MAX,
                         nullptr);
 }

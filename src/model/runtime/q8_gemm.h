@@ -54,8 +54,11 @@ bool q8_gemm_supports(const ggml_tensor* a, const ggml_tensor* b, const ggml_ten
 bool q8_gemm_takes(const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* bias = nullptr);
 
 // ggml_mul_mat(ctx, a, b) (+ bias[i] on every row) for what q8_gemm_supports
-// takes: [I, J] f32. Only for graphs computed on the CPU backend; throws
-// earshot::Error(kInternal) for operands it refuses.
+// takes: [I, J] f32, as two nodes: b's rows quantised, then the product. A
+// product of the b the thread's last call quantised in this graph takes that
+// node again (a layer's query, key and value quantise their input once). Only
+// for graphs computed on the CPU backend; throws earshot::Error(kInternal) for
+// operands it refuses.
 ggml_tensor* q8_mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias = nullptr);
 
 namespace q8 {

@@ -5,7 +5,8 @@
 // to its lone product; against the product in double of the weight's blocks and
 // the activations as the op quantises them, within f32's rounding; ggml's Q8_0
 // product within the two quantisations' difference; the bias; sizes that leave
-// partial panels, vectors and tiles; strided rows; and what it refuses.
+// partial panels, vectors and tiles; strided rows; one quantisation for the
+// products of one input; and what it refuses.
 #include "model/runtime/q8_gemm.h"
 
 #include <ggml-cpp.h>
@@ -188,6 +189,73 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Q8MulMat,
                            const Case& c = info.param;
                            return "k" + std::to_string(c.k) + "_i" + std::to_string(c.i) + "_j" + std::to_string(c.j);
                          });
+
+// Q8_0 weight [k, i] of N(0, 0.05) values from `seed`.
+ggml_tensor* q8_weight(ggml_context* ctx, int64_t k, int64_t i, uint32_t seed) {
+  ggml_tensor* w = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, k, i);
+  const std::vector<float> v = normal_values(static_cast<size_t>(k * i), seed, 0.05f);
+  ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(v.data(), w->data, k * i);
+  return w;
+}
+
+std::vector<float> computed(ggml_context* ctx, ggml_tensor* out) {
+  ggml_cgraph* graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(graph, out);
+  EXPECT_EQ(ggml_graph_compute_with_ctx(ctx, graph, 2), GGML_STATUS_SUCCESS);
+  const auto* p = static_cast<const float*>(out->data);
+  return std::vector<float>(p, p + ggml_nelements(out));
+}
+
+// The products of one input (a layer's query, key and value) quantise it once:
+// the second takes the first's node, and its values are those of a product built
+// alone. A context reset for the next graph quantises again (the earlier node is
+// past the memory in use), as does another input.
+TEST(Q8MulMatTest, ProductsOfOneInputShareItsQuantisation) {
+  const int64_t k = 64, j = 20;
+  ggml_context_ptr ctx(ggml_init({8 << 20, nullptr, false}));
+  ggml_tensor* w1 = q8_weight(ctx.get(), k, 48, 21);
+  ggml_tensor* w2 = q8_weight(ctx.get(), k, 32, 22);
+  ggml_tensor* x = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, k, j);
+  const std::vector<float> xv = normal_values(static_cast<size_t>(k * j), 23);
+  std::memcpy(x->data, xv.data(), xv.size() * sizeof(float));
+  ggml_tensor* y1 = q8_mul_mat(ctx.get(), w1, x);
+  ggml_tensor* y2 = q8_mul_mat(ctx.get(), w2, x);
+  EXPECT_EQ(y1->src[1], y2->src[1]);
+  const std::vector<float> both1 = computed(ctx.get(), y1), both2 = computed(ctx.get(), y2);
+
+  ggml_context_ptr alone(ggml_init({8 << 20, nullptr, false}));
+  ggml_tensor* x_alone = ggml_dup_tensor(alone.get(), x);
+  std::memcpy(x_alone->data, xv.data(), xv.size() * sizeof(float));
+  ggml_tensor* w2_alone = ggml_dup_tensor(alone.get(), w2);
+  std::memcpy(w2_alone->data, w2->data, ggml_nbytes(w2));
+  EXPECT_EQ(computed(alone.get(), q8_mul_mat(alone.get(), w2_alone, x_alone)), both2);
+
+  ggml_tensor* other = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, k, j);
+  std::memcpy(other->data, xv.data(), xv.size() * sizeof(float));
+  ggml_tensor* y3 = q8_mul_mat(ctx.get(), w1, other);
+  EXPECT_NE(y3->src[1], y1->src[1]);
+  EXPECT_EQ(computed(ctx.get(), y3), both1);
+
+  // The same build again in the reset context (as libllama builds each graph):
+  // the input at the same address as the last call's, so only where its
+  // quantisation lies tells the earlier build's node from one of this build.
+  ggml_tensor* stale = q8_mul_mat(ctx.get(), w1, x)->src[1];
+  ggml_reset(ctx.get());
+  ggml_tensor* w1_again = q8_weight(ctx.get(), k, 48, 21);
+  q8_weight(ctx.get(), k, 32, 22);
+  ggml_tensor* x_again = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, k, j);
+  std::memcpy(x_again->data, xv.data(), xv.size() * sizeof(float));
+  ASSERT_EQ(x_again, x) << "the reset context lays the tensors out as before";
+  // Tensors of this build past the stale node's address: the memory in use covers it.
+  while (static_cast<const char*>(ggml_get_mem_buffer(ctx.get())) + ggml_used_mem(ctx.get()) <=
+         reinterpret_cast<const char*>(stale)) {
+    ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, 4);
+  }
+  ggml_tensor* y = q8_mul_mat(ctx.get(), w1_again, x_again);
+  EXPECT_EQ(y->src[1]->src[0], x_again);
+  EXPECT_EQ(y->src[1]->op, GGML_OP_CUSTOM);
+  EXPECT_EQ(computed(ctx.get(), y), both1);
+}
 
 TEST(Q8MulMatTest, RefusesWhatItCannotMultiply) {
   ggml_context_ptr ctx(ggml_init({1 << 20, nullptr, true}));
