@@ -338,6 +338,12 @@ void encoder_products(const std::vector<Tensor>& mmproj, int64_t frames, Product
     window_products(mmproj, std::min<int64_t>(800, frames - start), p);
 }
 
+// What a timed pass decodes next: the greedy token, or where that ends the
+// answer, the first committed token (so the KV keeps growing as a long pass's does).
+int32_t step_input(const q::Model& model, const std::vector<int32_t>& context, int32_t token) {
+  return model.is_end(token) && !context.empty() ? context.front() : token;
+}
+
 // A live pass at each length: the stream's previous pass, 1 s before, done as
 // AlignAtt does it (encode, prefill with the committed tokens after the prompt,
 // steps), then this pass timed. What it keeps from the previous one: the encoder's
@@ -364,8 +370,7 @@ void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, co
         const Times::Mark m1;
         int32_t token = s.prefill({"", "English", context});
         const Times::Mark m2;
-        for (int k = 0; k < a.live_steps; ++k)
-          token = s.step(model->is_end(token) && !context.empty() ? context.front() : token);
+        for (int k = 0; k < a.live_steps; ++k) token = s.step(step_input(*model, context, token));
         if (!timed) return;
         steps.add(m2), pass.add(m0);  // from their marks to now
         windows = s.last_encode();
@@ -390,8 +395,7 @@ void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, co
   q::Session s(model, heads, 1024);
   s.encode(std::span<const float>(pcm.data(), pcm.size() - std::min<size_t>(16000, pcm.size() / 2)));
   int32_t token = s.prefill({"", "English", context});
-  for (int k = 0; k < a.live_steps; ++k)
-    token = s.step(model->is_end(token) && !context.empty() ? context.front() : token);
+  for (int k = 0; k < a.live_steps; ++k) token = s.step(step_input(*model, context, token));
   s.encode(pcm);
   profile->start();
   token = s.prefill({"", "English", context});
@@ -401,8 +405,7 @@ void live_passes(const Args& a, const std::shared_ptr<const q::Model>& model, co
                 s.last_prefill().decoded);
   profile->print(what);
   profile->start();
-  for (int k = 0; k < a.live_steps; ++k)
-    token = s.step(model->is_end(token) && !context.empty() ? context.front() : token);
+  for (int k = 0; k < a.live_steps; ++k) token = s.step(step_input(*model, context, token));
   profile->stop();
   std::snprintf(what, sizeof what, "live pass at %.1f s: %d steps' ops", a.seconds.front(), a.live_steps);
   profile->print(what);
@@ -430,7 +433,7 @@ void batched_passes(const Args& a, const std::shared_ptr<const q::Model>& model,
       const std::span<const float> buffer(pcm[static_cast<size_t>(k)]);
       s.encode(timed ? buffer : buffer.first(buffer.size() - 16000));
       int32_t token = s.prefill({"", "English", context});
-      for (int i = 0; i < a.live_steps; ++i) token = s.step(model->is_end(token) ? context.front() : token);
+      for (int i = 0; i < a.live_steps; ++i) token = s.step(step_input(*model, context, token));
       s.end_pass();
     };
     std::vector<double> serial, batched;

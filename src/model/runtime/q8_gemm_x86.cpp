@@ -80,6 +80,11 @@ struct Panel {
   }
 }
 
+// The first n of 16 lanes (n <= 0: none).
+__mmask16 lanes(int n) {
+  return n >= 16 ? __mmask16{0xffff} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1u);
+}
+
 // The f16 block scales of up to 16 rows (lanes in `live`) at `at` + r * ldw as
 // f32: one gather of the scale and the block's first two values per row (4 bytes,
 // inside the block), the low halves kept and converted.
@@ -99,10 +104,7 @@ struct Panel {
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i offsets_lo = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(ldw)));
   const __m512i offsets_hi = _mm512_add_epi32(offsets_lo, _mm512_set1_epi32(static_cast<int32_t>(16 * ldw)));
-  const __mmask16 live_lo = rows >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << rows) - 1u);
-  const __mmask16 live_hi = rows >= 32  ? __mmask16{0xffff}
-                            : rows > 16 ? static_cast<__mmask16>((1u << (rows - 16)) - 1u)
-                                        : __mmask16{0};
+  const __mmask16 live_lo = lanes(rows), live_hi = lanes(rows - 16);
   for (int64_t b = 0; b < nb; ++b) {
     uint32_t* dst = p.bytes.data() + b * 8 * kPanel;
     pack_group(row, b * kBlockBytes + 2, dst);
@@ -153,8 +155,6 @@ using TileFn = void (*)(const Panel&, int64_t, const char*, int64_t, int64_t, fl
                         __mmask16);
 constexpr TileFn kTiles[kMaxRows] = {tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
-__mmask16 lanes(int n) { return n >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << n) - 1u); }
-
 }  // namespace
 
 [[gnu::target(EARSHOT_T_AVX512_VNNI)]] void quantise_rows_avx512(const float* x, int64_t ldx, int64_t K, int64_t j0,
@@ -202,7 +202,7 @@ void product_avx512(const void* w, int64_t ldw, const char* xq, int64_t K, int64
   for (int64_t p = i0; p < i1; p += kPanel) {
     const int n = static_cast<int>(std::min<int64_t>(kPanel, i1 - p));
     pack_panel(base + p * ldw, ldw, nb, n, panel);
-    const __mmask16 m0 = lanes(n), m1 = lanes(n - 16 > 0 ? n - 16 : 0);
+    const __mmask16 m0 = lanes(n), m1 = lanes(n - 16);
     // The next panel's weights come from memory while this one computes: each
     // tile asks for its share of their cache lines (into L2).
     const int64_t next_rows = std::min<int64_t>(kPanel, i1 - p - kPanel);
